@@ -1,0 +1,12 @@
+//! toolgate: a gateway for the Model Context Protocol.
+//!
+//! It connects to many upstream MCP servers, keeps their full tool schemas, and shows the
+//! model only what the next step needs: a constant surface of meta-tools (guided mode),
+//! a slimmed plain tool list (direct mode), or a sandbox for scripts (code mode).
+//!
+//! # Layout
+//!
+//! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
+#![forbid(unsafe_code)]
+
+pub mod catalog;
