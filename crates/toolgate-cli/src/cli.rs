@@ -19,7 +19,7 @@ enum Command {
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result: anyhow::Result<()> = match cli.command {
         Command::Version => {
             println!("toolgate {}", env!("CARGO_PKG_VERSION"));
             Ok(())
