@@ -7,6 +7,8 @@
 //! # Layout
 //!
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
+//! - [`guided`]: the meta-tool surface (route, execute, continue).
 #![forbid(unsafe_code)]
 
 pub mod catalog;
+pub mod guided;

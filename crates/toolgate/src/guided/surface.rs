@@ -1,0 +1,65 @@
+//! The guided surface: the three meta-tool definitions and the standing instruction.
+//! Nothing here depends on the catalog, so the surface costs the same whatever it holds.
+
+use serde_json::{json, Value};
+
+/// The standing rule sent as the initialize result's `instructions`.
+pub const INSTRUCTIONS: &str = "Tools are reached through a gateway. For a new task, call \
+route with the task in a few words; then run the nextCall it returns with execute. If route \
+asks a question, pick a candidate (or ask the user) and route again with its name. When a \
+result carries nextCursor or operationId, call continue with it to get the rest.";
+
+/// Meta-tool names without a prefix.
+pub const ROUTE: &str = "route";
+pub const EXECUTE: &str = "execute";
+pub const CONTINUE: &str = "continue";
+
+/// The three meta-tool definitions as MCP Tool objects, each name with `prefix` prepended
+/// (e.g. `tg_`; empty for none).
+pub fn meta_tools(prefix: &str) -> Vec<Value> {
+    vec![
+        json!({
+            "name": format!("{prefix}{ROUTE}"),
+            "description": "Find the one tool for a task. Returns the tool, its input schema and a nextCall to run with execute; or a short question with candidates when the task is ambiguous. An exact tool name always wins.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "task": {"type": "string", "description": "What to do, in a few words, or an exact tool name"},
+                    "server": {"type": "string", "description": "Only consider this server's tools"},
+                    "detail": {"type": "string", "enum": ["summary", "signature", "full"], "description": "How much of the input schema to return (default signature)"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 5, "description": "Most candidates in a question (default 5)"}
+                },
+                "required": ["task"]
+            },
+            "annotations": {"readOnlyHint": true, "openWorldHint": false}
+        }),
+        json!({
+            "name": format!("{prefix}{EXECUTE}"),
+            "description": "Run a tool chosen by route (selectionId) or named exactly (tool). Arguments are checked against the tool's full schema; errors say how to fix them. Large results are paged (nextCursor); slow ones return an operationId.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "selectionId": {"type": "string", "description": "From route"},
+                    "tool": {"type": "string", "description": "An exact tool name, instead of selectionId"},
+                    "arguments": {"type": "object", "description": "The tool's arguments"},
+                    "fields": {"type": "array", "items": {"type": "string"}, "description": "Keep only these parts of the result (JSON pointers or dotted paths)"},
+                    "max_tokens": {"type": "integer", "minimum": 1, "description": "Lower the result budget for this call"}
+                },
+                "required": ["arguments"]
+            }
+        }),
+        json!({
+            "name": format!("{prefix}{CONTINUE}"),
+            "description": "Get the next page of a result (cursor), or the status or result of a running operation (operationId; cancel: true stops it).",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "cursor": {"type": "string"},
+                    "operationId": {"type": "string"},
+                    "cancel": {"type": "boolean"}
+                }
+            },
+            "annotations": {"openWorldHint": false}
+        }),
+    ]
+}
