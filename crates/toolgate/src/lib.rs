@@ -11,4 +11,5 @@
 #![forbid(unsafe_code)]
 
 pub mod catalog;
+pub mod config;
 pub mod guided;

@@ -1,0 +1,86 @@
+//! `${ENV_VAR}` substitution in configuration values, so secrets never need to be inline.
+
+use anyhow::{bail, Result};
+use std::path::Path;
+
+/// Replaces every `${NAME}` in `value` with the environment variable NAME. `$${` escapes a
+/// literal `${`. A missing variable is an error naming the file, the key and the variable.
+pub fn substitute(value: &str, file: &Path, key: &str) -> Result<String> {
+    substitute_with(value, file, key, |name| std::env::var(name).ok())
+}
+
+pub fn substitute_with(
+    value: &str,
+    file: &Path,
+    key: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(pos) = rest.find("${") {
+        if rest[..pos].ends_with('$') {
+            out.push_str(&rest[..pos - 1]);
+            out.push_str("${");
+            rest = &rest[pos + 2..];
+            continue;
+        }
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 2..];
+        let Some(end) = after.find('}') else {
+            bail!(
+                "{}: {key}: unclosed \"${{\" in {value:?}: write ${{NAME}}, or $${{ for a literal",
+                file.display()
+            );
+        };
+        let name = &after[..end];
+        let valid = !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit());
+        if !valid {
+            bail!(
+                "{}: {key}: {name:?} is not an environment variable name",
+                file.display()
+            );
+        }
+        match lookup(name) {
+            Some(v) => out.push_str(&v),
+            None => bail!(
+                "{}: {key} uses ${{{name}}}, but the environment variable {name} is not set: \
+                 export it before starting toolgate",
+                file.display()
+            ),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn look(n: &str) -> Option<String> {
+        (n == "TOKEN").then(|| "s3cret".to_string())
+    }
+
+    #[test]
+    fn substitutes_and_escapes() {
+        let f = Path::new("t.toml");
+        let v = substitute_with("Bearer ${TOKEN}", f, "k", look).unwrap();
+        assert_eq!(v, "Bearer s3cret");
+        assert_eq!(substitute_with("a$${b}", f, "k", look).unwrap(), "a${b}");
+        assert_eq!(substitute_with("plain", f, "k", look).unwrap(), "plain");
+    }
+
+    #[test]
+    fn missing_or_bad_names_are_errors_that_say_what_to_do() {
+        let f = Path::new("t.toml");
+        let e = substitute_with("${NOPE}", f, "upstreams.x.env.A", look).unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains("t.toml") && m.contains("upstreams.x.env.A") && m.contains("NOPE"));
+        assert!(m.contains("export"), "{m}");
+        assert!(substitute_with("${", f, "k", look).is_err());
+        assert!(substitute_with("${1A}", f, "k", look).is_err());
+    }
+}

@@ -1,0 +1,203 @@
+//! Configuration: the TOML file (`raw`), the `mcpServers` JSON import (`mcp_json`), and
+//! the validated `Config` every other module reads.
+//!
+//! Raw forms are deserialized with `deny_unknown_fields`, then normalised into one
+//! internal representation here, so nothing else knows which file a setting came from.
+//! Every error names the file, the key and what to do about it.
+
+mod env;
+pub mod mcp_json;
+pub mod raw;
+
+use anyhow::{bail, Context, Result};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The HTTP address `toolgate serve` listens on when none is configured.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8377";
+/// The configuration file read when `--config` is not given (if it exists).
+pub const DEFAULT_CONFIG_FILE: &str = "toolgate.toml";
+
+/// Which surface a session sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The three meta-tools (route, execute, continue).
+    #[default]
+    Guided,
+    /// Every visible tool, under its exposed name.
+    Direct,
+    /// Direct when the visible catalog is small (under `auto_threshold_tokens`), else guided.
+    Auto,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "guided" => Ok(Mode::Guided),
+            "direct" => Ok(Mode::Direct),
+            "auto" => Ok(Mode::Auto),
+            _ => Err(format!("unknown mode {s:?}: use guided, direct or auto")),
+        }
+    }
+}
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the configuration came from (for messages); `None` for the embedded demo.
+    pub source: Option<PathBuf>,
+    pub gateway: GatewayConfig,
+    /// Upstreams by name, sorted (disabled ones included, marked).
+    pub upstreams: BTreeMap<String, UpstreamConfig>,
+}
+
+/// Settings of the front (what clients talk to).
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// HTTP listen address; loopback unless configured otherwise.
+    pub listen: SocketAddr,
+    /// The surface served on `/mcp` and over stdio.
+    pub mode: Mode,
+    /// In `auto` mode: direct below this many o200k tokens of definitions, guided above.
+    pub auto_threshold_tokens: usize,
+    /// Prefix for the meta-tool names (e.g. `tg_`), for clients that already have a `route`.
+    pub meta_prefix: String,
+    /// How long `tools/list` waits at start for slow upstreams before answering with what is up.
+    pub startup_wait: Duration,
+    /// Largest request body accepted over HTTP.
+    pub max_body_bytes: usize,
+    /// Host names (besides loopback) accepted in the `Host` header (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+}
+
+/// How to reach an upstream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking MCP over stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One upstream server.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    pub name: String,
+    pub transport: Transport,
+    /// A disabled upstream is kept in the configuration but never started.
+    pub enabled: bool,
+    /// Limit on spawning/connecting plus `initialize` plus the first `tools/list`.
+    pub connect_timeout: Duration,
+    /// Limit on one `tools/call`.
+    pub call_timeout: Duration,
+    /// Prefix of this upstream's exposed tool names (default: its name).
+    pub prefix: String,
+    /// Exposed-name overrides: upstream tool name -> exposed name.
+    pub rename: HashMap<String, String>,
+}
+
+impl Config {
+    /// A configuration with no upstreams and every default.
+    pub fn empty() -> Self {
+        Self {
+            source: None,
+            gateway: GatewayConfig::default(),
+            upstreams: BTreeMap::new(),
+        }
+    }
+
+    /// Reads a toolgate TOML file.
+    pub fn from_toml_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read configuration file {}", path.display()))?;
+        Self::from_toml_str(&text, path)
+    }
+
+    /// Parses toolgate TOML; `path` is used in messages only.
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<Self> {
+        let raw: raw::RawConfig = toml::from_str(text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {}",
+                path.display(),
+                e.to_string().trim_end().replace('\n', "\n  ")
+            )
+        })?;
+        raw.validate(path)
+    }
+
+    /// Reads an `mcpServers` JSON file (Claude Desktop, Claude Code `.mcp.json`, Cursor, VS Code).
+    pub fn from_mcp_json_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        mcp_json::parse(&text, path)
+    }
+
+    /// Adds the upstreams of `other` (e.g. an imported mcpServers file); a name defined in
+    /// both is an error.
+    pub fn merge_upstreams(&mut self, other: Config) -> Result<()> {
+        for (name, up) in other.upstreams {
+            if self.upstreams.contains_key(&name) {
+                bail!(
+                    "upstream {name:?} is defined in {} and in {}: rename one of them",
+                    self.source_name(),
+                    other.source.as_deref().map_or("?".into(), |p| p.display().to_string())
+                );
+            }
+            self.upstreams.insert(name, up);
+        }
+        Ok(())
+    }
+
+    pub fn source_name(&self) -> String {
+        self.source
+            .as_deref()
+            .map_or("the built-in demo".into(), |p| p.display().to_string())
+    }
+
+    /// The upstreams that are switched on.
+    pub fn enabled_upstreams(&self) -> impl Iterator<Item = &UpstreamConfig> {
+        self.upstreams.values().filter(|u| u.enabled)
+    }
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            listen: DEFAULT_LISTEN.parse().expect("valid default address"),
+            mode: Mode::default(),
+            auto_threshold_tokens: 2000,
+            meta_prefix: String::new(),
+            startup_wait: Duration::from_millis(1000),
+            max_body_bytes: 4 * 1024 * 1024,
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+/// An upstream name is a config key, a log field and a name prefix: keep it simple.
+pub(crate) fn check_upstream_name(name: &str, file: &Path) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 48
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
+    if !ok {
+        bail!(
+            "{}: upstream name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.'",
+            file.display()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,266 @@
+//! The TOML file as written (`toolgate.toml`), before validation.
+//!
+//! ```toml
+//! [gateway]
+//! listen = "127.0.0.1:8377"   # HTTP address; loopback by default
+//! mode = "guided"             # guided | direct | auto
+//!
+//! [upstreams.github]
+//! command = "github-mcp-server"
+//! args = ["stdio"]
+//! env = { GITHUB_PERSONAL_ACCESS_TOKEN = "${GITHUB_TOKEN}" }
+//!
+//! [upstreams.docs]
+//! url = "http://127.0.0.1:9000/mcp"
+//! headers = { Authorization = "Bearer ${DOCS_TOKEN}" }
+//! call_timeout_secs = 120
+//! ```
+
+use super::{
+    check_upstream_name, env::substitute, Config, GatewayConfig, Mode, Transport, UpstreamConfig,
+};
+use anyhow::{bail, Result};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub gateway: RawGateway,
+    #[serde(default)]
+    pub upstreams: BTreeMap<String, RawUpstream>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGateway {
+    pub listen: Option<String>,
+    pub mode: Option<Mode>,
+    pub auto_threshold_tokens: Option<usize>,
+    pub meta_prefix: Option<String>,
+    pub startup_wait_ms: Option<u64>,
+    pub max_body_bytes: Option<usize>,
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUpstream {
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub enabled: Option<bool>,
+    pub connect_timeout_secs: Option<f64>,
+    pub call_timeout_secs: Option<f64>,
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub rename: HashMap<String, String>,
+}
+
+fn secs(v: Option<f64>, default: f64, file: &Path, key: &str) -> Result<Duration> {
+    let v = v.unwrap_or(default);
+    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+        bail!(
+            "{}: {key} = {v}: use a number of seconds above 0 and at most 86400",
+            file.display()
+        );
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+impl RawUpstream {
+    /// Validates one upstream; `key` is its table path (e.g. `upstreams.github`).
+    pub fn validate(self, name: &str, file: &Path, key: &str) -> Result<UpstreamConfig> {
+        check_upstream_name(name, file)?;
+        let transport = match (self.command, self.url) {
+            (Some(_), Some(_)) => bail!(
+                "{}: {key} has both `command` and `url`: keep `command` for a local process or `url` for an HTTP server",
+                file.display()
+            ),
+            (None, None) => bail!(
+                "{}: {key} needs `command` (a local process speaking MCP on stdio) or `url` (a Streamable HTTP endpoint)",
+                file.display()
+            ),
+            (Some(command), None) => {
+                if !self.headers.is_empty() {
+                    bail!("{}: {key}.headers only applies to `url` upstreams", file.display());
+                }
+                let command = substitute(&command, file, &format!("{key}.command"))?;
+                if command.trim().is_empty() {
+                    bail!("{}: {key}.command is empty", file.display());
+                }
+                let mut args = Vec::new();
+                for (i, a) in self.args.iter().enumerate() {
+                    args.push(substitute(a, file, &format!("{key}.args[{i}]"))?);
+                }
+                let mut env = BTreeMap::new();
+                for (k, v) in &self.env {
+                    env.insert(k.clone(), substitute(v, file, &format!("{key}.env.{k}"))?);
+                }
+                let cwd = match self.cwd {
+                    Some(c) => Some(PathBuf::from(substitute(
+                        &c.to_string_lossy(),
+                        file,
+                        &format!("{key}.cwd"),
+                    )?)),
+                    None => None,
+                };
+                Transport::Stdio { command, args, env, cwd }
+            }
+            (None, Some(url)) => {
+                if !self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some() {
+                    bail!(
+                        "{}: {key}: `args`, `env` and `cwd` only apply to `command` upstreams",
+                        file.display()
+                    );
+                }
+                let url = substitute(&url, file, &format!("{key}.url"))?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    bail!(
+                        "{}: {key}.url = {url:?}: use an http:// or https:// URL of a Streamable HTTP MCP endpoint",
+                        file.display()
+                    );
+                }
+                let mut headers = BTreeMap::new();
+                for (k, v) in &self.headers {
+                    if http::HeaderName::from_bytes(k.as_bytes()).is_err() {
+                        bail!("{}: {key}.headers: {k:?} is not a valid header name", file.display());
+                    }
+                    let v = substitute(v, file, &format!("{key}.headers.{k}"))?;
+                    if http::HeaderValue::from_str(&v).is_err() {
+                        bail!("{}: {key}.headers.{k}: the value is not a valid header value", file.display());
+                    }
+                    headers.insert(k.clone(), v);
+                }
+                Transport::Http { url, headers }
+            }
+        };
+        Ok(UpstreamConfig {
+            name: name.to_string(),
+            transport,
+            enabled: self.enabled.unwrap_or(true),
+            connect_timeout: secs(self.connect_timeout_secs, 30.0, file, &format!("{key}.connect_timeout_secs"))?,
+            call_timeout: secs(self.call_timeout_secs, 60.0, file, &format!("{key}.call_timeout_secs"))?,
+            prefix: self.prefix.unwrap_or_else(|| name.to_string()),
+            rename: self.rename,
+        })
+    }
+}
+
+impl RawConfig {
+    pub fn validate(self, file: &Path) -> Result<Config> {
+        let defaults = GatewayConfig::default();
+        let g = self.gateway;
+        let listen = match g.listen {
+            Some(l) => l.parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "{}: gateway.listen = {l:?} is not an address: write IP:PORT, e.g. \"127.0.0.1:8377\"",
+                    file.display()
+                )
+            })?,
+            None => defaults.listen,
+        };
+        let gateway = GatewayConfig {
+            listen,
+            mode: g.mode.unwrap_or(defaults.mode),
+            auto_threshold_tokens: g.auto_threshold_tokens.unwrap_or(defaults.auto_threshold_tokens),
+            meta_prefix: g.meta_prefix.unwrap_or_default(),
+            startup_wait: g.startup_wait_ms.map_or(defaults.startup_wait, Duration::from_millis),
+            max_body_bytes: g.max_body_bytes.unwrap_or(defaults.max_body_bytes),
+            allowed_hosts: g.allowed_hosts,
+        };
+        let mut upstreams = BTreeMap::new();
+        for (name, raw) in self.upstreams {
+            let key = format!("upstreams.{name}");
+            upstreams.insert(name.clone(), raw.validate(&name, file, &key)?);
+        }
+        Ok(Config {
+            source: Some(file.to_path_buf()),
+            gateway,
+            upstreams,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Config> {
+        Config::from_toml_str(s, Path::new("toolgate.toml"))
+    }
+
+    #[test]
+    fn full_example_parses() {
+        std::env::set_var("TG_TEST_TOKEN", "abc");
+        let c = parse(
+            r#"
+            [gateway]
+            listen = "127.0.0.1:9999"
+            mode = "direct"
+            [upstreams.gh]
+            command = "gh-mcp"
+            args = ["stdio"]
+            env = { TOKEN = "${TG_TEST_TOKEN}" }
+            [upstreams.docs]
+            url = "http://127.0.0.1:1/mcp"
+            headers = { Authorization = "Bearer ${TG_TEST_TOKEN}" }
+            call_timeout_secs = 5
+            enabled = false
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.gateway.mode, Mode::Direct);
+        assert_eq!(c.gateway.listen.port(), 9999);
+        let gh = &c.upstreams["gh"];
+        match &gh.transport {
+            Transport::Stdio { env, .. } => assert_eq!(env["TOKEN"], "abc"),
+            t => panic!("{t:?}"),
+        }
+        assert!(!c.upstreams["docs"].enabled);
+        assert_eq!(c.upstreams["docs"].call_timeout, Duration::from_secs(5));
+        assert_eq!(c.enabled_upstreams().count(), 1);
+    }
+
+    #[test]
+    fn unknown_keys_and_wrong_types_name_the_key() {
+        let e = parse("[upstreams.a]\ncommand = \"x\"\ncomand = \"y\"\n").unwrap_err().to_string();
+        assert!(e.contains("toolgate.toml") && e.contains("comand"), "{e}");
+        let e = parse("[gateway]\nmode = 3\n").unwrap_err().to_string();
+        assert!(e.contains("mode"), "{e}");
+        let e = parse("[gateway]\nmode = \"fast\"\n").unwrap_err().to_string();
+        assert!(e.contains("fast") && e.contains("guided"), "{e}");
+    }
+
+    #[test]
+    fn bad_upstreams_say_what_to_fix() {
+        let e = parse("[upstreams.a]\n").unwrap_err().to_string();
+        assert!(e.contains("upstreams.a") && e.contains("command") && e.contains("url"), "{e}");
+        let e = parse("[upstreams.a]\ncommand='x'\nurl='http://h'\n").unwrap_err().to_string();
+        assert!(e.contains("both"), "{e}");
+        let e = parse("[upstreams.a]\nurl='ftp://h'\n").unwrap_err().to_string();
+        assert!(e.contains("http://"), "{e}");
+        let e = parse("[upstreams.\"a b\"]\ncommand='x'\n").unwrap_err().to_string();
+        assert!(e.contains("not allowed"), "{e}");
+        let e = parse("[upstreams.a]\ncommand='x'\nenv={A='${TG_SURELY_UNSET_VAR}'}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("upstreams.a.env.A") && e.contains("TG_SURELY_UNSET_VAR"), "{e}");
+        let e = parse("[upstreams.a]\ncommand='x'\n[upstreams.a]\ncommand='y'\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("duplicate"), "{e}");
+        let e = parse("[upstreams.a]\ncommand='x'\ncall_timeout_secs=0\n").unwrap_err().to_string();
+        assert!(e.contains("call_timeout_secs"), "{e}");
+    }
+}
