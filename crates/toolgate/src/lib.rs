@@ -12,4 +12,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod front;
+pub mod gateway;
 pub mod guided;
+pub mod upstream;

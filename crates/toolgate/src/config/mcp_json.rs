@@ -71,7 +71,8 @@ struct File {
 
 /// Parses mcpServers JSON; `file` is used in messages only.
 pub fn parse(text: &str, file: &Path) -> Result<Config> {
-    let parsed: File = serde_json::from_str(text).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let parsed: File =
+        serde_json::from_str(text).map_err(|e| anyhow!("{}: {e}", file.display()))?;
     let (servers, top) = match (parsed.mcp_servers, parsed.servers) {
         (Some(s), _) => (s, "mcpServers"),
         (None, Some(s)) => (s, "servers"),
@@ -83,8 +84,8 @@ pub fn parse(text: &str, file: &Path) -> Result<Config> {
     let mut upstreams = BTreeMap::new();
     for (name, value) in servers.0 {
         let key = format!("{top}.{name}");
-        let s: McpServer = serde_json::from_value(value)
-            .map_err(|e| anyhow!("{}: {key}: {e}", file.display()))?;
+        let s: McpServer =
+            serde_json::from_value(value).map_err(|e| anyhow!("{}: {key}: {e}", file.display()))?;
         if s.env_file.is_some() {
             bail!("{}: {key}.envFile is not supported: put the variables in \"env\" as \"${{VAR}}\" references", file.display());
         }
@@ -131,8 +132,14 @@ mod tests {
             "remote": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"X-Key": "k"}}
         }}"#)
         .unwrap();
-        assert!(matches!(c.upstreams["time"].transport, Transport::Stdio { .. }));
-        assert!(matches!(c.upstreams["remote"].transport, Transport::Http { .. }));
+        assert!(matches!(
+            c.upstreams["time"].transport,
+            Transport::Stdio { .. }
+        ));
+        assert!(matches!(
+            c.upstreams["remote"].transport,
+            Transport::Http { .. }
+        ));
         let c = p(r#"{"servers": {"a": {"command": "x", "disabled": true}}}"#).unwrap();
         assert!(!c.upstreams["a"].enabled);
     }
@@ -142,8 +149,13 @@ mod tests {
         let e = p(r#"{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}}}"#)
             .unwrap_err()
             .to_string();
-        assert!(e.contains(".mcp.json") && e.contains("defined twice"), "{e}");
-        let e = p(r#"{"mcpServers": {"a": {"comand": "x"}}}"#).unwrap_err().to_string();
+        assert!(
+            e.contains(".mcp.json") && e.contains("defined twice"),
+            "{e}"
+        );
+        let e = p(r#"{"mcpServers": {"a": {"comand": "x"}}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("mcpServers.a") && e.contains("comand"), "{e}");
         let e = p(r#"{"mcpServers": {"a": {"url": "http://h/sse", "type": "sse"}}}"#)
             .unwrap_err()

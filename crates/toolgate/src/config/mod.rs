@@ -152,7 +152,10 @@ impl Config {
                 bail!(
                     "upstream {name:?} is defined in {} and in {}: rename one of them",
                     self.source_name(),
-                    other.source.as_deref().map_or("?".into(), |p| p.display().to_string())
+                    other
+                        .source
+                        .as_deref()
+                        .map_or("?".into(), |p| p.display().to_string())
                 );
             }
             self.upstreams.insert(name, up);

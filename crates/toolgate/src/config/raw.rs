@@ -149,8 +149,18 @@ impl RawUpstream {
             name: name.to_string(),
             transport,
             enabled: self.enabled.unwrap_or(true),
-            connect_timeout: secs(self.connect_timeout_secs, 30.0, file, &format!("{key}.connect_timeout_secs"))?,
-            call_timeout: secs(self.call_timeout_secs, 60.0, file, &format!("{key}.call_timeout_secs"))?,
+            connect_timeout: secs(
+                self.connect_timeout_secs,
+                30.0,
+                file,
+                &format!("{key}.connect_timeout_secs"),
+            )?,
+            call_timeout: secs(
+                self.call_timeout_secs,
+                60.0,
+                file,
+                &format!("{key}.call_timeout_secs"),
+            )?,
             prefix: self.prefix.unwrap_or_else(|| name.to_string()),
             rename: self.rename,
         })
@@ -173,9 +183,13 @@ impl RawConfig {
         let gateway = GatewayConfig {
             listen,
             mode: g.mode.unwrap_or(defaults.mode),
-            auto_threshold_tokens: g.auto_threshold_tokens.unwrap_or(defaults.auto_threshold_tokens),
+            auto_threshold_tokens: g
+                .auto_threshold_tokens
+                .unwrap_or(defaults.auto_threshold_tokens),
             meta_prefix: g.meta_prefix.unwrap_or_default(),
-            startup_wait: g.startup_wait_ms.map_or(defaults.startup_wait, Duration::from_millis),
+            startup_wait: g
+                .startup_wait_ms
+                .map_or(defaults.startup_wait, Duration::from_millis),
             max_body_bytes: g.max_body_bytes.unwrap_or(defaults.max_body_bytes),
             allowed_hosts: g.allowed_hosts,
         };
@@ -234,33 +248,51 @@ mod tests {
 
     #[test]
     fn unknown_keys_and_wrong_types_name_the_key() {
-        let e = parse("[upstreams.a]\ncommand = \"x\"\ncomand = \"y\"\n").unwrap_err().to_string();
+        let e = parse("[upstreams.a]\ncommand = \"x\"\ncomand = \"y\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("toolgate.toml") && e.contains("comand"), "{e}");
         let e = parse("[gateway]\nmode = 3\n").unwrap_err().to_string();
         assert!(e.contains("mode"), "{e}");
-        let e = parse("[gateway]\nmode = \"fast\"\n").unwrap_err().to_string();
+        let e = parse("[gateway]\nmode = \"fast\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("fast") && e.contains("guided"), "{e}");
     }
 
     #[test]
     fn bad_upstreams_say_what_to_fix() {
         let e = parse("[upstreams.a]\n").unwrap_err().to_string();
-        assert!(e.contains("upstreams.a") && e.contains("command") && e.contains("url"), "{e}");
-        let e = parse("[upstreams.a]\ncommand='x'\nurl='http://h'\n").unwrap_err().to_string();
+        assert!(
+            e.contains("upstreams.a") && e.contains("command") && e.contains("url"),
+            "{e}"
+        );
+        let e = parse("[upstreams.a]\ncommand='x'\nurl='http://h'\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("both"), "{e}");
-        let e = parse("[upstreams.a]\nurl='ftp://h'\n").unwrap_err().to_string();
+        let e = parse("[upstreams.a]\nurl='ftp://h'\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("http://"), "{e}");
-        let e = parse("[upstreams.\"a b\"]\ncommand='x'\n").unwrap_err().to_string();
+        let e = parse("[upstreams.\"a b\"]\ncommand='x'\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not allowed"), "{e}");
         let e = parse("[upstreams.a]\ncommand='x'\nenv={A='${TG_SURELY_UNSET_VAR}'}\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("upstreams.a.env.A") && e.contains("TG_SURELY_UNSET_VAR"), "{e}");
+        assert!(
+            e.contains("upstreams.a.env.A") && e.contains("TG_SURELY_UNSET_VAR"),
+            "{e}"
+        );
         let e = parse("[upstreams.a]\ncommand='x'\n[upstreams.a]\ncommand='y'\n")
             .unwrap_err()
             .to_string();
         assert!(e.contains("duplicate"), "{e}");
-        let e = parse("[upstreams.a]\ncommand='x'\ncall_timeout_secs=0\n").unwrap_err().to_string();
+        let e = parse("[upstreams.a]\ncommand='x'\ncall_timeout_secs=0\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("call_timeout_secs"), "{e}");
     }
 }

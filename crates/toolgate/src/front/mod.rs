@@ -1,0 +1,157 @@
+//! The front: what MCP clients talk to, over stdio or Streamable HTTP. This is the only
+//! place that speaks rmcp as a server.
+//!
+//! Each client session gets a `Session` handler bound to one surface (guided, direct).
+//! Failures the model can fix come back as tool results with `isError: true`; protocol
+//! misuse is a JSON-RPC error (rmcp produces those for malformed input).
+
+mod convert;
+mod direct;
+mod guided;
+mod http;
+
+pub use http::{router, serve_http};
+
+use crate::config::Mode;
+use crate::gateway::Gateway;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use std::borrow::Cow;
+use std::sync::Arc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// The surface a session actually gets (`auto` is resolved when the session starts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    Guided,
+    Direct,
+}
+
+/// One client session's handler.
+#[derive(Clone)]
+pub struct Session {
+    gw: Arc<Gateway>,
+    surface: Surface,
+    state: Arc<SessionState>,
+}
+
+/// Per-session state shared by the handler's clones.
+struct SessionState {
+    /// Cancelled when the last handler clone is dropped (the session ended), which stops
+    /// the session's background tasks.
+    closed: CancellationToken,
+    _guard: DropGuard,
+    /// Guided mode's selections, pages and operations.
+    guided: guided::GuidedState,
+}
+
+impl Session {
+    pub fn new(gw: Arc<Gateway>, mode: Mode) -> Self {
+        let surface = match mode {
+            Mode::Guided => Surface::Guided,
+            Mode::Direct => Surface::Direct,
+            Mode::Auto => guided::auto_surface(&gw),
+        };
+        let closed = CancellationToken::new();
+        Self {
+            state: Arc::new(SessionState {
+                _guard: closed.clone().drop_guard(),
+                closed,
+                guided: guided::GuidedState::default(),
+            }),
+            gw,
+            surface,
+        }
+    }
+
+    pub fn surface(&self) -> Surface {
+        self.surface
+    }
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        info.server_info = Implementation::new("toolgate", env!("CARGO_PKG_VERSION"));
+        if self.surface == Surface::Guided {
+            info.instructions = Some(crate::guided::surface::INSTRUCTIONS.to_string());
+        }
+        info
+    }
+
+    /// Sessions carry state (pages, operations), so toolgate speaks the session-based
+    /// protocol revisions; newer clients negotiate down to 2025-11-25.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.gw
+            .wait_settled(self.gw.config.gateway.startup_wait)
+            .await;
+        let tools = match self.surface {
+            Surface::Direct => direct::list(&self.gw.catalog()),
+            Surface::Guided => guided::list(&self.gw),
+        };
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        let result = match self.surface {
+            Surface::Direct => direct::call(&self.gw, &request.name, args, &context).await,
+            Surface::Guided => {
+                guided::call(&self.gw, &self.state.guided, &request.name, args, &context).await
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Pass catalog changes on as tools/list_changed while the session lives.
+        if self.surface != Surface::Direct {
+            return;
+        }
+        let mut rx = self.gw.subscribe();
+        let closed = self.state.closed.clone();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = closed.cancelled() => return,
+                    r = rx.changed() => if r.is_err() { return },
+                }
+                if peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Serves one session over stdin/stdout until the client closes it.
+pub async fn serve_stdio(gw: Arc<Gateway>, mode: Mode) -> anyhow::Result<()> {
+    let service = Session::new(gw, mode)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| anyhow::anyhow!("the client did not complete initialize: {e}"))?;
+    service.waiting().await?;
+    Ok(())
+}

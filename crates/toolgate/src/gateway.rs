@@ -1,0 +1,161 @@
+//! The hub: owns the upstreams and the current catalog snapshot, which it rebuilds
+//! whenever an upstream connects, drops, or changes its tool list.
+
+use crate::catalog::{Catalog, ToolId, ToolInput, ToolRecord};
+use crate::config::Config;
+use crate::upstream::{supervise, CallError, CallOptions, CallOutcome, Upstream, UpstreamStatus};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// A running gateway. Cheap to share (`Arc`); `shutdown` stops every upstream.
+pub struct Gateway {
+    pub config: Config,
+    /// Every configured upstream (disabled ones too, for status reports), by name.
+    upstreams: BTreeMap<String, Arc<Upstream>>,
+    /// The current snapshot; receivers are woken on every change.
+    catalog: watch::Sender<Arc<Catalog>>,
+    /// Cancelled by `shutdown`.
+    stop: CancellationToken,
+    /// The supervisors and the catalog task, so shutdown can wait for them.
+    tasks: TaskTracker,
+    started: Instant,
+}
+
+impl Gateway {
+    /// Starts a supervisor per enabled upstream and returns at once; upstreams connect
+    /// concurrently in the background. Must be called inside a tokio runtime.
+    pub fn start(config: Config) -> Arc<Self> {
+        let upstreams: BTreeMap<_, _> = config
+            .upstreams
+            .values()
+            .map(|u| (u.name.clone(), Upstream::new(u.clone())))
+            .collect();
+        let gw = Arc::new(Self {
+            config,
+            upstreams,
+            catalog: watch::channel(Arc::new(Catalog::default())).0,
+            stop: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            started: Instant::now(),
+        });
+        for up in gw.upstreams.values() {
+            gw.tasks.spawn(supervise(up.clone(), gw.stop.clone()));
+            let mut changed = up.watch();
+            let weak = Arc::downgrade(&gw);
+            let stop = gw.stop.clone();
+            gw.tasks.spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        r = changed.changed() => if r.is_err() { return },
+                    }
+                    match weak.upgrade() {
+                        Some(gw) => gw.rebuild(),
+                        None => return,
+                    }
+                }
+            });
+        }
+        gw.tasks.close();
+        gw
+    }
+
+    /// The current catalog snapshot.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.borrow().clone()
+    }
+
+    /// A receiver woken whenever the catalog changes.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Catalog>> {
+        self.catalog.subscribe()
+    }
+
+    pub fn upstreams(&self) -> impl Iterator<Item = &Arc<Upstream>> {
+        self.upstreams.values()
+    }
+
+    pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.upstreams.get(name)
+    }
+
+    /// Waits until every enabled upstream has connected or failed once, or until `limit`
+    /// has passed since start, whichever is first. Used so the first `tools/list` shows
+    /// what is up without ever waiting long for what is not.
+    pub async fn wait_settled(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::from_std(self.started + limit);
+        for up in self.upstreams.values() {
+            let mut rx = up.watch();
+            loop {
+                if up.status().settled() {
+                    break;
+                }
+                match tokio::time::timeout_at(deadline, rx.changed()).await {
+                    Ok(Ok(())) => continue,
+                    _ => return,
+                }
+            }
+        }
+    }
+
+    /// Calls a catalog tool on its upstream.
+    pub async fn call(
+        &self,
+        tool: &ToolRecord,
+        arguments: Map<String, Value>,
+        opts: CallOptions,
+    ) -> Result<CallOutcome, CallError> {
+        let up = self.upstreams.get(&tool.id.server).ok_or_else(|| {
+            CallError::Unavailable(tool.id.server.clone(), "not configured".into())
+        })?;
+        up.call(&tool.id.name, arguments, opts).await
+    }
+
+    /// Stops every upstream (children get SIGTERM, then SIGKILL) and waits for them.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.tasks.wait().await;
+    }
+
+    fn rebuild(&self) {
+        let mut inputs = Vec::new();
+        for up in self.upstreams.values() {
+            if !matches!(up.status(), UpstreamStatus::Ready { .. }) {
+                continue;
+            }
+            for tool in up.tools() {
+                let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let name = name.to_string();
+                inputs.push(ToolInput {
+                    name_override: up.config.rename.get(&name).cloned(),
+                    id: ToolId::new(up.name(), name),
+                    prefix: up.config.prefix.clone(),
+                    tool,
+                });
+            }
+        }
+        let next = Catalog::build(inputs);
+        self.catalog.send_if_modified(|cur| {
+            if same_tools(cur, &next) {
+                false
+            } else {
+                *cur = Arc::new(next);
+                true
+            }
+        });
+    }
+}
+
+fn same_tools(a: &Catalog, b: &Catalog) -> bool {
+    a.len() == b.len()
+        && a.tools()
+            .iter()
+            .zip(b.tools())
+            .all(|(x, y)| x.exposed == y.exposed && x.tool == y.tool)
+}

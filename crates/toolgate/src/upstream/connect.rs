@@ -1,0 +1,125 @@
+//! Opening one connection to an upstream: spawn or dial, initialize, list the tools.
+
+use super::child::{self, ChildProcess};
+use super::client::{UpstreamClient, UpstreamEvent};
+use super::Upstream;
+use crate::config::Transport;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{Peer, ServiceExt};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// A live connection.
+pub(crate) struct Connection {
+    pub service: RunningService<RoleClient, UpstreamClient>,
+    /// The child process, for stdio upstreams.
+    pub child: Option<ChildProcess>,
+    pub tools: Vec<Map<String, Value>>,
+    pub server_info: String,
+}
+
+/// Connects, initializes and lists tools. The caller applies the connect timeout.
+pub(crate) async fn connect(
+    up: &Arc<Upstream>,
+    events: mpsc::UnboundedSender<UpstreamEvent>,
+) -> Result<Connection, String> {
+    let handler = UpstreamClient {
+        name: up.name().into(),
+        events,
+        progress: up.progress.clone(),
+    };
+    let (service, mut child) = match &up.config.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let (mut proc, stdout, stdin) =
+                child::spawn(up.name(), command, args, env, cwd.as_ref())
+                    .map_err(|e| e.to_string())?;
+            let service = tokio::select! {
+                s = handler.serve((stdout, stdin)) => s,
+                why = proc.wait() => return Err(format!("{why} before answering initialize")),
+            };
+            match service {
+                Ok(s) => (s, Some(proc)),
+                Err(e) => {
+                    proc.terminate(std::time::Duration::from_millis(200)).await;
+                    return Err(format!("initialize failed: {e}"));
+                }
+            }
+        }
+        Transport::Http { url, headers } => {
+            let mut custom = HashMap::new();
+            for (k, v) in headers {
+                let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| e.to_string())?;
+                let value = http::HeaderValue::from_str(v).map_err(|e| e.to_string())?;
+                custom.insert(name, value);
+            }
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let service = handler
+                .serve(transport)
+                .await
+                .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+            (service, None)
+        }
+    };
+    let server_info = service
+        .peer()
+        .peer_info()
+        .map(|i| {
+            let imp = i.server_info.as_ref();
+            format!(
+                "{} {} (protocol {})",
+                imp.map_or("?", |s| s.name.as_str()),
+                imp.map_or("?", |s| s.version.as_str()),
+                i.protocol_version
+            )
+        })
+        .unwrap_or_default();
+    let tools = match list_tools(service.peer()).await {
+        Ok(t) => t,
+        Err(e) => {
+            if let Some(c) = child.as_mut() {
+                c.terminate(std::time::Duration::from_millis(200)).await;
+            }
+            return Err(e);
+        }
+    };
+    Ok(Connection {
+        service,
+        child,
+        tools,
+        server_info,
+    })
+}
+
+/// Every tool, following `nextCursor` to the end (bounded, against a looping server).
+pub(crate) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Map<String, Value>>, String> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    for _ in 0..1000 {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        let page = peer
+            .list_tools(Some(params))
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        for t in page.tools {
+            if let Ok(Value::Object(o)) = serde_json::to_value(&t) {
+                out.push(o);
+            }
+        }
+        match page.next_cursor {
+            Some(c) if !c.is_empty() => cursor = Some(c),
+            _ => return Ok(out),
+        }
+    }
+    Err("tools/list returned more than 1000 pages; giving up".into())
+}

@@ -1,0 +1,107 @@
+//! The supervisor loop of one upstream: connect, serve, notice the end, back off, repeat.
+
+use super::connect::{connect, list_tools};
+use super::{backoff, client::UpstreamEvent, Upstream, UpstreamStatus};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// A connection that stayed up this long resets the backoff.
+const STABLE: Duration = Duration::from_secs(60);
+/// How long a child gets between SIGTERM and SIGKILL at shutdown.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// Runs until `shutdown` is cancelled; then stops the connection and its child process.
+pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
+    if !up.config.enabled {
+        return;
+    }
+    let mut attempt = 0u32;
+    loop {
+        let (tx, mut events) = mpsc::unbounded_channel();
+        let started = Instant::now();
+        let limit = up.config.connect_timeout;
+        let result = tokio::select! {
+            _ = shutdown.cancelled() => return stopped(&up),
+            r = tokio::time::timeout(limit, connect(&up, tx)) => r,
+        };
+        let error = match result {
+            Err(_) => format!(
+                "no answer to initialize and tools/list within {:.1} s (connect_timeout_secs)",
+                limit.as_secs_f64()
+            ),
+            Ok(Err(e)) => e,
+            Ok(Ok(conn)) => {
+                let latency = started.elapsed();
+                tracing::info!(upstream = up.name(), tools = conn.tools.len(), ms = latency.as_millis() as u64, server = %conn.server_info, "connected");
+                let peer = conn.service.peer().clone();
+                up.update(|s| {
+                    s.status = Some(UpstreamStatus::Ready { latency });
+                    s.tools = conn.tools;
+                    s.peer = Some(peer.clone());
+                    s.server_info = Some(conn.server_info);
+                });
+                let up_since = Instant::now();
+                let ct = conn.service.cancellation_token();
+                let mut child = conn.child;
+                let mut running = tokio::spawn(conn.service.waiting());
+                let why = loop {
+                    let child_exit = async {
+                        match child.as_mut() {
+                            Some(c) => c.wait().await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    tokio::select! {
+                        _ = shutdown.cancelled() => {
+                            ct.cancel();
+                            let _ = tokio::time::timeout(GRACE, &mut running).await;
+                            if let Some(c) = child.as_mut() {
+                                c.terminate(GRACE).await;
+                            }
+                            return stopped(&up);
+                        }
+                        Some(UpstreamEvent::ToolsChanged) = events.recv() => {
+                            match list_tools(&peer).await {
+                                Ok(tools) => up.update(|s| s.tools = tools),
+                                Err(e) => tracing::warn!(upstream = up.name(), "refresh after list_changed failed: {e}"),
+                            }
+                        }
+                        _ = &mut running => break "the connection closed".to_string(),
+                        why = child_exit => break why,
+                    }
+                };
+                ct.cancel();
+                if let Some(c) = child.as_mut() {
+                    c.terminate(Duration::from_millis(500)).await;
+                }
+                if up_since.elapsed() >= STABLE {
+                    attempt = 0;
+                }
+                why
+            }
+        };
+        attempt += 1;
+        tracing::warn!(upstream = up.name(), attempt, "down: {error}");
+        up.update(|s| {
+            s.status = Some(UpstreamStatus::Retrying {
+                error: error.clone(),
+                attempt,
+            });
+            s.tools.clear();
+            s.peer = None;
+        });
+        tokio::select! {
+            _ = shutdown.cancelled() => return stopped(&up),
+            _ = tokio::time::sleep(backoff(attempt)) => {}
+        }
+    }
+}
+
+fn stopped(up: &Upstream) {
+    up.update(|s| {
+        s.status = Some(UpstreamStatus::Stopped);
+        s.peer = None;
+    });
+}
