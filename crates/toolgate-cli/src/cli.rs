@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch: one variant per subcommand, one file per
 //! subcommand under `cmd/`.
 
+use crate::cmd;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -17,20 +18,40 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Print the version.
-    Version,
+    /// Run the gateway (Streamable HTTP by default; --stdio for one stdio session).
+    /// With no configuration it serves a built-in demo.
+    Serve(cmd::serve::ServeArgs),
+    /// List the catalog: server, tool, exposed name, status.
+    Tools(cmd::tools::ToolsArgs),
+    /// Connect to each upstream once: status, tool count, latency, error.
+    Check(cmd::check::CheckArgs),
+    /// Serve a catalog file as an MCP server (the test and demo fixture).
+    #[command(hide = true)]
+    Fixture(toolgate_fixture::FixtureArgs),
 }
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    let result: anyhow::Result<()> = match cli.command {
-        Command::Version => {
-            println!("toolgate {}", env!("CARGO_PKG_VERSION"));
-            Ok(())
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("toolgate: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
         }
     };
+    let result: anyhow::Result<bool> = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(a) => cmd::serve::run(a).await.map(|()| true),
+            Command::Tools(a) => cmd::tools::run(a).await.map(|()| true),
+            Command::Check(a) => cmd::check::run(a).await,
+            Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
+        }
+    });
+    // Don't wait for stray blocking tasks (e.g. a stdin reader) at exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(e) => {
             eprintln!("toolgate: {e:#}");
             ExitCode::from(2)

@@ -1,1 +1,7 @@
-//! One module per subcommand.
+//! One module per subcommand; `common` holds what several share (loading configuration,
+//! logging, the built-in demo).
+
+pub mod check;
+pub mod common;
+pub mod serve;
+pub mod tools;

@@ -1,0 +1,57 @@
+//! `toolgate check`: connect to each upstream once and report status, tools, latency, error.
+
+use super::common::{start_and_settle, ConfigArgs};
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+use toolgate::upstream::UpstreamStatus;
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// One JSON object per upstream, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Exits non-zero when an enabled upstream is not ready.
+pub async fn run(args: CheckArgs) -> Result<bool> {
+    let config = args.config.load()?;
+    let source = config.source_name();
+    let gw = start_and_settle(config).await;
+    let mut all_ok = true;
+    if !args.json {
+        println!("upstreams from {source}:");
+        println!("{:<20} {:<9} {:>5} {:>8}  detail", "UPSTREAM", "STATUS", "TOOLS", "MS");
+    }
+    for up in gw.upstreams() {
+        let status = up.status();
+        let tools = up.tools().len();
+        let (ms, detail) = match &status {
+            UpstreamStatus::Ready { latency } => (
+                Some(latency.as_secs_f64() * 1000.0),
+                up.server_info().unwrap_or_default(),
+            ),
+            UpstreamStatus::Retrying { error, .. } => (None, error.clone()),
+            UpstreamStatus::Starting => (None, "still connecting".into()),
+            UpstreamStatus::Disabled => (None, "enabled = false".into()),
+            UpstreamStatus::Stopped => (None, String::new()),
+        };
+        if up.config.enabled && !matches!(status, UpstreamStatus::Ready { .. }) {
+            all_ok = false;
+        }
+        if args.json {
+            println!(
+                "{}",
+                json!({"upstream": up.name(), "status": status.label(), "tools": tools,
+                       "latency_ms": ms, "detail": detail})
+            );
+        } else {
+            let ms = ms.map_or("-".into(), |m| format!("{m:.0}"));
+            println!("{:<20} {:<9} {:>5} {:>8}  {detail}", up.name(), status.label(), tools, ms);
+        }
+    }
+    gw.shutdown().await;
+    Ok(all_ok)
+}

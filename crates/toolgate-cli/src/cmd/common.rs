@@ -1,0 +1,107 @@
+//! What several subcommands share: finding and loading the configuration (or the demo),
+//! logging to stderr, waiting for upstreams.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+use toolgate::config::{Config, Transport, UpstreamConfig, DEFAULT_CONFIG_FILE};
+use toolgate::gateway::Gateway;
+
+/// Where the upstreams come from.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ConfigArgs {
+    /// toolgate TOML configuration (default: ./toolgate.toml if it exists).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// An mcpServers JSON file (Claude Desktop/Code `.mcp.json`, Cursor, VS Code); repeatable.
+    #[arg(long = "mcp-json", value_name = "FILE")]
+    pub mcp_json: Vec<PathBuf>,
+    /// Serve the built-in demo catalog even if a configuration exists.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+impl ConfigArgs {
+    /// The configuration to run: the files named, else ./toolgate.toml, else the demo.
+    pub fn load(&self) -> Result<Config> {
+        if self.demo {
+            return demo_config();
+        }
+        let mut config = match &self.config {
+            Some(path) => Some(Config::from_toml_file(path)?),
+            None => {
+                let default = PathBuf::from(DEFAULT_CONFIG_FILE);
+                default
+                    .exists()
+                    .then(|| Config::from_toml_file(&default))
+                    .transpose()?
+            }
+        };
+        for path in &self.mcp_json {
+            let imported = Config::from_mcp_json_file(path)?;
+            match config.as_mut() {
+                Some(c) => c.merge_upstreams(imported)?,
+                None => config = Some(imported),
+            }
+        }
+        match config {
+            Some(c) => Ok(c),
+            None => demo_config(),
+        }
+    }
+}
+
+/// The built-in demo: the fixture server (this same binary, `toolgate fixture`) serving
+/// the bundled demo catalog, one child process per demo server.
+pub fn demo_config() -> Result<Config> {
+    let exe = std::env::current_exe().context("cannot find this program's path for the demo")?;
+    let mut config = Config::empty();
+    for server in toolgate_fixture::demo_servers() {
+        config.upstreams.insert(
+            server.clone(),
+            UpstreamConfig {
+                name: server.clone(),
+                transport: Transport::Stdio {
+                    command: exe.to_string_lossy().into_owned(),
+                    args: vec!["fixture".into(), "--demo".into(), "--server".into(), server.clone()],
+                    env: Default::default(),
+                    cwd: None,
+                },
+                enabled: true,
+                connect_timeout: std::time::Duration::from_secs(10),
+                call_timeout: std::time::Duration::from_secs(60),
+                prefix: server.clone(),
+                rename: Default::default(),
+            },
+        );
+    }
+    Ok(config)
+}
+
+/// Logs go to stderr (stdout may be the protocol). `RUST_LOG` overrides the default.
+pub fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+/// Starts the gateway and waits until every upstream has connected or failed once
+/// (bounded by the longest connect timeout).
+pub async fn start_and_settle(config: Config) -> Arc<Gateway> {
+    let limit = config
+        .enabled_upstreams()
+        .map(|u| u.connect_timeout)
+        .max()
+        .unwrap_or_default()
+        + std::time::Duration::from_millis(500);
+    let gw = Gateway::start(config);
+    gw.wait_settled(limit).await;
+    // Let the catalog task fold the last status change in.
+    tokio::task::yield_now().await;
+    gw
+}

@@ -1,0 +1,99 @@
+//! `toolgate serve`: run the gateway over Streamable HTTP (default) or stdio.
+
+use super::common::{init_logging, ConfigArgs};
+use anyhow::{anyhow, Result};
+use clap::Args;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use toolgate::config::Mode;
+use toolgate::gateway::Gateway;
+use toolgate::upstream::UpstreamStatus;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Serve one session on stdin/stdout (for clients that start toolgate themselves).
+    #[arg(long, conflicts_with = "http")]
+    pub stdio: bool,
+    /// Serve Streamable HTTP on ADDR, path /mcp (default: gateway.listen, 127.0.0.1:8377).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    pub http: Option<String>,
+    /// guided (three meta-tools), direct (every tool) or auto.
+    #[arg(long)]
+    pub mode: Option<Mode>,
+}
+
+pub async fn run(args: ServeArgs) -> Result<()> {
+    init_logging(if args.stdio { "warn,toolgate=info" } else { "info" });
+    let mut config = args.config.load()?;
+    if let Some(mode) = args.mode {
+        config.gateway.mode = mode;
+    }
+    let stop = CancellationToken::new();
+    spawn_signal_handler(stop.clone());
+    if args.stdio {
+        let gw = Gateway::start(config);
+        let mode = gw.config.gateway.mode;
+        let served = tokio::select! {
+            r = toolgate::front::serve_stdio(gw.clone(), mode) => r,
+            _ = stop.cancelled() => Ok(()),
+        };
+        gw.shutdown().await;
+        return served;
+    }
+    let addr: SocketAddr = match args.http.as_deref() {
+        None | Some("") => config.gateway.listen,
+        Some(a) => a
+            .parse()
+            .map_err(|_| anyhow!("--http {a:?} is not an address: write IP:PORT, e.g. 127.0.0.1:8377"))?,
+    };
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        anyhow!("cannot listen on {addr}: {e}; pass --http 127.0.0.1:PORT or set gateway.listen")
+    })?;
+    let local = listener.local_addr()?;
+    config.gateway.listen = local;
+    let gw = Gateway::start(config);
+    let banner = {
+        let gw = gw.clone();
+        tokio::spawn(async move {
+            gw.wait_settled(gw.config.gateway.startup_wait).await;
+            print_banner(&gw, local);
+        })
+    };
+    let served = toolgate::front::serve_http(listener, gw.clone(), stop.clone()).await;
+    banner.abort();
+    gw.shutdown().await;
+    served
+}
+
+fn print_banner(gw: &Arc<Gateway>, addr: SocketAddr) {
+    let catalog = gw.catalog();
+    let mode = gw.config.gateway.mode;
+    eprintln!("toolgate {} serving {}", env!("CARGO_PKG_VERSION"), gw.config.source_name());
+    for up in gw.upstreams() {
+        let detail = match up.status() {
+            UpstreamStatus::Ready { latency } => format!("{} tools, {} ms", up.tools().len(), latency.as_millis()),
+            UpstreamStatus::Retrying { error, .. } => error,
+            s => s.label().to_string(),
+        };
+        eprintln!("  {:<16} {:<9} {detail}", up.name(), up.status().label());
+    }
+    eprintln!("{} tools; mode {mode:?}", catalog.len());
+    eprintln!("MCP endpoint: http://{addr}/mcp   (also /mcp/guided and /mcp/direct)");
+    eprintln!("connect a client, e.g.:  claude mcp add --transport http toolgate http://{addr}/mcp");
+}
+
+fn spawn_signal_handler(stop: CancellationToken) {
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutting down");
+        stop.cancel();
+    });
+}

@@ -1,0 +1,47 @@
+//! `toolgate tools`: the catalog as the gateway sees it (server, tool, exposed name, status).
+
+use super::common::{start_and_settle, ConfigArgs};
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+#[derive(Args, Debug)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// One JSON object per tool, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub async fn run(args: ToolsArgs) -> Result<()> {
+    let gw = start_and_settle(args.config.load()?).await;
+    let catalog = gw.catalog();
+    if !args.json {
+        println!("{:<20} {:<40} {:<45} STATUS", "SERVER", "TOOL", "EXPOSED");
+    }
+    for t in catalog.tools() {
+        if args.json {
+            println!(
+                "{}",
+                json!({"server": t.id.server, "tool": t.id.name, "exposed": t.exposed, "status": "ready"})
+            );
+        } else {
+            println!("{:<20} {:<40} {:<45} ready", t.id.server, t.id.name, t.exposed);
+        }
+    }
+    // Upstreams that are not up have no tools to list; say so rather than omit them.
+    for up in gw.upstreams() {
+        let status = up.status();
+        if up.tools().is_empty() && !matches!(status, toolgate::upstream::UpstreamStatus::Ready { .. }) {
+            if args.json {
+                println!("{}", json!({"server": up.name(), "tool": null, "exposed": null, "status": status.label()}));
+            } else {
+                println!("{:<20} {:<40} {:<45} {}", up.name(), "-", "-", status.label());
+            }
+        }
+    }
+    eprintln!("{} tools from {} upstreams", catalog.len(), gw.upstreams().count());
+    gw.shutdown().await;
+    Ok(())
+}

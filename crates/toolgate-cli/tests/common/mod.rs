@@ -1,0 +1,253 @@
+//! Shared test harness: real `toolgate` processes, real fixture upstreams (the same
+//! binary's hidden `fixture` subcommand), real MCP clients (rmcp) over stdio and HTTP.
+#![allow(dead_code)]
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{json, Map, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub fn toolgate() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
+}
+
+/// A small catalog over two servers, written for the tests.
+pub fn test_catalog() -> Value {
+    let obj = |props: Value, req: Value| json!({"type": "object", "properties": props, "required": req});
+    json!([
+        {"server": "alpha", "tool": {"name": "echo", "description": "Echo the message back.",
+            "inputSchema": obj(json!({"message": {"type": "string"}}), json!(["message"])),
+            "annotations": {"readOnlyHint": true}}},
+        {"server": "alpha", "tool": {"name": "add_numbers", "description": "Add two integers.",
+            "inputSchema": obj(json!({"a": {"type": "integer"}, "b": {"type": "integer"}}), json!(["a", "b"])),
+            "outputSchema": obj(json!({"sum": {"type": "integer"}}), json!(["sum"]))}},
+        {"server": "alpha", "tool": {"name": "status", "description": "Report alpha status.",
+            "inputSchema": {"type": "object"}}},
+        {"server": "beta", "tool": {"name": "status", "description": "Report beta status.",
+            "inputSchema": {"type": "object"}}},
+        {"server": "beta", "tool": {"name": "get.report", "description": "Fetch the quarterly report as text.",
+            "inputSchema": obj(json!({"quarter": {"type": "string", "enum": ["Q1", "Q2", "Q3", "Q4"]}}), json!(["quarter"]))}},
+    ])
+}
+
+/// A temporary folder holding the catalog and configuration of one test.
+pub struct TestDir {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestDir {
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new().prefix("toolgate-test-").tempdir().unwrap();
+        let t = Self { dir };
+        t.write("catalog.json", &test_catalog().to_string());
+        t
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// A TOML upstream table that runs the fixture for `server` as a stdio child.
+    pub fn stdio_upstream(&self, name: &str, server: &str, extra: &[&str]) -> String {
+        let mut args = vec!["fixture".to_string(), "--catalog".into(), self.path("catalog.json").display().to_string()];
+        args.push("--server".into());
+        args.push(server.into());
+        args.extend(extra.iter().map(|s| s.to_string()));
+        format!(
+            "[upstreams.{name}]\ncommand = {:?}\nargs = {:?}\nconnect_timeout_secs = 10\ncall_timeout_secs = 20\n",
+            toolgate().display().to_string(),
+            args
+        )
+    }
+
+    /// Writes toolgate.toml with a `[gateway]` section and the given upstream tables.
+    pub fn config(&self, gateway: &str, upstreams: &[String]) -> PathBuf {
+        let mut text = format!("[gateway]\n{gateway}\n");
+        for u in upstreams {
+            text.push_str(u);
+            text.push('\n');
+        }
+        self.write("toolgate.toml", &text)
+    }
+
+    /// The processes whose command line mentions this test's folder (upstream children).
+    pub fn processes(&self) -> Vec<u32> {
+        processes_mentioning(&self.dir.path().display().to_string())
+    }
+}
+
+/// Pids of live (non-zombie) processes whose command line contains `marker`.
+pub fn processes_mentioning(marker: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if pid == me {
+            continue;
+        }
+        let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = state.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmd).contains(marker) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Waits (bounded) until no process mentions `marker`; returns those still alive.
+pub async fn wait_no_processes(dir: &TestDir) -> Vec<u32> {
+    for _ in 0..100 {
+        let left = dir.processes();
+        if left.is_empty() {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    dir.processes()
+}
+
+/// A client handler that records notifications.
+pub struct TestClient {
+    pub list_changed: mpsc::UnboundedSender<()>,
+    pub progress: mpsc::UnboundedSender<f64>,
+}
+
+pub struct Notifications {
+    pub list_changed: mpsc::UnboundedReceiver<()>,
+    pub progress: mpsc::UnboundedReceiver<f64>,
+}
+
+pub fn test_client() -> (TestClient, Notifications) {
+    let (a, b) = mpsc::unbounded_channel();
+    let (c, d) = mpsc::unbounded_channel();
+    (TestClient { list_changed: a, progress: c }, Notifications { list_changed: b, progress: d })
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("toolgate-tests", "0"))
+    }
+    async fn on_tool_list_changed(&self, _c: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+    async fn on_progress(&self, p: rmcp::model::ProgressNotificationParam, _c: NotificationContext<RoleClient>) {
+        let _ = self.progress.send(p.progress);
+    }
+}
+
+pub type Client = RunningService<RoleClient, TestClient>;
+
+/// Starts `toolgate serve --stdio --config FILE [extra]` and connects to it.
+pub async fn connect_stdio(config: &Path, extra: &[&str]) -> (Client, Notifications) {
+    let mut cmd = tokio::process::Command::new(toolgate());
+    cmd.arg("serve").arg("--stdio").arg("--config").arg(config).args(extra);
+    cmd.stderr(Stdio::inherit());
+    let (handler, notes) = test_client();
+    let client = handler.serve(TokioChildProcess::new(cmd).unwrap()).await.expect("initialize over stdio");
+    (client, notes)
+}
+
+/// A `toolgate serve --http` process; SIGTERM and wait on drop.
+pub struct HttpGateway {
+    pub child: Child,
+    pub url: String,
+}
+
+impl HttpGateway {
+    /// Starts the gateway on 127.0.0.1:0 and reads its address from the banner.
+    pub fn start(config: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(toolgate())
+            .args(["serve", "--http", "127.0.0.1:0", "--config"])
+            .arg(config)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Keep draining stderr for the process's whole life, so it never blocks on a full pipe.
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[toolgate] {line}");
+                if let Some(rest) = line.strip_prefix("MCP endpoint: ") {
+                    let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
+                }
+            }
+        });
+        let url = rx.recv_timeout(Duration::from_secs(60)).expect("toolgate printed its endpoint");
+        Self { child, url }
+    }
+
+    pub fn base(&self) -> String {
+        self.url.trim_end_matches("/mcp").to_string()
+    }
+
+    /// SIGTERM, then wait; returns the exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        for _ in 0..100 {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.stop();
+        }
+    }
+}
+
+pub async fn connect_http(url: &str) -> (Client, Notifications) {
+    let (handler, notes) = test_client();
+    let transport = StreamableHttpClientTransport::from_uri(url.to_string());
+    let client = handler.serve(transport).await.expect("initialize over HTTP");
+    (client, notes)
+}
+
+pub fn args(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+pub async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(args(arguments)))
+        .await
+        .unwrap_or_else(|e| panic!("calling {name}: {e}"))
+}
+
+/// The concatenated text blocks of a result.
+pub fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+pub async fn tool_names(client: &Client) -> Vec<String> {
+    let mut n: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+    n.sort();
+    n
+}
