@@ -1,0 +1,62 @@
+//! Misbehaviours on demand (`--fault KIND`), for the gateway's supervision tests.
+
+use std::time::Duration;
+
+use clap::ValueEnum;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// Exit status of `--fault exit-at-start`.
+pub const EXIT_AT_START_CODE: i32 = 3;
+
+/// Lines `flood-stderr` writes at once before slowing to a trickle.
+pub const FLOOD_LINES: usize = 10_000;
+
+/// A way to misbehave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "kebab-case")]
+pub enum Fault {
+    /// Exit with status 3 before reading anything.
+    ExitAtStart,
+    /// Read the input (stdin, or HTTP requests) but never answer.
+    NoInitialize,
+    /// Print a non-JSON banner and garbage lines on stdout before and between the
+    /// protocol's messages (stdio mode), then serve normally.
+    GarbageStdout,
+    /// Write 10,000 stderr lines at once, then one every 100 ms, while serving normally.
+    FloodStderr,
+}
+
+/// The banner `garbage-stdout` prints first, in the style of servers that greet on stdout.
+pub const GARBAGE_BANNER: &str =
+    "Azure MCP Server 0.0.0-fixture starting (transport: stdio) - not JSON";
+
+/// The garbage line written after the `n`th protocol message.
+pub fn garbage_line(n: u64) -> String {
+    format!("[fixture] garbage line {n}: {{this is not json")
+}
+
+/// Writes the `flood-stderr` lines until the process ends.
+pub async fn flood_stderr() {
+    let mut stderr = tokio::io::stderr();
+    let mut n = 0u64;
+    loop {
+        n += 1;
+        let line = format!("[fixture] flood-stderr line {n}: lorem ipsum dolor sit amet\n");
+        if stderr.write_all(line.as_bytes()).await.is_err() {
+            // Nobody reads stderr any more; flooding further is pointless.
+            return;
+        }
+        if n as usize >= FLOOD_LINES {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// `no-initialize` on stdio: consume stdin until it closes, answering nothing.
+pub async fn swallow_stdin() -> std::io::Result<()> {
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Some(line) = lines.next_line().await? {
+        tracing::debug!(bytes = line.len(), "no-initialize: ignoring a message");
+    }
+    Ok(())
+}

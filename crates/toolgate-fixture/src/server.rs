@@ -1,0 +1,249 @@
+//! The MCP server: a hand-written [`ServerHandler`] over the selected catalog tools.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use crate::catalog::FixtureTool;
+use crate::instance::minimal_instance;
+use crate::knobs::{strip_knobs, Knobs, KnobsFile};
+use crate::payload::{echo, sized_text};
+
+/// Exit status of a `_crash` call, distinct from clap's 2 and `exit-at-start`'s 3.
+pub const CRASH_EXIT_CODE: i32 = 70;
+
+/// Serves a fixed list of catalog tools. Cloned once per HTTP session; clones share state.
+#[derive(Debug, Clone)]
+pub struct FixtureServer {
+    /// The served tools in catalog order; `tools/list` pages walk this list.
+    tools: Arc<[FixtureTool]>,
+    /// Names hidden by `_toggle_tool`, shared by every session so a toggle is global.
+    hidden: Arc<Mutex<HashSet<String>>>,
+    /// Per-tool default knobs from `--knobs`.
+    knobs: Arc<KnobsFile>,
+    /// Tools per `tools/list` page; `None` answers everything in one page.
+    page_size: Option<usize>,
+    /// `serverInfo.name`: the catalog server served, so logs and gateways can tell fixtures apart.
+    name: String,
+}
+
+impl FixtureServer {
+    /// A server for `tools`, answering `serverInfo.name = name`.
+    pub fn new(
+        name: impl Into<String>,
+        tools: Vec<FixtureTool>,
+        knobs: KnobsFile,
+        page_size: Option<usize>,
+    ) -> Self {
+        Self {
+            tools: tools.into(),
+            hidden: Arc::default(),
+            knobs: Arc::new(knobs),
+            page_size: page_size.filter(|size| *size > 0),
+            name: name.into(),
+        }
+    }
+
+    /// The tools `tools/list` currently shows.
+    pub fn visible_tools(&self) -> Vec<&FixtureTool> {
+        let hidden = self
+            .hidden
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        self.tools
+            .iter()
+            .filter(|tool| !hidden.contains(tool.name()))
+            .collect()
+    }
+
+    /// The raw (file) form of a served tool, by name, hidden or not.
+    pub fn raw_tool(&self, name: &str) -> Option<&Arc<JsonObject>> {
+        self.tools
+            .iter()
+            .find(|tool| tool.name() == name)
+            .map(|tool| &tool.raw)
+    }
+
+    fn find_visible(&self, name: &str) -> Option<FixtureTool> {
+        self.visible_tools()
+            .into_iter()
+            .find(|tool| tool.name() == name)
+            .cloned()
+    }
+
+    /// Flips a tool's visibility; false when no served tool has that name.
+    fn toggle(&self, name: &str) -> bool {
+        if !self.tools.iter().any(|tool| tool.name() == name) {
+            return false;
+        }
+        let mut hidden = self
+            .hidden
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if !hidden.remove(name) {
+            hidden.insert(name.to_owned());
+        }
+        true
+    }
+
+    /// Runs the knobs' side effects (log, progress, delay, list change) in that order.
+    async fn side_effects(
+        &self,
+        knobs: &Knobs,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<String> {
+        if let Some(data) = &knobs.log {
+            send_log(context, data.clone()).await;
+        }
+        self.wait(knobs, context).await;
+        if knobs.list_changed {
+            if let Some(name) = &knobs.toggle_tool {
+                if !self.toggle(name) {
+                    return Some(format!("_toggle_tool: no served tool is named {name:?}"));
+                }
+            }
+            if let Err(error) = context.peer.notify_tool_list_changed().await {
+                tracing::debug!(%error, "could not send tools/list_changed");
+            }
+        }
+        None
+    }
+
+    /// Sleeps `_delay_ms`, split into `_progress` steps each followed by a notification.
+    async fn wait(&self, knobs: &Knobs, context: &RequestContext<RoleServer>) {
+        let token = context.meta.get_progress_token();
+        let steps = match &token {
+            Some(_) if knobs.progress > 0 => knobs.progress,
+            _ => 1,
+        };
+        let step = Duration::from_millis(knobs.delay_ms) / u32::try_from(steps).unwrap_or(u32::MAX);
+        for done in 1..=steps {
+            tokio::select! {
+                _ = tokio::time::sleep(step) => {}
+                // A cancelled call gets no answer anyway; stop spending time on it.
+                _ = context.ct.cancelled() => return,
+            }
+            if let (Some(token), true) = (&token, knobs.progress > 0) {
+                let param = ProgressNotificationParam::new(token.clone(), done as f64)
+                    .with_total(steps as f64)
+                    .with_message(format!("step {done} of {steps}"));
+                if let Err(error) = context.peer.notify_progress(param).await {
+                    tracing::debug!(%error, "could not send a progress notification");
+                }
+            }
+        }
+    }
+}
+
+impl ServerHandler for FixtureServer {
+    fn get_info(&self) -> ServerConfig {
+        #[allow(deprecated)] // The logging capability backs the `_log` knob.
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(&self.name, env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "A toolgate fixture: tools from a catalog file, answering deterministic echoes.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let visible = self.visible_tools();
+        let start = match request.and_then(|request| request.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start <= visible.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("invalid cursor {cursor:?}"), None)
+                })?,
+        };
+        let end = self
+            .page_size
+            .map_or(visible.len(), |size| (start + size).min(visible.len()));
+        let mut result = ListToolsResult::with_all_items(
+            visible[start..end]
+                .iter()
+                .map(|tool| tool.tool.clone())
+                .collect(),
+        );
+        // The cursor is the next offset: opaque to clients, trivially stable for a fixture.
+        result.next_cursor = (end < visible.len()).then(|| end.to_string());
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.as_ref();
+        let Some(tool) = self.find_visible(name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {name:?}"),
+                Some(serde_json::json!({"tool": name})),
+            ));
+        };
+        let arguments = request.arguments.unwrap_or_default();
+        let knobs = match self.knobs.knobs_for(name, &arguments) {
+            Ok(knobs) => knobs,
+            Err(error) => return Ok(error_result(format!("{error:#}"))),
+        };
+        if knobs.crash {
+            tracing::warn!(tool = name, "_crash: exiting mid-call");
+            std::process::exit(CRASH_EXIT_CODE);
+        }
+        if let Some(problem) = self.side_effects(&knobs, &context).await {
+            return Ok(error_result(problem));
+        }
+        if let Some(message) = knobs.error {
+            return Ok(error_result(message));
+        }
+        let echoed = echo(&tool.server, name, strip_knobs(&arguments));
+        let structured = match tool.output_schema() {
+            Some(schema) => Some(minimal_instance(&Value::Object(schema.clone()))),
+            None if knobs.result_bytes.is_none() => Some(echoed.clone()),
+            None => None,
+        };
+        let text = match knobs.result_bytes {
+            Some(bytes) => sized_text(name, bytes as usize),
+            None => echoed.to_string(),
+        };
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = structured;
+        Ok(result.into())
+    }
+}
+
+/// Sends the `_log` notification. Logging is deprecated by SEP-2577, yet clients on the
+/// protocol versions before 2026-07-28 still receive it, so the fixture keeps sending it.
+#[allow(deprecated)]
+async fn send_log(context: &RequestContext<RoleServer>, data: Value) {
+    use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+    let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, data)
+        .with_logger("toolgate-fixture");
+    if let Err(error) = context.peer.notify_logging_message(param).await {
+        tracing::debug!(%error, "could not send the _log notification");
+    }
+}
+
+fn error_result(message: String) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(message)]).into()
+}
