@@ -23,8 +23,14 @@ impl HttpFixture {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.trim().strip_prefix("listening ").expect("fixture prints its address").to_string();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening ")
+            .expect("fixture prints its address")
+            .to_string();
         Self { child, url }
     }
 }
@@ -38,17 +44,28 @@ impl Drop for HttpFixture {
 
 fn config(dir: &TestDir, beta_url: &str) -> std::path::PathBuf {
     let beta = format!("[upstreams.beta]\nurl = {beta_url:?}\n");
-    dir.config("mode = \"direct\"", &[dir.stdio_upstream("alpha", "alpha", &[]), beta])
+    dir.config(
+        "mode = \"direct\"",
+        &[dir.stdio_upstream("alpha", "alpha", &[]), beta],
+    )
 }
 
 async fn scenario(client: &Client) {
     let names = tool_names(client).await;
     assert_eq!(names.len(), 5, "{names:?}");
-    for n in ["alpha_add_numbers", "alpha_echo", "alpha_status", "beta_status"] {
+    for n in [
+        "alpha_add_numbers",
+        "alpha_echo",
+        "alpha_status",
+        "beta_status",
+    ] {
         assert!(names.contains(&n.to_string()), "{n} missing from {names:?}");
     }
     // `get.report` has a character models reject, so its name carries a stable hash.
-    let report = names.iter().find(|n| n.starts_with("beta_get_report_")).expect("hashed name");
+    let report = names
+        .iter()
+        .find(|n| n.starts_with("beta_get_report_"))
+        .expect("hashed name");
     assert!(report.len() <= 64);
 
     let r = call(client, "alpha_echo", json!({"message": "hi there"})).await;
@@ -57,11 +74,17 @@ async fn scenario(client: &Client) {
     assert_eq!(echoed["tool"], "echo");
     assert_eq!(echoed["server"], "alpha");
     assert_eq!(echoed["arguments"], json!({"message": "hi there"}));
-    assert_eq!(r.structured_content.as_ref().unwrap()["arguments"]["message"], "hi there");
+    assert_eq!(
+        r.structured_content.as_ref().unwrap()["arguments"]["message"],
+        "hi there"
+    );
 
     // structuredContent follows the tool's outputSchema.
     let r = call(client, "alpha_add_numbers", json!({"a": 2, "b": 3})).await;
-    assert!(r.structured_content.as_ref().unwrap()["sum"].is_i64(), "{r:?}");
+    assert!(
+        r.structured_content.as_ref().unwrap()["sum"].is_i64(),
+        "{r:?}"
+    );
 
     // The upstream's HTTP transport works for the other server.
     let r = call(client, report, json!({"quarter": "Q3"})).await;
@@ -75,7 +98,11 @@ async fn scenario(client: &Client) {
     // An unknown name is a clear tool error that suggests the right one.
     let r = call(client, "alpha_ech", json!({})).await;
     assert_eq!(r.is_error, Some(true));
-    assert!(text(&r).contains("Unknown tool") && text(&r).contains("alpha_echo"), "{}", text(&r));
+    assert!(
+        text(&r).contains("Unknown tool") && text(&r).contains("alpha_echo"),
+        "{}",
+        text(&r)
+    );
 }
 
 #[tokio::test]
@@ -86,7 +113,10 @@ async fn direct_over_stdio() {
     scenario(&client).await;
     client.cancel().await.unwrap();
     drop(beta);
-    assert!(wait_no_processes(&dir).await.is_empty(), "upstream processes left behind");
+    assert!(
+        wait_no_processes(&dir).await.is_empty(),
+        "upstream processes left behind"
+    );
 }
 
 #[tokio::test]
@@ -103,5 +133,8 @@ async fn direct_over_http() {
     direct.cancel().await.unwrap();
     assert!(gw.stop().success());
     drop(beta);
-    assert!(wait_no_processes(&dir).await.is_empty(), "upstream processes left behind");
+    assert!(
+        wait_no_processes(&dir).await.is_empty(),
+        "upstream processes left behind"
+    );
 }

@@ -88,18 +88,18 @@ impl Gateway {
     /// what is up without ever waiting long for what is not.
     pub async fn wait_settled(&self, limit: Duration) {
         let deadline = tokio::time::Instant::from_std(self.started + limit);
-        for up in self.upstreams.values() {
+        'all: for up in self.upstreams.values() {
             let mut rx = up.watch();
-            loop {
-                if up.status().settled() {
-                    break;
-                }
+            while !up.status().settled() {
                 match tokio::time::timeout_at(deadline, rx.changed()).await {
                     Ok(Ok(())) => continue,
-                    _ => return,
+                    _ => break 'all,
                 }
             }
         }
+        // The catalog task folds status changes in asynchronously; make sure the
+        // snapshot the caller reads next reflects what just settled.
+        self.rebuild();
     }
 
     /// Calls a catalog tool on its upstream.

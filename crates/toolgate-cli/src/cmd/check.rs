@@ -23,7 +23,10 @@ pub async fn run(args: CheckArgs) -> Result<bool> {
     let mut all_ok = true;
     if !args.json {
         println!("upstreams from {source}:");
-        println!("{:<20} {:<9} {:>5} {:>8}  detail", "UPSTREAM", "STATUS", "TOOLS", "MS");
+        println!(
+            "{:<20} {:<9} {:>5} {:>8}  detail",
+            "UPSTREAM", "STATUS", "TOOLS", "MS"
+        );
     }
     for up in gw.upstreams() {
         let status = up.status();
@@ -49,7 +52,13 @@ pub async fn run(args: CheckArgs) -> Result<bool> {
             );
         } else {
             let ms = ms.map_or("-".into(), |m| format!("{m:.0}"));
-            println!("{:<20} {:<9} {:>5} {:>8}  {detail}", up.name(), status.label(), tools, ms);
+            println!(
+                "{:<20} {:<9} {:>5} {:>8}  {detail}",
+                up.name(),
+                status.label(),
+                tools,
+                ms
+            );
         }
     }
     gw.shutdown().await;

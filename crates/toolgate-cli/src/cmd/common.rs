@@ -57,14 +57,20 @@ impl ConfigArgs {
 pub fn demo_config() -> Result<Config> {
     let exe = std::env::current_exe().context("cannot find this program's path for the demo")?;
     let mut config = Config::empty();
-    for server in toolgate_fixture::demo_servers() {
+    let demo = toolgate_fixture::Catalog::parse(toolgate_fixture::DEMO_CATALOG)?;
+    for server in demo.servers().keys().map(|s| s.to_string()) {
         config.upstreams.insert(
             server.clone(),
             UpstreamConfig {
                 name: server.clone(),
                 transport: Transport::Stdio {
                     command: exe.to_string_lossy().into_owned(),
-                    args: vec!["fixture".into(), "--demo".into(), "--server".into(), server.clone()],
+                    args: vec![
+                        "fixture".into(),
+                        "--demo".into(),
+                        "--server".into(),
+                        server.clone(),
+                    ],
                     env: Default::default(),
                     cwd: None,
                 },

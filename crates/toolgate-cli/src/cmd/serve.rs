@@ -26,7 +26,11 @@ pub struct ServeArgs {
 }
 
 pub async fn run(args: ServeArgs) -> Result<()> {
-    init_logging(if args.stdio { "warn,toolgate=info" } else { "info" });
+    init_logging(if args.stdio {
+        "warn,toolgate=info"
+    } else {
+        "info"
+    });
     let mut config = args.config.load()?;
     if let Some(mode) = args.mode {
         config.gateway.mode = mode;
@@ -45,9 +49,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     }
     let addr: SocketAddr = match args.http.as_deref() {
         None | Some("") => config.gateway.listen,
-        Some(a) => a
-            .parse()
-            .map_err(|_| anyhow!("--http {a:?} is not an address: write IP:PORT, e.g. 127.0.0.1:8377"))?,
+        Some(a) => a.parse().map_err(|_| {
+            anyhow!("--http {a:?} is not an address: write IP:PORT, e.g. 127.0.0.1:8377")
+        })?,
     };
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         anyhow!("cannot listen on {addr}: {e}; pass --http 127.0.0.1:PORT or set gateway.listen")
@@ -71,10 +75,16 @@ pub async fn run(args: ServeArgs) -> Result<()> {
 fn print_banner(gw: &Arc<Gateway>, addr: SocketAddr) {
     let catalog = gw.catalog();
     let mode = gw.config.gateway.mode;
-    eprintln!("toolgate {} serving {}", env!("CARGO_PKG_VERSION"), gw.config.source_name());
+    eprintln!(
+        "toolgate {} serving {}",
+        env!("CARGO_PKG_VERSION"),
+        gw.config.source_name()
+    );
     for up in gw.upstreams() {
         let detail = match up.status() {
-            UpstreamStatus::Ready { latency } => format!("{} tools, {} ms", up.tools().len(), latency.as_millis()),
+            UpstreamStatus::Ready { latency } => {
+                format!("{} tools, {} ms", up.tools().len(), latency.as_millis())
+            }
             UpstreamStatus::Retrying { error, .. } => error,
             s => s.label().to_string(),
         };
@@ -82,7 +92,9 @@ fn print_banner(gw: &Arc<Gateway>, addr: SocketAddr) {
     }
     eprintln!("{} tools; mode {mode:?}", catalog.len());
     eprintln!("MCP endpoint: http://{addr}/mcp   (also /mcp/guided and /mcp/direct)");
-    eprintln!("connect a client, e.g.:  claude mcp add --transport http toolgate http://{addr}/mcp");
+    eprintln!(
+        "connect a client, e.g.:  claude mcp add --transport http toolgate http://{addr}/mcp"
+    );
 }
 
 fn spawn_signal_handler(stop: CancellationToken) {

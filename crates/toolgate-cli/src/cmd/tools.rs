@@ -27,21 +27,39 @@ pub async fn run(args: ToolsArgs) -> Result<()> {
                 json!({"server": t.id.server, "tool": t.id.name, "exposed": t.exposed, "status": "ready"})
             );
         } else {
-            println!("{:<20} {:<40} {:<45} ready", t.id.server, t.id.name, t.exposed);
+            println!(
+                "{:<20} {:<40} {:<45} ready",
+                t.id.server, t.id.name, t.exposed
+            );
         }
     }
     // Upstreams that are not up have no tools to list; say so rather than omit them.
     for up in gw.upstreams() {
         let status = up.status();
-        if up.tools().is_empty() && !matches!(status, toolgate::upstream::UpstreamStatus::Ready { .. }) {
+        if up.tools().is_empty()
+            && !matches!(status, toolgate::upstream::UpstreamStatus::Ready { .. })
+        {
             if args.json {
-                println!("{}", json!({"server": up.name(), "tool": null, "exposed": null, "status": status.label()}));
+                println!(
+                    "{}",
+                    json!({"server": up.name(), "tool": null, "exposed": null, "status": status.label()})
+                );
             } else {
-                println!("{:<20} {:<40} {:<45} {}", up.name(), "-", "-", status.label());
+                println!(
+                    "{:<20} {:<40} {:<45} {}",
+                    up.name(),
+                    "-",
+                    "-",
+                    status.label()
+                );
             }
         }
     }
-    eprintln!("{} tools from {} upstreams", catalog.len(), gw.upstreams().count());
+    eprintln!(
+        "{} tools from {} upstreams",
+        catalog.len(),
+        gw.upstreams().count()
+    );
     gw.shutdown().await;
     Ok(())
 }

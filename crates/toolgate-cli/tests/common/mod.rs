@@ -2,7 +2,9 @@
 //! binary's hidden `fixture` subcommand), real MCP clients (rmcp) over stdio and HTTP.
 #![allow(dead_code)]
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
@@ -19,7 +21,8 @@ pub fn toolgate() -> PathBuf {
 
 /// A small catalog over two servers, written for the tests.
 pub fn test_catalog() -> Value {
-    let obj = |props: Value, req: Value| json!({"type": "object", "properties": props, "required": req});
+    let obj =
+        |props: Value, req: Value| json!({"type": "object", "properties": props, "required": req});
     json!([
         {"server": "alpha", "tool": {"name": "echo", "description": "Echo the message back.",
             "inputSchema": obj(json!({"message": {"type": "string"}}), json!(["message"])),
@@ -43,7 +46,10 @@ pub struct TestDir {
 
 impl TestDir {
     pub fn new() -> Self {
-        let dir = tempfile::Builder::new().prefix("toolgate-test-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("toolgate-test-")
+            .tempdir()
+            .unwrap();
         let t = Self { dir };
         t.write("catalog.json", &test_catalog().to_string());
         t
@@ -61,7 +67,11 @@ impl TestDir {
 
     /// A TOML upstream table that runs the fixture for `server` as a stdio child.
     pub fn stdio_upstream(&self, name: &str, server: &str, extra: &[&str]) -> String {
-        let mut args = vec!["fixture".to_string(), "--catalog".into(), self.path("catalog.json").display().to_string()];
+        let mut args = vec![
+            "fixture".to_string(),
+            "--catalog".into(),
+            self.path("catalog.json").display().to_string(),
+        ];
         args.push("--server".into());
         args.push(server.into());
         args.extend(extra.iter().map(|s| s.to_string()));
@@ -93,13 +103,20 @@ pub fn processes_mentioning(marker: &str) -> Vec<u32> {
     let me = std::process::id();
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
         if pid == me {
             continue;
         }
-        let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
         let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = state.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z'));
+        let zombie = state
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'));
         if !zombie && String::from_utf8_lossy(&cmd).contains(marker) {
             out.push(pid);
         }
@@ -133,17 +150,33 @@ pub struct Notifications {
 pub fn test_client() -> (TestClient, Notifications) {
     let (a, b) = mpsc::unbounded_channel();
     let (c, d) = mpsc::unbounded_channel();
-    (TestClient { list_changed: a, progress: c }, Notifications { list_changed: b, progress: d })
+    (
+        TestClient {
+            list_changed: a,
+            progress: c,
+        },
+        Notifications {
+            list_changed: b,
+            progress: d,
+        },
+    )
 }
 
 impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("toolgate-tests", "0"))
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolgate-tests", "0"),
+        )
     }
     async fn on_tool_list_changed(&self, _c: NotificationContext<RoleClient>) {
         let _ = self.list_changed.send(());
     }
-    async fn on_progress(&self, p: rmcp::model::ProgressNotificationParam, _c: NotificationContext<RoleClient>) {
+    async fn on_progress(
+        &self,
+        p: rmcp::model::ProgressNotificationParam,
+        _c: NotificationContext<RoleClient>,
+    ) {
         let _ = self.progress.send(p.progress);
     }
 }
@@ -153,10 +186,17 @@ pub type Client = RunningService<RoleClient, TestClient>;
 /// Starts `toolgate serve --stdio --config FILE [extra]` and connects to it.
 pub async fn connect_stdio(config: &Path, extra: &[&str]) -> (Client, Notifications) {
     let mut cmd = tokio::process::Command::new(toolgate());
-    cmd.arg("serve").arg("--stdio").arg("--config").arg(config).args(extra);
+    cmd.arg("serve")
+        .arg("--stdio")
+        .arg("--config")
+        .arg(config)
+        .args(extra);
     cmd.stderr(Stdio::inherit());
     let (handler, notes) = test_client();
-    let client = handler.serve(TokioChildProcess::new(cmd).unwrap()).await.expect("initialize over stdio");
+    let client = handler
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .expect("initialize over stdio");
     (client, notes)
 }
 
@@ -189,7 +229,9 @@ impl HttpGateway {
                 }
             }
         });
-        let url = rx.recv_timeout(Duration::from_secs(60)).expect("toolgate printed its endpoint");
+        let url = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("toolgate printed its endpoint");
         Self { child, url }
     }
 
@@ -199,7 +241,10 @@ impl HttpGateway {
 
     /// SIGTERM, then wait; returns the exit status.
     pub fn stop(&mut self) -> std::process::ExitStatus {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
         for _ in 0..100 {
             if let Ok(Some(s)) = self.child.try_wait() {
                 return s;
@@ -222,7 +267,10 @@ impl Drop for HttpGateway {
 pub async fn connect_http(url: &str) -> (Client, Notifications) {
     let (handler, notes) = test_client();
     let transport = StreamableHttpClientTransport::from_uri(url.to_string());
-    let client = handler.serve(transport).await.expect("initialize over HTTP");
+    let client = handler
+        .serve(transport)
+        .await
+        .expect("initialize over HTTP");
     (client, notes)
 }
 
@@ -247,7 +295,13 @@ pub fn text(r: &CallToolResult) -> String {
 }
 
 pub async fn tool_names(client: &Client) -> Vec<String> {
-    let mut n: Vec<String> = client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+    let mut n: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
     n.sort();
     n
 }
