@@ -24,6 +24,8 @@ pub struct Gateway {
     /// The supervisors and the catalog task, so shutdown can wait for them.
     tasks: TaskTracker,
     started: Instant,
+    /// Set once every upstream has settled, so `wait_settled` is free afterwards.
+    settled: std::sync::atomic::AtomicBool,
 }
 
 impl Gateway {
@@ -42,6 +44,7 @@ impl Gateway {
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
             started: Instant::now(),
+            settled: Default::default(),
         });
         for up in gw.upstreams.values() {
             gw.tasks.spawn(supervise(up.clone(), gw.stop.clone()));
@@ -87,6 +90,9 @@ impl Gateway {
     /// has passed since start, whichever is first. Used so the first `tools/list` shows
     /// what is up without ever waiting long for what is not.
     pub async fn wait_settled(&self, limit: Duration) {
+        if self.settled.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
         let deadline = tokio::time::Instant::from_std(self.started + limit);
         'all: for up in self.upstreams.values() {
             let mut rx = up.watch();
@@ -100,6 +106,10 @@ impl Gateway {
         // The catalog task folds status changes in asynchronously; make sure the
         // snapshot the caller reads next reflects what just settled.
         self.rebuild();
+        if self.upstreams.values().all(|u| u.status().settled()) {
+            self.settled
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
     }
 
     /// Calls a catalog tool on its upstream.

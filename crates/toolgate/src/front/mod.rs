@@ -114,6 +114,10 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // A client may call a name it remembers before listing: let the catalog settle.
+        self.gw
+            .wait_settled(self.gw.config.gateway.startup_wait)
+            .await;
         let args = request.arguments.unwrap_or_default();
         let result = match self.surface {
             Surface::Direct => direct::call(&self.gw, &request.name, args, &context).await,

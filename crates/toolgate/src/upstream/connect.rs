@@ -49,8 +49,15 @@ pub(crate) async fn connect(
             match service {
                 Ok(s) => (s, Some(proc)),
                 Err(e) => {
+                    // If the process died, that is the real reason; say so.
+                    let exited =
+                        tokio::time::timeout(std::time::Duration::from_millis(300), proc.wait())
+                            .await;
                     proc.terminate(std::time::Duration::from_millis(200)).await;
-                    return Err(format!("initialize failed: {e}"));
+                    return Err(match exited {
+                        Ok(why) => format!("{why} before answering initialize"),
+                        Err(_) => format!("initialize failed: {e}"),
+                    });
                 }
             }
         }

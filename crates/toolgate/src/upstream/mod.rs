@@ -16,11 +16,10 @@ pub(crate) use supervisor::supervise;
 
 use crate::config::UpstreamConfig;
 use client::{token_key, ProgressRoutes};
-use rmcp::model::{CallToolRequestParams, ClientRequest, ProgressToken, RequestMetaObject};
+use rmcp::model::{CallToolRequestParams, ClientRequest};
 use rmcp::service::{PeerRequestOptions, RoleClient, ServiceError};
 use rmcp::Peer;
 use serde_json::{Map, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -110,7 +109,6 @@ pub struct Upstream {
     state: RwLock<State>,
     /// Calls in flight that asked for progress, by token.
     progress: ProgressRoutes,
-    next_token: AtomicU64,
     /// Signalled whenever the status or the tool list changes.
     changed: tokio::sync::watch::Sender<u64>,
 }
@@ -138,7 +136,6 @@ impl Upstream {
                 ..Default::default()
             }),
             progress: Arc::new(Mutex::new(Default::default())),
-            next_token: AtomicU64::new(1),
             changed: tokio::sync::watch::channel(0).0,
         })
     }
@@ -194,17 +191,6 @@ impl Upstream {
         let timeout = opts.timeout.unwrap_or(self.config.call_timeout);
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = Some(arguments);
-        let route = opts.progress.map(|tx| {
-            let token = format!("tg-{}", self.next_token.fetch_add(1, Ordering::Relaxed));
-            let pt = ProgressToken(rmcp::model::NumberOrString::String(token.into()));
-            params.meta = Some(RequestMetaObject::with_progress_token(pt.clone()));
-            let key = token_key(&pt);
-            self.progress
-                .lock()
-                .expect("progress")
-                .insert(key.clone(), tx);
-            RouteGuard(&self.progress, key)
-        });
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
         let options = PeerRequestOptions::with_timeout(timeout);
         let started = Instant::now();
@@ -212,6 +198,16 @@ impl Upstream {
             .send_request_with_option(request, options)
             .await
             .map_err(|e| map_err(e, &name, tool, timeout))?;
+        // rmcp assigns every request its own progress token; route that one to the caller.
+        // The request is only just queued, so this runs before any progress can come back.
+        let route = opts.progress.map(|tx| {
+            let key = token_key(&handle.progress_token);
+            self.progress
+                .lock()
+                .expect("progress")
+                .insert(key.clone(), tx);
+            RouteGuard(&self.progress, key)
+        });
         let cancel = opts.cancel.unwrap_or_default();
         let response = tokio::select! {
             r = handle.await_response() => r,
