@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "toolgate", version, about = "An MCP gateway: one endpoint in front of many MCP servers, showing the model only what the next step needs")]
+#[command(
+    name = "toolgate",
+    version,
+    about = "An MCP gateway: one endpoint in front of many MCP servers, showing the model only what the next step needs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -15,6 +19,9 @@ struct Cli {
 enum Command {
     /// Print the version.
     Version,
+    /// Measure quality on labelled queries.
+    #[command(subcommand)]
+    Eval(crate::cmd::eval::EvalCommand),
 }
 
 pub fn run() -> ExitCode {
@@ -24,6 +31,7 @@ pub fn run() -> ExitCode {
             println!("toolgate {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
+        Command::Eval(cmd) => crate::cmd::eval::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

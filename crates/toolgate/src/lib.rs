@@ -8,7 +8,9 @@
 //!
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
 //! - [`guided`]: the meta-tool surface (route, execute, continue).
+//! - [`route`]: the BM25F retriever and the select-or-clarify decision behind `route`.
 #![forbid(unsafe_code)]
 
 pub mod catalog;
 pub mod guided;
+pub mod route;
