@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// Selects when the confidence reaches this. Chosen on the tuning split (query index
 /// mod 5 == 0) as the lowest threshold whose selections were >= 90% correct on both
 /// MetaTool and LiveMCPBench; see the README's sweep table.
-pub const DEFAULT_THRESHOLD: f32 = 0.5;
+pub const DEFAULT_THRESHOLD: f32 = 0.9;
 /// Most candidates in a clarifying question.
 pub const DEFAULT_LIMIT: usize = 5;
 /// How many ranked tools the decision looks at and returns.
@@ -23,6 +23,9 @@ pub const DEFAULT_DEPTH: usize = 10;
 /// Softmax temperature on top-normalised scores: a runner-up at 90% of the top score
 /// weighs e^-1 against it.
 pub const TEMPERATURE: f32 = 0.1;
+
+/// How strongly the unexplained part of a task counts against selecting (see `route`).
+pub const NULL_WEIGHT: f32 = 0.2;
 
 /// How to route one task.
 #[derive(Debug, Clone, Copy)]
@@ -140,8 +143,18 @@ pub fn route<R: Retriever + ?Sized>(
         }
     }
     let ranked = retriever.rank(task, opts.server, opts.depth.max(limit));
-    let scores: Vec<f32> = ranked.iter().map(|(_, s)| *s).collect();
-    let conf = confidence(&scores);
+    let mut scores: Vec<f32> = ranked.iter().map(|(_, s)| *s).collect();
+    if let (Some(ceiling), Some(&top)) = (retriever.ceiling(task), scores.first()) {
+        // "No tool": the share of the task the best tool leaves unexplained competes
+        // with it like one more candidate.
+        scores.push((NULL_WEIGHT * (ceiling - top)).max(0.0));
+        scores.sort_by(|a, b| b.total_cmp(a));
+    }
+    let conf = if scores.first() == ranked.first().map(|(_, s)| s) {
+        confidence(&scores)
+    } else {
+        0.0
+    };
     if conf >= opts.threshold && !ranked.is_empty() {
         return RouteDecision::Select {
             tool: ranked[0].0.clone(),

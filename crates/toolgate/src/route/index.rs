@@ -40,7 +40,7 @@ impl Default for Bm25fParams {
     fn default() -> Self {
         Self {
             weights: [3.0, 2.0, 1.0, 0.4, 1.0],
-            b: [0.3, 0.3, 0.75, 0.75, 0.3],
+            b: [0.3, 0.3, 0.5, 0.5, 0.3],
             k1: 1.2,
             bigram_weight: 0.5,
         }
@@ -270,6 +270,20 @@ impl RouteIndex {
         hits.into_iter()
             .map(|(s, d, score)| (self.shards[s as usize].tools[d as usize].clone(), score))
             .collect()
+    }
+
+    /// The most any tool could score for `query`: each known term's weight times its idf
+    /// (BM25F's saturation keeps every term's share below that). The decision uses it to
+    /// tell a tool that explains the task from one that merely matches a word of it.
+    pub fn ceiling(&self, query: &str) -> f32 {
+        let n = self.docs.max(1) as f32;
+        self.query_terms(query)
+            .iter()
+            .filter_map(|(t, qw)| {
+                let df = *self.df.get(t.as_str())? as f32;
+                Some(qw * (1.0 + (n - df + 0.5) / (df + 0.5)).ln())
+            })
+            .sum()
     }
 
     fn query_terms(&self, query: &str) -> Vec<(String, f32)> {

@@ -27,6 +27,12 @@ pub trait Retriever: Send + Sync {
 
     /// Tools whose name is exactly `name` in one of the spellings a caller may type.
     fn exact(&self, name: &str, server: Option<&str>) -> Vec<Arc<ToolRecord>>;
+
+    /// The highest score any tool could reach for `query`, when the scores have one; the
+    /// decision then counts the part of the query no tool explains against selecting.
+    fn ceiling(&self, _query: &str) -> Option<f32> {
+        None
+    }
 }
 
 impl Retriever for RouteIndex {
@@ -36,5 +42,9 @@ impl Retriever for RouteIndex {
 
     fn exact(&self, name: &str, server: Option<&str>) -> Vec<Arc<ToolRecord>> {
         RouteIndex::exact(self, name, server)
+    }
+
+    fn ceiling(&self, query: &str) -> Option<f32> {
+        Some(RouteIndex::ceiling(self, query))
     }
 }
