@@ -44,8 +44,8 @@ fn run() -> anyhow::Result<()> {
     }
     println!("{} tasks; times in microseconds unless marked", tasks.len());
     println!(
-        "{:>8} {:>10} {:>9} {:>9} {:>12}",
-        "tools", "build ms", "p50", "p99", "reindex ms"
+        "{:>8} {:>10} {:>9} {:>9} {:>13} {:>12}",
+        "tools", "build ms", "p50", "p99", "p99 best-of-3", "reindex ms"
     );
     let copies = LARGE.div_ceil(entries.len());
     for n in [1, copies] {
@@ -78,6 +78,14 @@ fn run() -> anyhow::Result<()> {
                 lat.push(start.elapsed().as_secs_f64() * 1e6);
             }
         }
+        // Each task's best of its runs: filters out preemption on a shared machine.
+        let mut best: Vec<f64> =
+            lat.chunks(tasks.len())
+                .fold(vec![f64::MAX; tasks.len()], |mut m, run| {
+                    m.iter_mut().zip(run).for_each(|(m, &v)| *m = m.min(v));
+                    m
+                });
+        best.sort_by(f64::total_cmp);
         lat.sort_by(f64::total_cmp);
         let github: Vec<Arc<_>> = catalog
             .tools()
@@ -89,11 +97,12 @@ fn run() -> anyhow::Result<()> {
         index.replace_server("github", github);
         let reindex_ms = start.elapsed().as_secs_f64() * 1e3;
         println!(
-            "{:>8} {:>10.1} {:>9.1} {:>9.1} {:>12.2}",
+            "{:>8} {:>10.1} {:>9.1} {:>9.1} {:>13.1} {:>12.2}",
             catalog.len(),
             build_ms,
             percentile(&lat, 0.50),
             percentile(&lat, 0.99),
+            percentile(&best, 0.99),
             reindex_ms
         );
     }

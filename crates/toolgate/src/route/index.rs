@@ -1,28 +1,22 @@
-//! The BM25F index: per-server document shards over shared global term statistics.
+//! The BM25F index: one global term dictionary whose postings are split per server.
 //!
-//! Each server's tools live in their own `Shard` (postings, field lengths, exact-name map),
-//! so an upstream's `tools/list_changed` replaces one shard and adjusts the global document
-//! frequencies and length sums by that shard's contribution alone. Scores are computed at
-//! query time from raw per-field term frequencies, so nothing else needs recomputing.
+//! A query looks each term up once, then walks that term's postings server by server, so
+//! the cost grows with the matching postings, not with the number of servers. Each
+//! server's tools live in a slot of their own, and every posting list is tagged with its
+//! slot: an upstream's `tools/list_changed` removes that slot's lists from the terms it
+//! used and adds the new ones, adjusting document frequencies and length sums by that
+//! server's contribution alone. Scores are computed at query time from raw per-field term
+//! frequencies, so nothing else needs recomputing.
 
+use super::doc::{analyze_tool, N_FIELDS};
 use super::text::{bigram, Analyzer};
 use crate::catalog::{Catalog, ToolRecord};
 use serde::Deserialize;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The fields of a tool document, in `Bm25fParams` array order.
-pub const N_FIELDS: usize = 5;
-/// Field positions.
-pub const NAME: usize = 0;
-pub const TITLE: usize = 1;
-pub const DESCRIPTION: usize = 2;
-pub const PARAMS: usize = 3;
-pub const SERVER: usize = 4;
-
-/// Ranking parameters. Defaults were tuned on the held-out tuning split (query index
-/// mod 5 == 0) of MetaTool and LiveMCPBench; see the crate README's evaluation section.
+/// Ranking parameters. Chosen on the tuning split (query index mod 5 == 0) of MetaTool
+/// and LiveMCPBench; see the README's evaluation section.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Bm25fParams {
@@ -34,6 +28,10 @@ pub struct Bm25fParams {
     pub k1: f32,
     /// Weight of an adjacent-word phrase match relative to a single word.
     pub bigram_weight: f32,
+    /// Weight of the server's evidence (its tools' text taken together, scored with
+    /// BM25 against the other servers) added to each matching tool of that server.
+    /// Multi-step tasks usually stay on one or two servers; with one server it is zero.
+    pub server_weight: f32,
 }
 
 impl Default for Bm25fParams {
@@ -43,19 +41,29 @@ impl Default for Bm25fParams {
             b: [0.3, 0.3, 0.5, 0.5, 0.3],
             k1: 1.2,
             bigram_weight: 0.5,
+            server_weight: 0.0,
         }
     }
 }
 
-/// One document's term frequencies per field (saturating; fields are short).
+/// One document's term frequencies per field.
 #[derive(Debug, Clone, Copy)]
 struct Posting {
     doc: u32,
     tf: [u16; N_FIELDS],
 }
 
-/// One server's tools and their postings.
+/// A term's postings, one list per server slot that has it.
 #[derive(Debug, Default)]
+struct TermEntry {
+    /// Documents containing the term, over all servers.
+    df: u32,
+    /// (slot, that server's documents containing the term, sorted by doc).
+    lists: Vec<(u32, Vec<Posting>)>,
+}
+
+/// One server's tools.
+#[derive(Debug)]
 struct Shard {
     /// The server's name as configured (the filter key).
     server: String,
@@ -63,10 +71,14 @@ struct Shard {
     tools: Vec<Arc<ToolRecord>>,
     /// Length in terms of each field of each document.
     lens: Vec<[u16; N_FIELDS]>,
-    /// Term -> documents containing it.
-    postings: HashMap<String, Vec<Posting>>,
-    /// Lowercased exposed name, `server/name` and bare name -> document.
-    names: HashMap<String, Vec<u32>>,
+    /// Every term the shard indexed, to take its lists out again on replacement.
+    terms: Vec<String>,
+    /// Every exact-name key the shard registered.
+    names: Vec<String>,
+    /// Length of all the shard's documents together (the server as one document).
+    total_len: u64,
+    /// Where the shard's documents start in the query's score accumulator.
+    offset: u32,
 }
 
 /// The routing index for one catalog snapshot. Built off the request path.
@@ -74,18 +86,21 @@ struct Shard {
 pub struct RouteIndex {
     params: Bm25fParams,
     analyzer: Analyzer,
-    /// Sorted by server name, so rankings and ties are deterministic.
-    shards: Vec<Shard>,
-    /// Term -> number of documents containing it, over all shards.
-    df: HashMap<String, u32>,
-    /// Number of documents over all shards.
-    docs: u64,
+    /// Server slots; a removed server leaves `None` (slots in lists stay valid).
+    shards: Vec<Option<Shard>>,
+    /// Server name -> slot.
+    slots: HashMap<String, u32>,
+    /// Term -> its statistics and postings.
+    terms: HashMap<String, TermEntry>,
+    /// Lowercased exposed name, `server/name` and bare name -> (slot, doc).
+    names: HashMap<String, Vec<(u32, u32)>>,
+    /// Number of documents over all shards (also the accumulator's length).
+    docs: u32,
+    /// Number of servers with tools.
+    servers: u32,
     /// Sum of each field's length over all documents (for the average lengths).
     len_sum: [u64; N_FIELDS],
 }
-
-/// One hit: shard, document, score.
-type Hit = (u32, u32, f32);
 
 impl RouteIndex {
     /// Indexes every tool of `catalog` with default parameters.
@@ -99,56 +114,137 @@ impl RouteIndex {
             params,
             analyzer: Analyzer::new(),
             shards: Vec::new(),
-            df: HashMap::new(),
+            slots: HashMap::new(),
+            terms: HashMap::new(),
+            names: HashMap::new(),
             docs: 0,
+            servers: 0,
             len_sum: [0; N_FIELDS],
         };
-        // The catalog is sorted by (server, name): each server's tools are contiguous.
+        // The catalog is sorted by (server, name): each server's tools are contiguous,
+        // and slots are handed out in server order (the tie-break order).
         let tools = catalog.tools();
         let mut start = 0;
         while start < tools.len() {
             let server = &tools[start].id.server;
-            let end = start
-                + tools[start..]
-                    .iter()
-                    .take_while(|t| &t.id.server == server)
-                    .count();
-            let shard = index.make_shard(server, tools[start..end].to_vec());
-            index.add_stats(&shard, 1);
-            index.shards.push(shard);
-            start = end;
+            let n = tools[start..]
+                .iter()
+                .take_while(|t| &t.id.server == server)
+                .count();
+            index.replace_server(server, tools[start..start + n].to_vec());
+            start += n;
         }
         index
     }
 
     /// Replaces one server's tools (after its `tools/list_changed`), leaving every other
-    /// shard untouched; an empty `tools` removes the server.
+    /// server's postings untouched; an empty `tools` removes the server.
     pub fn replace_server(&mut self, server: &str, tools: Vec<Arc<ToolRecord>>) {
-        let new = (!tools.is_empty()).then(|| self.make_shard(server, tools));
-        match self
-            .shards
-            .binary_search_by(|s| s.server.as_str().cmp(server))
-        {
-            Ok(i) => {
-                let old = std::mem::take(&mut self.shards[i]);
-                self.add_stats(&old, -1);
-                match new {
-                    Some(shard) => {
-                        self.add_stats(&shard, 1);
-                        self.shards[i] = shard;
-                    }
-                    None => {
-                        self.shards.remove(i);
-                    }
-                }
+        let slot = match self.slots.get(server) {
+            Some(&slot) => {
+                self.remove_slot(slot);
+                slot
             }
-            Err(i) => {
-                if let Some(shard) = new {
-                    self.add_stats(&shard, 1);
-                    self.shards.insert(i, shard);
+            None if tools.is_empty() => return,
+            None => {
+                self.shards.push(None);
+                (self.shards.len() - 1) as u32
+            }
+        };
+        if tools.is_empty() {
+            self.slots.remove(server);
+        } else {
+            self.slots.insert(server.to_string(), slot);
+            self.insert_slot(slot, server, tools);
+        }
+        // Offsets into the accumulator follow slot order; O(servers).
+        let mut offset = 0;
+        for shard in self.shards.iter_mut().flatten() {
+            shard.offset = offset;
+            offset += shard.tools.len() as u32;
+        }
+    }
+
+    fn remove_slot(&mut self, slot: u32) {
+        let Some(shard) = self.shards[slot as usize].take() else {
+            return;
+        };
+        for term in &shard.terms {
+            if let Some(entry) = self.terms.get_mut(term) {
+                if let Some(i) = entry.lists.iter().position(|(s, _)| *s == slot) {
+                    entry.df -= entry.lists[i].1.len() as u32;
+                    entry.lists.remove(i);
+                }
+                if entry.lists.is_empty() {
+                    self.terms.remove(term);
                 }
             }
         }
+        for key in &shard.names {
+            if let Some(docs) = self.names.get_mut(key) {
+                docs.retain(|(s, _)| *s != slot);
+                if docs.is_empty() {
+                    self.names.remove(key);
+                }
+            }
+        }
+        self.docs -= shard.tools.len() as u32;
+        self.servers -= 1;
+        for lens in &shard.lens {
+            for f in 0..N_FIELDS {
+                self.len_sum[f] -= u64::from(lens[f]);
+            }
+        }
+    }
+
+    fn insert_slot(&mut self, slot: u32, server: &str, tools: Vec<Arc<ToolRecord>>) {
+        let mut postings: HashMap<String, Vec<Posting>> = HashMap::new();
+        let mut lens_all = Vec::with_capacity(tools.len());
+        let mut names = Vec::new();
+        let mut total_len = 0;
+        for (doc, tool) in tools.iter().enumerate() {
+            let doc = doc as u32;
+            let analysed = analyze_tool(&self.analyzer, tool);
+            for (term, tf) in analysed.tf {
+                postings.entry(term).or_default().push(Posting { doc, tf });
+            }
+            for f in 0..N_FIELDS {
+                self.len_sum[f] += u64::from(analysed.lens[f]);
+                total_len += u64::from(analysed.lens[f]);
+            }
+            lens_all.push(analysed.lens);
+            let keys = [
+                tool.exposed.to_lowercase(),
+                tool.id.to_string().to_lowercase(),
+                tool.id.name.to_lowercase(),
+            ];
+            for key in keys {
+                let docs = self.names.entry(key.clone()).or_default();
+                if !docs.contains(&(slot, doc)) {
+                    docs.push((slot, doc));
+                    names.push(key);
+                }
+            }
+        }
+        let mut terms = Vec::with_capacity(postings.len());
+        for (term, mut list) in postings {
+            list.sort_by_key(|p| p.doc);
+            let entry = self.terms.entry(term.clone()).or_default();
+            entry.df += list.len() as u32;
+            entry.lists.push((slot, list));
+            terms.push(term);
+        }
+        self.docs += tools.len() as u32;
+        self.servers += 1;
+        self.shards[slot as usize] = Some(Shard {
+            server: server.to_string(),
+            tools,
+            lens: lens_all,
+            terms,
+            names,
+            total_len,
+            offset: 0,
+        });
     }
 
     pub fn params(&self) -> &Bm25fParams {
@@ -163,79 +259,14 @@ impl RouteIndex {
         self.docs == 0
     }
 
-    fn make_shard(&self, server: &str, tools: Vec<Arc<ToolRecord>>) -> Shard {
-        let mut shard = Shard {
-            server: server.to_string(),
-            ..Shard::default()
-        };
-        let mut terms = Vec::new();
-        let mut words = Vec::new();
-        for (doc, tool) in tools.iter().enumerate() {
-            let doc = doc as u32;
-            let mut tf: HashMap<String, [u16; N_FIELDS]> = HashMap::new();
-            let mut lens = [0u16; N_FIELDS];
-            let mut texts: [Vec<&str>; N_FIELDS] = Default::default();
-            texts[NAME].push(&tool.id.name);
-            texts[TITLE].extend(tool.title());
-            texts[DESCRIPTION].push(tool.description());
-            schema_texts(tool.input_schema(), 0, &mut texts[PARAMS]);
-            texts[SERVER].push(&tool.id.server);
-            for (field, field_texts) in texts.iter().enumerate() {
-                for text in field_texts {
-                    terms.clear();
-                    words.clear();
-                    self.analyzer.terms(text, &mut terms, Some(&mut words));
-                    let phrases = words.windows(2).map(|w| bigram(&w[0], &w[1]));
-                    for term in terms.drain(..).chain(phrases) {
-                        let slot = &mut tf.entry(term).or_default()[field];
-                        *slot = slot.saturating_add(1);
-                        lens[field] = lens[field].saturating_add(1);
-                    }
-                }
-            }
-            for (term, tf) in tf {
-                shard
-                    .postings
-                    .entry(term)
-                    .or_default()
-                    .push(Posting { doc, tf });
-            }
-            shard.lens.push(lens);
-            let keys = [
-                tool.exposed.to_lowercase(),
-                tool.id.to_string().to_lowercase(),
-                tool.id.name.to_lowercase(),
-            ];
-            for key in keys {
-                let docs = shard.names.entry(key).or_default();
-                if !docs.contains(&doc) {
-                    docs.push(doc);
-                }
-            }
-        }
-        for list in shard.postings.values_mut() {
-            list.sort_by_key(|p| p.doc);
-        }
-        shard.tools = tools;
-        shard
-    }
-
-    /// Adds (`sign` = 1) or removes (-1) a shard's contribution to the global statistics.
-    fn add_stats(&mut self, shard: &Shard, sign: i64) {
-        for (term, list) in &shard.postings {
-            let n = list.len() as i64 * sign;
-            let df = self.df.entry(term.clone()).or_default();
-            *df = (*df as i64 + n).max(0) as u32;
-            if *df == 0 {
-                self.df.remove(term);
-            }
-        }
-        self.docs = (self.docs as i64 + shard.tools.len() as i64 * sign).max(0) as u64;
-        for lens in &shard.lens {
-            for f in 0..N_FIELDS {
-                self.len_sum[f] = (self.len_sum[f] as i64 + lens[f] as i64 * sign).max(0) as u64;
-            }
-        }
+    /// The slot of `server` (matched case-insensitively), if it has tools.
+    fn slot_of(&self, server: &str) -> Option<u32> {
+        self.slots.get(server).copied().or_else(|| {
+            self.slots
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(server))
+                .map(|(_, &slot)| slot)
+        })
     }
 
     /// Tools whose name matches `name` exactly (case-insensitive; surrounding quotes and
@@ -248,61 +279,65 @@ impl RouteIndex {
         if key.is_empty() || key.contains(char::is_whitespace) {
             return Vec::new();
         }
-        let key = key.to_lowercase();
-        let mut out = Vec::new();
-        for shard in self.shards_for(server) {
-            for &doc in shard.names.get(&key).into_iter().flatten() {
-                out.push(shard.tools[doc as usize].clone());
-            }
-        }
+        let only = server.map(|s| self.slot_of(s));
+        let Some(hits) = self.names.get(&key.to_lowercase()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Arc<ToolRecord>> = hits
+            .iter()
+            .filter(|(slot, _)| only.is_none_or(|o| o == Some(*slot)))
+            .filter_map(|&(slot, doc)| {
+                let shard = self.shards[slot as usize].as_ref()?;
+                Some(shard.tools[doc as usize].clone())
+            })
+            .collect();
+        out.sort_by(|a, b| a.id.cmp(&b.id));
         out
     }
 
-    fn shards_for<'a>(&'a self, server: Option<&'a str>) -> impl Iterator<Item = &'a Shard> + 'a {
-        self.shards
-            .iter()
-            .filter(move |s| server.is_none_or(|f| s.server.eq_ignore_ascii_case(f)))
-    }
-
-    /// The `k` best tools for `query` by BM25F, best first, only from `server` when given.
-    pub fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
-        let hits = self.score(query, server, k);
-        hits.into_iter()
-            .map(|(s, d, score)| (self.shards[s as usize].tools[d as usize].clone(), score))
-            .collect()
-    }
-
-    /// The most any tool could score for `query`: each known term's weight times its idf
-    /// (BM25F's saturation keeps every term's share below that). The decision uses it to
-    /// tell a tool that explains the task from one that merely matches a word of it.
+    /// The most any tool could score for `query` from its own text: each known term's
+    /// weight times its idf (BM25F's saturation keeps every term's share below that).
+    /// The decision uses it to tell a tool that explains the task from one that merely
+    /// matches a word of it.
     pub fn ceiling(&self, query: &str) -> f32 {
         let n = self.docs.max(1) as f32;
         self.query_terms(query)
             .iter()
             .filter_map(|(t, qw)| {
-                let df = *self.df.get(t.as_str())? as f32;
-                Some(qw * (1.0 + (n - df + 0.5) / (df + 0.5)).ln())
+                let df = self.terms.get(t.as_str())?.df as f32;
+                Some(qw * idf(n, df))
             })
             .sum()
     }
 
+    /// Query terms with their weights: words count once per occurrence, phrase bigrams
+    /// `bigram_weight` each.
     fn query_terms(&self, query: &str) -> Vec<(String, f32)> {
         let (mut terms, mut words) = (Vec::new(), Vec::new());
         self.analyzer.terms(query, &mut terms, Some(&mut words));
-        let mut weighted: Vec<(String, f32)> = Vec::with_capacity(terms.len() * 2);
-        let phrases = words
-            .windows(2)
-            .map(|w| (bigram(&w[0], &w[1]), self.params.bigram_weight));
-        for (term, w) in terms.into_iter().map(|t| (t, 1.0)).chain(phrases) {
-            match weighted.iter_mut().find(|(t, _)| *t == term) {
-                Some((_, total)) => *total += w,
-                None => weighted.push((term, w)),
+        let bw = self.params.bigram_weight;
+        let mut weighted: Vec<(String, f32)> = terms.into_iter().map(|t| (t, 1.0)).collect();
+        weighted.extend(words.windows(2).map(|w| (bigram(&w[0], &w[1]), bw)));
+        weighted.sort_by(|a, b| a.0.cmp(&b.0));
+        weighted.dedup_by(|later, first| {
+            let same = later.0 == first.0;
+            if same {
+                first.1 += later.1;
             }
-        }
+            same
+        });
         weighted
     }
 
-    fn score(&self, query: &str, server: Option<&str>, k: usize) -> Vec<Hit> {
+    /// The `k` best tools for `query` by BM25F, best first, only from `server` when given.
+    pub fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+        let only = match server {
+            Some(s) => match self.slot_of(s) {
+                Some(slot) => Some(slot),
+                None => return Vec::new(),
+            },
+            None => None,
+        };
         let p = &self.params;
         let n = self.docs.max(1) as f32;
         // Per-field 1/avg length, so the inner loop multiplies instead of divides.
@@ -311,100 +346,91 @@ impl RouteIndex {
             let avg = self.len_sum[f] as f32 / n;
             inv_avg[f] = if avg > 0.0 { 1.0 / avg } else { 0.0 };
         }
-        let terms: Vec<(&str, f32, f32)> = self
-            .query_terms(query)
-            .iter()
-            .filter_map(|(t, qw)| {
-                let df = *self.df.get(t.as_str())? as f32;
-                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-                // The key lives in self.df; borrow it from there, not from the temporary.
-                let (key, _) = self.df.get_key_value(t.as_str())?;
-                Some((key.as_str(), idf, *qw))
-            })
-            .collect();
-        let mut hits: Vec<Hit> = Vec::new();
-        let mut acc: Vec<f32> = Vec::new();
-        for (si, shard) in self.shards.iter().enumerate() {
-            if server.is_some_and(|f| !shard.server.eq_ignore_ascii_case(f)) {
-                continue;
+        let servers = self.servers.max(1) as f32;
+        let avg_server_len = self.len_sum.iter().sum::<u64>() as f32 / servers;
+        let mut acc = vec![0f32; self.docs as usize];
+        let mut server_score = vec![
+            0f32;
+            if p.server_weight > 0.0 {
+                self.shards.len()
+            } else {
+                0
             }
-            acc.clear();
-            acc.resize(shard.tools.len(), 0.0);
-            let mut any = false;
-            for &(term, idf, qw) in &terms {
-                let Some(list) = shard.postings.get(term) else {
+        ];
+        for (term, qw) in self.query_terms(query) {
+            let Some(entry) = self.terms.get(&term) else {
+                continue;
+            };
+            let idf = idf(n, entry.df as f32);
+            // ln(S / sdf): zero for a term every server has, so one server adds nothing.
+            let sidf = (servers / entry.lists.len() as f32).ln();
+            for (slot, list) in &entry.lists {
+                if only.is_some_and(|o| o != *slot) {
+                    continue;
+                }
+                let Some(shard) = self.shards[*slot as usize].as_ref() else {
                     continue;
                 };
-                any = true;
+                let base = shard.offset as usize;
+                let mut stf = 0.0;
                 for posting in list {
                     let lens = &shard.lens[posting.doc as usize];
                     let mut tf = 0.0;
                     for f in 0..N_FIELDS {
                         if posting.tf[f] > 0 {
-                            let norm = 1.0 - p.b[f] + p.b[f] * lens[f] as f32 * inv_avg[f];
-                            tf += p.weights[f] * posting.tf[f] as f32 / norm.max(1e-3);
+                            let wtf = p.weights[f] * f32::from(posting.tf[f]);
+                            let norm = 1.0 - p.b[f] + p.b[f] * f32::from(lens[f]) * inv_avg[f];
+                            tf += wtf / norm.max(1e-3);
+                            stf += wtf;
                         }
                     }
-                    acc[posting.doc as usize] += qw * idf * tf / (p.k1 + tf);
+                    acc[base + posting.doc as usize] += qw * idf * tf / (p.k1 + tf);
+                }
+                if let Some(s) = server_score.get_mut(*slot as usize) {
+                    let norm = 0.25 + 0.75 * shard.total_len as f32 / avg_server_len.max(1.0);
+                    *s += qw * sidf * stf / (stf + p.k1 * norm);
                 }
             }
-            if any {
-                hits.extend(
-                    acc.iter()
-                        .enumerate()
-                        .filter(|(_, &s)| s > 0.0)
-                        .map(|(d, &s)| (si as u32, d as u32, s)),
-                );
+        }
+        let mut hits: Vec<(f32, u32, u32)> = Vec::new();
+        for (slot, shard) in self.shards.iter().enumerate() {
+            let Some(shard) = shard else { continue };
+            if only.is_some_and(|o| o != slot as u32) {
+                continue;
+            }
+            let boost = server_score.get(slot).map_or(0.0, |s| p.server_weight * s);
+            let base = shard.offset as usize;
+            let scores = &acc[base..base + shard.tools.len()];
+            for (doc, &s) in scores.iter().enumerate() {
+                if s > 0.0 {
+                    hits.push((s + boost, slot as u32, doc as u32));
+                }
             }
         }
-        top_k(hits, k)
+        top_k(&mut hits, k);
+        hits.into_iter()
+            .filter_map(|(score, slot, doc)| {
+                let shard = self.shards[slot as usize].as_ref()?;
+                Some((shard.tools[doc as usize].clone(), score))
+            })
+            .collect()
     }
 }
 
-/// The `k` best hits, best first; ties go to the earlier (server, name).
-fn top_k(mut hits: Vec<Hit>, k: usize) -> Vec<Hit> {
-    let order = |a: &Hit, b: &Hit| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1));
+/// BM25's idf, kept positive for terms in more than half the documents.
+fn idf(n: f32, df: f32) -> f32 {
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// Keeps the `k` best hits, best first; ties go to the earlier (slot, doc), which is
+/// (server, name) order for a freshly built index.
+fn top_k(hits: &mut Vec<(f32, u32, u32)>, k: usize) {
+    let order = |a: &(f32, u32, u32), b: &(f32, u32, u32)| {
+        b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+    };
     if hits.len() > k && k > 0 {
         hits.select_nth_unstable_by(k - 1, order);
     }
     hits.truncate(k);
     hits.sort_unstable_by(order);
-    hits
-}
-
-/// Collects property names, titles, descriptions and string enum values of an input
-/// schema, nested objects and arrays included (depth-limited against odd schemas).
-fn schema_texts<'a>(schema: &'a Value, depth: usize, out: &mut Vec<&'a str>) {
-    let Value::Object(map) = schema else {
-        return;
-    };
-    if depth > 8 {
-        return;
-    }
-    for key in ["title", "description"] {
-        if depth > 0 {
-            out.extend(map.get(key).and_then(Value::as_str));
-        }
-    }
-    if let Some(Value::Array(values)) = map.get("enum") {
-        out.extend(values.iter().filter_map(Value::as_str));
-    }
-    if let Some(Value::Object(props)) = map.get("properties") {
-        for (name, sub) in props {
-            out.push(name);
-            schema_texts(sub, depth + 1, out);
-        }
-    }
-    for key in ["items", "additionalProperties"] {
-        if let Some(sub) = map.get(key) {
-            schema_texts(sub, depth + 1, out);
-        }
-    }
-    for key in ["anyOf", "oneOf", "allOf"] {
-        if let Some(Value::Array(subs)) = map.get(key) {
-            for sub in subs {
-                schema_texts(sub, depth + 1, out);
-            }
-        }
-    }
 }

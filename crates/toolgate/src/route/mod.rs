@@ -1,11 +1,13 @@
 //! Routing: from a task in words (or an exact tool name) to one tool, or a short question.
 //!
 //! - [`text`]: the analyzer shared by documents and queries.
+//! - [`doc`]: a tool as a document of weighted fields.
 //! - [`index`]: the BM25F index, one shard per server ([`RouteIndex`]).
 //! - [`decide`]: exact names first, then select-or-clarify on the ranking ([`route`]).
 //! - [`eval`]: metrics and the labelled-query evaluation behind `toolgate eval route`.
 
 pub mod decide;
+pub mod doc;
 pub mod eval;
 pub mod index;
 pub mod text;

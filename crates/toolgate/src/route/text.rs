@@ -65,6 +65,11 @@ pub fn split_identifier(ident: &str) -> Vec<&str> {
     out
 }
 
+/// Longer runs are not words or identifiers (exposed names are at most 64 characters) but
+/// data pasted into a task: base64, hashes, keys. They are skipped, which also bounds
+/// the work a pasted blob can cause.
+pub const MAX_WORD: usize = 64;
+
 /// Turns text into index terms. Cheap to build; holds the stemmer.
 pub struct Analyzer {
     /// Snowball English: "issues", "issued" and "issue" all become "issu".
@@ -129,6 +134,9 @@ impl Analyzer {
     }
 
     fn chunk_terms(&self, chunk: &str, out: &mut Vec<String>, words: Option<&mut Vec<String>>) {
+        if chunk.chars().count() > MAX_WORD {
+            return;
+        }
         let parts = split_identifier(chunk);
         if parts.len() > 1 {
             out.push(chunk.to_lowercase());
@@ -253,6 +261,8 @@ mod tests {
             ["kubectlscale", "kubectl", "scale"]
         );
         assert_eq!(a.analyze("end. of-"), ["end"]);
+        let blob = "iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAABHNCSVQICAgIfAhkiA";
+        assert_eq!(a.analyze(&format!("what is {blob}")), Vec::<String>::new());
     }
 
     #[test]
