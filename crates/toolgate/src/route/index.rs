@@ -65,8 +65,6 @@ struct TermEntry {
 /// One server's tools.
 #[derive(Debug)]
 struct Shard {
-    /// The server's name as configured (the filter key).
-    server: String,
     /// Documents in catalog order; a posting's `doc` indexes this.
     tools: Vec<Arc<ToolRecord>>,
     /// Length in terms of each field of each document.
@@ -155,7 +153,7 @@ impl RouteIndex {
             self.slots.remove(server);
         } else {
             self.slots.insert(server.to_string(), slot);
-            self.insert_slot(slot, server, tools);
+            self.insert_slot(slot, tools);
         }
         // Offsets into the accumulator follow slot order; O(servers).
         let mut offset = 0;
@@ -191,13 +189,13 @@ impl RouteIndex {
         self.docs -= shard.tools.len() as u32;
         self.servers -= 1;
         for lens in &shard.lens {
-            for f in 0..N_FIELDS {
-                self.len_sum[f] -= u64::from(lens[f]);
+            for (sum, &len) in self.len_sum.iter_mut().zip(lens) {
+                *sum -= u64::from(len);
             }
         }
     }
 
-    fn insert_slot(&mut self, slot: u32, server: &str, tools: Vec<Arc<ToolRecord>>) {
+    fn insert_slot(&mut self, slot: u32, tools: Vec<Arc<ToolRecord>>) {
         let mut postings: HashMap<String, Vec<Posting>> = HashMap::new();
         let mut lens_all = Vec::with_capacity(tools.len());
         let mut names = Vec::new();
@@ -237,7 +235,6 @@ impl RouteIndex {
         self.docs += tools.len() as u32;
         self.servers += 1;
         self.shards[slot as usize] = Some(Shard {
-            server: server.to_string(),
             tools,
             lens: lens_all,
             terms,
@@ -341,11 +338,14 @@ impl RouteIndex {
         let p = &self.params;
         let n = self.docs.max(1) as f32;
         // Per-field 1/avg length, so the inner loop multiplies instead of divides.
-        let mut inv_avg = [0f32; N_FIELDS];
-        for f in 0..N_FIELDS {
-            let avg = self.len_sum[f] as f32 / n;
-            inv_avg[f] = if avg > 0.0 { 1.0 / avg } else { 0.0 };
-        }
+        let inv_avg: [f32; N_FIELDS] = self.len_sum.map(|sum| {
+            let avg = sum as f32 / n;
+            if avg > 0.0 {
+                1.0 / avg
+            } else {
+                0.0
+            }
+        });
         let servers = self.servers.max(1) as f32;
         let avg_server_len = self.len_sum.iter().sum::<u64>() as f32 / servers;
         let mut acc = vec![0f32; self.docs as usize];
