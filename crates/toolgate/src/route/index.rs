@@ -9,7 +9,7 @@
 //! frequencies, so nothing else needs recomputing.
 
 use super::doc::{analyze_tool, N_FIELDS};
-use super::text::{bigram, Analyzer};
+use super::text::{bigram, clauses, Analyzer};
 use crate::catalog::{Catalog, ToolRecord};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -32,6 +32,9 @@ pub struct Bm25fParams {
     /// BM25 against the other servers) added to each matching tool of that server.
     /// Multi-step tasks usually stay on one or two servers; with one server it is zero.
     pub server_weight: f32,
+    /// Weight of each clause of a multi-step task ("read X, plot it and save it") ranked
+    /// on its own and fused with the whole task, so each step's tool can surface.
+    pub clause_weight: f32,
 }
 
 impl Default for Bm25fParams {
@@ -42,6 +45,7 @@ impl Default for Bm25fParams {
             k1: 1.2,
             bigram_weight: 0.5,
             server_weight: 0.0,
+            clause_weight: 0.0,
         }
     }
 }
@@ -335,6 +339,56 @@ impl RouteIndex {
             },
             None => None,
         };
+        let mut acc = self.scores(query, only);
+        let w = self.params.clause_weight;
+        let parts = if w > 0.0 { clauses(query) } else { Vec::new() };
+        let top = acc.iter().copied().fold(0.0, f32::max);
+        if parts.len() > 1 && top > 0.0 {
+            // Each list normalised by its best score, averaged with the whole task
+            // counting 1 and each clause `w`, then put back in whole-task units so the
+            // decision's ceiling still applies.
+            let total = 1.0 + w * parts.len() as f32;
+            for s in acc.iter_mut() {
+                *s /= top;
+            }
+            for part in &parts {
+                let scores = self.scores(part, only);
+                let best = scores.iter().copied().fold(0.0, f32::max);
+                if best > 0.0 {
+                    for (s, c) in acc.iter_mut().zip(&scores) {
+                        *s += w * c / best;
+                    }
+                }
+            }
+            for s in acc.iter_mut() {
+                *s *= top / total;
+            }
+        }
+        let mut hits: Vec<(f32, u32, u32)> = Vec::new();
+        for (slot, shard) in self.shards.iter().enumerate() {
+            let Some(shard) = shard else { continue };
+            if only.is_some_and(|o| o != slot as u32) {
+                continue;
+            }
+            let base = shard.offset as usize;
+            let scores = &acc[base..base + shard.tools.len()];
+            for (doc, &s) in scores.iter().enumerate() {
+                if s > 0.0 {
+                    hits.push((s, slot as u32, doc as u32));
+                }
+            }
+        }
+        top_k(&mut hits, k);
+        hits.into_iter()
+            .filter_map(|(score, slot, doc)| {
+                let shard = self.shards[slot as usize].as_ref()?;
+                Some((shard.tools[doc as usize].clone(), score))
+            })
+            .collect()
+    }
+
+    /// Every document's score for `query` (0 for no match), in accumulator order.
+    fn scores(&self, query: &str, only: Option<u32>) -> Vec<f32> {
         let p = &self.params;
         let n = self.docs.max(1) as f32;
         // Per-field 1/avg length, so the inner loop multiplies instead of divides.
@@ -392,28 +446,19 @@ impl RouteIndex {
                 }
             }
         }
-        let mut hits: Vec<(f32, u32, u32)> = Vec::new();
-        for (slot, shard) in self.shards.iter().enumerate() {
-            let Some(shard) = shard else { continue };
-            if only.is_some_and(|o| o != slot as u32) {
+        // The server evidence goes to every matching tool of the server.
+        for (slot, s) in server_score.iter().enumerate() {
+            let Some(shard) = self.shards[slot].as_ref().filter(|_| *s > 0.0) else {
                 continue;
-            }
-            let boost = server_score.get(slot).map_or(0.0, |s| p.server_weight * s);
+            };
             let base = shard.offset as usize;
-            let scores = &acc[base..base + shard.tools.len()];
-            for (doc, &s) in scores.iter().enumerate() {
-                if s > 0.0 {
-                    hits.push((s + boost, slot as u32, doc as u32));
+            for a in &mut acc[base..base + shard.tools.len()] {
+                if *a > 0.0 {
+                    *a += p.server_weight * s;
                 }
             }
         }
-        top_k(&mut hits, k);
-        hits.into_iter()
-            .filter_map(|(score, slot, doc)| {
-                let shard = self.shards[slot as usize].as_ref()?;
-                Some((shard.tools[doc as usize].clone(), score))
-            })
-            .collect()
+        acc
     }
 }
 

@@ -201,6 +201,35 @@ pub fn bigram(a: &str, b: &str) -> String {
     s
 }
 
+/// Splits a task into its clauses: at sentence and clause punctuation followed by a space,
+/// and at "then" and "and". At most 8, so a long task bounds the extra work.
+pub fn clauses(query: &str) -> Vec<&str> {
+    // Cuts happen only at ASCII bytes, so every slice is on a char boundary.
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = query.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let punct = matches!(bytes[i], b'.' | b'?' | b'!' | b';' | b',' | b'\n')
+            && bytes.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
+        let word = [" and ", " then "]
+            .iter()
+            .find(|w| bytes[i..].starts_with(w.as_bytes()))
+            .map(|w| w.len());
+        if punct || word.is_some() {
+            out.push(&query[start..i]);
+            i += word.unwrap_or(1);
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push(&query[start..]);
+    out.retain(|c| c.chars().filter(|c| c.is_alphanumeric()).count() > 2);
+    out.truncate(8);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,5 +308,20 @@ mod tests {
         a.terms("Take a screenshot of the page", &mut t, Some(&mut w));
         assert_eq!(w, ["take", "screenshot", "page"]);
         assert_eq!(bigram(&w[0], &w[1]), "take screenshot");
+    }
+
+    #[test]
+    fn tasks_split_into_clauses() {
+        assert_eq!(
+            clauses("Read /root/a.xlsx, plot it as a bar chart and save it. Then tell me"),
+            [
+                "Read /root/a.xlsx",
+                " plot it as a bar chart",
+                "save it",
+                " Then tell me"
+            ]
+        );
+        assert_eq!(clauses("list issues"), ["list issues"]);
+        assert_eq!(clauses("搜索结果, and 北京天气"), ["搜索结果", "北京天气"]);
     }
 }
