@@ -205,7 +205,10 @@ pub fn sweep(outcomes: &[QueryOutcome], thresholds: &[f32]) -> Vec<SweepRow> {
     thresholds.iter().map(|&t| sweep_row(outcomes, t)).collect()
 }
 
-/// The thresholds `--sweep` prints: 0.2 to 1.0 in steps of 0.05.
+/// The thresholds `--sweep` prints: 0.20 to 0.90 in steps of 0.05, then finer up to 0.99
+/// (where precision climbs fastest), and 1.0.
 pub fn sweep_thresholds() -> Vec<f32> {
-    (4..=20).map(|i| i as f32 * 0.05).collect()
+    let coarse = (4..=18).map(|i| i as f32 * 0.05);
+    let fine = [0.92, 0.94, 0.96, 0.97, 0.98, 0.99, 1.0];
+    coarse.chain(fine).collect()
 }
