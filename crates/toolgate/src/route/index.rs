@@ -58,7 +58,7 @@ struct Posting {
 }
 
 /// A term's postings, one list per server slot that has it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct TermEntry {
     /// Documents containing the term, over all servers.
     df: u32,
@@ -67,7 +67,7 @@ struct TermEntry {
 }
 
 /// One server's tools.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Shard {
     /// Documents in catalog order; a posting's `doc` indexes this.
     tools: Vec<Arc<ToolRecord>>,
@@ -83,8 +83,9 @@ struct Shard {
     offset: u32,
 }
 
-/// The routing index for one catalog snapshot. Built off the request path.
-#[derive(Debug)]
+/// The routing index for one catalog snapshot. Built off the request path; cloneable so
+/// a gateway holding it in an `Arc` can `Arc::make_mut` it to re-index one server.
+#[derive(Debug, Clone)]
 pub struct RouteIndex {
     params: Bm25fParams,
     analyzer: Analyzer,

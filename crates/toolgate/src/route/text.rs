@@ -82,6 +82,13 @@ impl Default for Analyzer {
     }
 }
 
+impl Clone for Analyzer {
+    // The stemmer holds no state worth copying.
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
 impl std::fmt::Debug for Analyzer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Analyzer(english)")
