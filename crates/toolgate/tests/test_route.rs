@@ -20,7 +20,8 @@ const TOOLS: &str = r#"[
   {"server": "kubernetes", "tool": {"name": "kubectl_scale", "description": "Scale a Kubernetes deployment to a number of replicas"}},
   {"server": "git", "tool": {"name": "git_status", "description": "Show the working tree status"}},
   {"server": "time", "tool": {"name": "get_current_time", "title": "Current time", "description": "Get the current time in a timezone"}},
-  {"server": "clock", "tool": {"name": "get_current_time", "description": "Returns what time it is now"}}
+  {"server": "clock", "tool": {"name": "get_current_time", "description": "Returns what time it is now"}},
+  {"server": "MCP Server Chart", "tool": {"name": "generate_bar_chart", "description": "Generate a bar chart"}}
 ]"#;
 
 fn name_of(d: &RouteDecision) -> Option<String> {
@@ -49,6 +50,11 @@ fn exact_names_win_in_every_spelling() {
         );
         assert_eq!(d.confidence(), 1.0);
     }
+    let d = route(&index, "mcp server chart/Generate_Bar_Chart", &opts);
+    assert_eq!(
+        name_of(&d).as_deref(),
+        Some("MCP Server Chart/generate_bar_chart")
+    );
     // A bare name two servers share is a question between them, unless a server is given.
     let d = route(&index, "get_current_time", &opts);
     let RouteDecision::Clarify {

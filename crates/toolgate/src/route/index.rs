@@ -278,7 +278,9 @@ impl RouteIndex {
             .trim()
             .trim_matches(|c| matches!(c, '`' | '"' | '\''))
             .trim();
-        if key.is_empty() || key.contains(char::is_whitespace) {
+        // Server names may contain spaces ("MCP Server Chart/generate_bar_chart"), so a
+        // key with spaces is looked up too; prose simply finds nothing.
+        if key.is_empty() || key.len() > MAX_NAME_KEY {
             return Vec::new();
         }
         let only = server.map(|s| self.slot_of(s));
@@ -315,6 +317,7 @@ impl RouteIndex {
     /// Query terms with their weights: words count once per occurrence, phrase bigrams
     /// `bigram_weight` each.
     fn query_terms(&self, query: &str) -> Vec<(String, f32)> {
+        let query = truncate(query, MAX_TASK_BYTES);
         let (mut terms, mut words) = (Vec::new(), Vec::new());
         self.analyzer.terms(query, &mut terms, Some(&mut words));
         let bw = self.params.bigram_weight;
@@ -342,7 +345,11 @@ impl RouteIndex {
         };
         let mut acc = self.scores(query, only);
         let w = self.params.clause_weight;
-        let parts = if w > 0.0 { clauses(query) } else { Vec::new() };
+        let parts = if w > 0.0 {
+            clauses(truncate(query, MAX_TASK_BYTES))
+        } else {
+            Vec::new()
+        };
         let top = acc.iter().copied().fold(0.0, f32::max);
         if parts.len() > 1 && top > 0.0 {
             // Each list normalised by its best score, averaged with the whole task
@@ -461,6 +468,25 @@ impl RouteIndex {
         }
         acc
     }
+}
+
+/// Only this much of a task is analysed: enough for any real task, and a bound on the
+/// work a pasted document can cause on the request path.
+pub const MAX_TASK_BYTES: usize = 8 * 1024;
+/// Longer strings cannot be a `server/name` key (names are at most 64 characters; a
+/// server name is configuration).
+const MAX_NAME_KEY: usize = 512;
+
+/// `s` cut to at most `max` bytes at a char boundary.
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// BM25's idf, kept positive for terms in more than half the documents.
