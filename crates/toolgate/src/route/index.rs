@@ -9,7 +9,7 @@
 //! frequencies, so nothing else needs recomputing.
 
 use super::doc::{analyze_tool, N_FIELDS};
-use super::text::{bigram, clauses, Analyzer};
+use super::text::{bigram, clauses, truncate, Analyzer, MAX_TASK_BYTES};
 use crate::catalog::{Catalog, ToolRecord};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -470,24 +470,9 @@ impl RouteIndex {
     }
 }
 
-/// Only this much of a task is analysed: enough for any real task, and a bound on the
-/// work a pasted document can cause on the request path.
-pub const MAX_TASK_BYTES: usize = 8 * 1024;
 /// Longer strings cannot be a `server/name` key (names are at most 64 characters; a
 /// server name is configuration).
 const MAX_NAME_KEY: usize = 512;
-
-/// `s` cut to at most `max` bytes at a char boundary.
-fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
 
 /// BM25's idf, kept positive for terms in more than half the documents.
 fn idf(n: f32, df: f32) -> f32 {

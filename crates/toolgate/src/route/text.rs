@@ -70,6 +70,21 @@ pub fn split_identifier(ident: &str) -> Vec<&str> {
 /// the work a pasted blob can cause.
 pub const MAX_WORD: usize = 64;
 
+/// Only this much of a task is analysed: enough for any real task, and a bound on the
+/// work a pasted document can cause on the request path.
+pub const MAX_TASK_BYTES: usize = 8 * 1024;
+/// `s` cut to at most `max` bytes at a char boundary.
+pub fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// Turns text into index terms. Cheap to build; holds the stemmer.
 pub struct Analyzer {
     /// Snowball English: "issues", "issued" and "issue" all become "issu".
