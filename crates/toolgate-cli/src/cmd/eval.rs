@@ -4,6 +4,7 @@
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
+use std::io::Write;
 use std::path::PathBuf;
 use toolgate::catalog::{load_catalog_file, load_queries_file, Catalog};
 use toolgate::route::eval::{evaluate, summarize, sweep, sweep_thresholds, Split, Summary};
@@ -86,6 +87,8 @@ fn route(args: RouteArgs) -> Result<()> {
     } else {
         Vec::new()
     };
+    // Written through a locked handle so a closed pipe (`| head`) is an error, not a panic.
+    let mut out = std::io::stdout().lock();
     if args.json {
         for o in &outcomes {
             let ranked: Vec<_> = o
@@ -106,32 +109,34 @@ fn route(args: RouteArgs) -> Result<()> {
                 "expected": o.expected,
                 "ranked": ranked,
             });
-            println!("{line}");
+            writeln!(out, "{line}")?;
         }
         let mut line = serde_json::to_value(&summary)?;
         if args.sweep {
             line["sweep"] = serde_json::to_value(&rows)?;
         }
-        println!("{line}");
+        writeln!(out, "{line}")?;
         return Ok(());
     }
-    print_table(&summary);
+    print_table(&mut out, &summary)?;
     if args.sweep {
-        println!(
+        writeln!(
+            out,
             "\n{:>9}  {:>8}  {:>9}  {:>12}",
             "threshold", "coverage", "precision", "wrong-select"
-        );
+        )?;
         for r in &rows {
-            println!(
+            writeln!(
+                out,
                 "{:>9.2}  {:>8.3}  {:>9.3}  {:>12.3}",
                 r.threshold, r.coverage, r.precision, r.wrong_select_rate
-            );
+            )?;
         }
     }
     Ok(())
 }
 
-fn print_table(s: &Summary) {
+fn print_table(out: &mut impl Write, s: &Summary) -> Result<()> {
     let rows: [(&str, String); 10] = [
         ("queries", s.queries.to_string()),
         ("threshold", format!("{:.2}", s.threshold)),
@@ -148,6 +153,7 @@ fn print_table(s: &Summary) {
         ("route p99 (us)", format!("{:.1}", s.latency_p99_us)),
     ];
     for (name, value) in rows {
-        println!("{name:<20} {value:>10}");
+        writeln!(out, "{name:<20} {value:>10}")?;
     }
+    Ok(())
 }
