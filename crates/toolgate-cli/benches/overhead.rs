@@ -41,23 +41,33 @@ fn start_and_read(mut cmd: Command, marker: &str, from_stderr: bool) -> (Child, 
     std::thread::spawn(move || {
         for line in BufReader::new(reader).lines().map_while(Result::ok) {
             if let Some(i) = line.find(&marker) {
-                let url = line[i + marker.len()..].split_whitespace().next().unwrap_or("").to_string();
+                let url = line[i + marker.len()..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
                 let _ = tx.send(url);
             }
         }
     });
-    let url = rx.recv_timeout(Duration::from_secs(60)).expect("address line");
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("address line");
     (child, url)
 }
 
 async fn stdio_client(args: &[&str]) -> Client {
     let mut cmd = tokio::process::Command::new(toolgate());
     cmd.args(args).stderr(Stdio::null());
-    ().serve(TokioChildProcess::new(cmd).unwrap()).await.expect("connect")
+    ().serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .expect("connect")
 }
 
 async fn http_client(url: &str) -> Client {
-    ().serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.expect("connect")
+    ().serve(StreamableHttpClientTransport::from_uri(url.to_string()))
+        .await
+        .expect("connect")
 }
 
 struct Figures {
@@ -115,7 +125,10 @@ fn config(dir: &Path, upstream: &str) -> PathBuf {
 
 #[tokio::main]
 async fn main() {
-    let n: usize = std::env::var("OVERHEAD_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let n: usize = std::env::var("OVERHEAD_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
     let dir = tempfile::tempdir().unwrap();
     let catalog = dir.path().join("catalog.json");
     std::fs::write(&catalog, CATALOG).unwrap();
@@ -126,7 +139,9 @@ async fn main() {
     let direct = stdio_client(&["fixture", "--catalog", &cat]).await;
     let d_stdio = measure(&direct, "echo", n).await;
     let _ = direct.cancel().await;
-    let up = format!("[upstreams.bench]\ncommand = {exe:?}\nargs = [\"fixture\", \"--catalog\", {cat:?}]\n");
+    let up = format!(
+        "[upstreams.bench]\ncommand = {exe:?}\nargs = [\"fixture\", \"--catalog\", {cat:?}]\n"
+    );
     let cfg = config(dir.path(), &up);
     let gw = stdio_client(&["serve", "--stdio", "--config", cfg.to_str().unwrap()]).await;
     let g_stdio = measure(&gw, "bench_echo", n).await;
@@ -139,9 +154,18 @@ async fn main() {
     let direct = http_client(&fx_url).await;
     let d_http = measure(&direct, "echo", n).await;
     let _ = direct.cancel().await;
-    let cfg = config(dir.path(), &format!("[upstreams.bench]\nurl = {fx_url:?}\n"));
+    let cfg = config(
+        dir.path(),
+        &format!("[upstreams.bench]\nurl = {fx_url:?}\n"),
+    );
     let mut g = Command::new(toolgate());
-    g.args(["serve", "--http", "127.0.0.1:0", "--config", cfg.to_str().unwrap()]);
+    g.args([
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
     let (mut gateway, gw_url) = start_and_read(g, "MCP endpoint: ", true);
     let gw = http_client(&gw_url).await;
     let g_http = measure(&gw, "bench_echo", n).await;

@@ -28,6 +28,9 @@ enum Command {
     /// Serve a catalog file as an MCP server (the test and demo fixture).
     #[command(hide = true)]
     Fixture(toolgate_fixture::FixtureArgs),
+    /// Measure quality on labelled queries.
+    #[command(subcommand)]
+    Eval(cmd::eval::EvalCommand),
 }
 
 pub fn run() -> ExitCode {
@@ -47,6 +50,7 @@ pub fn run() -> ExitCode {
             Command::Serve(a) => cmd::serve::run(a).await.map(|()| true),
             Command::Tools(a) => cmd::tools::run(a).await.map(|()| true),
             Command::Check(a) => cmd::check::run(a).await,
+            Command::Eval(a) => cmd::eval::run(a).map(|()| true),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
         }
     });

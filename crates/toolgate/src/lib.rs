@@ -6,8 +6,13 @@
 //!
 //! # Layout
 //!
+//! - [`config`]: `toolgate.toml` and the `mcpServers` JSON import, validated into `Config`.
+//! - [`upstream`]: one supervised MCP client per upstream server (the only rmcp client code).
+//! - [`gateway`]: the hub: upstreams plus the current catalog snapshot.
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
+//! - [`route`]: the BM25F retriever and the select-or-clarify decision behind `route`.
 //! - [`guided`]: the meta-tool surface (route, execute, continue).
+//! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 #![forbid(unsafe_code)]
 
 pub mod catalog;
@@ -15,4 +20,5 @@ pub mod config;
 pub mod front;
 pub mod gateway;
 pub mod guided;
+pub mod route;
 pub mod upstream;

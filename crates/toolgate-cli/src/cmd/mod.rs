@@ -3,5 +3,6 @@
 
 pub mod check;
 pub mod common;
+pub mod eval;
 pub mod serve;
 pub mod tools;

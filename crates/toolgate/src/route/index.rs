@@ -1,0 +1,493 @@
+//! The BM25F index: one global term dictionary whose postings are split per server.
+//!
+//! A query looks each term up once, then walks that term's postings server by server, so
+//! the cost grows with the matching postings, not with the number of servers. Each
+//! server's tools live in a slot of their own, and every posting list is tagged with its
+//! slot: an upstream's `tools/list_changed` removes that slot's lists from the terms it
+//! used and adds the new ones, adjusting document frequencies and length sums by that
+//! server's contribution alone. Scores are computed at query time from raw per-field term
+//! frequencies, so nothing else needs recomputing.
+
+use super::doc::{analyze_tool, N_FIELDS};
+use super::text::{bigram, clauses, truncate, Analyzer, MAX_TASK_BYTES};
+use crate::catalog::{Catalog, ToolRecord};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Ranking parameters. Chosen on the tuning split (query index mod 5 == 0) of MetaTool
+/// and LiveMCPBench; see the README's evaluation section.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Bm25fParams {
+    /// Field weights: name, title, description, parameters, server.
+    pub weights: [f32; N_FIELDS],
+    /// Length normalisation per field (0 = none, 1 = full).
+    pub b: [f32; N_FIELDS],
+    /// Term-frequency saturation, applied once to the weighted field sum (BM25F).
+    pub k1: f32,
+    /// Weight of an adjacent-word phrase match relative to a single word.
+    pub bigram_weight: f32,
+    /// Weight of the server's evidence (its tools' text taken together, scored with
+    /// BM25 against the other servers) added to each matching tool of that server.
+    /// Multi-step tasks usually stay on one or two servers; with one server it is zero.
+    pub server_weight: f32,
+    /// Weight of each clause of a multi-step task ("read X, plot it and save it") ranked
+    /// on its own and fused with the whole task, so each step's tool can surface.
+    pub clause_weight: f32,
+}
+
+impl Default for Bm25fParams {
+    fn default() -> Self {
+        Self {
+            weights: [3.0, 2.0, 1.0, 0.4, 1.0],
+            b: [0.3, 0.3, 0.5, 0.5, 0.3],
+            k1: 1.2,
+            bigram_weight: 0.5,
+            server_weight: 0.0,
+            clause_weight: 0.0,
+        }
+    }
+}
+
+/// One document's term frequencies per field.
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    doc: u32,
+    tf: [u16; N_FIELDS],
+}
+
+/// A term's postings, one list per server slot that has it.
+#[derive(Debug, Default, Clone)]
+struct TermEntry {
+    /// Documents containing the term, over all servers.
+    df: u32,
+    /// (slot, that server's documents containing the term, sorted by doc).
+    lists: Vec<(u32, Vec<Posting>)>,
+}
+
+/// One server's tools.
+#[derive(Debug, Clone)]
+struct Shard {
+    /// Documents in catalog order; a posting's `doc` indexes this.
+    tools: Vec<Arc<ToolRecord>>,
+    /// Length in terms of each field of each document.
+    lens: Vec<[u16; N_FIELDS]>,
+    /// Every term the shard indexed, to take its lists out again on replacement.
+    terms: Vec<String>,
+    /// Every exact-name key the shard registered.
+    names: Vec<String>,
+    /// Length of all the shard's documents together (the server as one document).
+    total_len: u64,
+    /// Where the shard's documents start in the query's score accumulator.
+    offset: u32,
+}
+
+/// The routing index for one catalog snapshot. Built off the request path; cloneable so
+/// a gateway holding it in an `Arc` can `Arc::make_mut` it to re-index one server.
+#[derive(Debug, Clone)]
+pub struct RouteIndex {
+    params: Bm25fParams,
+    analyzer: Analyzer,
+    /// Server slots; a removed server leaves `None` (slots in lists stay valid).
+    shards: Vec<Option<Shard>>,
+    /// Server name -> slot.
+    slots: HashMap<String, u32>,
+    /// Term -> its statistics and postings.
+    terms: HashMap<String, TermEntry>,
+    /// Lowercased exposed name, `server/name` and bare name -> (slot, doc).
+    names: HashMap<String, Vec<(u32, u32)>>,
+    /// Number of documents over all shards (also the accumulator's length).
+    docs: u32,
+    /// Number of servers with tools.
+    servers: u32,
+    /// Sum of each field's length over all documents (for the average lengths).
+    len_sum: [u64; N_FIELDS],
+}
+
+impl RouteIndex {
+    /// Indexes every tool of `catalog` with default parameters.
+    pub fn build(catalog: &Catalog) -> Self {
+        Self::with_params(catalog, Bm25fParams::default())
+    }
+
+    /// Indexes every tool of `catalog` with `params`.
+    pub fn with_params(catalog: &Catalog, params: Bm25fParams) -> Self {
+        let mut index = Self {
+            params,
+            analyzer: Analyzer::new(),
+            shards: Vec::new(),
+            slots: HashMap::new(),
+            terms: HashMap::new(),
+            names: HashMap::new(),
+            docs: 0,
+            servers: 0,
+            len_sum: [0; N_FIELDS],
+        };
+        // The catalog is sorted by (server, name): each server's tools are contiguous,
+        // and slots are handed out in server order (the tie-break order).
+        let tools = catalog.tools();
+        let mut start = 0;
+        while start < tools.len() {
+            let server = &tools[start].id.server;
+            let n = tools[start..]
+                .iter()
+                .take_while(|t| &t.id.server == server)
+                .count();
+            index.replace_server(server, tools[start..start + n].to_vec());
+            start += n;
+        }
+        index
+    }
+
+    /// Replaces one server's tools (after its `tools/list_changed`), leaving every other
+    /// server's postings untouched; an empty `tools` removes the server.
+    pub fn replace_server(&mut self, server: &str, tools: Vec<Arc<ToolRecord>>) {
+        let slot = match self.slots.get(server) {
+            Some(&slot) => {
+                self.remove_slot(slot);
+                slot
+            }
+            None if tools.is_empty() => return,
+            None => {
+                self.shards.push(None);
+                (self.shards.len() - 1) as u32
+            }
+        };
+        if tools.is_empty() {
+            self.slots.remove(server);
+        } else {
+            self.slots.insert(server.to_string(), slot);
+            self.insert_slot(slot, tools);
+        }
+        // Offsets into the accumulator follow slot order; O(servers).
+        let mut offset = 0;
+        for shard in self.shards.iter_mut().flatten() {
+            shard.offset = offset;
+            offset += shard.tools.len() as u32;
+        }
+    }
+
+    fn remove_slot(&mut self, slot: u32) {
+        let Some(shard) = self.shards[slot as usize].take() else {
+            return;
+        };
+        for term in &shard.terms {
+            if let Some(entry) = self.terms.get_mut(term) {
+                if let Some(i) = entry.lists.iter().position(|(s, _)| *s == slot) {
+                    entry.df -= entry.lists[i].1.len() as u32;
+                    entry.lists.remove(i);
+                }
+                if entry.lists.is_empty() {
+                    self.terms.remove(term);
+                }
+            }
+        }
+        for key in &shard.names {
+            if let Some(docs) = self.names.get_mut(key) {
+                docs.retain(|(s, _)| *s != slot);
+                if docs.is_empty() {
+                    self.names.remove(key);
+                }
+            }
+        }
+        self.docs -= shard.tools.len() as u32;
+        self.servers -= 1;
+        for lens in &shard.lens {
+            for (sum, &len) in self.len_sum.iter_mut().zip(lens) {
+                *sum -= u64::from(len);
+            }
+        }
+    }
+
+    fn insert_slot(&mut self, slot: u32, tools: Vec<Arc<ToolRecord>>) {
+        let mut postings: HashMap<String, Vec<Posting>> = HashMap::new();
+        let mut lens_all = Vec::with_capacity(tools.len());
+        let mut names = Vec::new();
+        let mut total_len = 0;
+        for (doc, tool) in tools.iter().enumerate() {
+            let doc = doc as u32;
+            let analysed = analyze_tool(&self.analyzer, tool);
+            for (term, tf) in analysed.tf {
+                postings.entry(term).or_default().push(Posting { doc, tf });
+            }
+            for f in 0..N_FIELDS {
+                self.len_sum[f] += u64::from(analysed.lens[f]);
+                total_len += u64::from(analysed.lens[f]);
+            }
+            lens_all.push(analysed.lens);
+            let keys = [
+                tool.exposed.to_lowercase(),
+                tool.id.to_string().to_lowercase(),
+                tool.id.name.to_lowercase(),
+            ];
+            for key in keys {
+                let docs = self.names.entry(key.clone()).or_default();
+                if !docs.contains(&(slot, doc)) {
+                    docs.push((slot, doc));
+                    names.push(key);
+                }
+            }
+        }
+        let mut terms = Vec::with_capacity(postings.len());
+        for (term, mut list) in postings {
+            list.sort_by_key(|p| p.doc);
+            let entry = self.terms.entry(term.clone()).or_default();
+            entry.df += list.len() as u32;
+            entry.lists.push((slot, list));
+            terms.push(term);
+        }
+        self.docs += tools.len() as u32;
+        self.servers += 1;
+        self.shards[slot as usize] = Some(Shard {
+            tools,
+            lens: lens_all,
+            terms,
+            names,
+            total_len,
+            offset: 0,
+        });
+    }
+
+    pub fn params(&self) -> &Bm25fParams {
+        &self.params
+    }
+
+    pub fn len(&self) -> usize {
+        self.docs as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.docs == 0
+    }
+
+    /// The slot of `server` (matched case-insensitively), if it has tools.
+    fn slot_of(&self, server: &str) -> Option<u32> {
+        self.slots.get(server).copied().or_else(|| {
+            self.slots
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(server))
+                .map(|(_, &slot)| slot)
+        })
+    }
+
+    /// Tools whose name matches `name` exactly (case-insensitive; surrounding quotes and
+    /// backticks ignored) as the exposed name, `server/name` or a bare upstream name.
+    pub fn exact(&self, name: &str, server: Option<&str>) -> Vec<Arc<ToolRecord>> {
+        let key = name
+            .trim()
+            .trim_matches(|c| matches!(c, '`' | '"' | '\''))
+            .trim();
+        // Server names may contain spaces ("MCP Server Chart/generate_bar_chart"), so a
+        // key with spaces is looked up too; prose simply finds nothing.
+        if key.is_empty() || key.len() > MAX_NAME_KEY {
+            return Vec::new();
+        }
+        let only = server.map(|s| self.slot_of(s));
+        let Some(hits) = self.names.get(&key.to_lowercase()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Arc<ToolRecord>> = hits
+            .iter()
+            .filter(|(slot, _)| only.is_none_or(|o| o == Some(*slot)))
+            .filter_map(|&(slot, doc)| {
+                let shard = self.shards[slot as usize].as_ref()?;
+                Some(shard.tools[doc as usize].clone())
+            })
+            .collect();
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        out
+    }
+
+    /// The most any tool could score for `query` from its own text: each known term's
+    /// weight times its idf (BM25F's saturation keeps every term's share below that).
+    /// The decision uses it to tell a tool that explains the task from one that merely
+    /// matches a word of it.
+    pub fn ceiling(&self, query: &str) -> f32 {
+        let n = self.docs.max(1) as f32;
+        self.query_terms(query)
+            .iter()
+            .filter_map(|(t, qw)| {
+                let df = self.terms.get(t.as_str())?.df as f32;
+                Some(qw * idf(n, df))
+            })
+            .sum()
+    }
+
+    /// Query terms with their weights: words count once per occurrence, phrase bigrams
+    /// `bigram_weight` each.
+    fn query_terms(&self, query: &str) -> Vec<(String, f32)> {
+        let query = truncate(query, MAX_TASK_BYTES);
+        let (mut terms, mut words) = (Vec::new(), Vec::new());
+        self.analyzer.terms(query, &mut terms, Some(&mut words));
+        let bw = self.params.bigram_weight;
+        let mut weighted: Vec<(String, f32)> = terms.into_iter().map(|t| (t, 1.0)).collect();
+        weighted.extend(words.windows(2).map(|w| (bigram(&w[0], &w[1]), bw)));
+        weighted.sort_by(|a, b| a.0.cmp(&b.0));
+        weighted.dedup_by(|later, first| {
+            let same = later.0 == first.0;
+            if same {
+                first.1 += later.1;
+            }
+            same
+        });
+        weighted
+    }
+
+    /// The `k` best tools for `query` by BM25F, best first, only from `server` when given.
+    pub fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+        let only = match server {
+            Some(s) => match self.slot_of(s) {
+                Some(slot) => Some(slot),
+                None => return Vec::new(),
+            },
+            None => None,
+        };
+        let mut acc = self.scores(query, only);
+        let w = self.params.clause_weight;
+        let parts = if w > 0.0 {
+            clauses(truncate(query, MAX_TASK_BYTES))
+        } else {
+            Vec::new()
+        };
+        let top = acc.iter().copied().fold(0.0, f32::max);
+        if parts.len() > 1 && top > 0.0 {
+            // Each list normalised by its best score, averaged with the whole task
+            // counting 1 and each clause `w`, then put back in whole-task units so the
+            // decision's ceiling still applies.
+            let total = 1.0 + w * parts.len() as f32;
+            for s in acc.iter_mut() {
+                *s /= top;
+            }
+            for part in &parts {
+                let scores = self.scores(part, only);
+                let best = scores.iter().copied().fold(0.0, f32::max);
+                if best > 0.0 {
+                    for (s, c) in acc.iter_mut().zip(&scores) {
+                        *s += w * c / best;
+                    }
+                }
+            }
+            for s in acc.iter_mut() {
+                *s *= top / total;
+            }
+        }
+        let mut hits: Vec<(f32, u32, u32)> = Vec::new();
+        for (slot, shard) in self.shards.iter().enumerate() {
+            let Some(shard) = shard else { continue };
+            if only.is_some_and(|o| o != slot as u32) {
+                continue;
+            }
+            let base = shard.offset as usize;
+            let scores = &acc[base..base + shard.tools.len()];
+            for (doc, &s) in scores.iter().enumerate() {
+                if s > 0.0 {
+                    hits.push((s, slot as u32, doc as u32));
+                }
+            }
+        }
+        top_k(&mut hits, k);
+        hits.into_iter()
+            .filter_map(|(score, slot, doc)| {
+                let shard = self.shards[slot as usize].as_ref()?;
+                Some((shard.tools[doc as usize].clone(), score))
+            })
+            .collect()
+    }
+
+    /// Every document's score for `query` (0 for no match), in accumulator order.
+    fn scores(&self, query: &str, only: Option<u32>) -> Vec<f32> {
+        let p = &self.params;
+        let n = self.docs.max(1) as f32;
+        // Per-field 1/avg length, so the inner loop multiplies instead of divides.
+        let inv_avg: [f32; N_FIELDS] = self.len_sum.map(|sum| {
+            let avg = sum as f32 / n;
+            if avg > 0.0 {
+                1.0 / avg
+            } else {
+                0.0
+            }
+        });
+        let servers = self.servers.max(1) as f32;
+        let avg_server_len = self.len_sum.iter().sum::<u64>() as f32 / servers;
+        let mut acc = vec![0f32; self.docs as usize];
+        let mut server_score = vec![
+            0f32;
+            if p.server_weight > 0.0 {
+                self.shards.len()
+            } else {
+                0
+            }
+        ];
+        for (term, qw) in self.query_terms(query) {
+            let Some(entry) = self.terms.get(&term) else {
+                continue;
+            };
+            let idf = idf(n, entry.df as f32);
+            // ln(S / sdf): zero for a term every server has, so one server adds nothing.
+            let sidf = (servers / entry.lists.len() as f32).ln();
+            for (slot, list) in &entry.lists {
+                if only.is_some_and(|o| o != *slot) {
+                    continue;
+                }
+                let Some(shard) = self.shards[*slot as usize].as_ref() else {
+                    continue;
+                };
+                let base = shard.offset as usize;
+                let mut stf = 0.0;
+                for posting in list {
+                    let lens = &shard.lens[posting.doc as usize];
+                    let mut tf = 0.0;
+                    for f in 0..N_FIELDS {
+                        if posting.tf[f] > 0 {
+                            let wtf = p.weights[f] * f32::from(posting.tf[f]);
+                            let norm = 1.0 - p.b[f] + p.b[f] * f32::from(lens[f]) * inv_avg[f];
+                            tf += wtf / norm.max(1e-3);
+                            stf += wtf;
+                        }
+                    }
+                    acc[base + posting.doc as usize] += qw * idf * tf / (p.k1 + tf);
+                }
+                if let Some(s) = server_score.get_mut(*slot as usize) {
+                    let norm = 0.25 + 0.75 * shard.total_len as f32 / avg_server_len.max(1.0);
+                    *s += qw * sidf * stf / (stf + p.k1 * norm);
+                }
+            }
+        }
+        // The server evidence goes to every matching tool of the server.
+        for (slot, s) in server_score.iter().enumerate() {
+            let Some(shard) = self.shards[slot].as_ref().filter(|_| *s > 0.0) else {
+                continue;
+            };
+            let base = shard.offset as usize;
+            for a in &mut acc[base..base + shard.tools.len()] {
+                if *a > 0.0 {
+                    *a += p.server_weight * s;
+                }
+            }
+        }
+        acc
+    }
+}
+
+/// Longer strings cannot be a `server/name` key (names are at most 64 characters; a
+/// server name is configuration).
+const MAX_NAME_KEY: usize = 512;
+
+/// BM25's idf, kept positive for terms in more than half the documents.
+fn idf(n: f32, df: f32) -> f32 {
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// Keeps the `k` best hits, best first; ties go to the earlier (slot, doc), which is
+/// (server, name) order for a freshly built index.
+fn top_k(hits: &mut Vec<(f32, u32, u32)>, k: usize) {
+    let order = |a: &(f32, u32, u32), b: &(f32, u32, u32)| {
+        b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+    };
+    if hits.len() > k && k > 0 {
+        hits.select_nth_unstable_by(k - 1, order);
+    }
+    hits.truncate(k);
+    hits.sort_unstable_by(order);
+}

@@ -1,0 +1,52 @@
+//! Routing: from a task in words (or an exact tool name) to one tool, or a short question.
+//!
+//! - [`text`]: the analyzer shared by documents and queries.
+//! - [`doc`]: a tool as a document of weighted fields.
+//! - [`index`]: the BM25F index, one shard per server ([`RouteIndex`]).
+//! - [`decide`]: exact names first, then select-or-clarify on the ranking ([`route`]).
+//! - [`eval`]: metrics and the labelled-query evaluation behind `toolgate eval route`.
+
+pub mod decide;
+pub mod doc;
+pub mod eval;
+pub mod index;
+pub mod text;
+
+pub use decide::{
+    confidence, route, RouteDecision, RouteOptions, DEFAULT_LIMIT, DEFAULT_THRESHOLD,
+};
+pub use index::{Bm25fParams, RouteIndex};
+
+use crate::catalog::ToolRecord;
+use std::sync::Arc;
+
+/// Ranks tools for a task. The BM25F [`RouteIndex`] is the default; a second retriever
+/// (e.g. static embeddings) can implement this and be fused with it.
+pub trait Retriever: Send + Sync {
+    /// The `k` best tools for `query`, best first with their scores (higher is better),
+    /// only from `server` when given.
+    fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)>;
+
+    /// Tools whose name is exactly `name` in one of the spellings a caller may type.
+    fn exact(&self, name: &str, server: Option<&str>) -> Vec<Arc<ToolRecord>>;
+
+    /// The highest score any tool could reach for `query`, when the scores have one; the
+    /// decision then counts the part of the query no tool explains against selecting.
+    fn ceiling(&self, _query: &str) -> Option<f32> {
+        None
+    }
+}
+
+impl Retriever for RouteIndex {
+    fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+        RouteIndex::rank(self, query, server, k)
+    }
+
+    fn exact(&self, name: &str, server: Option<&str>) -> Vec<Arc<ToolRecord>> {
+        RouteIndex::exact(self, name, server)
+    }
+
+    fn ceiling(&self, query: &str) -> Option<f32> {
+        Some(RouteIndex::ceiling(self, query))
+    }
+}

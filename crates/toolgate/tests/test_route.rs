@@ -1,0 +1,228 @@
+//! Route behaviour on small real catalogs written here: exact names in every spelling,
+//! clarification on an ambiguous catalog, per-server re-indexing, and eval metrics
+//! computed from real catalog and query files.
+
+use std::sync::Arc;
+use toolgate::catalog::file::parse_catalog;
+use toolgate::catalog::{load_catalog_file, load_queries_file, Catalog};
+use toolgate::route::eval::{evaluate, summarize, sweep_row};
+use toolgate::route::{route, RouteDecision, RouteIndex, RouteOptions};
+
+fn catalog(json: &str) -> Catalog {
+    Catalog::from_entries(parse_catalog(json).unwrap())
+}
+
+const TOOLS: &str = r#"[
+  {"server": "github", "tool": {"name": "create_issue", "description": "Create a new issue in a GitHub repository",
+    "inputSchema": {"type": "object", "properties": {"owner": {"type": "string", "description": "Repository owner"},
+      "labels": {"type": "array", "items": {"type": "string"}, "description": "Labels to apply"}}}}},
+  {"server": "github", "tool": {"name": "list_pull_requests", "description": "List pull requests in a repository"}},
+  {"server": "kubernetes", "tool": {"name": "kubectl_scale", "description": "Scale a Kubernetes deployment to a number of replicas"}},
+  {"server": "git", "tool": {"name": "git_status", "description": "Show the working tree status"}},
+  {"server": "time", "tool": {"name": "get_current_time", "title": "Current time", "description": "Get the current time in a timezone"}},
+  {"server": "clock", "tool": {"name": "get_current_time", "description": "Returns what time it is now"}},
+  {"server": "MCP Server Chart", "tool": {"name": "generate_bar_chart", "description": "Generate a bar chart"}}
+]"#;
+
+fn name_of(d: &RouteDecision) -> Option<String> {
+    d.selected().map(|t| t.id.to_string())
+}
+
+#[test]
+fn exact_names_win_in_every_spelling() {
+    let c = catalog(TOOLS);
+    let index = RouteIndex::build(&c);
+    let opts = RouteOptions::default();
+    for spelling in [
+        "github_create_issue",
+        "github/create_issue",
+        "create_issue",
+        "CREATE_ISSUE",
+        "`create_issue`",
+        "\"GitHub/Create_Issue\"",
+        " 'github_create_issue' ",
+    ] {
+        let d = route(&index, spelling, &opts);
+        assert_eq!(
+            name_of(&d).as_deref(),
+            Some("github/create_issue"),
+            "{spelling}"
+        );
+        assert_eq!(d.confidence(), 1.0);
+    }
+    let d = route(&index, "mcp server chart/Generate_Bar_Chart", &opts);
+    assert_eq!(
+        name_of(&d).as_deref(),
+        Some("MCP Server Chart/generate_bar_chart")
+    );
+    // A bare name two servers share is a question between them, unless a server is given.
+    let d = route(&index, "get_current_time", &opts);
+    let RouteDecision::Clarify {
+        candidates,
+        question,
+        ..
+    } = &d
+    else {
+        panic!("expected a question, got {d:?}");
+    };
+    assert_eq!(candidates.len(), 2);
+    assert!(
+        question.contains("clock_get_current_time") && question.contains("time_get_current_time")
+    );
+    let only_time = RouteOptions {
+        server: Some("time"),
+        ..opts
+    };
+    let d = route(&index, "get_current_time", &only_time);
+    assert_eq!(name_of(&d).as_deref(), Some("time/get_current_time"));
+}
+
+#[test]
+fn prose_finds_the_tool_through_every_field() {
+    let c = catalog(TOOLS);
+    let index = RouteIndex::build(&c);
+    let top = |q: &str| index.rank(q, None, 3)[0].0.id.to_string();
+    assert_eq!(
+        top("scale the web deployment to 5 replicas"),
+        "kubernetes/kubectl_scale"
+    );
+    assert_eq!(top("open issues with labels"), "github/create_issue");
+    assert_eq!(top("pullRequests"), "github/list_pull_requests");
+    // The server filter keeps other servers out, and unknown words rank nothing.
+    assert!(index.rank("replicas", Some("github"), 5).is_empty());
+    assert!(index.rank("zzzz qqqq", None, 5).is_empty());
+}
+
+#[test]
+fn ambiguous_catalog_asks_with_at_most_limit_candidates() {
+    let json = r#"[
+      {"server": "a", "tool": {"name": "search_files", "description": "Search files by name"}},
+      {"server": "b", "tool": {"name": "search_files", "description": "Search files by name"}},
+      {"server": "c", "tool": {"name": "find_files", "description": "Search files by name"}},
+      {"server": "d", "tool": {"name": "send_mail", "description": "Send an email message"}}
+    ]"#;
+    let index = RouteIndex::build(&catalog(json));
+    let opts = RouteOptions {
+        limit: 2,
+        ..RouteOptions::default()
+    };
+    let d = route(&index, "search files", &opts);
+    let RouteDecision::Clarify {
+        question,
+        candidates,
+        ranked,
+        confidence,
+    } = &d
+    else {
+        panic!("expected a question, got {d:?}");
+    };
+    assert_eq!(candidates.len(), 2);
+    assert_eq!(ranked.len(), 3);
+    assert!(*confidence < opts.threshold);
+    assert!(
+        question.starts_with("Which of these do you mean: "),
+        "{question}"
+    );
+    // A clear task on the same catalog selects.
+    let d = route(&index, "send an email", &opts);
+    assert_eq!(name_of(&d).as_deref(), Some("d/send_mail"));
+}
+
+#[test]
+fn reindexing_one_server_changes_only_its_results() {
+    let c = catalog(TOOLS);
+    let mut index = RouteIndex::build(&c);
+    let before_k8s = index.rank("scale deployment replicas", Some("kubernetes"), 5);
+    let new = catalog(
+        r#"[{"server": "github", "tool": {"name": "merge_pull_request", "description": "Merge a pull request"}}]"#,
+    );
+    index.replace_server("github", new.tools().to_vec());
+    let gh: Vec<String> = index
+        .rank("pull request", Some("github"), 5)
+        .iter()
+        .map(|(t, _)| t.id.name.clone())
+        .collect();
+    assert_eq!(gh, ["merge_pull_request"]);
+    let gone = route(&index, "github/create_issue", &RouteOptions::default());
+    assert!(gone
+        .ranked()
+        .iter()
+        .all(|(t, _)| t.id.name != "create_issue"));
+    let after_k8s = index.rank("scale deployment replicas", Some("kubernetes"), 5);
+    let ids = |r: &[(Arc<toolgate::catalog::ToolRecord>, f32)]| {
+        r.iter().map(|(t, _)| t.id.to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&before_k8s), ids(&after_k8s));
+    // Removing the server and adding it back restores the original statistics exactly.
+    let mut fresh = RouteIndex::build(&c);
+    let github: Vec<_> = c
+        .tools()
+        .iter()
+        .filter(|t| t.id.server == "github")
+        .cloned()
+        .collect();
+    fresh.replace_server("github", Vec::new());
+    assert!(fresh.rank("pull request", Some("github"), 5).is_empty());
+    fresh.replace_server("github", github);
+    let original = RouteIndex::build(&c);
+    assert_eq!(fresh.len(), original.len());
+    for q in ["create issue", "current time", "status of the working tree"] {
+        let (a, b) = (fresh.rank(q, None, 5), original.rank(q, None, 5));
+        assert_eq!(ids(&a), ids(&b), "{q}");
+        for ((_, x), (_, y)) in a.iter().zip(&b) {
+            assert!((x - y).abs() < 1e-5, "{q}: {x} vs {y}");
+        }
+    }
+}
+
+#[test]
+fn eval_metrics_match_a_known_ranking() {
+    let dir = std::env::temp_dir().join(format!("toolgate-route-eval-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cat = dir.join("catalog.json");
+    let qs = dir.join("queries.jsonl");
+    std::fs::write(&cat, TOOLS).unwrap();
+    // 1: exact name, selected and right. 2: prose, right at rank 1 with a second expected
+    // tool nowhere. 3: expected tool that nothing ranks (all wrong).
+    std::fs::write(
+        &qs,
+        concat!(
+            r#"{"query": "git_status", "expected": ["git/git_status"], "exact": true}"#, "\n",
+            r#"{"query": "scale the deployment replicas", "expected": ["kubernetes/kubectl_scale", "github/create_issue"]}"#, "\n",
+            "\n",
+            r#"{"query": "scale replicas", "expected": ["git/git_status"]}"#, "\n",
+        ),
+    )
+    .unwrap();
+    let c = Catalog::from_entries(load_catalog_file(&cat).unwrap());
+    let queries = load_queries_file(&qs).unwrap();
+    assert_eq!(queries.len(), 3);
+    let index = RouteIndex::build(&c);
+    let opts = RouteOptions::default();
+    let outcomes = evaluate(&index, &queries, &opts);
+    assert_eq!(outcomes[1].ranked[0].1, "kubectl_scale");
+    assert_eq!(
+        outcomes[1].ranked.len(),
+        1,
+        "only one tool matches those words"
+    );
+    let s = summarize(&outcomes, opts.threshold);
+    assert_eq!(s.queries, 3);
+    assert!((s.p_at_1 - 2.0 / 3.0).abs() < 1e-6, "{s:?}");
+    // Recall: 1, 1/2, 0.
+    assert!((s.r_at_5 - 0.5).abs() < 1e-6, "{s:?}");
+    // nDCG: 1; 1 / (1 + 1/log2 3); 0.
+    let second = 1.0 / (1.0 + 1.0 / 3f32.log2());
+    assert!((s.ndcg_at_5 - (1.0 + second) / 3.0).abs() < 1e-6, "{s:?}");
+    // Queries 2 and 3 each have one matching tool, so all three select: two right, one wrong.
+    assert_eq!(s.clarify_rate, 0.0);
+    assert!((s.selection_precision - 2.0 / 3.0).abs() < 1e-6);
+    assert!((s.wrong_select_rate - 1.0 / 3.0).abs() < 1e-6);
+    // Above every confidence nothing is selected: precision is vacuously 1.
+    let none = sweep_row(&outcomes, 1.01);
+    assert_eq!(
+        (none.coverage, none.precision, none.wrong_select_rate),
+        (0.0, 1.0, 0.0)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
