@@ -7,11 +7,13 @@
 //! # Layout
 //!
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
+//! - [`exec`]: argument validation, result shaping, cursors and background operations.
 //! - [`guided`]: the meta-tool surface (route, execute, continue).
 #![forbid(unsafe_code)]
 
 pub mod catalog;
 pub mod config;
+pub mod exec;
 pub mod front;
 pub mod gateway;
 pub mod guided;

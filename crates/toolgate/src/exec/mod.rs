@@ -1,0 +1,12 @@
+//! Executing a call for the model: validate the arguments, shape the result, keep the rest.
+//!
+//! - [`validate`]: cached validators of each tool's full input schema; [`report`] says what
+//!   was wrong in words a model can act on.
+//! - [`shape`]: keeping the requested fields and cutting a result into pages within a budget.
+//! - [`store`]: session-scoped cursors over those pages and background operations, with expiry.
+
+pub mod report;
+pub mod validate;
+
+pub use report::{Problem, ValidationReport};
+pub use validate::{Checked, Validators};
