@@ -2,11 +2,19 @@
 //!
 //! - [`validate`]: cached validators of each tool's full input schema; [`report`] says what
 //!   was wrong in words a model can act on.
-//! - [`shape`]: keeping the requested fields and cutting a result into pages within a budget.
+//! - [`shape`]: keeping the requested [`fields`] and cutting a result into [`pages`] within
+//!   a token budget.
 //! - [`store`]: session-scoped cursors over those pages and background operations, with expiry.
 
+pub mod fields;
+pub mod pages;
 pub mod report;
+pub mod shape;
 pub mod validate;
 
+#[cfg(test)]
+mod shape_tests;
+
 pub use report::{Problem, ValidationReport};
+pub use shape::{shape, Shaped, DEFAULT_BUDGET};
 pub use validate::{Checked, Validators};
