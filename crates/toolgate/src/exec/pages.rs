@@ -56,10 +56,14 @@ fn longest_fit(text: &str, budget: usize, count: &dyn Fn(&str) -> usize) -> usiz
     // Invariant: lo fits, hi does not (the caller checked the whole text does not).
     let (mut lo, mut hi) = (first, text.len());
     while hi - lo > 1 {
-        let mid = floor_boundary(text, lo + (hi - lo) / 2);
+        let half = lo + (hi - lo) / 2;
+        let mut mid = floor_boundary(text, half);
         if mid <= lo {
-            // No boundary strictly between lo and hi other than lo: hi is the next one.
-            break;
+            // No boundary in (lo, half]: try the first one after it.
+            mid = next_boundary(text, half);
+            if mid >= hi {
+                break;
+            }
         }
         if count(&text[..mid]) <= budget {
             lo = mid;
@@ -149,6 +153,14 @@ mod tests {
         assert_eq!(pages[0], "alpha beta ");
         assert!(pages.iter().all(|p| chars4(p) <= 4));
         assert_eq!(pages.concat(), text);
+    }
+
+    #[test]
+    fn finds_the_longest_fit_among_wide_chars() {
+        // Boundaries at 4, 8, 9, 10: a 4-byte char first, then more.
+        let text = "🎉🎉ab";
+        assert_eq!(longest_fit(text, 9, &bytes), 9);
+        assert_eq!(longest_fit(text, 3, &bytes), 4, "one char even over budget");
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!    MCP convention mirror it, are replaced by the selection as JSON text); otherwise to
 //!    each text block that parses as JSON (other text blocks are dropped). A field that
 //!    selects nothing is reported in [`Shaped::field_note`], never silently empty. A
-//!    result with no JSON at all is left whole, with a note saying fields did not apply.
+//!    result with no JSON at all, or an error result (`isError`), is left whole, with a
+//!    note saying fields did not apply.
 //! 2. **Budget**: the result is counted as the model would see it: text blocks,
 //!    `structuredContent` as JSON, and each image, audio clip or binary resource at a fixed
 //!    [`MEDIA_TOKENS`] (the model's cost for media does not depend on its base64 length).
@@ -63,7 +64,18 @@ pub fn shape(
     let mut outcome = outcome;
     let mut selection = Selection::default();
     if let Some(fields) = fields.filter(|f| !f.is_empty()) {
-        selection = select_fields(&mut outcome, fields);
+        selection = if outcome.is_error {
+            // An error's text says what went wrong; selecting from it would hide that.
+            Selection {
+                missed: fields.to_vec(),
+                note: Some(
+                    "fields were not applied: the call failed, so its error is shown whole".into(),
+                ),
+                rendered: None,
+            }
+        } else {
+            select_fields(&mut outcome, fields)
+        };
     }
     let original_tokens = tokens(&outcome, count);
     let (page, remaining) = if original_tokens <= budget {

@@ -227,3 +227,35 @@ fn selected_json_over_budget_pages_pretty() {
     assert_eq!(back["items"].as_array().unwrap().len(), 400);
     assert_eq!(back["items"][7], json!({"title": "t7"}));
 }
+
+#[test]
+fn fields_leave_error_results_whole() {
+    let mut o = text_result(r#"{"error": "not found"}"#);
+    o.is_error = true;
+    let s = shape(o.clone(), Some(&fields(&["items"])), DEFAULT_BUDGET, &count);
+    assert_eq!(s.page, o);
+    assert!(s.field_note.unwrap().contains("the call failed"));
+}
+
+/// The real o200k tokenizer: not monotonic in prefixes, so the "fits" re-check matters.
+#[test]
+fn pages_fit_the_real_o200k_budget() {
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let count = |s: &str| bpe.encode_ordinary(s).len();
+    let mut text = String::new();
+    for i in 0..300 {
+        text.push_str(&format!(
+            "{i}. Straße 漢字 «résumé» — {} tokens; 🎉\n",
+            "lorem ipsum ".repeat(i % 7)
+        ));
+    }
+    let budget = 700;
+    let s = shape(text_result(&text), None, budget, &count);
+    assert!(s.total_pages > 2);
+    assert_eq!(s.original_tokens, count(&text));
+    let first = page_text(&s.page);
+    assert!(count(&first) + NOTE_TOKENS <= budget);
+    assert!(s.remaining.iter().all(|p| count(p) + NOTE_TOKENS <= budget));
+    assert!(first.ends_with('\n') && s.remaining[0].ends_with('\n'));
+    assert_eq!(first + &s.remaining.concat(), text);
+}
