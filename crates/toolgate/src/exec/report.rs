@@ -7,6 +7,8 @@ use serde_json::{json, Map, Value};
 /// At most this many characters of a schema excerpt: enough to show the rule that was
 /// broken and its neighbours (type, enum, description), never a whole tool schema.
 const EXCERPT_CHARS: usize = 300;
+/// A nested schema (a `oneOf` branch, `items`) is shown when at most this long.
+const NESTED_CHARS: usize = 100;
 /// At most this many problems are listed; the rest are counted.
 const MAX_PROBLEMS: usize = 20;
 /// At most this many characters of a message (a message may quote the offending value).
@@ -239,7 +241,11 @@ fn first_reasons(context: &[Vec<ValidationError<'static>>]) -> String {
                 ValidationErrorKind::Required { property } => {
                     format!("{} is required", child(at, property.as_str().unwrap_or("")))
                 }
-                _ => format!("{} {}", if at.is_empty() { "(arguments)" } else { at }, e),
+                kind => format!(
+                    "{}: {}",
+                    if at.is_empty() { "(arguments)" } else { at },
+                    message(kind, e, &Value::Null)
+                ),
             };
             Some(format!("#{}: {}", i + 1, clip(&what, 80)))
         })
@@ -269,8 +275,8 @@ pub(crate) fn json_type(v: &Value) -> &'static str {
 }
 
 /// A schema object cut down to about `EXCERPT_CHARS`: the failed keyword first, then
-/// `type`, then the other keys in order while they fit. Nested schemas (`properties`,
-/// `$defs`, `items` ...) are elided as `"…"` because the problem's pointer already says
+/// `type`, then the other keys in order while they fit. Long nested schemas
+/// (`properties`, `$defs` ...) are elided as `"…"`: the problem's pointer already says
 /// where in them the model should look.
 pub(crate) fn clip_schema(holder: &Value, keyword: &str) -> Value {
     let Some(obj) = holder.as_object() else {
@@ -301,8 +307,8 @@ pub(crate) fn clip_schema(holder: &Value, keyword: &str) -> Value {
     Value::Object(out)
 }
 
-/// Short values stay; long strings and arrays are cut; nested objects become `"…"`
-/// unless they are the broken keyword's own value.
+/// Short values stay; long strings and arrays are cut; nested schemas longer than
+/// `NESTED_CHARS` become `"…"` unless they are the broken keyword's own value.
 fn clip_value(v: &Value, is_keyword: bool) -> Value {
     match v {
         Value::String(s) => Value::String(clip(s, 120)),
@@ -312,7 +318,9 @@ fn clip_value(v: &Value, is_keyword: bool) -> Value {
             Value::Array(kept)
         }
         Value::Array(items) => Value::Array(items.iter().map(|x| clip_value(x, false)).collect()),
-        Value::Object(_) if !is_keyword => Value::String("…".into()),
+        Value::Object(_) if !is_keyword && v.to_string().len() > NESTED_CHARS => {
+            Value::String("…".into())
+        }
         Value::Object(o) if v.to_string().len() > EXCERPT_CHARS / 2 => {
             Value::String(format!("… ({} keys)", o.len()))
         }
