@@ -23,7 +23,7 @@
 //!    - every page keeps [`NOTE_TOKENS`] free for the caller's "page 1 of N, continue
 //!      with cursor ..." note.
 //!
-//! The pages concatenated are exactly the paged text (see [`pages`]).
+//! The pages concatenated are exactly the paged text (see [`pages`](super::pages)).
 
 use super::fields::{self, FieldPath};
 use super::pages::split_pages_with;

@@ -254,9 +254,7 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
         }
         now
     }
-}
 
-impl<T: Clone + Send + Sync + 'static> SessionStore<T> {
     /// Sweeps every `every` until `stop` fires or the store is dropped, so memory held by
     /// sessions that went quiet is freed even if nobody calls again.
     pub fn spawn_sweeper(

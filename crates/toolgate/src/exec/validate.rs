@@ -447,8 +447,20 @@ mod tests {
     }
 
     #[test]
-    fn validators_are_shareable() {
-        fn assert_send_sync<T: Send + Sync>() {}
-        assert_send_sync::<Validators>();
+    fn validators_are_shared_across_threads() {
+        let v = Validators::new();
+        let a = tool("a", issue_schema());
+        let b = tool("b", json!({"type": "object", "required": ["x"]}));
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..25 {
+                        assert_eq!(v.validate(&a, &json!({"title": "t"})), Ok(Checked::Valid));
+                        assert!(v.validate(&b, &json!({})).is_err());
+                    }
+                });
+            }
+        });
+        assert_eq!(v.len(), 2);
     }
 }
