@@ -45,7 +45,11 @@ impl Cursors {
             return Err(StoreError::TooLarge { bytes, limit });
         }
         self.purge(now, limits);
-        while self.count(session) >= limits.max_cursors_per_session.max(1) {
+        // A session makes room from its own results first: by count, and by bytes so that
+        // one busy session cannot push every other session's pages out.
+        while self.count(session) >= limits.max_cursors_per_session.max(1)
+            || (self.count(session) > 0 && self.session_bytes(session) + bytes > limit)
+        {
             self.evict_oldest(Some(session), now, limits);
         }
         while !self.results.is_empty()
@@ -137,6 +141,14 @@ impl Cursors {
             .values()
             .filter(|s| &*s.session == session)
             .count()
+    }
+
+    fn session_bytes(&self, session: &str) -> usize {
+        self.results
+            .values()
+            .filter(|s| &*s.session == session)
+            .map(|s| s.bytes)
+            .sum()
     }
 
     /// Removes the least recently used result (of `session`, or of anyone).

@@ -38,7 +38,8 @@ pub struct StoreLimits {
     pub max_cursors_per_session: usize,
     /// Paged results kept in all; a new one beyond this replaces the oldest anywhere (1,024).
     pub max_cursors: usize,
-    /// Bytes of page text kept in all (64 MiB). One result may take at most a quarter.
+    /// Bytes of page text kept in all (64 MiB). One result, and one session's results
+    /// together, may take at most a quarter of it.
     pub max_bytes: usize,
     /// Operations running at once per session; one more is refused (8).
     pub max_operations_per_session: usize,
@@ -83,7 +84,7 @@ impl fmt::Display for IdKind {
 pub enum StoreError {
     #[error("unknown {kind} {id:?}: it was not issued by this gateway (check it was copied exactly) or was cleaned up long ago; call execute again")]
     Unknown { kind: IdKind, id: String },
-    #[error("{kind} {id:?} expired (results are kept {} s after last use); call execute again", .ttl.as_secs())]
+    #[error("{kind} {id:?} expired (results are kept {} s after last use, less when a session keeps many); call execute again", .ttl.as_secs())]
     Expired {
         kind: IdKind,
         id: String,

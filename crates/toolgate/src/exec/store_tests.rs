@@ -149,12 +149,19 @@ async fn cursor_bounds_evict_oldest_and_refuse_huge_results() {
             limit: 100
         }
     );
+    let e_page = s.put_pages("e", vec!["z".repeat(10)]).unwrap();
     for _ in 0..10 {
-        s.put_pages("d", vec!["y".repeat(90)]).unwrap();
+        s.put_pages("d", vec!["y".repeat(45)]).unwrap();
         assert!(s.stats().bytes <= 400);
     }
-    s.end_session("d");
-    assert!(s.stats().bytes < 90);
+    // "d" stays within its quarter of the bytes, so "e"'s page survives.
+    s.next_page("e", &e_page).unwrap();
+    for _ in 0..10 {
+        s.put_pages("f", vec!["w".repeat(90)]).unwrap();
+        assert!(s.stats().bytes <= 400);
+    }
+    s.end_session("f");
+    assert!(s.stats().bytes <= 100);
 }
 
 type BoxedCall =
