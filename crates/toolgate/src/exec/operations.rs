@@ -103,9 +103,12 @@ impl<T: Clone + Send + 'static> Operations<T> {
         };
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
         let fut = call(cancel.clone(), progress_tx);
-        let table = Arc::clone(table);
-        let ttl = limits.operation_ttl;
-        let task_id = id.clone();
+        let mut ending = Ending {
+            table: Arc::clone(table),
+            key: id.clone(),
+            ttl: limits.operation_ttl,
+            done: Some(done_tx),
+        };
         tokio::spawn(async move {
             tokio::pin!(fut);
             let mut progress_open = true;
@@ -115,21 +118,16 @@ impl<T: Clone + Send + 'static> Operations<T> {
                     _ = cancel.cancelled() => break None,
                     r = &mut fut => break Some(r),
                     p = progress_rx.recv(), if progress_open => match p {
-                        Some(p) => table.lock().expect("operations").progress(&task_id, p),
+                        Some(p) => ending.table.lock().expect("operations").progress(&ending.key, p),
                         None => progress_open = false,
                     },
                 }
             };
-            let status = match end {
+            ending.finish(match end {
                 None => OperationStatus::Cancelled,
                 Some(Ok(v)) => OperationStatus::Done(v),
                 Some(Err(e)) => OperationStatus::Failed(e.to_string()),
-            };
-            table
-                .lock()
-                .expect("operations")
-                .finish(&task_id, status, Instant::now() + ttl);
-            let _ = done_tx.send(true);
+            });
         });
         Ok(op_id(&id))
     }
@@ -307,6 +305,37 @@ impl<T: Clone + Send + 'static> Operations<T> {
             op.cancel.cancel();
             self.tombs.bury(key, op.session, now, limits.operation_ttl);
         }
+    }
+}
+
+/// Records how an operation's task ended, and wakes its waiters. If the task ends
+/// without saying (the call panicked, or the runtime is shutting down), dropping this
+/// records a failure, so the operation never stays "running" forever.
+struct Ending<T: Clone + Send + 'static> {
+    table: Arc<Mutex<Operations<T>>>,
+    key: String,
+    ttl: Duration,
+    /// Taken when the end is recorded.
+    done: Option<watch::Sender<bool>>,
+}
+
+impl<T: Clone + Send + 'static> Ending<T> {
+    fn finish(&mut self, status: OperationStatus<T>) {
+        let Some(done) = self.done.take() else { return };
+        // A poisoned lock means another task panicked mid-update; the table is still
+        // consistent enough to record an ending (every update is a single assignment).
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        table.finish(&self.key, status, Instant::now() + self.ttl);
+        drop(table);
+        let _ = done.send(true);
+    }
+}
+
+impl<T: Clone + Send + 'static> Drop for Ending<T> {
+    fn drop(&mut self) {
+        self.finish(OperationStatus::Failed(
+            "the call stopped unexpectedly inside the gateway; call execute again".into(),
+        ));
     }
 }
 

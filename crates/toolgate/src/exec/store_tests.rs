@@ -149,19 +149,38 @@ async fn cursor_bounds_evict_oldest_and_refuse_huge_results() {
             limit: 100
         }
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn cursor_bytes_are_bounded_per_session_and_in_all() {
+    let limits = StoreLimits {
+        max_bytes: 400,
+        ..Default::default()
+    };
+    let s: SessionStore<String> = SessionStore::new(limits);
     let e_page = s.put_pages("e", vec!["z".repeat(10)]).unwrap();
     for _ in 0..10 {
+        advance(Duration::from_secs(1)).await;
         s.put_pages("d", vec!["y".repeat(45)]).unwrap();
         assert!(s.stats().bytes <= 400);
     }
-    // "d" stays within its quarter of the bytes, so "e"'s page survives.
+    // "d" keeps to its quarter of the bytes (two pages of 45), so "e"'s page survives.
+    assert_eq!(
+        s.stats(),
+        StoreStats {
+            cursors: 3,
+            bytes: 100,
+            ..Default::default()
+        }
+    );
     s.next_page("e", &e_page).unwrap();
-    for _ in 0..10 {
-        s.put_pages("f", vec!["w".repeat(90)]).unwrap();
+    for session in ["f", "g", "h", "i"] {
+        advance(Duration::from_secs(1)).await;
+        s.put_pages(session, vec!["w".repeat(100)]).unwrap();
         assert!(s.stats().bytes <= 400);
     }
-    s.end_session("f");
-    assert!(s.stats().bytes <= 100);
+    s.end_session("i");
+    assert!(s.stats().bytes <= 300);
 }
 
 type BoxedCall =
@@ -350,6 +369,24 @@ async fn the_sweeper_frees_quiet_sessions() {
     assert_eq!(s.stats(), StoreStats::default());
     stop.cancel();
     sweeper.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_panics_fails_instead_of_running_forever() {
+    let s = store();
+    let id = s
+        .start("a", |_, _| async {
+            if true {
+                panic!("boom (expected by this test)");
+            }
+            Ok::<String, String>(String::new())
+        })
+        .unwrap();
+    match s.wait("a", &id, MIN).await.unwrap() {
+        OperationStatus::Failed(msg) => assert!(msg.contains("stopped unexpectedly"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.stats().running, 0);
 }
 
 #[test]
