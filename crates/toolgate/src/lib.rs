@@ -10,6 +10,7 @@
 //! - [`upstream`]: one supervised MCP client per upstream server (the only rmcp client code).
 //! - [`gateway`]: the hub: upstreams plus the current catalog snapshot.
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
+//! - [`exec`]: argument validation, result shaping (budget, fields, pages), cursors and operations.
 //! - [`route`]: the BM25F retriever and the select-or-clarify decision behind `route`.
 //! - [`guided`]: the meta-tool surface (route, execute, continue).
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
@@ -17,6 +18,8 @@
 
 pub mod catalog;
 pub mod config;
+pub mod exec;
+pub mod exec;
 pub mod front;
 pub mod gateway;
 pub mod guided;

@@ -1,0 +1,184 @@
+//! The pages of over-budget results, kept per session and named by cursors.
+//!
+//! A cursor is `pg-<id>-<n>`: the stored result's random id and a page number. Cursors
+//! never change meaning, so a retried `continue` with the same cursor gets the same page.
+
+use super::store::{random_id, IdKind, StoreError, StoreLimits, Tombstones};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::time::Instant;
+
+#[derive(Debug, Default)]
+pub(crate) struct Cursors {
+    /// Result id -> its pages.
+    results: HashMap<String, PageSet>,
+    /// Ids that expired or were evicted.
+    tombs: Tombstones,
+    /// Bytes of page text held, against `max_bytes`.
+    bytes: usize,
+}
+
+#[derive(Debug)]
+struct PageSet {
+    session: Arc<str>,
+    pages: Vec<String>,
+    bytes: usize,
+    /// For choosing what to evict: the least recently used goes first.
+    used: Instant,
+    expires: Instant,
+}
+
+impl Cursors {
+    pub fn put(
+        &mut self,
+        session: &str,
+        mut pages: Vec<String>,
+        now: Instant,
+        limits: &StoreLimits,
+    ) -> Result<String, StoreError> {
+        if pages.is_empty() {
+            pages.push(String::new());
+        }
+        let bytes: usize = pages.iter().map(String::len).sum();
+        let limit = limits.max_bytes / 4;
+        if bytes > limit {
+            return Err(StoreError::TooLarge { bytes, limit });
+        }
+        self.purge(now, limits);
+        // A session makes room from its own results first: by count, and by bytes so that
+        // one busy session cannot push every other session's pages out.
+        while self.count(session) >= limits.max_cursors_per_session.max(1)
+            || (self.count(session) > 0 && self.session_bytes(session) + bytes > limit)
+        {
+            self.evict_oldest(Some(session), now, limits);
+        }
+        while !self.results.is_empty()
+            && (self.results.len() >= limits.max_cursors.max(1)
+                || self.bytes + bytes > limits.max_bytes)
+        {
+            self.evict_oldest(None, now, limits);
+        }
+        let id = random_id();
+        self.bytes += bytes;
+        self.results.insert(
+            id.clone(),
+            PageSet {
+                session: session.into(),
+                pages,
+                bytes,
+                used: now,
+                expires: now + limits.cursor_ttl,
+            },
+        );
+        Ok(cursor(&id, 0))
+    }
+
+    pub fn next(
+        &mut self,
+        session: &str,
+        cursor_text: &str,
+        now: Instant,
+        limits: &StoreLimits,
+    ) -> Result<(String, Option<String>), StoreError> {
+        let ttl = limits.cursor_ttl;
+        let unknown = || StoreError::Unknown {
+            kind: IdKind::Cursor,
+            id: cursor_text.to_string(),
+        };
+        let (id, n) = parse(cursor_text).ok_or_else(unknown)?;
+        let Some(set) = self.results.get_mut(id) else {
+            return Err(self
+                .tombs
+                .error_for(IdKind::Cursor, cursor_text, id, session, ttl));
+        };
+        if &*set.session != session {
+            return Err(StoreError::ForeignSession {
+                kind: IdKind::Cursor,
+                id: cursor_text.to_string(),
+            });
+        }
+        if now >= set.expires {
+            self.remove(id.to_string(), now, limits);
+            return Err(StoreError::Expired {
+                kind: IdKind::Cursor,
+                id: cursor_text.to_string(),
+                ttl,
+            });
+        }
+        let page = set.pages.get(n).ok_or_else(unknown)?.clone();
+        let last = n + 1 == set.pages.len();
+        set.used = now;
+        // Reading on keeps the rest alive; the last page read leaves a short grace for retries.
+        set.expires = now + if last { limits.grace } else { ttl };
+        Ok((page, (!last).then(|| cursor(id, n + 1))))
+    }
+
+    pub fn purge(&mut self, now: Instant, limits: &StoreLimits) {
+        let dead: Vec<String> = self
+            .results
+            .iter()
+            .filter(|(_, s)| now >= s.expires)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in dead {
+            self.remove(id, now, limits);
+        }
+        self.tombs.purge(now);
+    }
+
+    pub fn end_session(&mut self, session: &str) {
+        self.results.retain(|_, s| &*s.session != session);
+        self.bytes = self.results.values().map(|s| s.bytes).sum();
+    }
+
+    /// (results kept, bytes of page text).
+    pub fn stats(&self) -> (usize, usize) {
+        (self.results.len(), self.bytes)
+    }
+
+    fn count(&self, session: &str) -> usize {
+        self.results
+            .values()
+            .filter(|s| &*s.session == session)
+            .count()
+    }
+
+    fn session_bytes(&self, session: &str) -> usize {
+        self.results
+            .values()
+            .filter(|s| &*s.session == session)
+            .map(|s| s.bytes)
+            .sum()
+    }
+
+    /// Removes the least recently used result (of `session`, or of anyone).
+    fn evict_oldest(&mut self, session: Option<&str>, now: Instant, limits: &StoreLimits) {
+        let oldest = self
+            .results
+            .iter()
+            .filter(|(_, s)| session.is_none_or(|x| &*s.session == x))
+            .min_by_key(|(_, s)| s.used)
+            .map(|(id, _)| id.clone());
+        if let Some(id) = oldest {
+            tracing::debug!(%id, "cursor evicted to make room");
+            self.remove(id, now, limits);
+        }
+    }
+
+    fn remove(&mut self, id: String, now: Instant, limits: &StoreLimits) {
+        if let Some(set) = self.results.remove(&id) {
+            self.bytes -= set.bytes;
+            self.tombs.bury(id, set.session, now, limits.cursor_ttl);
+        }
+    }
+}
+
+fn cursor(id: &str, n: usize) -> String {
+    format!("pg-{id}-{n}")
+}
+
+/// `pg-<id>-<n>` -> (id, n).
+fn parse(cursor: &str) -> Option<(&str, usize)> {
+    let (id, n) = cursor.strip_prefix("pg-")?.rsplit_once('-')?;
+    Some((id, n.parse().ok()?))
+}

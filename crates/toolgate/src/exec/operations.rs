@@ -1,0 +1,348 @@
+//! Calls running in the background, followed with `continue {operationId}`.
+//!
+//! Each operation is a tokio task that drives the call, records its latest progress, and
+//! stores its result when it ends. Cancelling fires the token the call was given (so the
+//! upstream hears `notifications/cancelled`) and drops the call's future at once, in case
+//! the call does not listen.
+
+use super::store::{random_id, IdKind, StoreError, StoreLimits, Tombstones};
+use crate::upstream::Progress;
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Where an operation stands, as `continue` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OperationStatus<T> {
+    /// Still running: the latest progress the upstream sent, if any, and time since start.
+    Running {
+        progress: Option<Progress>,
+        elapsed: Duration,
+    },
+    /// Finished with a result.
+    Done(T),
+    /// Finished with an error; the message names the upstream and what went wrong.
+    Failed(String),
+    /// Stopped by `cancel`.
+    Cancelled,
+}
+
+impl<T> OperationStatus<T> {
+    pub fn is_running(&self) -> bool {
+        matches!(self, Self::Running { .. })
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Operations<T> {
+    live: HashMap<String, Operation<T>>,
+    tombs: Tombstones,
+}
+
+impl<T> Default for Operations<T> {
+    fn default() -> Self {
+        Self {
+            live: HashMap::new(),
+            tombs: Tombstones::default(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Operation<T> {
+    session: Arc<str>,
+    started: Instant,
+    /// Given to the call; fired by `cancel`.
+    cancel: CancellationToken,
+    status: OperationStatus<T>,
+    /// Becomes true when the operation ends, for `wait`.
+    done: watch::Receiver<bool>,
+    /// Set when it ends: the result is dropped after this.
+    expires: Option<Instant>,
+}
+
+impl<T: Clone + Send + 'static> Operations<T> {
+    pub fn start<F, Fut, E>(
+        table: &Arc<Mutex<Self>>,
+        session: &str,
+        call: F,
+        now: Instant,
+        limits: &StoreLimits,
+    ) -> Result<String, StoreError>
+    where
+        F: FnOnce(CancellationToken, mpsc::UnboundedSender<Progress>) -> Fut,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        E: fmt::Display,
+    {
+        let cancel = CancellationToken::new();
+        let (done_tx, done_rx) = watch::channel(false);
+        let id = {
+            let mut ops = table.lock().expect("operations");
+            ops.make_room(session, now, limits)?;
+            let id = random_id();
+            ops.live.insert(
+                id.clone(),
+                Operation {
+                    session: session.into(),
+                    started: now,
+                    cancel: cancel.clone(),
+                    status: OperationStatus::Running {
+                        progress: None,
+                        elapsed: Duration::ZERO,
+                    },
+                    done: done_rx,
+                    expires: None,
+                },
+            );
+            id
+        };
+        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+        let fut = call(cancel.clone(), progress_tx);
+        let mut ending = Ending {
+            table: Arc::clone(table),
+            key: id.clone(),
+            ttl: limits.operation_ttl,
+            done: Some(done_tx),
+        };
+        tokio::spawn(async move {
+            tokio::pin!(fut);
+            let mut progress_open = true;
+            let end = loop {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => break None,
+                    r = &mut fut => break Some(r),
+                    p = progress_rx.recv(), if progress_open => match p {
+                        Some(p) => ending.table.lock().expect("operations").progress(&ending.key, p),
+                        None => progress_open = false,
+                    },
+                }
+            };
+            ending.finish(match end {
+                None => OperationStatus::Cancelled,
+                Some(Ok(v)) => OperationStatus::Done(v),
+                Some(Err(e)) => OperationStatus::Failed(e.to_string()),
+            });
+        });
+        Ok(op_id(&id))
+    }
+
+    pub fn status(
+        &mut self,
+        session: &str,
+        id: &str,
+        now: Instant,
+        limits: &StoreLimits,
+    ) -> Result<OperationStatus<T>, StoreError> {
+        let key = self.key(session, id, now, limits)?;
+        let op = self.live.get_mut(&key).expect("checked by key()");
+        Ok(match &op.status {
+            OperationStatus::Running { progress, .. } => OperationStatus::Running {
+                progress: progress.clone(),
+                elapsed: now.saturating_duration_since(op.started),
+            },
+            ended => {
+                // Delivered: keep it only briefly now, for a retried continue.
+                let grace = now + limits.grace;
+                op.expires = Some(op.expires.map_or(grace, |e| e.min(grace)));
+                ended.clone()
+            }
+        })
+    }
+
+    pub fn cancel(
+        &mut self,
+        session: &str,
+        id: &str,
+        now: Instant,
+        limits: &StoreLimits,
+    ) -> Result<OperationStatus<T>, StoreError> {
+        let key = self.key(session, id, now, limits)?;
+        let op = self.live.get_mut(&key).expect("checked by key()");
+        if op.status.is_running() {
+            op.cancel.cancel();
+            op.status = OperationStatus::Cancelled;
+            op.expires = Some(now + limits.grace);
+        }
+        self.status(session, id, now, limits)
+    }
+
+    /// A receiver that turns true when the operation ends (`None` if `id` is not live).
+    pub fn watch(&self, session: &str, id: &str) -> Option<watch::Receiver<bool>> {
+        let op = self.live.get(parse(id)?)?;
+        (&*op.session == session).then(|| op.done.clone())
+    }
+
+    pub fn end_session(&mut self, session: &str) {
+        self.live.retain(|_, op| {
+            let mine = &*op.session == session;
+            if mine {
+                op.cancel.cancel();
+            }
+            !mine
+        });
+    }
+
+    pub fn purge(&mut self, now: Instant, limits: &StoreLimits) {
+        let dead: Vec<String> = self
+            .live
+            .iter()
+            .filter(|(_, op)| op.expires.is_some_and(|e| now >= e))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in dead {
+            self.remove(id, now, limits);
+        }
+        self.tombs.purge(now);
+    }
+
+    /// (operations kept, of which running).
+    pub fn stats(&self) -> (usize, usize) {
+        let running = self.live.values().filter(|o| o.status.is_running()).count();
+        (self.live.len(), running)
+    }
+
+    /// The table key of a live, unexpired operation of `session`, or why there is none.
+    fn key(
+        &mut self,
+        session: &str,
+        id: &str,
+        now: Instant,
+        limits: &StoreLimits,
+    ) -> Result<String, StoreError> {
+        let ttl = limits.operation_ttl;
+        let Some(key) = parse(id) else {
+            return Err(StoreError::Unknown {
+                kind: IdKind::Operation,
+                id: id.into(),
+            });
+        };
+        let Some(op) = self.live.get(key) else {
+            return Err(self
+                .tombs
+                .error_for(IdKind::Operation, id, key, session, ttl));
+        };
+        if &*op.session != session {
+            return Err(StoreError::ForeignSession {
+                kind: IdKind::Operation,
+                id: id.into(),
+            });
+        }
+        if op.expires.is_some_and(|e| now >= e) {
+            self.remove(key.to_string(), now, limits);
+            return Err(StoreError::Expired {
+                kind: IdKind::Operation,
+                id: id.into(),
+                ttl,
+            });
+        }
+        Ok(key.to_string())
+    }
+
+    /// Refuses a new operation over the running limits; evicts the oldest finished ones
+    /// to stay under the total.
+    fn make_room(
+        &mut self,
+        session: &str,
+        now: Instant,
+        limits: &StoreLimits,
+    ) -> Result<(), StoreError> {
+        self.purge(now, limits);
+        let running_here = self
+            .live
+            .values()
+            .filter(|o| o.status.is_running() && &*o.session == session)
+            .count();
+        if running_here >= limits.max_operations_per_session {
+            return Err(StoreError::TooManyOperations {
+                limit: limits.max_operations_per_session,
+            });
+        }
+        while self.live.len() >= limits.max_operations {
+            let oldest = self
+                .live
+                .iter()
+                .filter(|(_, o)| !o.status.is_running())
+                .min_by_key(|(_, o)| o.started)
+                .map(|(id, _)| id.clone());
+            match oldest {
+                Some(id) => self.remove(id, now, limits),
+                None => {
+                    return Err(StoreError::Busy {
+                        limit: limits.max_operations,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn progress(&mut self, key: &str, p: Progress) {
+        if let Some(op) = self.live.get_mut(key) {
+            if let OperationStatus::Running { progress, .. } = &mut op.status {
+                *progress = Some(p);
+            }
+        }
+    }
+
+    fn finish(&mut self, key: &str, status: OperationStatus<T>, expires: Instant) {
+        if let Some(op) = self.live.get_mut(key) {
+            // A cancel that got here first stands: the model was told it was cancelled.
+            if op.status.is_running() {
+                op.status = status;
+                op.expires = Some(expires);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: String, now: Instant, limits: &StoreLimits) {
+        if let Some(op) = self.live.remove(&key) {
+            op.cancel.cancel();
+            self.tombs.bury(key, op.session, now, limits.operation_ttl);
+        }
+    }
+}
+
+/// Records how an operation's task ended, and wakes its waiters. If the task ends
+/// without saying (the call panicked, or the runtime is shutting down), dropping this
+/// records a failure, so the operation never stays "running" forever.
+struct Ending<T: Clone + Send + 'static> {
+    table: Arc<Mutex<Operations<T>>>,
+    key: String,
+    ttl: Duration,
+    /// Taken when the end is recorded.
+    done: Option<watch::Sender<bool>>,
+}
+
+impl<T: Clone + Send + 'static> Ending<T> {
+    fn finish(&mut self, status: OperationStatus<T>) {
+        let Some(done) = self.done.take() else { return };
+        // A poisoned lock means another task panicked mid-update; the table is still
+        // consistent enough to record an ending (every update is a single assignment).
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        table.finish(&self.key, status, Instant::now() + self.ttl);
+        drop(table);
+        let _ = done.send(true);
+    }
+}
+
+impl<T: Clone + Send + 'static> Drop for Ending<T> {
+    fn drop(&mut self) {
+        self.finish(OperationStatus::Failed(
+            "the call stopped unexpectedly inside the gateway; call execute again".into(),
+        ));
+    }
+}
+
+fn op_id(key: &str) -> String {
+    format!("op-{key}")
+}
+
+fn parse(id: &str) -> Option<&str> {
+    id.strip_prefix("op-")
+}
