@@ -19,7 +19,6 @@
 pub mod catalog;
 pub mod config;
 pub mod exec;
-pub mod exec;
 pub mod front;
 pub mod gateway;
 pub mod guided;
