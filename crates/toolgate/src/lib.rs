@@ -8,7 +8,9 @@
 //!
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
 //! - [`guided`]: the meta-tool surface (route, execute, continue).
+//! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
 #![forbid(unsafe_code)]
 
 pub mod catalog;
 pub mod guided;
+pub mod shape;
