@@ -19,6 +19,10 @@ struct Cli {
 enum Command {
     /// Print the version.
     Version,
+    /// Token cost of each surface (direct, slim, local, guided), per server.
+    Tokens(crate::cmd::tokens::Args),
+    /// Find schema features that break grammar-constrained local models.
+    Lint(crate::cmd::lint::Args),
 }
 
 pub fn run() -> ExitCode {
@@ -28,6 +32,8 @@ pub fn run() -> ExitCode {
             println!("toolgate {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
+        Command::Tokens(args) => crate::cmd::tokens::run(args),
+        Command::Lint(args) => crate::cmd::lint::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
