@@ -188,6 +188,7 @@ fn check_node(
         .and_then(Value::as_object)
         .is_some_and(Map::is_empty);
     if has_type(node, "object")
+        && !shaped_by_combinator(node)
         && (shapeless
             || (empty_props && !node.contains_key("additionalProperties") && !ptr.is_empty()))
     {
@@ -272,6 +273,13 @@ fn check_node(
             format!("{k} is ignored by converters: the grammar allows values the schema refuses"),
         );
     }
+}
+
+/// An object whose shape comes from a union, `allOf`, a `$ref` or a constant is not empty.
+pub fn shaped_by_combinator(node: &Map<String, Value>) -> bool {
+    ["oneOf", "anyOf", "allOf", "$ref", "enum", "const"]
+        .iter()
+        .any(|k| node.contains_key(*k))
 }
 
 /// True when `ptr` names a branch of a union or `allOf` (its last two tokens are a

@@ -4,7 +4,7 @@
 //! never narrows (the one exception: a root object with no properties at all is shown as
 //! taking none). Execute keeps validating against the original.
 
-use super::lint::is_partial;
+use super::lint::{is_partial, shaped_by_combinator};
 use super::refs::{any_value, inline};
 use super::text::append_note;
 use super::walk;
@@ -214,7 +214,11 @@ fn fix_node(node: &mut Map<String, Value>, is_root: bool, opts: &LocalOptions) {
         .get("properties")
         .and_then(Value::as_object)
         .is_some_and(|p| !p.is_empty());
-    if is_object && !has_props && !node.contains_key("additionalProperties") {
+    if is_object
+        && !has_props
+        && !node.contains_key("additionalProperties")
+        && !shaped_by_combinator(node)
+    {
         if is_root {
             // A tool that declares no parameters: show it as taking none, so the grammar is `{}`.
             node.insert("properties".into(), json!({}));
