@@ -8,7 +8,7 @@ use anyhow::{anyhow, Result};
 use clap::Args as ClapArgs;
 use std::io::Write;
 use std::path::PathBuf;
-use toolgate::shape::{listing, LintReport, Profile, SurfaceOptions};
+use toolgate::shape::{listing, LintReport, Profile};
 
 #[derive(ClapArgs)]
 pub struct Args {
@@ -28,12 +28,15 @@ pub struct Args {
     /// object per line: {"server", "tool", "schema"} (for external grammar checks).
     #[arg(long)]
     pub dump_schemas: bool,
+    /// Surface options as JSON: {"slim": {...SlimOptions}, "local": {...LocalOptions}}.
+    #[arg(long, value_name = "FILE")]
+    pub options: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
     let catalog = super::tokens::load(&args.catalog)?;
     let profile = Profile::parse(&args.profile).ok_or_else(|| anyhow!("unknown profile"))?;
-    let opts = SurfaceOptions::default();
+    let opts = super::tokens::options(&args.options)?;
     let mut out = std::io::stdout().lock();
     if args.dump_schemas {
         for t in listing(&catalog, profile, &opts) {

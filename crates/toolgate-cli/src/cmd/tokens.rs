@@ -1,6 +1,6 @@
 //! `toolgate tokens`: what each surface of a catalog costs in model tokens.
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
 use toolgate::catalog::{load_catalog_file, Catalog};
@@ -17,6 +17,19 @@ pub struct Args {
     /// One JSON object: `servers` rows and `totals` (OpenAI form) of direct, slim, local, guided.
     #[arg(long)]
     pub json: bool,
+    /// Surface options as JSON: {"slim": {...SlimOptions}, "local": {...LocalOptions}}.
+    #[arg(long, value_name = "FILE")]
+    pub options: Option<PathBuf>,
+}
+
+/// Reads `--options` (every field optional), or the defaults.
+pub fn options(path: &Option<PathBuf>) -> Result<SurfaceOptions> {
+    let Some(path) = path else {
+        return Ok(SurfaceOptions::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read options file {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("in options file {}", path.display()))
 }
 
 /// Loads the catalog a subcommand was pointed at.
@@ -30,7 +43,7 @@ pub fn load(catalog: &Option<PathBuf>) -> Result<Catalog> {
 pub fn run(args: Args) -> Result<()> {
     let catalog = load(&args.catalog)?;
     let enc = Encoding::parse(&args.encoding).ok_or_else(|| anyhow!("unknown encoding"))?;
-    let report = TokenReport::build(&catalog, enc, &SurfaceOptions::default());
+    let report = TokenReport::build(&catalog, enc, &options(&args.options)?);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
