@@ -10,7 +10,8 @@ pub fn sentences(text: &str) -> Vec<&str> {
         let bytes = line.as_bytes();
         for i in 0..bytes.len() {
             let ends = matches!(bytes[i], b'.' | b'!' | b'?')
-                && bytes.get(i + 1).is_some_and(|b| b.is_ascii_whitespace());
+                && bytes.get(i + 1).is_some_and(|b| b.is_ascii_whitespace())
+                && !ends_with_abbreviation(&line[start..i]);
             if ends {
                 push_trimmed(&mut out, &line[start..=i]);
                 start = i + 1;
@@ -19,6 +20,16 @@ pub fn sentences(text: &str) -> Vec<&str> {
         push_trimmed(&mut out, &line[start..]);
     }
     out
+}
+
+/// "e.g." and the like end a word, not a sentence.
+fn ends_with_abbreviation(before: &str) -> bool {
+    let word = before
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or("");
+    ["e.g", "i.e", "etc", "vs", "approx", "incl", "cf"]
+        .contains(&word.to_ascii_lowercase().as_str())
 }
 
 fn push_trimmed<'a>(out: &mut Vec<&'a str>, s: &'a str) {
