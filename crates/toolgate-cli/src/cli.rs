@@ -31,6 +31,10 @@ enum Command {
     /// Measure quality on labelled queries.
     #[command(subcommand)]
     Eval(cmd::eval::EvalCommand),
+    /// Token cost of each surface (direct, slim, local, guided), per server.
+    Tokens(cmd::tokens::Args),
+    /// Find schema features that break grammar-constrained local models.
+    Lint(cmd::lint::Args),
 }
 
 pub fn run() -> ExitCode {
@@ -51,6 +55,8 @@ pub fn run() -> ExitCode {
             Command::Tools(a) => cmd::tools::run(a).await.map(|()| true),
             Command::Check(a) => cmd::check::run(a).await,
             Command::Eval(a) => cmd::eval::run(a).map(|()| true),
+            Command::Tokens(a) => cmd::tokens::run(a).map(|()| true),
+            Command::Lint(a) => cmd::lint::run(a).map(|()| true),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
         }
     });

@@ -14,6 +14,7 @@
 //! - [`route`]: the BM25F retriever and the select-or-clarify decision behind `route`.
 //! - [`guided`]: the meta-tool surface (route, execute, continue).
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
+//! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
 #![forbid(unsafe_code)]
 
 pub mod catalog;
@@ -23,4 +24,5 @@ pub mod front;
 pub mod gateway;
 pub mod guided;
 pub mod route;
+pub mod shape;
 pub mod upstream;

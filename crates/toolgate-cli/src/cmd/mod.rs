@@ -4,5 +4,7 @@
 pub mod check;
 pub mod common;
 pub mod eval;
+pub mod lint;
 pub mod serve;
+pub mod tokens;
 pub mod tools;

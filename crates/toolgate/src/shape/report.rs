@@ -1,0 +1,204 @@
+//! Reports over a catalog: what each surface costs in tokens, and what lint finds.
+//! Library functions over `&Catalog`, so the CLI runs them on a catalog file and the
+//! gateway on its live catalog.
+
+use super::lint::{lint_schema, Rule};
+use super::tokens::{openai_form, Encoding, FormTokens};
+use super::{listing, Profile, SurfaceOptions};
+use crate::catalog::Catalog;
+use crate::guided::surface::{meta_tools, INSTRUCTIONS};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Token totals of the four surfaces in one form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SurfaceTotals {
+    /// Every tool as the upstreams sent it.
+    pub direct: usize,
+    /// Slim direct mode.
+    pub slim: usize,
+    /// Slim plus the local-model-safe rewrite.
+    pub local: usize,
+    /// The three meta-tools plus the standing instructions.
+    pub guided: usize,
+}
+
+impl SurfaceTotals {
+    /// Per cent saved against `direct` by each other surface (0 when direct is 0).
+    pub fn savings(&self) -> BTreeMap<&'static str, f64> {
+        let pct = |x: usize| {
+            if self.direct == 0 {
+                0.0
+            } else {
+                ((1.0 - x as f64 / self.direct as f64) * 1000.0).round() / 10.0
+            }
+        };
+        BTreeMap::from([
+            ("slim", pct(self.slim)),
+            ("local", pct(self.local)),
+            ("guided", pct(self.guided)),
+        ])
+    }
+}
+
+/// The largest tool of a server, by direct OpenAI-form tokens.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Largest {
+    pub tool: String,
+    pub tokens: usize,
+}
+
+/// One server's tools under each listing surface.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ServerRow {
+    pub server: String,
+    pub tools: usize,
+    pub direct: FormTokens,
+    pub slim: FormTokens,
+    pub local: FormTokens,
+    pub largest: Largest,
+}
+
+/// What each surface costs. `totals` is OpenAI form (what `--json` users script
+/// against); `totals_mcp` is the MCP `tools/list` form. Listing surfaces total to
+/// the sum of their server rows; guided is the same whatever the catalog holds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenReport {
+    pub encoding: &'static str,
+    pub tools: usize,
+    pub servers: Vec<ServerRow>,
+    pub totals: SurfaceTotals,
+    pub totals_mcp: SurfaceTotals,
+    /// Per cent saved against direct, OpenAI form.
+    pub savings: BTreeMap<&'static str, f64>,
+    /// The guided surface's parts: meta-tool definitions and instructions (OpenAI form).
+    pub guided_tools: usize,
+    pub guided_instructions: usize,
+}
+
+impl TokenReport {
+    pub fn build(catalog: &Catalog, enc: Encoding, opts: &SurfaceOptions) -> Self {
+        let raw = listing(catalog, Profile::Raw, opts);
+        let slim = listing(catalog, Profile::Slim, opts);
+        let local = listing(catalog, Profile::Local, opts);
+        let mut rows: BTreeMap<String, ServerRow> = BTreeMap::new();
+        for ((r, s), l) in raw.iter().zip(&slim).zip(&local) {
+            let row = rows
+                .entry(r.id.server.clone())
+                .or_insert_with(|| ServerRow {
+                    server: r.id.server.clone(),
+                    ..Default::default()
+                });
+            let name = |t: &serde_json::Map<String, Value>| {
+                t.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let direct = FormTokens::of_tool(enc, &name(&r.tool), &r.tool);
+            row.tools += 1;
+            row.direct += direct;
+            row.slim += FormTokens::of_tool(enc, &name(&s.tool), &s.tool);
+            row.local += FormTokens::of_tool(enc, &name(&l.tool), &l.tool);
+            if direct.openai > row.largest.tokens {
+                row.largest = Largest {
+                    tool: r.id.name.clone(),
+                    tokens: direct.openai,
+                };
+            }
+        }
+        let servers: Vec<ServerRow> = rows.into_values().collect();
+        let meta = meta_tools(&opts.guided_prefix);
+        let guided_tools: usize = meta
+            .iter()
+            .map(|t| {
+                let name = t["name"].as_str().unwrap_or_default();
+                enc.count_json(&openai_form(
+                    name,
+                    t["description"].as_str(),
+                    &t["inputSchema"],
+                ))
+            })
+            .sum();
+        let guided_mcp: usize = meta.iter().map(|t| enc.count_json(t)).sum();
+        let guided_instructions = enc.count(INSTRUCTIONS);
+        let sum = |f: &dyn Fn(&ServerRow) -> usize| servers.iter().map(f).sum::<usize>();
+        let totals = SurfaceTotals {
+            direct: sum(&|r| r.direct.openai),
+            slim: sum(&|r| r.slim.openai),
+            local: sum(&|r| r.local.openai),
+            guided: guided_tools + guided_instructions,
+        };
+        let totals_mcp = SurfaceTotals {
+            direct: sum(&|r| r.direct.mcp),
+            slim: sum(&|r| r.slim.mcp),
+            local: sum(&|r| r.local.mcp),
+            guided: guided_mcp + guided_instructions,
+        };
+        Self {
+            encoding: enc.name(),
+            tools: catalog.len(),
+            servers,
+            savings: totals.savings(),
+            totals,
+            totals_mcp,
+            guided_tools,
+            guided_instructions,
+        }
+    }
+}
+
+/// One lint finding, located.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub server: String,
+    pub tool: String,
+    /// JSON pointer into the tool's input schema (as the profile shows it).
+    pub pointer: String,
+    pub rule: Rule,
+    pub why: String,
+}
+
+/// Every finding in a catalog under one profile, with counts by rule (every rule is
+/// listed, zeros included, so two runs compare line by line).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LintReport {
+    pub profile: Profile,
+    pub tools: usize,
+    pub tools_with_findings: usize,
+    pub counts: BTreeMap<&'static str, usize>,
+    pub findings: Vec<Finding>,
+}
+
+impl LintReport {
+    pub fn build(catalog: &Catalog, profile: Profile, opts: &SurfaceOptions) -> Self {
+        let mut findings = Vec::new();
+        let mut tools_with_findings = 0;
+        for t in listing(catalog, profile, opts) {
+            let empty = Value::Object(Default::default());
+            let schema = t.tool.get("inputSchema").unwrap_or(&empty);
+            let found = lint_schema(schema, &opts.local);
+            tools_with_findings += usize::from(!found.is_empty());
+            findings.extend(found.into_iter().map(|f| Finding {
+                server: t.id.server.clone(),
+                tool: t.id.name.clone(),
+                pointer: f.pointer,
+                rule: f.rule,
+                why: f.why,
+            }));
+        }
+        let mut counts: BTreeMap<&'static str, usize> =
+            Rule::ALL.iter().map(|r| (r.id(), 0)).collect();
+        for f in &findings {
+            *counts.entry(f.rule.id()).or_default() += 1;
+        }
+        Self {
+            profile,
+            tools: catalog.len(),
+            tools_with_findings,
+            counts,
+            findings,
+        }
+    }
+}
