@@ -4,6 +4,7 @@ mod common;
 use std::process::Stdio;
 
 use common::{command, spawn_http, temp_file};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[tokio::test]
 async fn an_unknown_server_lists_the_known_ones() -> anyhow::Result<()> {
@@ -63,5 +64,33 @@ async fn http_exits_zero_on_sigterm() -> anyhow::Result<()> {
         .await?;
     assert!(killed.success());
     assert!(child.wait().await?.success());
+    Ok(())
+}
+
+#[tokio::test]
+async fn stdio_exits_zero_on_sigterm_with_stdin_open() -> anyhow::Result<()> {
+    let mut child = command(&["--demo", "--server", "docs"]).spawn()?;
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    // One answered initialize proves the fixture is up (and its signal handler installed).
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    stdin
+        .write_all(format!("{initialize}\n").as_bytes())
+        .await?;
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    assert!(lines
+        .next_line()
+        .await?
+        .is_some_and(|line| line.contains("\"id\":1")));
+    let pid = child.id().expect("running").to_string();
+    let killed = tokio::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await?;
+    assert!(killed.success());
+    assert!(
+        child.wait().await?.success(),
+        "stdin still open: SIGTERM alone ends it"
+    );
+    drop(stdin);
     Ok(())
 }
