@@ -1,6 +1,7 @@
 //! Serving over stdio: stdin in, stdout out, through a pump that restores raw tools and
 //! (for `garbage-stdout`) mixes garbage lines between messages.
 
+use rmcp::service::ServerInitializeError;
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio_util::sync::CancellationToken;
@@ -30,7 +31,15 @@ pub async fn serve_stdio(
     // wait on a blocked reader thread.
     let (stdin, _) = rmcp::transport::stdio_pipes();
     let serving = tokio::select! {
-        serving = server.serve((stdin, rmcp_side)) => serving?,
+        serving = server.serve((stdin, rmcp_side)) => match serving {
+            Ok(serving) => serving,
+            // A client that goes away before initializing is a normal end, not a failure.
+            Err(ServerInitializeError::ConnectionClosed(context)) => {
+                tracing::info!(%context, "stdin closed before initialize");
+                return Ok(());
+            }
+            Err(error) => return Err(error.into()),
+        },
         _ = shutdown.cancelled() => return Ok(()),
     };
     tokio::select! {
