@@ -122,7 +122,7 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,toolgate_fixture=info")),
         )
         .try_init();
     if args.fault == Some(Fault::ExitAtStart) {
