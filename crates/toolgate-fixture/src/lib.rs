@@ -121,8 +121,9 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,toolgate_fixture=info")),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("warn,toolgate_fixture=info")
+            }),
         )
         .try_init();
     if args.fault == Some(Fault::ExitAtStart) {

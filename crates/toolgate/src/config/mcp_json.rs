@@ -112,6 +112,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config> {
     Ok(Config {
         source: Some(file.to_path_buf()),
         gateway: GatewayConfig::default(),
+        guided: Default::default(),
         upstreams,
     })
 }

@@ -51,6 +51,7 @@ pub struct Config {
     /// Where the configuration came from (for messages); `None` for the embedded demo.
     pub source: Option<PathBuf>,
     pub gateway: GatewayConfig,
+    pub guided: GuidedConfig,
     /// Upstreams by name, sorted (disabled ones included, marked).
     pub upstreams: BTreeMap<String, UpstreamConfig>,
 }
@@ -72,6 +73,39 @@ pub struct GatewayConfig {
     pub max_body_bytes: usize,
     /// Host names (besides loopback) accepted in the `Host` header (DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
+}
+
+/// Settings of guided mode (route, execute, continue).
+#[derive(Debug, Clone)]
+pub struct GuidedConfig {
+    /// Default output budget of one execute/continue answer, in o200k tokens.
+    pub budget_tokens: usize,
+    /// Budgets for particular tools, by `server/tool`.
+    pub tool_budgets: HashMap<String, usize>,
+    /// How long execute waits for a call before answering with an operationId.
+    pub wait: Duration,
+    /// How long cursors and finished operations are kept after last use.
+    pub result_ttl: Duration,
+    /// Route selects when its confidence reaches this; below, it asks.
+    pub route_threshold: f32,
+    /// Tools (`server/tool`) listed directly beside the meta-tools.
+    pub pinned: Vec<String>,
+    /// Add a tool chosen by route to that session's tools/list.
+    pub expand_selected: bool,
+}
+
+impl Default for GuidedConfig {
+    fn default() -> Self {
+        Self {
+            budget_tokens: crate::exec::DEFAULT_BUDGET,
+            tool_budgets: HashMap::new(),
+            wait: Duration::from_secs(10),
+            result_ttl: Duration::from_secs(600),
+            route_threshold: crate::route::DEFAULT_THRESHOLD,
+            pinned: Vec::new(),
+            expand_selected: false,
+        }
+    }
 }
 
 /// How to reach an upstream.
@@ -114,6 +148,7 @@ impl Config {
         Self {
             source: None,
             gateway: GatewayConfig::default(),
+            guided: GuidedConfig::default(),
             upstreams: BTreeMap::new(),
         }
     }

@@ -17,7 +17,8 @@
 //! ```
 
 use super::{
-    check_upstream_name, env::substitute, Config, GatewayConfig, Mode, Transport, UpstreamConfig,
+    check_upstream_name, env::substitute, Config, GatewayConfig, GuidedConfig, Mode, Transport,
+    UpstreamConfig,
 };
 use anyhow::{bail, Result};
 use serde::Deserialize;
@@ -31,7 +32,72 @@ pub struct RawConfig {
     #[serde(default)]
     pub gateway: RawGateway,
     #[serde(default)]
+    pub guided: RawGuided,
+    #[serde(default)]
     pub upstreams: BTreeMap<String, RawUpstream>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGuided {
+    pub budget_tokens: Option<usize>,
+    #[serde(default)]
+    pub tool_budgets: HashMap<String, usize>,
+    pub wait_secs: Option<f64>,
+    pub result_ttl_secs: Option<f64>,
+    pub route_threshold: Option<f32>,
+    #[serde(default)]
+    pub pinned: Vec<String>,
+    #[serde(default)]
+    pub expand_selected: bool,
+}
+
+impl RawGuided {
+    fn validate(self, file: &Path) -> Result<GuidedConfig> {
+        let d = GuidedConfig::default();
+        let budget = self.budget_tokens.unwrap_or(d.budget_tokens);
+        if budget < 200 {
+            bail!(
+                "{}: guided.budget_tokens = {budget}: use at least 200",
+                file.display()
+            );
+        }
+        for (k, v) in &self.tool_budgets {
+            if !k.contains('/') || *v < 200 {
+                bail!("{}: guided.tool_budgets.{k:?} = {v}: keys are \"server/tool\", values at least 200", file.display());
+            }
+        }
+        for p in &self.pinned {
+            if !p.contains('/') {
+                bail!(
+                    "{}: guided.pinned entry {p:?}: write \"server/tool\"",
+                    file.display()
+                );
+            }
+        }
+        let threshold = self.route_threshold.unwrap_or(d.route_threshold);
+        if !(0.0..=1.0).contains(&threshold) {
+            bail!(
+                "{}: guided.route_threshold = {threshold}: use a number from 0 to 1",
+                file.display()
+            );
+        }
+        Ok(GuidedConfig {
+            budget_tokens: budget,
+            tool_budgets: self.tool_budgets,
+            wait: match self.wait_secs {
+                Some(_) => secs(self.wait_secs, 10.0, file, "guided.wait_secs")?,
+                None => d.wait,
+            },
+            result_ttl: match self.result_ttl_secs {
+                Some(_) => secs(self.result_ttl_secs, 600.0, file, "guided.result_ttl_secs")?,
+                None => d.result_ttl,
+            },
+            route_threshold: threshold,
+            pinned: self.pinned,
+            expand_selected: self.expand_selected,
+        })
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -201,6 +267,7 @@ impl RawConfig {
         Ok(Config {
             source: Some(file.to_path_buf()),
             gateway,
+            guided: self.guided.validate(file)?,
             upstreams,
         })
     }

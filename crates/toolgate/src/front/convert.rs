@@ -42,10 +42,3 @@ pub fn result_from(outcome: CallOutcome) -> CallToolResult {
 pub fn tool_error(message: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.into())])
 }
-
-/// A successful result with readable text and `structuredContentBlock`.
-pub fn structured(text: String, value: Value) -> CallToolResult {
-    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
-    r.structured_content = Some(value);
-    r
-}

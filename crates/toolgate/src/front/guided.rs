@@ -1,46 +1,101 @@
-//! The guided surface at the edge: lists the meta-tools and dispatches their calls to
-//! the guided engine (`crate::guided`).
+//! The guided surface at the edge: lists the meta-tools (plus pinned and expanded tools)
+//! and dispatches calls to the guided engine.
 
-use super::convert::{tool_error, tool_from};
-use super::Surface;
-use crate::gateway::Gateway;
+use super::convert::{tool_error, tool_from, tool_named};
+use super::{direct, Session};
 use crate::guided::surface::{meta_tools, CONTINUE, EXECUTE, ROUTE};
-use rmcp::model::{CallToolResult, Tool};
+use crate::guided::{execute, resume, route, MetaResult};
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 
-/// Per-session guided state (selections made by route, pages, operations).
+/// Per-session guided state.
 #[derive(Default)]
-pub struct GuidedState {}
+pub struct GuidedState {
+    /// Tools route selected that this session now lists directly (`expand_selected`).
+    pub expanded: Mutex<BTreeSet<String>>,
+}
 
-pub fn list(gw: &Gateway) -> Vec<Tool> {
-    meta_tools(&gw.config.gateway.meta_prefix)
+pub fn list(session: &Session) -> Vec<Tool> {
+    let gw = &session.engine.gw;
+    let mut tools: Vec<Tool> = meta_tools(&gw.config.gateway.meta_prefix)
         .iter()
         .map(tool_from)
-        .collect()
+        .collect();
+    let catalog = gw.catalog();
+    let expanded = session
+        .state
+        .guided
+        .expanded
+        .lock()
+        .expect("expanded")
+        .clone();
+    for name in gw.config.guided.pinned.iter().chain(expanded.iter()) {
+        if let Some(t) = catalog.resolve(name) {
+            if !tools.iter().any(|x| x.name == t.exposed) {
+                tools.extend(tool_named(&t.tool, &t.exposed));
+            }
+        }
+    }
+    tools
 }
 
 pub async fn call(
-    gw: &Gateway,
-    _state: &GuidedState,
+    session: &Session,
     name: &str,
-    _args: Map<String, Value>,
-    _context: &RequestContext<RoleServer>,
+    args: Map<String, Value>,
+    context: &RequestContext<RoleServer>,
 ) -> CallToolResult {
-    let prefix = &gw.config.gateway.meta_prefix;
-    let bare = name.strip_prefix(prefix.as_str()).unwrap_or(name);
-    match bare {
-        ROUTE | EXECUTE | CONTINUE => tool_error(format!("{name} is not available yet")),
-        _ => tool_error(format!(
-            "Unknown tool {name:?}. This gateway is in guided mode: call {prefix}{ROUTE} with the task to find the right tool, then {prefix}{EXECUTE}."
-        )),
-    }
+    let engine = &session.engine;
+    let prefix = engine.gw.config.gateway.meta_prefix.as_str();
+    let bare = name.strip_prefix(prefix).unwrap_or(name);
+    let id = session.id();
+    let result = match bare {
+        ROUTE => {
+            let (result, selected) = route::run(engine, id, &args);
+            if let (Some(tool), true) = (selected, engine.gw.config.guided.expand_selected) {
+                let added = session
+                    .state
+                    .guided
+                    .expanded
+                    .lock()
+                    .expect("expanded")
+                    .insert(tool.exposed.clone());
+                if added {
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
+            }
+            result
+        }
+        EXECUTE => execute::run(engine, id, &args, context.ct.clone()).await,
+        CONTINUE => resume::run(engine, id, &args).await,
+        _ => {
+            // Pinned and expanded tools are called directly, like in direct mode.
+            let listed = list(session).iter().any(|t| t.name == name);
+            if listed {
+                return direct::call(&engine.gw, name, args, context).await;
+            }
+            return tool_error(format!(
+                "Unknown tool {name:?}. This gateway is in guided mode: call {prefix}{ROUTE} with the task to find the right tool, then {prefix}{EXECUTE}."
+            ));
+        }
+    };
+    to_result(result)
 }
 
-/// Resolves `auto` mode for a new session.
-pub fn auto_surface(_gw: &Gateway) -> Surface {
-    Surface::Guided
+fn to_result(r: MetaResult) -> CallToolResult {
+    let content: Vec<ContentBlock> = r
+        .content
+        .into_iter()
+        .filter_map(|c| serde_json::from_value(c).ok())
+        .collect();
+    let mut out = if r.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    out.structured_content = r.structured;
+    out
 }
-
-#[allow(dead_code)]
-fn _unused(_: Value) {}

@@ -3,6 +3,7 @@
 use super::Session;
 use crate::config::Mode;
 use crate::gateway::Gateway;
+use crate::guided::Engine;
 use rmcp::transport::streamable_http_server::{
     session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
@@ -22,10 +23,12 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
     config.cancellation_token = shutdown;
     config.max_request_body_bytes = g.max_body_bytes;
+    // One engine for every endpoint: pages and operations are shared state.
+    let engine = Engine::new(gw.clone());
     let endpoint = |mode: Mode| {
-        let gw = gw.clone();
+        let engine = engine.clone();
         StreamableHttpService::new(
-            move || Ok(Session::new(gw.clone(), mode)),
+            move || Ok(Session::new(engine.clone(), mode)),
             Arc::new(LocalSessionManager::default()),
             config.clone(),
         )

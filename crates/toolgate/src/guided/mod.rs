@@ -1,4 +1,256 @@
 //! Guided mode: a constant surface of meta-tools (`route`, `execute`, `continue`) whose
-//! size does not grow with the catalog.
+//! size does not grow with the catalog, and the engine behind them.
+//!
+//! One [`Engine`] per gateway holds what the meta-tools share: the route index (kept in
+//! step with the catalog, re-indexing only the servers that changed), the compiled
+//! validators, the session store (pages, operations) and route's selections. One file
+//! per meta-tool: [`route`], [`execute`], [`resume`] (`continue`).
 
+pub mod execute;
+pub mod resume;
+pub mod route;
+pub mod schema_view;
 pub mod surface;
+
+use crate::catalog::{Catalog, ToolId, ToolRecord};
+use crate::exec::{SessionStore, StoreLimits, Validators};
+use crate::gateway::Gateway;
+use crate::route::RouteIndex;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What a meta-tool answers, before the front turns it into an MCP result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetaResult {
+    /// Content blocks (MCP JSON), shown to the model.
+    pub content: Vec<Value>,
+    pub structured: Option<Value>,
+    pub is_error: bool,
+}
+
+impl MetaResult {
+    pub fn text(text: impl Into<String>, structured: Option<Value>) -> Self {
+        Self {
+            content: vec![crate::exec::shape::text_block(text.into())],
+            structured,
+            is_error: false,
+        }
+    }
+
+    /// A model-fixable error: what was wrong and what to do.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            is_error: true,
+            ..Self::text(text, None)
+        }
+    }
+}
+
+/// How long a selection made by route stays usable.
+const SELECTION_TTL: Duration = Duration::from_secs(3600);
+/// Selections kept at most (oldest dropped first).
+const MAX_SELECTIONS: usize = 10_000;
+
+/// A tool route chose, for execute to run by `selectionId`.
+#[derive(Debug, Clone)]
+struct Selection {
+    session: Arc<str>,
+    tool: ToolId,
+    made: Instant,
+}
+
+/// Shared state of the guided meta-tools.
+pub struct Engine {
+    pub gw: Arc<Gateway>,
+    /// The catalog the index was built from, and the index.
+    index: Mutex<(Arc<Catalog>, Arc<RouteIndex>)>,
+    pub validators: Validators,
+    pub store: Arc<SessionStore>,
+    selections: Mutex<HashMap<String, Selection>>,
+    /// Token cost of the current catalog's direct surface, for `auto` mode.
+    direct_tokens: Mutex<(Arc<Catalog>, usize)>,
+}
+
+impl Engine {
+    pub fn new(gw: Arc<Gateway>) -> Arc<Self> {
+        let limits = StoreLimits {
+            cursor_ttl: gw.config.guided.result_ttl,
+            operation_ttl: gw.config.guided.result_ttl,
+            ..StoreLimits::default()
+        };
+        let empty = Arc::new(Catalog::default());
+        Arc::new(Self {
+            index: Mutex::new((empty.clone(), Arc::new(RouteIndex::build(&empty)))),
+            validators: Validators::new(),
+            store: Arc::new(SessionStore::new(limits)),
+            selections: Mutex::new(HashMap::new()),
+            direct_tokens: Mutex::new((empty, 0)),
+            gw,
+        })
+    }
+
+    /// The route index for the current catalog. When the catalog changed, only the
+    /// servers whose tools changed are re-indexed.
+    pub fn index(&self) -> (Arc<Catalog>, Arc<RouteIndex>) {
+        let catalog = self.gw.catalog();
+        let mut guard = self.index.lock().expect("index");
+        if !Arc::ptr_eq(&guard.0, &catalog) {
+            let mut index = (*guard.1).clone();
+            for server in changed_servers(&guard.0, &catalog) {
+                let tools = catalog
+                    .tools()
+                    .iter()
+                    .filter(|t| t.id.server == server)
+                    .cloned()
+                    .collect();
+                index.replace_server(&server, tools);
+            }
+            *guard = (catalog, Arc::new(index));
+        }
+        guard.clone()
+    }
+
+    /// Tokens the current catalog costs as a plain tool list (OpenAI form, o200k).
+    pub fn direct_tokens(&self) -> usize {
+        let catalog = self.gw.catalog();
+        let mut guard = self.direct_tokens.lock().expect("tokens");
+        if !Arc::ptr_eq(&guard.0, &catalog) {
+            let tools: Vec<Value> = catalog
+                .tools()
+                .iter()
+                .map(|t| crate::shape::tokens::openai_form_of_tool(&t.exposed, &t.tool))
+                .collect();
+            let n = crate::shape::tokens::Encoding::O200k.count_json(&Value::Array(tools));
+            *guard = (catalog, n);
+        }
+        guard.1
+    }
+
+    fn remember(&self, session: &str, tool: &ToolId) -> String {
+        let id = format!("sel-{}", random_hex(8));
+        let mut sel = self.selections.lock().expect("selections");
+        if sel.len() >= MAX_SELECTIONS {
+            let cutoff = Instant::now() - SELECTION_TTL;
+            sel.retain(|_, s| s.made > cutoff);
+            if sel.len() >= MAX_SELECTIONS {
+                if let Some(oldest) = sel
+                    .iter()
+                    .min_by_key(|(_, s)| s.made)
+                    .map(|(k, _)| k.clone())
+                {
+                    sel.remove(&oldest);
+                }
+            }
+        }
+        sel.insert(
+            id.clone(),
+            Selection {
+                session: session.into(),
+                tool: tool.clone(),
+                made: Instant::now(),
+            },
+        );
+        id
+    }
+
+    /// The tool behind a selectionId, if it is this session's and still fresh.
+    fn recall(&self, session: &str, id: &str) -> Result<ToolId, String> {
+        let sel = self.selections.lock().expect("selections");
+        match sel.get(id) {
+            None => Err(format!(
+                "Unknown selectionId {id:?}: call route again, or pass the tool's exact name as \"tool\"."
+            )),
+            Some(s) if &*s.session != session => Err(format!(
+                "selectionId {id:?} was made in another session: call route again in this one."
+            )),
+            Some(s) if s.made.elapsed() > SELECTION_TTL => Err(format!(
+                "selectionId {id:?} has expired: call route again."
+            )),
+            Some(s) => Ok(s.tool.clone()),
+        }
+    }
+
+    /// The output budget for a tool: its configured budget, else the default.
+    pub fn budget_for(&self, tool: &ToolRecord) -> usize {
+        let g = &self.gw.config.guided;
+        g.tool_budgets
+            .get(&tool.id.to_string())
+            .copied()
+            .unwrap_or(g.budget_tokens)
+    }
+
+    /// Forgets a session's pages, operations and selections.
+    pub fn end_session(&self, session: &str) {
+        self.store.end_session(session);
+        self.selections
+            .lock()
+            .expect("selections")
+            .retain(|_, s| &*s.session != session);
+    }
+}
+
+fn changed_servers(old: &Catalog, new: &Catalog) -> Vec<String> {
+    let (a, b) = (by_server(old), by_server(new));
+    let mut servers: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|s| {
+            let (x, y) = (a.get(*s), b.get(*s));
+            match (x, y) {
+                (Some(x), Some(y)) => {
+                    x.len() != y.len()
+                        || x.iter()
+                            .zip(y.iter())
+                            .any(|(p, q)| p.exposed != q.exposed || p.tool != q.tool)
+                }
+                _ => true,
+            }
+        })
+        .map(|s| s.to_string())
+        .collect();
+    servers.sort();
+    servers.dedup();
+    servers
+}
+
+fn by_server(c: &Catalog) -> HashMap<&str, Vec<&Arc<ToolRecord>>> {
+    let mut m: HashMap<&str, Vec<&Arc<ToolRecord>>> = HashMap::new();
+    for t in c.tools() {
+        m.entry(t.id.server.as_str()).or_default().push(t);
+    }
+    m
+}
+
+/// `n` random bytes as hex (for ids a client cannot guess).
+pub fn random_hex(n: usize) -> String {
+    let bytes: Vec<u8> = (0..n).map(|_| rand::random::<u8>()).collect();
+    hex::encode(bytes)
+}
+
+/// Reads an optional string argument, or says what is wrong with it.
+pub(crate) fn opt_str<'a>(
+    args: &'a serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(format!("\"{key}\" must be a string, got {other}")),
+    }
+}
+
+/// Reads an optional non-negative integer argument.
+pub(crate) fn opt_uint(
+    args: &serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<u64>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("\"{key}\" must be a non-negative integer, got {v}")),
+    }
+}

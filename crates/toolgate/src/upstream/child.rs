@@ -140,10 +140,6 @@ impl ChildProcess {
             Err(e) => format!("waiting for the process failed: {e}"),
         }
     }
-
-    pub fn id(&self) -> Option<u32> {
-        self.child.id()
-    }
 }
 
 impl Drop for ChildProcess {

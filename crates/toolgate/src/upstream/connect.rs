@@ -5,6 +5,7 @@ use super::client::{UpstreamClient, UpstreamEvent};
 use super::Upstream;
 use crate::config::Transport;
 use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::common::client_side_sse::FixedInterval;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{Peer, ServiceExt};
@@ -68,8 +69,13 @@ pub(crate) async fn connect(
                 let value = http::HeaderValue::from_str(v).map_err(|e| e.to_string())?;
                 custom.insert(name, value);
             }
-            let config =
+            let mut config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            // rmcp's default retries a lost stream forever; give up after a few tries so
+            // the supervisor sees the connection end and reconnects from scratch.
+            let mut retry = FixedInterval::default();
+            retry.max_times = Some(3);
+            config.retry_config = Arc::new(retry);
             let transport = StreamableHttpClientTransport::from_config(config);
             let service = handler
                 .serve(transport)

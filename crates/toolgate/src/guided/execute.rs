@@ -1,0 +1,173 @@
+//! The `execute` meta-tool: resolve the tool, validate the arguments against its full
+//! schema, call it (turning a slow call into an operation), and shape what comes back.
+
+use super::resume::answer_status;
+use super::{opt_str, opt_uint, Engine, MetaResult};
+use crate::catalog::ToolRecord;
+use crate::exec::{shape, Checked, Shaped};
+use crate::shape::tokens::Encoding;
+use crate::upstream::{CallOptions, CallOutcome};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Runs one execute call. `cancel` is the client's cancellation of this request.
+pub async fn run(
+    engine: &Engine,
+    session: &str,
+    args: &Map<String, Value>,
+    cancel: CancellationToken,
+) -> MetaResult {
+    let request = match parse(engine, session, args) {
+        Ok(r) => r,
+        Err(e) => return MetaResult::error(format!("execute: {e}")),
+    };
+    let tool = request.tool;
+    let arguments = Value::Object(request.arguments.clone());
+    match engine.validators.validate(&tool, &arguments) {
+        Ok(Checked::Valid) => {}
+        Ok(Checked::Skipped { reason }) => {
+            tracing::debug!(tool = %tool.id, "arguments not validated: {reason}")
+        }
+        Err(report) => {
+            return MetaResult {
+                structured: Some(
+                    json!({"error": "invalid_arguments", "tool": tool.id.to_string(), "validation": report.structured()}),
+                ),
+                ..MetaResult::error(report.to_text(&tool.id.to_string()))
+            }
+        }
+    }
+    let gw = engine.gw.clone();
+    let call_tool = tool.clone();
+    let call_args = request.arguments;
+    let started = engine.store.start(session, move |ct, progress| async move {
+        let opts = CallOptions {
+            progress: Some(progress),
+            cancel: Some(ct),
+            ..Default::default()
+        };
+        gw.call(&call_tool, call_args, opts).await
+    });
+    let op = match started {
+        Ok(op) => op,
+        Err(e) => return MetaResult::error(format!("execute: {e}")),
+    };
+    let wait = engine.gw.config.guided.wait;
+    let status = tokio::select! {
+        s = engine.store.wait(session, &op, wait) => s,
+        _ = cancel.cancelled() => engine.store.cancel(session, &op),
+    };
+    let budget = request.max_tokens.map_or(engine.budget_for(&tool), |m| {
+        m.min(engine.budget_for(&tool))
+    });
+    answer_status(engine, session, &op, status, &request.fields, budget)
+}
+
+struct Request {
+    tool: Arc<ToolRecord>,
+    arguments: Map<String, Value>,
+    fields: Option<Vec<String>>,
+    max_tokens: Option<usize>,
+}
+
+fn parse(engine: &Engine, session: &str, args: &Map<String, Value>) -> Result<Request, String> {
+    for key in args.keys() {
+        if !["selectionId", "tool", "arguments", "fields", "max_tokens"].contains(&key.as_str()) {
+            return Err(format!(
+                "unknown argument {key:?}: execute takes selectionId (or tool), arguments, fields and max_tokens; the tool's own arguments go inside \"arguments\""
+            ));
+        }
+    }
+    let catalog = engine.gw.catalog();
+    let tool = match (opt_str(args, "selectionId")?, opt_str(args, "tool")?) {
+        (Some(sel), _) => {
+            let id = engine.recall(session, sel)?;
+            catalog
+                .by_id(&id)
+                .cloned()
+                .ok_or_else(|| format!("{id} is no longer available (its server may be down); call route again"))?
+        }
+        (None, Some(name)) => catalog.resolve(name).cloned().ok_or_else(|| {
+            format!("no tool named {name:?}: pass an exact name (server/name) or call route with the task")
+        })?,
+        (None, None) => return Err("pass \"selectionId\" from route, or \"tool\" with an exact tool name".into()),
+    };
+    let arguments = match args.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(o)) => o.clone(),
+        Some(other) => {
+            return Err(format!(
+                "\"arguments\" must be an object of the tool's arguments, got {other}"
+            ))
+        }
+    };
+    let fields = match args.get("fields") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) => Some(
+            a.iter()
+                .map(|f| {
+                    f.as_str()
+                        .map(str::to_string)
+                        .ok_or("\"fields\" must be a list of strings")
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(_) => {
+            return Err(
+                "\"fields\" must be a list of strings (JSON pointers or dotted paths)".into(),
+            )
+        }
+    };
+    let max_tokens = opt_uint(args, "max_tokens")?.map(|m| m.max(100) as usize);
+    Ok(Request {
+        tool,
+        arguments,
+        fields,
+        max_tokens,
+    })
+}
+
+/// Shapes a finished call for the model: fields, budget, and a cursor for the rest.
+pub fn shaped_answer(
+    engine: &Engine,
+    session: &str,
+    outcome: CallOutcome,
+    fields: &Option<Vec<String>>,
+    budget: usize,
+) -> MetaResult {
+    let count = |s: &str| Encoding::O200k.count(s);
+    let Shaped {
+        page,
+        remaining,
+        total_pages,
+        original_tokens,
+        field_note,
+        ..
+    } = shape(outcome, fields.as_deref(), budget, &count);
+    let mut content = page.content;
+    let mut structured = page.structured_content;
+    if let Some(note) = field_note {
+        content.push(crate::exec::shape::text_block(format!("[toolgate] {note}")));
+    }
+    if !remaining.is_empty() {
+        match engine.store.put_pages(session, remaining) {
+            Ok(cursor) => {
+                content.push(crate::exec::shape::text_block(format!(
+                    "[toolgate] page 1 of {total_pages} ({original_tokens} tokens in all); call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
+                )));
+                structured = Some(
+                    json!({"nextCursor": cursor, "page": 1, "pages": total_pages, "tokens": original_tokens}),
+                );
+            }
+            Err(e) => content.push(crate::exec::shape::text_block(format!(
+                "[toolgate] the result was cut to its first page: {e}"
+            ))),
+        }
+    }
+    MetaResult {
+        content,
+        structured,
+        is_error: page.is_error,
+    }
+}

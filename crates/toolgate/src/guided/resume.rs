@@ -1,0 +1,111 @@
+//! The `continue` meta-tool: the next page of a result, or the status, result or
+//! cancellation of a running operation.
+
+use super::execute::shaped_answer;
+use super::{opt_str, Engine, MetaResult};
+use crate::exec::{OperationStatus, StoreError};
+use crate::upstream::CallOutcome;
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+/// How long `continue {operationId}` waits for the operation before reporting progress.
+const POLL_WAIT: Duration = Duration::from_secs(5);
+
+pub async fn run(engine: &Engine, session: &str, args: &Map<String, Value>) -> MetaResult {
+    for key in args.keys() {
+        if !["cursor", "operationId", "cancel"].contains(&key.as_str()) {
+            return MetaResult::error(format!(
+                "continue: unknown argument {key:?}: it takes cursor, or operationId and cancel"
+            ));
+        }
+    }
+    let parsed = (opt_str(args, "cursor"), opt_str(args, "operationId"));
+    let cancel = args.get("cancel").and_then(Value::as_bool).unwrap_or(false);
+    match parsed {
+        (Err(e), _) | (_, Err(e)) => MetaResult::error(format!("continue: {e}")),
+        (Ok(Some(cursor)), Ok(None)) => match engine.store.next_page(session, cursor) {
+            Ok((page, next)) => page_answer(page, next),
+            Err(e) => store_error(e),
+        },
+        (Ok(None), Ok(Some(op))) => {
+            let status = if cancel {
+                engine.store.cancel(session, op)
+            } else {
+                engine.store.wait(session, op, POLL_WAIT).await
+            };
+            let budget = engine.gw.config.guided.budget_tokens;
+            answer_status(engine, session, op, status, &None, budget)
+        }
+        (Ok(Some(_)), Ok(Some(_))) => {
+            MetaResult::error("continue: pass either cursor or operationId, not both")
+        }
+        (Ok(None), Ok(None)) => MetaResult::error(
+            "continue: pass \"cursor\" (from a paged result) or \"operationId\" (from a slow call)",
+        ),
+    }
+}
+
+fn page_answer(page: String, next: Option<String>) -> MetaResult {
+    let mut content = vec![crate::exec::shape::text_block(page)];
+    let structured = match &next {
+        Some(cursor) => {
+            content.push(crate::exec::shape::text_block(format!(
+                "[toolgate] more follows; call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
+            )));
+            json!({"nextCursor": cursor})
+        }
+        None => json!({"nextCursor": null, "done": true}),
+    };
+    MetaResult {
+        content,
+        structured: Some(structured),
+        is_error: false,
+    }
+}
+
+fn store_error(e: StoreError) -> MetaResult {
+    MetaResult::error(format!("continue: {e}"))
+}
+
+/// The answer for an operation's status, shared by execute (after its wait) and continue.
+pub fn answer_status(
+    engine: &Engine,
+    session: &str,
+    op: &str,
+    status: Result<OperationStatus<CallOutcome>, StoreError>,
+    fields: &Option<Vec<String>>,
+    budget: usize,
+) -> MetaResult {
+    match status {
+        Err(e) => store_error(e),
+        Ok(OperationStatus::Done(outcome)) => {
+            shaped_answer(engine, session, outcome, fields, budget)
+        }
+        Ok(OperationStatus::Failed(msg)) => MetaResult::error(msg),
+        Ok(OperationStatus::Cancelled) => MetaResult {
+            structured: Some(json!({"operationId": op, "status": "cancelled"})),
+            ..MetaResult::error(format!(
+                "operation {op} was cancelled; nothing more will come of it"
+            ))
+        },
+        Ok(OperationStatus::Running { progress, elapsed }) => {
+            let mut s =
+                json!({"operationId": op, "status": "running", "elapsedSecs": elapsed.as_secs()});
+            let mut text = format!(
+                "Still running after {} s. Call continue with {{\"operationId\": \"{op}\"}} to wait for the result, or add \"cancel\": true to stop it.",
+                elapsed.as_secs()
+            );
+            if let Some(p) = progress {
+                s["progress"] =
+                    json!({"progress": p.progress, "total": p.total, "message": p.message});
+                let of = p.total.map(|t| format!(" of {t}")).unwrap_or_default();
+                text.push_str(&format!(
+                    " Progress: {}{of}{}",
+                    p.progress,
+                    p.message.map(|m| format!(" ({m})")).unwrap_or_default()
+                ));
+            }
+            MetaResult::text(text, Some(s))
+        }
+    }
+}
