@@ -96,6 +96,7 @@ impl SlimOptions {
 /// One tool as a surface lists it: the original's identity and the object shown.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShapedTool {
+    /// The original's identity, to find the record (and its full schema) at execute.
     pub id: ToolId,
     /// An MCP Tool object whose `name` is the exposed name.
     pub tool: Map<String, Value>,
