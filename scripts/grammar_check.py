@@ -37,16 +37,18 @@ def load_converter(path):
     return json_schema_to_gbnf, llama_cpp
 
 
-def check_one(schema, converter_path, parse, out):
+CONVERTER = None  # (convert, lib), loaded once in the parent; forked children inherit it
+
+
+def check_one(schema, parse, out):
     """Runs in a child: converts, optionally parses, sends back a small dict."""
     try:
-        convert, lib = load_converter(converter_path)
+        convert, lib = CONVERTER
         t0 = time.perf_counter()
         grammar = convert(json.dumps(schema))
         res = {"ok": True, "bytes": len(grammar), "rules": grammar.count("::="),
                "convert_s": time.perf_counter() - t0}
         if parse and lib is not None:
-            lib.llama_log_set(None, None) if hasattr(lib, "llama_log_set") else None
             t0 = time.perf_counter()
             smpl = lib.llama_sampler_init_grammar(None, grammar.encode(), b"root")
             res["parse_s"] = time.perf_counter() - t0
@@ -66,7 +68,7 @@ def run_file(path, args):
     results = []
     for row in rows:
         q = ctx.Queue()
-        p = ctx.Process(target=check_one, args=(row["schema"], args.converter, args.parse, q))
+        p = ctx.Process(target=check_one, args=(row["schema"], args.parse, q))
         p.start()
         p.join(args.timeout)
         if p.is_alive():
@@ -107,6 +109,8 @@ def main():
     ap.add_argument("--no-parse", dest="parse", action="store_false",
                     help="skip llama.cpp's C++ grammar parser")
     args = ap.parse_args()
+    global CONVERTER
+    CONVERTER = load_converter(args.converter)
     summaries = [summarize(f, run_file(f, args)) for f in args.files]
     print(json.dumps(summaries, indent=1))
     return 0

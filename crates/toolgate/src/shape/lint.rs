@@ -211,7 +211,7 @@ fn check_node(
             RefKind::Recursive => (
                 Rule::RecursiveRef,
                 format!(
-                    "$ref {r} is recursive: a grammar for it is infinite, converters loop or fail"
+                    "$ref {r} is recursive: converters that inline references loop or fail, and the model may nest without end"
                 ),
             ),
             RefKind::Unresolvable => (

@@ -45,7 +45,9 @@ impl SurfaceTotals {
 /// The largest tool of a server, by direct OpenAI-form tokens.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Largest {
+    /// The upstream tool name (the first one wins a tie).
     pub tool: String,
+    /// Its direct definition tokens, OpenAI form.
     pub tokens: usize,
 }
 
@@ -53,10 +55,13 @@ pub struct Largest {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ServerRow {
     pub server: String,
+    /// How many of the catalog's tools this server has.
     pub tools: usize,
+    /// Sums over the server's tools, per surface, in both forms.
     pub direct: FormTokens,
     pub slim: FormTokens,
     pub local: FormTokens,
+    /// Where a server's cost concentrates: the first tool to look at when slimming.
     pub largest: Largest,
 }
 
@@ -65,8 +70,11 @@ pub struct ServerRow {
 /// the sum of their server rows; guided is the same whatever the catalog holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TokenReport {
+    /// The tiktoken name of the encoding counted with.
     pub encoding: &'static str,
+    /// Tools in the catalog.
     pub tools: usize,
+    /// One row per server, sorted by name.
     pub servers: Vec<ServerRow>,
     pub totals: SurfaceTotals,
     pub totals_mcp: SurfaceTotals,
@@ -164,7 +172,9 @@ pub struct Finding {
 /// listed, zeros included, so two runs compare line by line).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LintReport {
+    /// Which schemas were checked.
     pub profile: Profile,
+    /// Tools checked, and how many of them had at least one finding.
     pub tools: usize,
     pub tools_with_findings: usize,
     pub counts: BTreeMap<&'static str, usize>,

@@ -27,6 +27,9 @@ pub struct SlimOptions {
     pub property_description_max: usize,
     /// Remove text a server repeats across its tools (see `boilerplate`).
     pub boilerplate: bool,
+    /// What to do with a top-level parameter whose name and description recur across a
+    /// server's tools (Azure's `tenant`, `retry-*`): the model learns it once anyway.
+    pub repeated_parameters: RepeatedParameters,
     /// A sentence or parameter is boilerplate when this share of a server's tools has it...
     pub boilerplate_min_share: f64,
     /// ...and at least this many tools do.
@@ -48,6 +51,18 @@ pub struct SlimOptions {
     pub tools: BTreeMap<String, ToolOverride>,
 }
 
+/// How much of a repeated parameter's description to keep (with `boilerplate` on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RepeatedParameters {
+    /// As the upstream wrote it (still subject to `property_description_max`).
+    Keep,
+    /// Its first sentence.
+    FirstSentence,
+    /// No description: name, type and enum only.
+    Bare,
+}
+
 /// An operator's replacement for what the model sees of one tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -65,6 +80,7 @@ impl Default for SlimOptions {
             description_max: 500,
             property_description_max: 200,
             boilerplate: true,
+            repeated_parameters: RepeatedParameters::FirstSentence,
             boilerplate_min_share: 0.5,
             boilerplate_min_tools: 3,
             drop_keys: ["$schema", "$id", "$comment", "examples", "example"]
@@ -96,6 +112,7 @@ impl SlimOptions {
 /// One tool as a surface lists it: the original's identity and the object shown.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShapedTool {
+    /// The original's identity, to find the record (and its full schema) at execute.
     pub id: ToolId,
     /// An MCP Tool object whose `name` is the exposed name.
     pub tool: Map<String, Value>,
@@ -167,12 +184,20 @@ pub fn slim_schema(schema: &Value, opts: &SlimOptions, boiler: &ServerBoilerplat
             let Some(d) = p.get("description").and_then(Value::as_str) else {
                 continue;
             };
-            if boiler.properties.contains(&(name.clone(), d.to_string())) {
-                let first = sentences(d)
-                    .first()
-                    .map(|f| f.to_string())
-                    .unwrap_or_default();
-                p["description"] = Value::String(first);
+            if !boiler.properties.contains(&(name.clone(), d.to_string())) {
+                continue;
+            }
+            match opts.repeated_parameters {
+                RepeatedParameters::Keep => {}
+                RepeatedParameters::FirstSentence => {
+                    let first = sentences(d).first().map(|f| f.to_string());
+                    p["description"] = Value::String(first.unwrap_or_default());
+                }
+                RepeatedParameters::Bare => {
+                    if let Some(m) = p.as_object_mut() {
+                        m.remove("description");
+                    }
+                }
             }
         }
     }
@@ -301,6 +326,25 @@ mod tests {
                                "p": {"$ref": "#/$defs/used"}},
                 "$defs": {"used": {"$ref": "#/$defs/chained"}, "chained": {"type": "string"}}})
         );
+    }
+
+    #[test]
+    fn repeated_parameters_are_cut_or_bared() {
+        let s = json!({"type": "object", "properties": {
+            "tenant": {"type": "string", "description": "The tenant. Long text."},
+            "own": {"type": "string", "description": "Own. Text."}}});
+        let mut b = ServerBoilerplate::default();
+        b.properties
+            .insert(("tenant".into(), "The tenant. Long text.".into()));
+        let mut o = SlimOptions::default();
+        let out = slim_schema(&s, &o, &b);
+        assert_eq!(out["properties"]["tenant"]["description"], "The tenant.");
+        assert_eq!(out["properties"]["own"]["description"], "Own. Text.");
+        o.repeated_parameters = RepeatedParameters::Bare;
+        let out = slim_schema(&s, &o, &b);
+        assert_eq!(out["properties"]["tenant"], json!({"type": "string"}));
+        o.repeated_parameters = RepeatedParameters::Keep;
+        assert_eq!(slim_schema(&s, &o, &b), s);
     }
 
     #[test]
