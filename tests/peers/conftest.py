@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway import Peers, Workspace, _client, free_port, stdio_upstreams
+from gateway import Peers, Workspace, sdk_client, free_port, stdio_upstreams
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -161,7 +161,7 @@ async def reference_tools(peers: Peers, tmp_path_factory) -> dict[str, list[dict
             params = StdioServerParameters(
                 command=str(up["command"]), args=[str(a) for a in up["args"]],
                 env={**up.get("env", {}), "TOOLGATE_PEERS_MARKER": w.marker})
-            async with _client(stdio_client(params, errlog=errlog)) as client:
+            async with sdk_client(stdio_client(params, errlog=errlog)) as client:
                 tools = (await client.list_tools()).tools
             assert tools, f"{name} listed no tools"
             out[name] = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]

@@ -219,15 +219,16 @@ TEST_GATEWAY = {"mode": "direct", "startup_wait_ms": int(START_TIMEOUT * 1000)}
 # Sessions
 
 
-def _client(server: Any) -> Client:
-    # cache=None: every list really goes to the gateway. Legacy mode: the initialize
-    # handshake, which every client of the 2025 protocol revisions performs.
-    return Client(server, mode="legacy", cache=None, read_timeout_seconds=90)
+def sdk_client(server: Any, **kw: Any) -> Client:
+    # The SDK's defaults (mode "auto": a server/discover probe, then the initialize
+    # handshake with a 2025-era server), except cache=None so every list really reaches
+    # the gateway, and a read timeout so a lost response fails the test instead of hanging.
+    return Client(server, cache=None, read_timeout_seconds=90, **kw)
 
 
 @asynccontextmanager
 async def stdio_session(
-    toolgate: Path, config: Path, work: Workspace, mode: str = "direct", extra: list[str] | None = None
+    toolgate: Path, config: Path, work: Workspace, mode: str = "direct", extra: list[str] | None = None, **client_kw: Any
 ) -> AsyncIterator[Client]:
     """`toolgate serve --stdio` started by the SDK's own stdio transport."""
     marker = work.child_marker()
@@ -238,7 +239,7 @@ async def stdio_session(
         cwd=str(work.dir),
     )
     with open(work.path("toolgate-stdio.log"), "a") as errlog:
-        async with _client(stdio_client(params, errlog=errlog)) as client:
+        async with sdk_client(stdio_client(params, errlog=errlog), **client_kw) as client:
             yield client
     left = work.wait_no_processes(marker)
     assert not left, f"processes left after the stdio session ended: {left}"
@@ -322,23 +323,23 @@ async def http_gateway(
     assert not left, f"processes left after the HTTP gateway stopped: {left}"
 
 
-def http_client(url: str) -> Client:
-    return _client(url)
+def http_client(url: str, **client_kw: Any) -> Client:
+    return sdk_client(url, **client_kw)
 
 
 @asynccontextmanager
 async def http_session(
-    toolgate: Path, config: Path, work: Workspace, mode: str = "direct", extra: list[str] | None = None
+    toolgate: Path, config: Path, work: Workspace, mode: str = "direct", extra: list[str] | None = None, **client_kw: Any
 ) -> AsyncIterator[Client]:
     """A fresh HTTP gateway and one SDK client session on its `/mcp` endpoint."""
     async with http_gateway(toolgate, config, work, mode, extra) as gw:
-        async with http_client(gw.wait_endpoint()) as client:
+        async with http_client(gw.wait_endpoint(), **client_kw) as client:
             yield client
 
 
-def session(transport: str, toolgate: Path, config: Path, work: Workspace, mode: str = "direct"):
+def session(transport: str, toolgate: Path, config: Path, work: Workspace, mode: str = "direct", **client_kw: Any):
     """`stdio_session` or `http_session` by name (for tests parametrized over both)."""
-    return {"stdio": stdio_session, "http": http_session}[transport](toolgate, config, work, mode)
+    return {"stdio": stdio_session, "http": http_session}[transport](toolgate, config, work, mode, **client_kw)
 
 
 # ---------------------------------------------------------------------------------------
