@@ -12,6 +12,7 @@ import time
 
 import anyio
 import pytest
+from mcp.types import ToolListChangedNotification
 
 from gateway import (
     START_TIMEOUT,
@@ -151,10 +152,23 @@ async def kill_time_server_and_call_until_back(client, work: Workspace) -> tuple
 async def test_a_crashed_upstream_is_restarted(transport, toolgate_bin, peers, work):
     """SIGKILL a real upstream mid-session: calls to it fail as tool errors (never as
     protocol errors), the other upstream keeps working, and the gateway restarts it."""
-    async with session(transport, toolgate_bin, crash_config(peers, work), work) as client:
+    list_changed = []
+
+    async def on_message(message) -> None:
+        if isinstance(message, ToolListChangedNotification):
+            list_changed.append(time.monotonic())
+
+    async with session(transport, toolgate_bin, crash_config(peers, work), work, message_handler=on_message) as client:
+        await all_tools(client)
+        before = len(list_changed)
         outcomes, old, new = await kill_time_server_and_call_until_back(client, work)
         echo = await client.call_tool("everything_echo", {"message": "still here"})
         relisted = {t.name for t in await all_tools(client)}
+        # The client heard that the list changed (the tools went away, and came back).
+        with anyio.move_on_after(10):
+            while len(list_changed) - before < 2:
+                await anyio.sleep(0.1)
+    assert len(list_changed) - before >= 2, f"tools/list_changed notifications after the crash: {len(list_changed) - before}"
     assert outcomes[-1] == "ok", f"time never came back: {outcomes[-5:]}"
     # The first call after the kill cannot have succeeded on the dead process.
     assert len(outcomes) > 1, "the call right after SIGKILL succeeded: was the process really killed?"
