@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway import Peers, Workspace, sdk_client, free_port, stdio_upstreams
+from gateway import MARKER_VAR, Peers, Workspace, sdk_client, free_port, stdio_upstreams
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -160,7 +160,7 @@ async def reference_tools(peers: Peers, tmp_path_factory) -> dict[str, list[dict
         for name, up in stdio_upstreams(peers, w).items():
             params = StdioServerParameters(
                 command=str(up["command"]), args=[str(a) for a in up["args"]],
-                env={**up.get("env", {}), "TOOLGATE_PEERS_MARKER": w.marker})
+                env={**up.get("env", {}), MARKER_VAR: w.marker})
             async with sdk_client(stdio_client(params, errlog=errlog)) as client:
                 tools = (await client.list_tools()).tools
             assert tools, f"{name} listed no tools"

@@ -5,15 +5,19 @@ describes it, and calls reach the real servers and come back intact."""
 from __future__ import annotations
 
 import base64
+import gzip
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import anyio
 import pytest
+from mcp import StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from conftest import git
-from gateway import TEST_GATEWAY, Workspace, all_tools, session, stdio_upstreams, text, write_config
+from gateway import MARKER_VAR, TEST_GATEWAY, Workspace, all_tools, sdk_client, session, stdio_upstreams, text, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -251,3 +255,69 @@ async def test_unknown_tool_is_a_tool_error(transport, toolgate_bin, peers, work
         r = await client.call_tool("weather_forecast", {})
         assert r.is_error
         assert "Unknown tool" in text(r) and "tools/list" in text(r)
+
+
+# Calls whose results are deterministic: each made directly on server-everything and
+# through the gateway must come back identical, block for block.
+EVERYTHING_CALLS = [
+    ("echo", {"message": "fidelity"}),
+    ("get-sum", {"a": 1.5, "b": 2}),
+    ("get-structured-content", {"location": "Los Angeles"}),
+    ("get-tiny-image", {}),
+    ("get-annotated-message", {"messageType": "error", "includeImage": True}),
+    ("get-annotated-message", {"messageType": "debug"}),
+    ("get-resource-links", {"count": 2}),
+    ("get-resource-reference", {"resourceType": "Text", "resourceId": 2}),
+    ("get-resource-reference", {"resourceType": "Blob", "resourceId": 3}),
+    ("gzip-file-as-resource", {"name": "peer.txt.gz", "outputType": "resource",
+                               "data": "data:text/plain;base64," + base64.b64encode(b"gzip me\n" * 50).decode()}),
+    ("echo", {}),  # an upstream isError
+]
+
+
+CLOCK = re.compile(r"\d{1,2}:\d{2}:\d{2}( [AP]M)?")
+
+
+def dump(result) -> dict:
+    """A result as JSON, with wall-clock times (server-everything's dynamic resources carry
+    the time they were made) masked, also inside base64 blobs."""
+
+    def mask(v):
+        if isinstance(v, dict):
+            return {k: (mask_blob(x) if k == "blob" else mask(x)) for k, x in v.items()}
+        if isinstance(v, list):
+            return [mask(x) for x in v]
+        return CLOCK.sub("<time>", v) if isinstance(v, str) else v
+
+    def mask_blob(b: str) -> str:
+        raw = base64.b64decode(b)
+        try:
+            return "decoded:" + CLOCK.sub("<time>", raw.decode())
+        except UnicodeDecodeError:
+            return b
+
+    return mask(result.model_dump(by_alias=True, exclude_none=True, mode="json"))
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_results_are_identical_to_calling_the_server_directly(transport, toolgate_bin, peers, work):
+    direct = []
+    params = StdioServerParameters(command=peers.node, args=[str(peers.node_script("server-everything")), "stdio"],
+                                   env={MARKER_VAR: work.marker})
+    with open(work.path("everything-direct.log"), "w") as errlog:
+        async with sdk_client(stdio_client(params, errlog=errlog)) as client:
+            for name, args in EVERYTHING_CALLS:
+                direct.append(dump(await client.call_tool(name, args)))
+    via = []
+    async with session(transport, toolgate_bin, config(work, peers, only=("everything",)), work) as client:
+        await listed(client, "everything_echo")
+        for name, args in EVERYTHING_CALLS:
+            via.append(dump(await client.call_tool(f"everything_{name}", args)))
+
+    kinds = {block["type"] for r in direct for block in r["content"]}
+    assert kinds == {"text", "image", "resource_link", "resource"}, kinds
+    assert direct[-1]["isError"] is True
+    for (name, args), d, v in zip(EVERYTHING_CALLS, direct, via):
+        assert v == d, f"{name}({args}) differs through the gateway"
+    blob = next(b for b in via[-2]["content"] if b["type"] == "resource")["resource"]["blob"]
+    assert gzip.decompress(base64.b64decode(blob)) == b"gzip me\n" * 50
