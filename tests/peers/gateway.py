@@ -30,6 +30,7 @@ from typing import Any, AsyncIterator
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
 
 # Set in the environment of every process a test starts; children inherit it, so a scan of
 # /proc finds an upstream left behind even when its command line says nothing about the test.
@@ -323,8 +324,10 @@ async def http_gateway(
     assert not left, f"processes left after the HTTP gateway stopped: {left}"
 
 
-def http_client(url: str, **client_kw: Any) -> Client:
-    return sdk_client(url, **client_kw)
+def http_client(url: str, max_sse_event_size: int | None = DEFAULT_MAX_SSE_EVENT_SIZE, **client_kw: Any) -> Client:
+    """An SDK client for a Streamable HTTP endpoint (what `Client(url)` builds), with the
+    SDK's limit on one SSE event (1 MiB by default) adjustable."""
+    return sdk_client(streamable_http_client(url, max_sse_event_size=max_sse_event_size), **client_kw)
 
 
 @asynccontextmanager

@@ -321,3 +321,22 @@ async def test_results_are_identical_to_calling_the_server_directly(transport, t
         assert v == d, f"{name}({args}) differs through the gateway"
     blob = next(b for b in via[-2]["content"] if b["type"] == "resource")["resource"]["blob"]
     assert gzip.decompress(base64.b64decode(blob)) == b"gzip me\n" * 50
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_large_result_comes_through_whole(transport, toolgate_bin, peers, work):
+    """A 3 MB file read through filesystem: one large JSON-RPC line from the upstream, one
+    large response to the client."""
+    files = work.path("files")
+    files.mkdir()
+    body = "".join(f"{i:07d} the quick brown fox jumps over the lazy dog\n" for i in range(60_000))
+    assert len(body) > 3_000_000
+    (files / "big.txt").write_text(body)
+    # The SDK refuses SSE events over 1 MiB by default (a client-side limit), and a result
+    # over HTTP is one SSE event: raise the limit for this test.
+    kw = {"max_sse_event_size": 16 << 20} if transport == "http" else {}
+    async with session(transport, toolgate_bin, config(work, peers, only=("filesystem",)), work, **kw) as client:
+        await listed(client, "filesystem_read_text_file")
+        r = await client.call_tool("filesystem_read_text_file", {"path": str(files / "big.txt")})
+    assert ok(r) == body
+    assert r.structured_content == {"content": body}
