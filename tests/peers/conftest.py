@@ -65,6 +65,10 @@ def work(tmp_path: Path):
     """This test's folder and marker. Afterwards nothing the test started may still run."""
     w = Workspace(tmp_path)
     yield w
+    # Shown by pytest only when the test failed: the last lines of every log of the test.
+    for log in sorted(tmp_path.glob("*.log")):
+        lines = log.read_text(errors="replace").splitlines()
+        print(f"---- {log.name} (last 40 of {len(lines)} lines)", *lines[-40:], sep="\n")
     left = w.wait_no_processes()
     if left:
         w.kill_leftovers()

@@ -185,9 +185,9 @@ async def test_a_crashed_upstream_is_restarted(transport, toolgate_bin, peers, w
 async def test_a_call_to_a_restarting_upstream_says_so(toolgate_bin, peers, work):
     async with stdio_session(toolgate_bin, crash_config(peers, work), work) as client:
         outcomes, _, _ = await kill_time_server_and_call_until_back(client, work)
-    errors = outcomes[:-1]
-    assert errors, "no call saw the upstream down"
-    assert not [e for e in errors if "Unknown tool" in e], errors
+    assert outcomes[-1] == "ok", outcomes
+    # Failing while the upstream restarts is fine (or waiting for it); "Unknown tool" is not.
+    assert not [e for e in outcomes if "Unknown tool" in e], outcomes
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
