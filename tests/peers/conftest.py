@@ -143,6 +143,8 @@ def everything_http(work: Workspace, peers: Peers):
             pytest.fail(f"server-everything did not start over HTTP:\n{log_path.read_text()}", pytrace=False)
     if proc is None:
         pytest.fail(f"server-everything could not get a port:\n{log_path.read_text()}", pytrace=False)
+    # The loopback rule: the server must listen on 127.0.0.1 only, never on all interfaces.
+    assert listening_addresses(port) == {"127.0.0.1"}, f"server-everything listens on {listening_addresses(port)}"
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     try:
@@ -171,3 +173,23 @@ async def reference_tools(peers: Peers, tmp_path_factory) -> dict[str, list[dict
             out[name] = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]
     assert not w.wait_no_processes(), "reference servers left running"
     return out
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses with a TCP socket listening on `port` (from /proc/net/tcp{,6})."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = open(table).read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            addr, p = local.split(":")
+            if state != "0A" or int(p, 16) != port:  # 0A: LISTEN
+                continue
+            if len(addr) == 8:
+                found.add(".".join(str(b) for b in reversed(bytes.fromhex(addr))))
+            else:
+                found.add("::" if int(addr, 16) == 0 else addr)
+    return found
