@@ -118,6 +118,25 @@ def test_stdio_gateway_exits_by_itself_when_the_client_hangs_up(toolgate_bin, pe
         gw.close()
 
 
+def test_a_killed_gateway_leaves_no_upstream_behind(toolgate_bin, peers, work, repo):
+    """SIGKILL (no chance to clean up): every upstream still goes away, because its stdin
+    pipe closes with the gateway (nothing else holds it open)."""
+    cfg = write_config(work.path("toolgate.toml"), stdio_upstreams(peers, work), TEST_GATEWAY)
+    gw = RawStdio(toolgate_bin, cfg, work)
+    try:
+        gw.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                  "clientInfo": {"name": "raw-peer-test", "version": "0"}})
+        gw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert len(gw.request("tools/list")["tools"]) == 50
+        assert len(leftover_processes(gw.marker, exact=True)) == 6  # the gateway and five servers
+        gw.proc.kill()
+        gw.proc.wait(10)
+        left = work.wait_no_processes(gw.marker, timeout=15)
+        assert not left, f"upstreams outlived a killed gateway: {left}"
+    finally:
+        gw.close()
+
+
 def crash_config(peers, work: Workspace):
     ups = {k: v for k, v in stdio_upstreams(peers, work).items() if k in ("everything", "time")}
     return write_config(work.path("toolgate.toml"), ups, TEST_GATEWAY)
