@@ -1,0 +1,195 @@
+"""Fixtures of the real-peer suite: the toolgate binary, the installed peers, one workspace
+per test (with the leftover-process check), a git repository, and server-everything over
+Streamable HTTP.
+
+Environment:
+  TOOLGATE_BIN     the toolgate binary (default: $CARGO_TARGET_DIR/debug/toolgate, else
+                   target/debug/toolgate in the repository)
+  TOOLGATE_PEERS   where .ci/run installed the peers (default: .peers in the repository)
+  TOOLGATE_SHARED  the project's shared folder (default: ../shared beside the repository),
+                   for peers/loopback.cjs
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from gateway import MARKER_VAR, Peers, Workspace, sdk_client, free_port, stdio_upstreams
+from mcp import StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _from_env(var: str, default: Path) -> Path:
+    value = os.environ.get(var)
+    path = Path(value) if value else default
+    return path if path.is_absolute() else (REPO / path)
+
+
+@pytest.fixture(scope="session")
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def toolgate_bin() -> Path:
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    path = _from_env("TOOLGATE_BIN", target / "debug" / "toolgate")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"no toolgate binary at {path}: run `cargo build -p toolgate-cli` or set TOOLGATE_BIN", pytrace=False)
+    return path.resolve()
+
+
+@pytest.fixture(scope="session")
+def peers() -> Peers:
+    root = _from_env("TOOLGATE_PEERS", REPO / ".peers").resolve()
+    shared = _from_env("TOOLGATE_SHARED", REPO.parent / "shared").resolve()
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not on PATH", pytrace=False)
+    p = Peers(root=root, node=node, loopback=shared / "peers" / "loopback.cjs")
+    if missing := p.missing():
+        pytest.fail(f"peers not installed (run .ci/run): missing {missing}", pytrace=False)
+    return p
+
+
+@pytest.fixture
+def work(tmp_path: Path):
+    """This test's folder and marker. Afterwards nothing the test started may still run."""
+    w = Workspace(tmp_path)
+    yield w
+    # Shown by pytest only when the test failed: the last lines of every log of the test.
+    for log in sorted(tmp_path.glob("*.log")):
+        lines = log.read_text(errors="replace").splitlines()
+        print(f"---- {log.name} (last 40 of {len(lines)} lines)", *lines[-40:], sep="\n")
+    left = w.wait_no_processes()
+    if left:
+        w.kill_leftovers()
+        pytest.fail(f"processes left running after the test (now killed): {left}", pytrace=False)
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Peer Test",
+        "GIT_AUTHOR_EMAIL": "peer@test.invalid",
+        "GIT_COMMITTER_NAME": "Peer Test",
+        "GIT_COMMITTER_EMAIL": "peer@test.invalid",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(repo.parent),
+    }
+    out = subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True, timeout=30)
+    return out.stdout
+
+
+@pytest.fixture
+def repo(work: Workspace) -> Path:
+    """A git repository with one commit, one modified file and one untracked file."""
+    r = work.path("repo")
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "tracked.txt").write_text("first line\n")
+    git(r, "add", "tracked.txt")
+    git(r, "commit", "-q", "-m", "peer suite: initial commit")
+    (r / "tracked.txt").write_text("first line\nsecond line\n")
+    (r / "untracked.txt").write_text("new\n")
+    return r
+
+
+@pytest.fixture
+def everything_http(work: Workspace, peers: Peers):
+    """server-everything in its Streamable HTTP mode on 127.0.0.1 (forced by loopback.cjs).
+
+    Yields its /mcp URL; stopped after the test (before the leftover check of `work`).
+    """
+    log_path = work.path("everything-http.log")
+    proc = None
+    for _attempt in range(5):
+        port = free_port()
+        log = open(log_path, "w")
+        proc = subprocess.Popen(
+            [peers.node, str(peers.node_script("server-everything")), "streamableHttp"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=work.env({"PORT": str(port), "NODE_OPTIONS": f'--require "{peers.loopback}"'}),
+            cwd=work.dir,
+        )
+        deadline = time.monotonic() + 30
+        state = "starting"
+        while time.monotonic() < deadline:
+            out = log_path.read_text()
+            if f"listening on port {port}" in out:
+                state = "up"
+                break
+            if "already in use" in out or proc.poll() is not None:
+                state = "retry"
+                break
+            time.sleep(0.1)
+        log.close()
+        if state == "up":
+            break
+        proc.kill()
+        proc.wait()
+        proc = None
+        if state == "starting":
+            pytest.fail(f"server-everything did not start over HTTP:\n{log_path.read_text()}", pytrace=False)
+    if proc is None:
+        pytest.fail(f"server-everything could not get a port:\n{log_path.read_text()}", pytrace=False)
+    # The loopback rule: the server must listen on 127.0.0.1 only, never on all interfaces.
+    assert listening_addresses(port) == {"127.0.0.1"}, f"server-everything listens on {listening_addresses(port)}"
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+async def reference_tools(peers: Peers, tmp_path_factory) -> dict[str, list[dict]]:
+    """Each server's own tools/list (as JSON), asked directly with the SDK, without toolgate:
+    what the gateway's list is compared with."""
+    w = Workspace(tmp_path_factory.mktemp("reference"))
+    w.path("repo").mkdir()
+    git(w.path("repo"), "init", "-q")
+    out = {}
+    with open(w.path("servers.log"), "w") as errlog:
+        for name, up in stdio_upstreams(peers, w).items():
+            params = StdioServerParameters(
+                command=str(up["command"]), args=[str(a) for a in up["args"]],
+                env={**up.get("env", {}), MARKER_VAR: w.marker})
+            async with sdk_client(stdio_client(params, errlog=errlog)) as client:
+                tools = (await client.list_tools()).tools
+            assert tools, f"{name} listed no tools"
+            out[name] = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]
+    assert not w.wait_no_processes(), "reference servers left running"
+    return out
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses with a TCP socket listening on `port` (from /proc/net/tcp{,6})."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = open(table).read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            addr, p = local.split(":")
+            if state != "0A" or int(p, 16) != port:  # 0A: LISTEN
+                continue
+            if len(addr) == 8:
+                found.add(".".join(str(b) for b in reversed(bytes.fromhex(addr))))
+            else:
+                found.add("::" if int(addr, 16) == 0 else addr)
+    return found
