@@ -203,10 +203,6 @@ async def test_time(transport, toolgate_bin, peers, work):
         assert r.is_error and "Mars/Olympus_Mons" in text(r)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "gateway bug: upstream progress is dropped. rmcp 3.11's Peer::send_request_with_option "
-    "overwrites _meta.progressToken with its own numeric token, while toolgate routes "
-    "upstream progress by the 'tg-N' token it set (upstream/mod.rs, Upstream::call)"))
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_progress_passes_through(transport, toolgate_bin, peers, work):
     seen: list[tuple[float, float | None]] = []

@@ -197,10 +197,6 @@ async def test_a_crashed_upstream_is_restarted(transport, toolgate_bin, peers, w
     assert "time_get_current_time" in relisted
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "gateway bug: while an upstream restarts its tools drop out of the catalog, so a call "
-    "gets 'Unknown tool ... Call tools/list' instead of the 'upstream is not connected; try "
-    "again shortly' error (CallError::Unavailable) that would tell the model what to do"))
 async def test_a_call_to_a_restarting_upstream_says_so(toolgate_bin, peers, work):
     async with stdio_session(toolgate_bin, crash_config(peers, work), work) as client:
         outcomes, _, _ = await kill_time_server_and_call_until_back(client, work)
@@ -209,17 +205,13 @@ async def test_a_call_to_a_restarting_upstream_says_so(toolgate_bin, peers, work
     assert not [e for e in outcomes if "Unknown tool" in e], outcomes
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "gateway bug: tools/call does not wait for the upstreams to start the way tools/list "
-    "does (startup_wait); a call sent right after initialize gets 'Unknown tool ... Call "
-    "tools/list' while the upstream is still connecting"))
 async def test_a_call_right_after_initialize_waits_for_the_upstream(toolgate_bin, peers, work):
     ups = {k: v for k, v in stdio_upstreams(peers, work).items() if k == "time"}
     cfg = write_config(work.path("toolgate.toml"), ups, TEST_GATEWAY)
     async with stdio_session(toolgate_bin, cfg, work) as client:
         # A client that knows the tool (e.g. from its last session) calls it at once.
         r = await client.call_tool("time_get_current_time", {"timezone": "UTC"})
-    # Asserted outside the session, so a failure is a plain AssertionError (the xfail's).
+    # Asserted outside the session, so a failure is a plain AssertionError.
     assert not r.is_error, text(r)
     assert r.structured_content["timezone"] == "UTC"
 

@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "toolgate", version, about = "An MCP gateway: one endpoint in front of many MCP servers, showing the model only what the next step needs")]
+#[command(
+    name = "toolgate",
+    version,
+    about = "An MCP gateway: one endpoint in front of many MCP servers, showing the model only what the next step needs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -125,6 +125,19 @@ impl Gateway {
         up.call(&tool.id.name, arguments, opts).await
     }
 
+    /// When `name` looks like a tool of an upstream that is not connected right now (it
+    /// carries that upstream's prefix or `server/`), the error to give instead of
+    /// "unknown tool": the upstream is down or restarting, and the call can be retried.
+    pub fn unavailable_for(&self, name: &str) -> Option<CallError> {
+        self.upstreams.values().find_map(|up| {
+            let status = up.status();
+            let ours = name.starts_with(&format!("{}_", up.config.prefix))
+                || name.starts_with(&format!("{}/", up.name()));
+            (ours && up.config.enabled && !matches!(status, UpstreamStatus::Ready { .. }))
+                .then(|| CallError::Unavailable(up.name().to_string(), status.label().to_string()))
+        })
+    }
+
     /// Stops every upstream (children get SIGTERM, then SIGKILL) and waits for them.
     pub async fn shutdown(&self) {
         self.stop.cancel();

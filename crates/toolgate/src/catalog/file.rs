@@ -39,12 +39,14 @@ pub fn load_catalog_file(path: &Path) -> Result<Vec<CatalogEntry>> {
 
 /// Parses catalog text (the same format as `load_catalog_file`).
 pub fn parse_catalog(text: &str) -> Result<Vec<CatalogEntry>> {
-    let entries: Vec<CatalogEntry> = serde_json::from_str(text).context(
-        "a catalog is a JSON array of {\"server\": NAME, \"tool\": {MCP Tool object}}",
-    )?;
+    let entries: Vec<CatalogEntry> = serde_json::from_str(text)
+        .context("a catalog is a JSON array of {\"server\": NAME, \"tool\": {MCP Tool object}}")?;
     for (i, e) in entries.iter().enumerate() {
         if !e.tool.get("name").is_some_and(Value::is_string) {
-            bail!("entry {i} (server {:?}): the tool has no string \"name\"", e.server);
+            bail!(
+                "entry {i} (server {:?}): the tool has no string \"name\"",
+                e.server
+            );
         }
     }
     Ok(entries)

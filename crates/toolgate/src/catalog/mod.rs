@@ -164,7 +164,10 @@ mod tests {
             entry("github", "status"),
             entry("time", "now"),
         ]);
-        assert_eq!(c.resolve("git_status").unwrap().id, ToolId::new("git", "status"));
+        assert_eq!(
+            c.resolve("git_status").unwrap().id,
+            ToolId::new("git", "status")
+        );
         assert_eq!(c.resolve("github/status").unwrap().id.server, "github");
         assert_eq!(c.resolve("now").unwrap().id.server, "time");
         assert!(c.resolve("status").is_none(), "ambiguous bare name");

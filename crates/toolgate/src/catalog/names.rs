@@ -125,7 +125,11 @@ mod tests {
     #[test]
     fn lossy_and_long_names_get_a_stable_hash() {
         let long = "x".repeat(80);
-        let n = assign(&ids(&[("a", "tool.one"), ("a", "tool_one"), ("srv", &long)]));
+        let n = assign(&ids(&[
+            ("a", "tool.one"),
+            ("a", "tool_one"),
+            ("srv", &long),
+        ]));
         assert!(n.iter().all(|n| is_valid(n)), "{n:?}");
         assert_eq!(n[1], "a_tool_one");
         assert!(n[0].starts_with("a_tool_one_") && n[0].len() == "a_tool_one".len() + 7);

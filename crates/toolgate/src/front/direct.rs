@@ -27,6 +27,9 @@ pub async fn call(
 ) -> CallToolResult {
     let catalog = gw.catalog();
     let Some(tool) = catalog.by_exposed(name).or_else(|| catalog.resolve(name)) else {
+        if let Some(down) = gw.unavailable_for(name) {
+            return tool_error(format!("{name} failed: {down}"));
+        }
         return tool_error(unknown_tool_message(&catalog, name));
     };
     let mut opts = CallOptions {

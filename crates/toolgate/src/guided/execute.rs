@@ -88,8 +88,9 @@ fn parse(engine: &Engine, session: &str, args: &Map<String, Value>) -> Result<Re
                 .cloned()
                 .ok_or_else(|| format!("{id} is no longer available (its server may be down); call route again"))?
         }
-        (None, Some(name)) => catalog.resolve(name).cloned().ok_or_else(|| {
-            format!("no tool named {name:?}: pass an exact name (server/name) or call route with the task")
+        (None, Some(name)) => catalog.resolve(name).cloned().ok_or_else(|| match engine.gw.unavailable_for(name) {
+            Some(down) => down.to_string(),
+            None => format!("no tool named {name:?}: pass an exact name (server/name) or call route with the task"),
         })?,
         (None, None) => return Err("pass \"selectionId\" from route, or \"tool\" with an exact tool name".into()),
     };
