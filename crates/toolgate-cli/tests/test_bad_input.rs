@@ -52,7 +52,10 @@ async fn http_front_rejects_bad_input_and_keeps_the_session() {
     let gw = HttpGateway::start(&config, &[]);
     // No connection reuse: the server closes a connection after refusing an oversized
     // body, and a pooled client would then fail the next request on a dead socket.
-    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
 
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});

@@ -36,29 +36,35 @@ pub async fn call(
         cancel: Some(context.ct.clone()),
         ..Default::default()
     };
-    let forward = context.meta.get_progress_token().map(|token| {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Progress>();
+    // Progress is forwarded from this same task (not a spawned one), so rmcp sends it on
+    // the stream of the request it belongs to.
+    let mut progress = None;
+    if let Some(token) = context.meta.get_progress_token() {
+        let (tx, rx) = mpsc::unbounded_channel::<Progress>();
         opts.progress = Some(tx);
-        let peer = context.peer.clone();
-        tokio::spawn(async move {
-            while let Some(p) = rx.recv().await {
-                let mut n = ProgressNotificationParam::new(token.clone(), p.progress);
-                n.total = p.total;
-                n.message = p.message;
-                if peer.notify_progress(n).await.is_err() {
-                    break;
-                }
-            }
-        })
-    });
-    let result = match gw.call(tool, arguments, opts).await {
-        Ok(outcome) => result_from(outcome),
-        Err(e) => tool_error(format!("{} failed: {e}", tool.exposed)),
-    };
-    if let Some(f) = forward {
-        // The sender is gone once the call returns; let queued progress drain first.
-        let _ = f.await;
+        progress = Some((token, rx));
     }
+    let forward = async {
+        let Some((token, mut rx)) = progress else {
+            return;
+        };
+        while let Some(p) = rx.recv().await {
+            let mut n = ProgressNotificationParam::new(token.clone(), p.progress);
+            n.total = p.total;
+            n.message = p.message;
+            if context.peer.notify_progress(n).await.is_err() {
+                break;
+            }
+        }
+    };
+    let call = async {
+        match gw.call(tool, arguments, opts).await {
+            Ok(outcome) => result_from(outcome),
+            Err(e) => tool_error(format!("{} failed: {e}", tool.exposed)),
+        }
+    };
+    // The progress sender is dropped when the call returns, which ends `forward`.
+    let (result, ()) = tokio::join!(call, forward);
     result
 }
 

@@ -22,7 +22,51 @@ pub struct Progress {
 }
 
 /// Progress tokens of calls in flight -> where their progress goes.
-pub(crate) type ProgressRoutes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Progress>>>>;
+pub(crate) type ProgressRoutes = Arc<Mutex<ProgressTable>>;
+
+/// rmcp picks a request's progress token as it sends it, so a fast upstream's first
+/// notification can arrive before the caller has registered the token. Such early
+/// notifications wait here (briefly, bounded) until the route appears.
+#[derive(Default)]
+pub(crate) struct ProgressTable {
+    routes: HashMap<String, mpsc::UnboundedSender<Progress>>,
+    early: HashMap<String, (std::time::Instant, Vec<Progress>)>,
+}
+
+/// Early notifications kept at most, and for how long.
+const EARLY_MAX: usize = 256;
+const EARLY_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl ProgressTable {
+    /// Registers a route and hands it whatever arrived early for its token.
+    pub fn insert(&mut self, key: String, tx: mpsc::UnboundedSender<Progress>) {
+        if let Some((_, early)) = self.early.remove(&key) {
+            for p in early {
+                let _ = tx.send(p);
+            }
+        }
+        self.routes.insert(key, tx);
+    }
+
+    pub fn remove(&mut self, key: &str) {
+        self.routes.remove(key);
+    }
+
+    fn deliver(&mut self, key: String, p: Progress) {
+        if let Some(tx) = self.routes.get(&key) {
+            let _ = tx.send(p);
+            return;
+        }
+        self.early.retain(|_, (t, _)| t.elapsed() < EARLY_TTL);
+        if self.early.len() < EARLY_MAX {
+            self.early
+                .entry(key)
+                .or_insert_with(|| (std::time::Instant::now(), Vec::new()))
+                .1
+                .push(p);
+        }
+    }
+}
 
 /// Something an upstream told us that the supervisor must act on.
 #[derive(Debug)]
@@ -58,19 +102,12 @@ impl ClientHandler for UpstreamClient {
         _context: NotificationContext<RoleClient>,
     ) {
         let key = token_key(&params.progress_token);
-        let route = self
-            .progress
-            .lock()
-            .expect("progress map")
-            .get(&key)
-            .cloned();
-        if let Some(tx) = route {
-            let _ = tx.send(Progress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message,
-            });
-        }
+        let p = Progress {
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        };
+        self.progress.lock().expect("progress map").deliver(key, p);
     }
 
     async fn on_logging_message(

@@ -198,8 +198,8 @@ impl Upstream {
             .send_request_with_option(request, options)
             .await
             .map_err(|e| map_err(e, &name, tool, timeout))?;
-        // rmcp assigns every request its own progress token; route that one to the caller.
-        // The request is only just queued, so this runs before any progress can come back.
+        // rmcp assigns every request its own progress token; route that one to the caller
+        // (notifications that beat this registration are held for it, see ProgressTable).
         let route = opts.progress.map(|tx| {
             let key = token_key(&handle.progress_token);
             self.progress
