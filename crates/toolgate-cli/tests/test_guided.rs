@@ -293,3 +293,39 @@ async fn the_guided_surface_is_the_same_for_any_catalog() {
     c1.cancel().await.unwrap();
     c2.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn pinned_and_expanded_tools_are_listed_and_callable() {
+    let dir = TestDir::new();
+    let config = guided_config(&dir, "pinned = [\"beta/status\"]\nexpand_selected = true");
+    let (client, mut notes) = connect_stdio(&config, &[]).await;
+    assert_eq!(
+        tool_names(&client).await,
+        vec!["beta_status", "continue", "execute", "route"]
+    );
+    let r = call(&client, "beta_status", json!({})).await;
+    assert_ne!(
+        r.is_error,
+        Some(true),
+        "a pinned tool is called directly: {}",
+        text(&r)
+    );
+    while notes.list_changed.try_recv().is_ok() {}
+
+    let s = structured(&call(&client, "route", json!({"task": "alpha/echo"})).await);
+    assert_eq!(s["decision"], "select");
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        notes.list_changed.recv(),
+    )
+    .await
+    .expect("tools/list_changed after route expanded the list");
+    let names = tool_names(&client).await;
+    assert!(names.contains(&"alpha_echo".to_string()), "{names:?}");
+    let r = call(&client, "alpha_echo", json!({"message": "direct now"})).await;
+    assert!(text(&r).contains("direct now"), "{}", text(&r));
+    // Tools that were neither pinned nor chosen stay behind route.
+    let r = call(&client, "alpha_add_numbers", json!({"a": 1, "b": 2})).await;
+    assert_eq!(r.is_error, Some(true));
+    client.cancel().await.unwrap();
+}
