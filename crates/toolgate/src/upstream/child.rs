@@ -31,6 +31,7 @@ pub fn spawn(
     args: &[String],
     env: &BTreeMap<String, String>,
     cwd: Option<&PathBuf>,
+    raw_tools: super::RawTools,
 ) -> std::io::Result<(ChildProcess, DuplexStream, ChildStdin)> {
     let mut cmd = Command::new(command);
     cmd.args(args)
@@ -62,6 +63,9 @@ pub fn spawn(
                 Ok(line) => {
                     let t = line.trim_start();
                     if t.starts_with('{') || t.starts_with('[') {
+                        if line.contains("\"tools\"") {
+                            capture_tools(&line, &raw_tools);
+                        }
                         let ok = to_rmcp.write_all(line.as_bytes()).await.is_ok()
                             && to_rmcp.write_all(b"\n").await.is_ok();
                         if !ok {
@@ -98,6 +102,24 @@ pub fn spawn(
         }
     });
     Ok((ChildProcess { child, pgid }, from_filter, stdin))
+}
+
+/// Keeps the tool objects of a `tools/list` result exactly as the server wrote them: rmcp's
+/// `Tool` type drops keys it does not know (`execution`, custom annotations), and the
+/// catalog promises the upstream's object whole.
+fn capture_tools(line: &str, raw: &super::RawTools) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return;
+    };
+    let Some(tools) = v.pointer("/result/tools").and_then(|t| t.as_array()) else {
+        return;
+    };
+    let mut raw = raw.lock().expect("raw tools");
+    for t in tools {
+        if let (Some(name), Some(obj)) = (t.get("name").and_then(|n| n.as_str()), t.as_object()) {
+            raw.insert(name.to_string(), obj.clone());
+        }
+    }
 }
 
 fn clip(s: &str) -> &str {
@@ -214,5 +236,28 @@ mod tokio_stream_lines {
             }
             Ok(String::from_utf8_lossy(&self.buf).into_owned())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_list_results_are_kept_as_written() {
+        let raw: super::super::RawTools = Default::default();
+        let line = r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"},"annotations":{"category":"x"}}]}}"#;
+        capture_tools(line, &raw);
+        let kept = raw.lock().unwrap();
+        assert_eq!(kept["a"]["execution"]["taskSupport"], "optional");
+        assert_eq!(kept["a"]["annotations"]["category"], "x");
+        drop(kept);
+        // Anything else is ignored.
+        capture_tools(
+            r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"\"tools\""}]}}"#,
+            &raw,
+        );
+        capture_tools("not json \"tools\"", &raw);
+        assert_eq!(raw.lock().unwrap().len(), 1);
     }
 }

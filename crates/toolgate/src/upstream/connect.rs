@@ -40,9 +40,15 @@ pub(crate) async fn connect(
             env,
             cwd,
         } => {
-            let (mut proc, stdout, stdin) =
-                child::spawn(up.name(), command, args, env, cwd.as_ref())
-                    .map_err(|e| e.to_string())?;
+            let (mut proc, stdout, stdin) = child::spawn(
+                up.name(),
+                command,
+                args,
+                env,
+                cwd.as_ref(),
+                up.raw_tools.clone(),
+            )
+            .map_err(|e| e.to_string())?;
             let service = tokio::select! {
                 s = handler.serve((stdout, stdin)) => s,
                 why = proc.wait() => return Err(format!("{why} before answering initialize")),
@@ -97,7 +103,7 @@ pub(crate) async fn connect(
             )
         })
         .unwrap_or_default();
-    let tools = match list_tools(service.peer()).await {
+    let tools = match list_tools(service.peer(), &up.raw_tools).await {
         Ok(t) => t,
         Err(e) => {
             if let Some(c) = child.as_mut() {
@@ -115,7 +121,11 @@ pub(crate) async fn connect(
 }
 
 /// Every tool, following `nextCursor` to the end (bounded, against a looping server).
-pub(crate) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Map<String, Value>>, String> {
+pub(crate) async fn list_tools(
+    peer: &Peer<RoleClient>,
+    raw: &super::RawTools,
+) -> Result<Vec<Map<String, Value>>, String> {
+    raw.lock().expect("raw tools").clear();
     let mut out = Vec::new();
     let mut cursor = None;
     for _ in 0..1000 {
@@ -125,8 +135,15 @@ pub(crate) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Map<String
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
         for t in page.tools {
-            if let Ok(Value::Object(o)) = serde_json::to_value(&t) {
-                out.push(o);
+            // Prefer the object as the server wrote it (stdio upstreams), else rmcp's view.
+            let kept = raw.lock().expect("raw tools").remove(t.name.as_ref());
+            match kept {
+                Some(o) => out.push(o),
+                None => {
+                    if let Ok(Value::Object(o)) = serde_json::to_value(&t) {
+                        out.push(o);
+                    }
+                }
             }
         }
         match page.next_cursor {

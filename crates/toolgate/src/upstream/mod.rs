@@ -25,6 +25,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// Tool objects by name, as an upstream wrote them.
+pub(crate) type RawTools = Arc<Mutex<std::collections::HashMap<String, Map<String, Value>>>>;
+
 /// Where an upstream's connection stands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UpstreamStatus {
@@ -109,6 +112,8 @@ pub struct Upstream {
     state: RwLock<State>,
     /// Calls in flight that asked for progress, by token.
     progress: ProgressRoutes,
+    /// Tool objects exactly as a stdio upstream wrote them (see `child::capture_tools`).
+    raw_tools: RawTools,
     /// Signalled whenever the status or the tool list changes.
     changed: tokio::sync::watch::Sender<u64>,
 }
@@ -136,6 +141,7 @@ impl Upstream {
                 ..Default::default()
             }),
             progress: Arc::new(Mutex::new(Default::default())),
+            raw_tools: Default::default(),
             changed: tokio::sync::watch::channel(0).0,
         })
     }

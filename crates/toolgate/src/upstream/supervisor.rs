@@ -63,7 +63,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                             return stopped(&up);
                         }
                         Some(UpstreamEvent::ToolsChanged) = events.recv() => {
-                            match list_tools(&peer).await {
+                            match list_tools(&peer, &up.raw_tools).await {
                                 Ok(tools) => up.update(|s| s.tools = tools),
                                 Err(e) => tracing::warn!(upstream = up.name(), "refresh after list_changed failed: {e}"),
                             }
