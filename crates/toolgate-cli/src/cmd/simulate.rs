@@ -72,10 +72,10 @@ pub fn run(
 
 fn print_text(r: &SimReport, source: &str) {
     println!(
-        "{} tasks from {source}; {}; direct profile {:?}; route detail {}; route answers counted as {}",
+        "{} tasks from {source}; {}; direct profile {}; route detail {}; route answers counted as {}",
         r.tasks.len(),
         r.encoding,
-        r.profile,
+        serde_json::to_value(r.profile).map_or_else(|_| "?".into(), |v| v.as_str().unwrap_or("?").to_string()),
         r.detail,
         match r.result_form {
             ResultForm::Mcp => "whole MCP results (content + structuredContent)",
