@@ -80,4 +80,20 @@ mod tests {
         assert!(slim.tokens < raw.tokens);
         assert!(slim.tool(&ToolId::new("s", "u")).is_none());
     }
+
+    #[tokio::test]
+    async fn the_engine_builds_one_view_per_snapshot() {
+        let gw = crate::gateway::Gateway::start(crate::config::Config::empty());
+        let engine = crate::guided::Engine::new(gw.clone());
+        let current = gw.catalog();
+        let a = engine.view(&current);
+        assert!(
+            Arc::ptr_eq(&a, &engine.view(&current)),
+            "reused, not rebuilt"
+        );
+        let next = Arc::new(Catalog::default());
+        let b = engine.view(&next);
+        assert!(!Arc::ptr_eq(&a, &b) && Arc::ptr_eq(&b.catalog, &next));
+        gw.shutdown().await;
+    }
 }
