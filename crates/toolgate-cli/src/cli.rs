@@ -55,8 +55,8 @@ pub fn run() -> ExitCode {
             Command::Tools(a) => cmd::tools::run(a).await.map(|()| true),
             Command::Check(a) => cmd::check::run(a).await,
             Command::Eval(a) => cmd::eval::run(a).map(|()| true),
-            Command::Tokens(a) => cmd::tokens::run(a).map(|()| true),
-            Command::Lint(a) => cmd::lint::run(a).map(|()| true),
+            Command::Tokens(a) => cmd::tokens::run(a).await.map(|()| true),
+            Command::Lint(a) => cmd::lint::run(a).await.map(|()| true),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
         }
     });

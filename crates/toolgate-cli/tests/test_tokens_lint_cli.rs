@@ -1,5 +1,7 @@
 //! `toolgate tokens` and `toolgate lint` run as a user runs them, on realcat.
 
+mod common;
+
 use std::process::Command;
 use toolgate::catalog::file::datasets_dir;
 
@@ -62,4 +64,81 @@ fn lint_exit_codes() {
     assert!(v["counts"].as_object().unwrap().values().all(|n| n == 0));
     let (code, _) = toolgate(&["lint", "--catalog", "/nonexistent.json"]);
     assert_eq!(code, 2, "an unreadable catalog is an error");
+}
+
+/// `--config` and `--mcp-json`: the gateway starts, the fixture upstreams settle, and the
+/// live catalog is measured with the configuration's `[direct]` options.
+#[test]
+fn tokens_and_lint_measure_a_live_configuration() {
+    let dir = common::TestDir::new();
+    let direct = "[direct]\nprofile = \"slim\"\n[direct.slim]\ndescription_max = 20\n";
+    let cfg = dir.config(
+        "",
+        &[
+            dir.stdio_upstream("alpha", "alpha", &[]),
+            dir.stdio_upstream("beta", "beta", &[]),
+            direct.to_string(),
+        ],
+    );
+    let cfg = cfg.display().to_string();
+    let (code, out) = toolgate(&["tokens", "--config", &cfg, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["tools"], 5);
+    let servers: Vec<&str> = v["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["server"].as_str().unwrap())
+        .collect();
+    assert_eq!(servers, ["alpha", "beta"]);
+    let t = &v["totals"];
+    assert!(t["direct"].as_u64().unwrap() > 0);
+    assert!(t["slim"].as_u64() < t["direct"].as_u64(), "{t}");
+
+    let (code, out) = toolgate(&["lint", "--config", &cfg, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["profile"], "slim", "the configured profile by default");
+    assert_eq!(v["tools"], 5);
+
+    let queries = dir.write(
+        "queries.jsonl",
+        "{\"query\": \"echo a message\", \"expected\": [\"alpha/echo\"]}\n\
+         {\"query\": \"add numbers then get the Q3 report\", \"expected\": [\"alpha/add_numbers\", \"beta/get.report\"]}\n",
+    );
+    let q = queries.display().to_string();
+    let (code, out) = toolgate(&["tokens", "--config", &cfg, "--simulate", &q, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rows = v["tasks"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(v["profile"], "slim");
+    for k in ["direct", "guided"] {
+        let sum: u64 = rows.iter().map(|r| r[k].as_u64().unwrap()).sum();
+        assert_eq!(v["totals"][k].as_u64(), Some(sum), "{k}");
+    }
+    assert!(v["totals"]["ratio"].as_f64().unwrap() > 0.0);
+
+    // An mcpServers file works the same way.
+    let alpha = serde_json::json!({"mcpServers": {"alpha": {
+        "command": common::toolgate(),
+        "args": ["fixture", "--catalog", dir.path("catalog.json"), "--server", "alpha"]}}});
+    let mcp = dir.write("mcp.json", &alpha.to_string());
+    let (code, out) = toolgate(&["lint", "--mcp-json", &mcp.display().to_string(), "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["tools"], 3);
+    assert_eq!(v["profile"], "raw");
+
+    // --catalog and --config are two sources: asking for both is refused.
+    let (code, _) = toolgate(&["tokens", "--config", &cfg, "--catalog", &realcat()]);
+    assert_eq!(code, 2);
+    for _ in 0..100 {
+        if dir.processes().is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(dir.processes().is_empty(), "upstream processes left behind");
 }

@@ -155,9 +155,15 @@ impl Gateway {
                     continue;
                 };
                 let name = name.to_string();
+                let id = ToolId::new(up.name(), name.clone());
+                // An upstream's `rename` first, then `[direct.slim.tools]` names.
+                let name_override = up.config.rename.get(&name).cloned().or_else(|| {
+                    let slim = &self.config.direct.slim;
+                    slim.name_override(&id).map(str::to_string)
+                });
                 inputs.push(ToolInput {
-                    name_override: up.config.rename.get(&name).cloned(),
-                    id: ToolId::new(up.name(), name),
+                    name_override,
+                    id,
                     prefix: up.config.prefix.clone(),
                     tool,
                 });

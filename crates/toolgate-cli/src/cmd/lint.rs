@@ -12,12 +12,16 @@ use toolgate::shape::{listing, LintReport, Profile};
 
 #[derive(ClapArgs)]
 pub struct Args {
-    /// A catalog file (see shared/datasets/README.md).
-    #[arg(long, value_name = "FILE")]
+    /// A catalog file (see shared/datasets/README.md), instead of a live configuration.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["config", "mcp_json", "demo"])]
     pub catalog: Option<PathBuf>,
-    /// Which schemas to check: as the upstreams sent them, slimmed, or local-model-safe.
-    #[arg(long, default_value = "raw", value_parser = ["raw", "slim", "local"])]
-    pub profile: String,
+    /// Without --catalog: start the gateway, wait for the upstreams, lint its live catalog.
+    #[command(flatten)]
+    pub source: super::common::ConfigArgs,
+    /// Which schemas to check: as the upstreams sent them, slimmed, or local-model-safe
+    /// (default: raw; with a configuration, its [direct] profile).
+    #[arg(long, value_parser = ["raw", "slim", "local"])]
+    pub profile: Option<String>,
     /// One JSON object: `findings` and `counts` by rule.
     #[arg(long)]
     pub json: bool,
@@ -33,10 +37,13 @@ pub struct Args {
     pub options: Option<PathBuf>,
 }
 
-pub fn run(args: Args) -> Result<()> {
-    let catalog = super::tokens::load(&args.catalog)?;
-    let profile = Profile::parse(&args.profile).ok_or_else(|| anyhow!("unknown profile"))?;
-    let opts = super::tokens::options(&args.options)?;
+pub async fn run(args: Args) -> Result<()> {
+    let (catalog, config) = super::tokens::load(&args.catalog, &args.source).await?;
+    let profile = match &args.profile {
+        Some(p) => Profile::parse(p).ok_or_else(|| anyhow!("unknown profile"))?,
+        None => config.as_ref().map_or(Profile::Raw, |c| c.direct.profile),
+    };
+    let opts = super::tokens::options(&args.options, config.as_ref())?;
     let mut out = std::io::stdout().lock();
     if args.dump_schemas {
         for t in listing(&catalog, profile, &opts) {
@@ -71,7 +78,7 @@ pub fn run(args: Args) -> Result<()> {
             report.findings.len(),
             report.tools_with_findings,
             report.tools,
-            args.profile
+            profile_name(profile)
         )?;
         for (rule, n) in report.counts.iter().filter(|(_, n)| **n > 0) {
             writeln!(out, "  {rule:<20} {n}")?;
@@ -82,4 +89,12 @@ pub fn run(args: Args) -> Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+fn profile_name(p: Profile) -> &'static str {
+    match p {
+        Profile::Raw => "raw",
+        Profile::Slim => "slim",
+        Profile::Local => "local",
+    }
 }

@@ -6,5 +6,6 @@ pub mod common;
 pub mod eval;
 pub mod lint;
 pub mod serve;
+pub mod simulate;
 pub mod tokens;
 pub mod tools;

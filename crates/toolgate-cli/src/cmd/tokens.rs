@@ -1,49 +1,100 @@
-//! `toolgate tokens`: what each surface of a catalog costs in model tokens.
+//! `toolgate tokens`: what each surface of a catalog costs in model tokens, and with
+//! `--simulate`, what whole tasks cost direct against guided.
 
+use super::common::{start_and_settle, ConfigArgs};
 use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
+use std::sync::Arc;
 use toolgate::catalog::{load_catalog_file, Catalog};
+use toolgate::config::Config;
 use toolgate::shape::{Encoding, SurfaceOptions, TokenReport};
+use toolgate::upstream::UpstreamStatus;
 
 #[derive(ClapArgs)]
 pub struct Args {
-    /// A catalog file (see shared/datasets/README.md).
-    #[arg(long, value_name = "FILE")]
+    /// A catalog file (see shared/datasets/README.md), instead of a live configuration.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["config", "mcp_json", "demo"])]
     pub catalog: Option<PathBuf>,
+    /// Without --catalog: start the gateway, wait for the upstreams, measure its live catalog.
+    #[command(flatten)]
+    pub source: ConfigArgs,
     /// BPE encoding: o200k (GPT-4o and later) or cl100k (GPT-4).
     #[arg(long, default_value = "o200k", value_parser = ["o200k", "cl100k"])]
     pub encoding: String,
     /// One JSON object: `servers` rows and `totals` (OpenAI form) of direct, slim, local, guided.
     #[arg(long)]
     pub json: bool,
-    /// Surface options as JSON: {"slim": {...SlimOptions}, "local": {...LocalOptions}}.
+    /// Surface options as JSON: {"slim": {...SlimOptions}, "local": {...LocalOptions}}
+    /// (default: the configuration's [direct] section, else the defaults).
     #[arg(long, value_name = "FILE")]
     pub options: Option<PathBuf>,
+    #[command(flatten)]
+    pub simulate: super::simulate::SimArgs,
 }
 
-/// Reads `--options` (every field optional), or the defaults.
-pub fn options(path: &Option<PathBuf>) -> Result<SurfaceOptions> {
+/// Reads `--options` (every field optional); else the configuration's `[direct]`
+/// options; else the defaults.
+pub fn options(path: &Option<PathBuf>, config: Option<&Config>) -> Result<SurfaceOptions> {
     let Some(path) = path else {
-        return Ok(SurfaceOptions::default());
+        return Ok(config.map_or_else(SurfaceOptions::default, |c| {
+            c.direct.surface_options(&c.gateway.meta_prefix)
+        }));
     };
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read options file {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("in options file {}", path.display()))
 }
 
-/// Loads the catalog a subcommand was pointed at.
-pub fn load(catalog: &Option<PathBuf>) -> Result<Catalog> {
-    let path = catalog
-        .as_ref()
-        .ok_or_else(|| anyhow!("give the catalog to measure with --catalog FILE"))?;
-    Ok(Catalog::from_entries(load_catalog_file(path)?))
+/// The catalog a subcommand measures: the `--catalog` file, or the live catalog of the
+/// configured gateway (started, settled, shut down), with that configuration.
+pub async fn load(
+    catalog: &Option<PathBuf>,
+    source: &ConfigArgs,
+) -> Result<(Arc<Catalog>, Option<Config>)> {
+    if let Some(path) = catalog {
+        return Ok((
+            Arc::new(Catalog::from_entries(load_catalog_file(path)?)),
+            None,
+        ));
+    }
+    let gw = start_and_settle(source.load()?).await;
+    let catalog = gw.catalog();
+    for up in gw.upstreams().filter(|u| u.config.enabled) {
+        match up.status() {
+            UpstreamStatus::Ready { .. } => {}
+            UpstreamStatus::Retrying { error, .. } => {
+                eprintln!(
+                    "toolgate: {} is not up ({error}); its tools are not counted",
+                    up.name()
+                )
+            }
+            s => eprintln!(
+                "toolgate: {} is {}; its tools are not counted",
+                up.name(),
+                s.label()
+            ),
+        }
+    }
+    gw.shutdown().await;
+    Ok((catalog, Some(gw.config.clone())))
 }
 
-pub fn run(args: Args) -> Result<()> {
-    let catalog = load(&args.catalog)?;
+pub async fn run(args: Args) -> Result<()> {
+    let (catalog, config) = load(&args.catalog, &args.source).await?;
     let enc = Encoding::parse(&args.encoding).ok_or_else(|| anyhow!("unknown encoding"))?;
-    let report = TokenReport::build(&catalog, enc, &options(&args.options)?);
+    let opts = options(&args.options, config.as_ref())?;
+    if args.simulate.simulate.is_some() {
+        return super::simulate::run(
+            &args.simulate,
+            catalog,
+            config.as_ref(),
+            enc,
+            opts,
+            args.json,
+        );
+    }
+    let report = TokenReport::build(&catalog, enc, &opts);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());

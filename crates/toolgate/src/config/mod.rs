@@ -9,6 +9,7 @@ mod env;
 pub mod mcp_json;
 pub mod raw;
 
+use crate::shape::{LocalOptions, Profile, SlimOptions, SurfaceOptions};
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -52,6 +53,8 @@ pub struct Config {
     pub source: Option<PathBuf>,
     pub gateway: GatewayConfig,
     pub guided: GuidedConfig,
+    /// What direct mode (and route's `full` detail) shows of each tool.
+    pub direct: DirectConfig,
     /// Upstreams by name, sorted (disabled ones included, marked).
     pub upstreams: BTreeMap<String, UpstreamConfig>,
 }
@@ -108,6 +111,29 @@ impl Default for GuidedConfig {
     }
 }
 
+/// Settings of the direct surface: which profile the model sees, with its options.
+/// Validation and the upstream call always use the original schema.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DirectConfig {
+    /// raw (as the upstreams sent it), slim, or local (slim plus the grammar-safe rewrite).
+    pub profile: Profile,
+    /// `[direct.slim]`; also used by `local`, and its per-tool `name`s rename tools everywhere.
+    pub slim: SlimOptions,
+    /// `[direct.local]`.
+    pub local: LocalOptions,
+}
+
+impl DirectConfig {
+    /// The shape module's options for this configuration (`meta_prefix` names the meta-tools).
+    pub fn surface_options(&self, meta_prefix: &str) -> SurfaceOptions {
+        SurfaceOptions {
+            slim: self.slim.clone(),
+            local: self.local.clone(),
+            guided_prefix: meta_prefix.to_string(),
+        }
+    }
+}
+
 /// How to reach an upstream.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
@@ -149,6 +175,7 @@ impl Config {
             source: None,
             gateway: GatewayConfig::default(),
             guided: GuidedConfig::default(),
+            direct: DirectConfig::default(),
             upstreams: BTreeMap::new(),
         }
     }

@@ -14,12 +14,18 @@
 //! url = "http://127.0.0.1:9000/mcp"
 //! headers = { Authorization = "Bearer ${DOCS_TOKEN}" }
 //! call_timeout_secs = 120
+//!
+//! [direct]
+//! profile = "slim"            # raw | slim | local: what direct mode shows of each tool
+//! [direct.slim]               # SlimOptions (docs/shape.md); every key optional
+//! description_max = 300
 //! ```
 
 use super::{
-    check_upstream_name, env::substitute, Config, GatewayConfig, GuidedConfig, Mode, Transport,
-    UpstreamConfig,
+    check_upstream_name, env::substitute, Config, DirectConfig, GatewayConfig, GuidedConfig, Mode,
+    Transport, UpstreamConfig,
 };
+use crate::shape::{LocalOptions, Profile, SlimOptions};
 use anyhow::{bail, Result};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -34,7 +40,58 @@ pub struct RawConfig {
     #[serde(default)]
     pub guided: RawGuided,
     #[serde(default)]
+    pub direct: RawDirect,
+    #[serde(default)]
     pub upstreams: BTreeMap<String, RawUpstream>,
+}
+
+/// `[direct]`: the profile and its options (unknown keys refused at every level).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDirect {
+    pub profile: Option<Profile>,
+    pub slim: Option<SlimOptions>,
+    pub local: Option<LocalOptions>,
+}
+
+impl RawDirect {
+    fn validate(self, file: &Path) -> Result<DirectConfig> {
+        let slim = self.slim.unwrap_or_default();
+        let local = self.local.unwrap_or_default();
+        let f = file.display();
+        if !(0.0..=1.0).contains(&slim.boilerplate_min_share) {
+            bail!(
+                "{f}: direct.slim.boilerplate_min_share = {}: use a number from 0 to 1",
+                slim.boilerplate_min_share
+            );
+        }
+        for (key, what) in [
+            (slim.description_max, "description_max"),
+            (slim.property_description_max, "property_description_max"),
+        ] {
+            if key < 20 {
+                bail!("{f}: direct.slim.{what} = {key}: use at least 20 characters");
+            }
+        }
+        for (key, o) in &slim.tools {
+            if let Some(name) = &o.name {
+                if !crate::catalog::names::is_valid(name) {
+                    bail!("{f}: direct.slim.tools.{key:?}.name = {name:?}: use 1 to 64 letters, digits, '_' or '-'");
+                }
+            }
+        }
+        if local.max_union < 2 {
+            bail!(
+                "{f}: direct.local.max_union = {}: use at least 2",
+                local.max_union
+            );
+        }
+        Ok(DirectConfig {
+            profile: self.profile.unwrap_or_default(),
+            slim,
+            local,
+        })
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -268,6 +325,7 @@ impl RawConfig {
             source: Some(file.to_path_buf()),
             gateway,
             guided: self.guided.validate(file)?,
+            direct: self.direct.validate(file)?,
             upstreams,
         })
     }
@@ -361,5 +419,49 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("call_timeout_secs"), "{e}");
+    }
+
+    #[test]
+    fn direct_profile_and_options() {
+        let c = parse("").unwrap();
+        assert_eq!(c.direct.profile, Profile::Raw);
+        assert_eq!(c.direct.slim, SlimOptions::default());
+        let c = parse(
+            "[direct]\nprofile = \"local\"\n[direct.slim]\ndescription_max = 300\n\
+             [direct.slim.tools.\"gh/create_issue\"]\ndescription = \"Open an issue.\"\n\
+             [direct.local]\nmax_bound = 16\n",
+        )
+        .unwrap();
+        assert_eq!(c.direct.profile, Profile::Local);
+        assert_eq!(c.direct.slim.description_max, 300);
+        assert_eq!(c.direct.slim.property_description_max, 200, "defaults kept");
+        assert_eq!(
+            c.direct.slim.tools["gh/create_issue"]
+                .description
+                .as_deref(),
+            Some("Open an issue.")
+        );
+        assert_eq!(c.direct.local.max_bound, 16);
+        let e = parse("[direct]\nprofile = \"tiny\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tiny") && e.contains("slim"), "{e}");
+        let e = parse("[direct.slim]\ndescription_maxx = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("description_maxx") && e.contains("toolgate.toml"),
+            "{e}"
+        );
+        let e = parse("[direct]\nslimm = {}\n").unwrap_err().to_string();
+        assert!(e.contains("slimm"), "{e}");
+        let e = parse("[direct.slim]\ndescription_max = 5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("direct.slim.description_max"), "{e}");
+        let e = parse("[direct.slim.tools.x]\nname = \"a b\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("direct.slim.tools"), "{e}");
     }
 }

@@ -3,18 +3,23 @@
 use super::convert::{result_from, tool_error, tool_named};
 use crate::catalog::Catalog;
 use crate::gateway::Gateway;
+use crate::guided::Engine;
 use crate::upstream::{CallOptions, Progress};
 use rmcp::model::{CallToolResult, ProgressNotificationParam, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-/// The tools/list of the direct surface.
-pub fn list(catalog: &Catalog) -> Vec<Tool> {
-    catalog
-        .tools()
+/// The tools/list of the direct surface: the catalog under the configured profile (raw,
+/// slim or local), shaped once per snapshot. Calls still go out with the original.
+pub fn list(engine: &Engine) -> Vec<Tool> {
+    let view = engine.view(&engine.gw.catalog());
+    view.tools
         .iter()
-        .filter_map(|t| tool_named(&t.tool, &t.exposed))
+        .filter_map(|t| {
+            let name = t.tool.get("name").and_then(Value::as_str)?;
+            tool_named(&t.tool, name)
+        })
         .collect()
 }
 

@@ -25,6 +25,7 @@ pub fn list(session: &Session) -> Vec<Tool> {
         .map(tool_from)
         .collect();
     let catalog = gw.catalog();
+    let view = session.engine.view(&catalog);
     let expanded = session
         .state
         .guided
@@ -35,7 +36,9 @@ pub fn list(session: &Session) -> Vec<Tool> {
     for name in gw.config.guided.pinned.iter().chain(expanded.iter()) {
         if let Some(t) = catalog.resolve(name) {
             if !tools.iter().any(|x| x.name == t.exposed) {
-                tools.extend(tool_named(&t.tool, &t.exposed));
+                // As the direct profile shows it (slim, local or raw).
+                let shown = view.tool(&t.id).unwrap_or(&t.tool);
+                tools.extend(tool_named(shown, &t.exposed));
             }
         }
     }

@@ -159,7 +159,7 @@ impl ServerHandler for Session {
             .wait_settled(self.gw().config.gateway.startup_wait)
             .await;
         let tools = match self.surface() {
-            Surface::Direct => direct::list(&self.gw().catalog()),
+            Surface::Direct => direct::list(&self.engine),
             Surface::Guided => guided::list(self),
         };
         Ok(ListToolsResult::with_all_items(tools))

@@ -16,6 +16,7 @@ use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::exec::{SessionStore, StoreLimits, Validators};
 use crate::gateway::Gateway;
 use crate::route::RouteIndex;
+use crate::shape::{ProfileView, SurfaceOptions};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -69,8 +70,9 @@ pub struct Engine {
     pub validators: Validators,
     pub store: Arc<SessionStore>,
     selections: Mutex<HashMap<String, Selection>>,
-    /// Token cost of the current catalog's direct surface, for `auto` mode.
-    direct_tokens: Mutex<(Arc<Catalog>, usize)>,
+    /// The current snapshot under the configured direct profile (direct `tools/list`,
+    /// route's `full` detail, `auto` mode's cost), rebuilt when the snapshot changes.
+    view: Mutex<Arc<ProfileView>>,
 }
 
 impl Engine {
@@ -86,7 +88,11 @@ impl Engine {
             validators: Validators::new(),
             store: Arc::new(SessionStore::new(limits)),
             selections: Mutex::new(HashMap::new()),
-            direct_tokens: Mutex::new((empty, 0)),
+            view: Mutex::new(Arc::new(ProfileView::build(
+                empty,
+                gw.config.direct.profile,
+                &SurfaceOptions::default(),
+            ))),
             gw,
         })
     }
@@ -112,20 +118,21 @@ impl Engine {
         guard.clone()
     }
 
-    /// Tokens the current catalog costs as a plain tool list (OpenAI form, o200k).
+    /// Tokens the current catalog costs as a plain tool list under the configured direct
+    /// profile (OpenAI form, o200k), for `auto` mode.
     pub fn direct_tokens(&self) -> usize {
-        let catalog = self.gw.catalog();
-        let mut guard = self.direct_tokens.lock().expect("tokens");
-        if !Arc::ptr_eq(&guard.0, &catalog) {
-            let tools: Vec<Value> = catalog
-                .tools()
-                .iter()
-                .map(|t| crate::shape::tokens::openai_form_of_tool(&t.exposed, &t.tool))
-                .collect();
-            let n = crate::shape::tokens::Encoding::O200k.count_json(&Value::Array(tools));
-            *guard = (catalog, n);
+        self.view(&self.gw.catalog()).tokens
+    }
+
+    /// `catalog` under the configured direct profile: built once per snapshot.
+    pub fn view(&self, catalog: &Arc<Catalog>) -> Arc<ProfileView> {
+        let mut guard = self.view.lock().expect("view");
+        if !Arc::ptr_eq(&guard.catalog, catalog) {
+            let d = &self.gw.config.direct;
+            let opts = d.surface_options(&self.gw.config.gateway.meta_prefix);
+            *guard = Arc::new(ProfileView::build(catalog.clone(), d.profile, &opts));
         }
-        guard.1
+        guard.clone()
     }
 
     fn remember(&self, session: &str, tool: &ToolId) -> String {

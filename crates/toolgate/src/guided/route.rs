@@ -1,13 +1,31 @@
 //! The `route` meta-tool: from a task to one tool (with its schema and the execute call to
 //! make) or to a short question with candidates.
+//!
+//! [`respond`] computes the answer from one catalog snapshot ([`RouteContext`]) without a
+//! live gateway, so the meta-tool and `toolgate tokens --simulate` share it.
 
 use super::schema_view::{placeholders, render, Detail};
 use super::surface::EXECUTE;
 use super::{opt_str, opt_uint, Engine, MetaResult};
-use crate::catalog::ToolRecord;
-use crate::route::{route, RouteDecision, RouteOptions};
+use crate::catalog::{Catalog, ToolId, ToolRecord};
+use crate::route::{route, Retriever, RouteDecision, RouteOptions};
+use crate::shape::ProfileView;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+
+/// What route reads besides its arguments, all from one catalog snapshot.
+pub struct RouteContext<'a> {
+    pub catalog: &'a Catalog,
+    /// The ranking over `catalog` (the BM25F `RouteIndex` by default).
+    pub retriever: &'a dyn Retriever,
+    /// The schemas `detail: "full"` shows: the configured direct profile's (`None`: the
+    /// upstream's own). Execute always validates against the original.
+    pub view: Option<&'a ProfileView>,
+    /// Select at or above this confidence (`guided.route_threshold`).
+    pub threshold: f32,
+    /// Prefix of the meta-tool names (`gateway.meta_prefix`), for the nextCall.
+    pub meta_prefix: &'a str,
+}
 
 /// Answers one route call. Also returns the selected tool (for `expand_selected`).
 pub fn run(
@@ -15,8 +33,27 @@ pub fn run(
     session: &str,
     args: &Map<String, Value>,
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
+    let (catalog, index) = engine.index();
+    let view = engine.view(&catalog);
+    let cx = RouteContext {
+        catalog: &catalog,
+        retriever: index.as_ref(),
+        view: Some(&view),
+        threshold: engine.gw.config.guided.route_threshold,
+        meta_prefix: &engine.gw.config.gateway.meta_prefix,
+    };
+    respond(&cx, args, &mut |id| engine.remember(session, id))
+}
+
+/// Answers route's `args` from `cx`; `remember` records a selected tool and returns its
+/// selectionId. Also returns the selected tool.
+pub fn respond(
+    cx: &RouteContext,
+    args: &Map<String, Value>,
+    remember: &mut dyn FnMut(&ToolId) -> String,
+) -> (MetaResult, Option<Arc<ToolRecord>>) {
     match parse(args) {
-        Ok((task, server, detail, limit)) => answer(engine, session, task, server, detail, limit),
+        Ok((task, server, detail, limit)) => answer(cx, remember, task, server, detail, limit),
         Err(e) => (MetaResult::error(format!("route: {e}")), None),
     }
 }
@@ -48,14 +85,14 @@ fn parse(args: &Map<String, Value>) -> Result<Parsed<'_>, String> {
 }
 
 fn answer(
-    engine: &Engine,
-    session: &str,
+    cx: &RouteContext,
+    remember: &mut dyn FnMut(&ToolId) -> String,
     task: &str,
     server: Option<&str>,
     detail: Detail,
     limit: usize,
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
-    let (catalog, index) = engine.index();
+    let catalog = cx.catalog;
     if let Some(s) = server {
         if !catalog.servers().contains(&s) {
             let known = catalog.servers().join(", ");
@@ -68,16 +105,19 @@ fn answer(
     let opts = RouteOptions {
         server,
         limit,
-        threshold: engine.gw.config.guided.route_threshold,
+        threshold: cx.threshold,
         ..RouteOptions::default()
     };
-    match route(index.as_ref(), task, &opts) {
+    match route(cx.retriever, task, &opts) {
         RouteDecision::Select {
             tool, confidence, ..
-        } => (
-            select(engine, session, &tool, detail, confidence),
-            Some(tool),
-        ),
+        } => {
+            let selection = remember(&tool.id);
+            (
+                select(cx, &selection, &tool, detail, confidence),
+                Some(tool),
+            )
+        }
         RouteDecision::Clarify {
             question,
             candidates,
@@ -91,15 +131,18 @@ fn answer(
 }
 
 fn select(
-    engine: &Engine,
-    session: &str,
+    cx: &RouteContext,
+    selection: &str,
     tool: &ToolRecord,
     detail: Detail,
     confidence: f32,
 ) -> MetaResult {
-    let selection = engine.remember(session, &tool.id);
-    let execute = format!("{}{EXECUTE}", engine.gw.config.gateway.meta_prefix);
-    let schema = render(&tool.id.name, tool.input_schema(), detail);
+    let execute = format!("{}{EXECUTE}", cx.meta_prefix);
+    let shown = match detail {
+        Detail::Full => cx.view.and_then(|v| v.input_schema(&tool.id)),
+        _ => None,
+    };
+    let schema = render(&tool.id.name, shown.unwrap_or(tool.input_schema()), detail);
     let next_args =
         json!({"selectionId": selection, "arguments": placeholders(tool.input_schema())});
     let summary = tool.summary(160);

@@ -10,15 +10,19 @@
 //! - [`local`]: `LocalOptions` and the grammar-safe schema rewrite; [`refs`] inlines `$ref`s.
 //! - [`lint`]: the rules local models trip on; [`report`]: `TokenReport` and `LintReport`.
 //! - [`walk`]: visiting every subschema with its JSON pointer.
+//! - [`view`]: one snapshot under the configured direct profile (`ProfileView`).
+//! - [`simulate`]: whole-task token cost, direct against guided, with an oracle agent.
 
 pub mod boilerplate;
 pub mod lint;
 pub mod local;
 pub mod refs;
 pub mod report;
+pub mod simulate;
 pub mod slim;
 pub mod text;
 pub mod tokens;
+pub mod view;
 pub mod walk;
 
 pub use lint::{lint_schema, Rule, SchemaFinding};
@@ -26,15 +30,17 @@ pub use local::{rewrite_schema, LocalOptions};
 pub use report::{Finding, LintReport, ServerRow, SurfaceTotals, TokenReport};
 pub use slim::{slim_catalog, slim_schema, slim_tool, ShapedTool, SlimOptions, ToolOverride};
 pub use tokens::{Encoding, FormTokens};
+pub use view::ProfileView;
 
 use crate::catalog::Catalog;
 use serde::{Deserialize, Serialize};
 
 /// Which rendering of the plain tool list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Profile {
     /// Every tool object as its upstream sent it (only the name is the exposed one).
+    #[default]
     Raw,
     /// `SlimOptions` applied.
     Slim,

@@ -1,0 +1,133 @@
+//! `toolgate tokens --simulate QUERIES`: whole tasks run by an oracle agent, direct against
+//! guided, with the input tokens of every request summed.
+
+use anyhow::{anyhow, Result};
+use clap::Args as ClapArgs;
+use std::path::PathBuf;
+use std::sync::Arc;
+use toolgate::catalog::{load_queries_file, Catalog};
+use toolgate::config::Config;
+use toolgate::guided::schema_view::Detail;
+use toolgate::shape::simulate::{simulate, ResultForm, SimOptions, SimReport};
+use toolgate::shape::{Encoding, Profile, SurfaceOptions};
+
+#[derive(ClapArgs)]
+pub struct SimArgs {
+    /// A query file (JSON lines of {"query", "expected"}): simulate each task both ways.
+    #[arg(long, value_name = "QUERIES")]
+    pub simulate: Option<PathBuf>,
+    /// What the direct loop sends (default: raw; with a configuration, its [direct] profile).
+    #[arg(long, requires = "simulate", value_parser = ["raw", "slim", "local"])]
+    pub profile: Option<String>,
+    /// The schema detail the oracle asks route for.
+    #[arg(long, requires = "simulate", default_value = "signature",
+          value_parser = ["summary", "signature", "full"])]
+    pub detail: String,
+    /// What a route answer puts in context: the whole MCP result (mcp: content and
+    /// structuredContent) or its text blocks only (text).
+    #[arg(long, requires = "simulate", default_value = "mcp", value_parser = ["mcp", "text"])]
+    pub result_form: String,
+}
+
+pub fn run(
+    args: &SimArgs,
+    catalog: Arc<Catalog>,
+    config: Option<&Config>,
+    encoding: Encoding,
+    surface: SurfaceOptions,
+    json: bool,
+) -> Result<()> {
+    let path = args.simulate.as_ref().expect("--simulate given");
+    let tasks = load_queries_file(path)?;
+    let profile = match &args.profile {
+        Some(p) => Profile::parse(p).ok_or_else(|| anyhow!("unknown profile {p}"))?,
+        None => config.map_or(Profile::Raw, |c| c.direct.profile),
+    };
+    let opts = SimOptions {
+        encoding,
+        profile,
+        surface,
+        detail: Detail::parse(&args.detail).ok_or_else(|| anyhow!("unknown detail"))?,
+        threshold: config.map_or(toolgate::route::DEFAULT_THRESHOLD, |c| {
+            c.guided.route_threshold
+        }),
+        result_form: match args.result_form.as_str() {
+            "text" => ResultForm::Text,
+            _ => ResultForm::Mcp,
+        },
+    };
+    let report = simulate(
+        catalog,
+        &tasks,
+        &opts,
+        &toolgate_fixture::instance::minimal_instance,
+    );
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report, &path.display().to_string());
+    }
+    Ok(())
+}
+
+fn print_text(r: &SimReport, source: &str) {
+    println!(
+        "{} tasks from {source}; {}; direct profile {}; route detail {}; route answers counted as {}",
+        r.tasks.len(),
+        r.encoding,
+        serde_json::to_value(r.profile).map_or_else(|_| "?".into(), |v| v.as_str().unwrap_or("?").to_string()),
+        r.detail,
+        match r.result_form {
+            ResultForm::Mcp => "whole MCP results (content + structuredContent)",
+            ResultForm::Text => "their text blocks",
+        }
+    );
+    println!("oracle: {}", r.oracle);
+    println!(
+        "every request carries: direct {} tokens of definitions (OpenAI tools form); guided {} (meta-tools + instructions)",
+        r.direct_definitions, r.guided_surface
+    );
+    println!("tool results are the same in both loops and are left out.\n");
+    println!(
+        "{:<38} {:>5} {:>10} {:>8} {:>7} {:>6} {:>9}",
+        "task", "tools", "direct", "guided", "ratio", "routes", "requests"
+    );
+    for t in &r.tasks {
+        let mut note = String::new();
+        if !t.missing.is_empty() {
+            note.push_str(&format!("  missing: {}", t.missing.join(", ")));
+        }
+        if !t.unrouted.is_empty() {
+            note.push_str(&format!("  not routed: {}", t.unrouted.join(", ")));
+        }
+        println!(
+            "{:<38} {:>5} {:>10} {:>8} {:>6.2}% {:>6} {:>4}/{:<4}{note}",
+            t.id,
+            t.tools,
+            t.direct,
+            t.guided,
+            t.ratio * 100.0,
+            t.routes,
+            t.direct_requests,
+            t.guided_requests
+        );
+    }
+    let s = &r.stats;
+    println!(
+        "\ntotal: direct {} guided {} ratio {:.2}%",
+        r.totals.direct,
+        r.totals.guided,
+        r.totals.ratio * 100.0
+    );
+    println!(
+        "per-task ratio: min {:.2}%, median {:.2}%, max {:.2}%; tasks where guided >= direct: {}",
+        s.min * 100.0,
+        s.median * 100.0,
+        s.max * 100.0,
+        s.guided_not_cheaper
+    );
+    println!(
+        "route selected the expected tool from the task text alone in {} of {} steps (the rest took a second route by exact name)",
+        s.first_route_selected, s.steps
+    );
+}

@@ -1,0 +1,484 @@
+//! What a whole task costs, direct against guided: an oracle agent that always picks the
+//! expected tools runs each task both ways, and every request of each loop is counted.
+//!
+//! Requests are OpenAI chat requests: the `tools` array (OpenAI form, as in [`super::report`]),
+//! then the messages, each counted as its compact JSON. Tool results are the same in both
+//! loops and are left out; route's answers are not tool results of the task, so they are in.
+
+use super::tokens::{openai_form, openai_form_of_tool, Encoding};
+use super::{Profile, SurfaceOptions};
+use crate::catalog::{Catalog, LabelledQuery, ToolId, ToolRecord};
+use crate::guided::route::{respond, RouteContext};
+use crate::guided::schema_view::Detail;
+use crate::guided::surface::{meta_tools, EXECUTE, INSTRUCTIONS, ROUTE};
+use crate::guided::MetaResult;
+use crate::route::RouteIndex;
+use crate::shape::ProfileView;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// The oracle, as the report states it.
+pub const ORACLE: &str = "For each expected tool, in the order the query file lists them: \
+direct: one request, answered with a call of that tool. Guided: one request answered with \
+route {task: the task text}; if route did not select that tool, one more request answered \
+with route {task: \"server/name\"} (both route answers are real, from toolgate's route code \
+on the catalog's index, in the messages that follow); then one request answered with execute \
+{selectionId, arguments}. Both loops end with one request after the last call (the final \
+answer). Arguments are the same in both loops: the smallest value of every required field of \
+the original schema. Tool results are the same in both loops and are left out.";
+
+/// How to simulate.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    pub encoding: Encoding,
+    /// What the direct loop sends, and what route's `full` detail shows.
+    pub profile: Profile,
+    /// Slim and local options, and the meta-tool prefix.
+    pub surface: SurfaceOptions,
+    /// The detail the oracle asks route for (`signature`, route's default, is not sent).
+    pub detail: Detail,
+    /// Route's select-or-ask threshold (`guided.route_threshold`).
+    pub threshold: f32,
+    /// What a route answer puts in the model's context.
+    pub result_form: ResultForm,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        Self {
+            encoding: Encoding::O200k,
+            profile: Profile::Raw,
+            surface: SurfaceOptions::default(),
+            detail: Detail::Signature,
+            threshold: crate::route::DEFAULT_THRESHOLD,
+            result_form: ResultForm::Mcp,
+        }
+    }
+}
+
+/// How a meta-tool answer becomes the `tool` message's content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultForm {
+    /// The whole MCP `CallToolResult` as toolgate sends it (`content`, `structuredContent`,
+    /// `isError` when set), compact JSON: what a client forwarding everything sends.
+    Mcp,
+    /// The text blocks only, joined (what most clients show the model).
+    Text,
+}
+
+/// One task's cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimRow {
+    /// The query's `id`, else its line number (from 1).
+    pub id: String,
+    /// Expected tools found in the catalog (the oracle calls each once).
+    pub tools: usize,
+    /// Input tokens summed over every request of each loop.
+    pub direct: usize,
+    pub guided: usize,
+    /// guided / direct.
+    pub ratio: f64,
+    pub direct_requests: usize,
+    pub guided_requests: usize,
+    /// Route calls; those beyond one per tool are the second route by exact name.
+    pub routes: usize,
+    /// Expected tools route did not select even by exact name (executed by `tool` name).
+    pub unrouted: Vec<String>,
+    /// Expected tools the catalog does not have (left out of both loops).
+    pub missing: Vec<String>,
+}
+
+/// Sums over every task.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SimTotals {
+    pub direct: usize,
+    pub guided: usize,
+    /// guided / direct.
+    pub ratio: f64,
+}
+
+/// The spread of per-task ratios.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RatioStats {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+    /// Tasks where guided costs at least as much as direct.
+    pub guided_not_cheaper: usize,
+    /// Tool steps, and how many route selected from the task text alone.
+    pub steps: usize,
+    pub first_route_selected: usize,
+}
+
+/// The whole simulation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimReport {
+    pub encoding: &'static str,
+    pub profile: Profile,
+    pub detail: &'static str,
+    pub result_form: ResultForm,
+    pub oracle: &'static str,
+    /// What every request of each loop carries before any message: the direct
+    /// definitions; the guided meta-tools plus the instructions (system message).
+    pub direct_definitions: usize,
+    pub guided_surface: usize,
+    pub tasks: Vec<SimRow>,
+    pub totals: SimTotals,
+    pub stats: RatioStats,
+}
+
+/// One agent loop: a fixed part every request carries, then the messages so far.
+struct Loop {
+    enc: Encoding,
+    fixed: usize,
+    /// Tokens of the messages so far.
+    history: usize,
+    requests: Vec<usize>,
+    /// Every message, for inspection (tests, `--transcript`-like debugging).
+    messages: Vec<Value>,
+    calls: usize,
+}
+
+impl Loop {
+    fn new(enc: Encoding, fixed: usize) -> Self {
+        Self {
+            enc,
+            fixed,
+            history: 0,
+            requests: Vec::new(),
+            messages: Vec::new(),
+            calls: 0,
+        }
+    }
+
+    fn push(&mut self, message: Value) {
+        self.history += self.enc.count_json(&message);
+        self.messages.push(message);
+    }
+
+    /// A request: everything so far goes to the model.
+    fn request(&mut self) {
+        self.requests.push(self.fixed + self.history);
+    }
+
+    /// The model's answer to the request just made: one tool call. Returns its id.
+    fn call(&mut self, name: &str, arguments: &Value) -> String {
+        self.calls += 1;
+        let id = format!("call_{}", self.calls);
+        self.push(assistant_call(&id, name, arguments));
+        id
+    }
+
+    fn total(&self) -> usize {
+        self.requests.iter().sum()
+    }
+}
+
+/// `{"role":"user","content":…}`.
+pub fn user_message(text: &str) -> Value {
+    json!({"role": "user", "content": text})
+}
+
+/// An assistant message with one tool call, arguments as a JSON string (OpenAI form).
+pub fn assistant_call(id: &str, name: &str, arguments: &Value) -> Value {
+    json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+        "function": {"name": name, "arguments": arguments.to_string()}}]})
+}
+
+/// A `tool` message answering `id`.
+pub fn tool_message(id: &str, content: &str) -> Value {
+    json!({"role": "tool", "tool_call_id": id, "content": content})
+}
+
+/// A meta-tool answer as the model's context receives it.
+pub fn result_content(r: &MetaResult, form: ResultForm) -> String {
+    match form {
+        ResultForm::Text => r
+            .content
+            .iter()
+            .filter_map(|c| c.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ResultForm::Mcp => {
+            let mut m = Map::new();
+            m.insert("content".into(), Value::Array(r.content.clone()));
+            if let Some(s) = &r.structured {
+                m.insert("structuredContent".into(), s.clone());
+            }
+            if r.is_error {
+                m.insert("isError".into(), Value::Bool(true));
+            }
+            Value::Object(m).to_string()
+        }
+    }
+}
+
+/// Tokens of the guided surface per request: the meta-tools (OpenAI form) and the
+/// instructions as a system message.
+pub fn guided_surface_tokens(enc: Encoding, prefix: &str) -> usize {
+    let tools: usize = meta_tools(prefix)
+        .iter()
+        .map(|t| {
+            let name = t["name"].as_str().unwrap_or_default();
+            enc.count_json(&openai_form(
+                name,
+                t["description"].as_str(),
+                &t["inputSchema"],
+            ))
+        })
+        .sum();
+    tools + enc.count_json(&json!({"role": "system", "content": INSTRUCTIONS}))
+}
+
+/// A selectionId as toolgate makes them (`sel-` and 16 hex digits), derived from the task
+/// and step so that runs repeat exactly.
+pub fn selection_id(task: usize, step: usize) -> String {
+    let digest = Sha256::digest(format!("{task}/{step}").as_bytes());
+    format!("sel-{}", hex::encode(&digest[..8]))
+}
+
+/// Runs every task both ways. `arguments` gives the arguments of a call from the tool's
+/// original input schema (the same in both loops).
+pub fn simulate(
+    catalog: Arc<Catalog>,
+    tasks: &[LabelledQuery],
+    opts: &SimOptions,
+    arguments: &dyn Fn(&Value) -> Value,
+) -> SimReport {
+    let enc = opts.encoding;
+    let sim = TaskSim::new(catalog, opts, arguments);
+    let (direct_definitions, guided_surface) = (sim.direct_definitions, sim.guided_surface);
+    let mut steps = 0;
+    let mut first_route_selected = 0;
+    let tasks: Vec<SimRow> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let (row, loops) = sim.run(i, q);
+            steps += row.tools;
+            first_route_selected += loops.first_selected;
+            row
+        })
+        .collect();
+    let direct: usize = tasks.iter().map(|r| r.direct).sum();
+    let guided: usize = tasks.iter().map(|r| r.guided).sum();
+    let mut ratios: Vec<f64> = tasks.iter().map(|r| r.ratio).collect();
+    ratios.sort_by(f64::total_cmp);
+    let median = match ratios.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => ratios[n / 2],
+        n => (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0,
+    };
+    SimReport {
+        encoding: enc.name(),
+        profile: opts.profile,
+        detail: detail_name(opts.detail),
+        result_form: opts.result_form,
+        oracle: ORACLE,
+        direct_definitions,
+        guided_surface,
+        stats: RatioStats {
+            min: ratios.first().copied().unwrap_or(0.0),
+            median,
+            max: ratios.last().copied().unwrap_or(0.0),
+            guided_not_cheaper: tasks.iter().filter(|r| r.guided >= r.direct).count(),
+            steps,
+            first_route_selected,
+        },
+        tasks,
+        totals: SimTotals {
+            direct,
+            guided,
+            ratio: ratio(guided, direct),
+        },
+    }
+}
+
+fn ratio(guided: usize, direct: usize) -> f64 {
+    if direct == 0 {
+        0.0
+    } else {
+        guided as f64 / direct as f64
+    }
+}
+
+fn detail_name(d: Detail) -> &'static str {
+    match d {
+        Detail::Summary => "summary",
+        Detail::Signature => "signature",
+        Detail::Full => "full",
+    }
+}
+
+/// What one task's two loops said, beside the row.
+pub struct TaskLoops {
+    pub direct: Vec<Value>,
+    pub guided: Vec<Value>,
+    /// Per-request tokens of each loop.
+    pub direct_requests: Vec<usize>,
+    pub guided_requests: Vec<usize>,
+    /// Steps where the route with the task text selected the expected tool.
+    pub first_selected: usize,
+}
+
+/// Everything shared by the tasks of one simulation.
+struct TaskSim<'a> {
+    catalog: Arc<Catalog>,
+    index: RouteIndex,
+    view: ProfileView,
+    opts: &'a SimOptions,
+    arguments: &'a dyn Fn(&Value) -> Value,
+    direct_definitions: usize,
+    guided_surface: usize,
+}
+
+impl<'a> TaskSim<'a> {
+    fn new(
+        catalog: Arc<Catalog>,
+        opts: &'a SimOptions,
+        arguments: &'a dyn Fn(&Value) -> Value,
+    ) -> Self {
+        let enc = opts.encoding;
+        let view = ProfileView::build(catalog.clone(), opts.profile, &opts.surface);
+        let direct_definitions = view
+            .tools
+            .iter()
+            .map(|t| {
+                let name = t.tool.get("name").and_then(Value::as_str).unwrap_or("");
+                enc.count_json(&openai_form_of_tool(name, &t.tool))
+            })
+            .sum();
+        Self {
+            index: RouteIndex::build(&catalog),
+            catalog,
+            view,
+            opts,
+            arguments,
+            direct_definitions,
+            guided_surface: guided_surface_tokens(enc, &opts.surface.guided_prefix),
+        }
+    }
+
+    fn run(&self, index: usize, q: &LabelledQuery) -> (SimRow, TaskLoops) {
+        let enc = self.opts.encoding;
+        let catalog = &*self.catalog;
+        let cx = RouteContext {
+            catalog,
+            retriever: &self.index,
+            view: Some(&self.view),
+            threshold: self.opts.threshold,
+            meta_prefix: &self.opts.surface.guided_prefix,
+        };
+        let mut missing = Vec::new();
+        let tools: Vec<&Arc<ToolRecord>> = q
+            .expected
+            .iter()
+            .filter_map(|e| {
+                let found = ToolId::parse(e).and_then(|id| catalog.by_id(&id));
+                if found.is_none() {
+                    missing.push(e.clone());
+                }
+                found
+            })
+            .collect();
+        let mut direct = Loop::new(enc, self.direct_definitions);
+        direct.push(user_message(&q.query));
+        for t in &tools {
+            direct.request();
+            let name = self
+                .view
+                .tool(&t.id)
+                .and_then(|s| s.get("name").and_then(Value::as_str))
+                .unwrap_or(&t.exposed);
+            direct.call(name, &(self.arguments)(t.input_schema()));
+        }
+        direct.request();
+
+        let mut guided = Loop::new(enc, self.guided_surface);
+        guided.push(user_message(&q.query));
+        let prefix = cx.meta_prefix;
+        let (route_name, execute_name) = (format!("{prefix}{ROUTE}"), format!("{prefix}{EXECUTE}"));
+        let mut routes = 0;
+        let mut first_selected = 0;
+        let mut unrouted = Vec::new();
+        let mut step = 0;
+        for t in &tools {
+            let mut selection = None;
+            for (attempt, task) in [q.query.clone(), t.id.to_string()].iter().enumerate() {
+                let mut args = json!({"task": task});
+                if self.opts.detail != Detail::Signature {
+                    args["detail"] = json!(detail_name(self.opts.detail));
+                }
+                guided.request();
+                let id = guided.call(&route_name, &args);
+                routes += 1;
+                let mut made = None;
+                let (result, selected) =
+                    respond(&cx, args.as_object().expect("route arguments"), &mut |_| {
+                        step += 1;
+                        let s = selection_id(index, step);
+                        made = Some(s.clone());
+                        s
+                    });
+                guided.push(tool_message(
+                    &id,
+                    &result_content(&result, self.opts.result_form),
+                ));
+                if selected.is_some_and(|s| s.id == t.id) {
+                    first_selected += usize::from(attempt == 0);
+                    selection = made;
+                    break;
+                }
+            }
+            let arguments = (self.arguments)(t.input_schema());
+            let call = match selection {
+                Some(sel) => json!({"selectionId": sel, "arguments": arguments}),
+                None => {
+                    unrouted.push(t.id.to_string());
+                    json!({"tool": t.id.to_string(), "arguments": arguments})
+                }
+            };
+            guided.request();
+            guided.call(&execute_name, &call);
+        }
+        guided.request();
+
+        let row = SimRow {
+            id: match &q.id {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => (index + 1).to_string(),
+            },
+            tools: tools.len(),
+            direct: direct.total(),
+            guided: guided.total(),
+            ratio: ratio(guided.total(), direct.total()),
+            direct_requests: direct.requests.len(),
+            guided_requests: guided.requests.len(),
+            routes,
+            unrouted,
+            missing,
+        };
+        let loops = TaskLoops {
+            direct_requests: direct.requests.clone(),
+            guided_requests: guided.requests.clone(),
+            direct: direct.messages,
+            guided: guided.messages,
+            first_selected,
+        };
+        (row, loops)
+    }
+}
+
+/// One task's two loops, message by message (for tests and inspection).
+pub fn simulate_task(
+    catalog: Arc<Catalog>,
+    task: &LabelledQuery,
+    opts: &SimOptions,
+    arguments: &dyn Fn(&Value) -> Value,
+) -> (SimRow, TaskLoops) {
+    TaskSim::new(catalog, opts, arguments).run(0, task)
+}
