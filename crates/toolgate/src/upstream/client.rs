@@ -67,10 +67,14 @@ impl ClientHandler for UpstreamClient {
             "sampling": {}, "elicitation": {}, "roots": {"listChanged": true}
         }))
         .expect("valid capabilities");
-        ClientConfig::new(
+        let mut config = ClientConfig::new(
             caps,
             Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        // The newest revision toolgate relays in full: later ones drop server-to-client
+        // requests and subscriptions. Older servers answer with their own and rmcp accepts it.
+        config.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
+        config
     }
 
     async fn create_message(
