@@ -120,3 +120,22 @@ pub fn spawn_notices(
         });
     }
 }
+
+/// The browser origins an HTTP endpoint accepts: the allowed hosts, any port, http(s).
+pub fn allowed_origins(hosts: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for h in hosts {
+        // An IPv6 address is bracketed; a `host:port` entry allows that port only.
+        let authority = if h.parse::<std::net::Ipv6Addr>().is_ok() {
+            format!("[{h}]:*")
+        } else if h.contains(':') {
+            h.clone()
+        } else {
+            format!("{h}:*")
+        };
+        for scheme in ["http", "https"] {
+            out.push(format!("{scheme}://{authority}"));
+        }
+    }
+    out
+}
