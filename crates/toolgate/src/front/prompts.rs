@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 /// Every prompt, merged: (exposed name, upstream, upstream name, prompt object).
 async fn merged(gw: &Gateway) -> Vec<(String, String, String, Value)> {
-    let ups = with_capability(gw, "prompts");
+    let ups = with_capability(gw, "prompts").await;
     let lists =
         futures::future::join_all(ups.iter().map(|u| list_all(u, "prompts/list", "prompts"))).await;
     let mut found = Vec::new();
@@ -154,7 +154,7 @@ pub async fn complete(
 pub async fn set_level(gw: &Gateway, request: SetLevelRequestParams) -> Result<(), McpError> {
     let params = serde_json::to_value(&request)
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-    let ups = with_capability(gw, "logging");
+    let ups = with_capability(gw, "logging").await;
     let results = futures::future::join_all(ups.iter().map(|u| {
         u.request(
             "logging/setLevel",

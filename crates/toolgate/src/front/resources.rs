@@ -29,8 +29,13 @@ const SCHEME: &str = "toolgate://";
 /// Upstream pages followed per list, against a looping cursor.
 const MAX_PAGES: usize = 100;
 
-/// Every upstream that declared `capability`, in name order.
-pub(super) fn with_capability<'a>(gw: &'a Gateway, capability: &str) -> Vec<&'a Arc<Upstream>> {
+/// Every upstream that declared `capability`, in name order, once startup has settled
+/// (as for tools/list: a first request shows what is up without waiting long).
+pub(super) async fn with_capability<'a>(
+    gw: &'a Gateway,
+    capability: &str,
+) -> Vec<&'a Arc<Upstream>> {
+    gw.wait_settled(gw.config.gateway.startup_wait).await;
     gw.upstreams()
         .filter(|u| u.has_capability(capability))
         .collect()
@@ -123,7 +128,7 @@ pub fn parse_shared(exposed: &str) -> Option<(String, String)> {
 
 /// Every resource, merged: (exposed URI, upstream, upstream URI, resource object).
 async fn merged(gw: &Gateway) -> Vec<(String, String, String, Value)> {
-    let ups = with_capability(gw, "resources");
+    let ups = with_capability(gw, "resources").await;
     let lists = futures::future::join_all(
         ups.iter()
             .map(|u| list_all(u, "resources/list", "resources")),
@@ -163,7 +168,7 @@ pub async fn list(
 }
 
 async fn templates(gw: &Gateway) -> Vec<(String, Value)> {
-    let ups = with_capability(gw, "resources");
+    let ups = with_capability(gw, "resources").await;
     let lists = futures::future::join_all(
         ups.iter()
             .map(|u| list_all(u, "resources/templates/list", "resourceTemplates")),
@@ -248,7 +253,7 @@ pub async fn owners(gw: &Gateway, exposed: &str) -> Vec<(Arc<Upstream>, String)>
             out.extend(by_name(&up).map(|u| (u, exposed.to_string())));
         }
     }
-    for up in with_capability(gw, "resources") {
+    for up in with_capability(gw, "resources").await {
         if !out.iter().any(|(u, _)| u.name() == up.name()) {
             out.push((up.clone(), exposed.to_string()));
         }
