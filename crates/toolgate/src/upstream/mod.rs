@@ -231,6 +231,12 @@ impl Upstream {
                 return Err(CallError::Cancelled);
             }
         };
+        if route.is_some() {
+            // rmcp hands notifications to spawned tasks but responses straight to the
+            // caller, so progress sent just before the result may still be on its way to
+            // `on_progress`; keep the route a moment so it is not lost.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         drop(route);
         let result = response.map_err(|e| map_err(e, &name, tool, timeout))?;
         tracing::debug!(upstream = %name, tool, ms = started.elapsed().as_millis() as u64, "call done");
