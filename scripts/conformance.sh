@@ -4,7 +4,8 @@
 #   scripts/conformance.sh            (from the repository root)
 #
 # 1. server scenarios, all active ones, against toolgate in direct mode with
-#    `toolgate fixture --conformance` behind it (0 failures, no expected-failures file);
+#    `toolgate fixture --conformance` behind it (0 failures, no expected-failures file),
+#    once as a stdio upstream and once as a Streamable HTTP upstream;
 # 2. the name-independent server scenarios against the guided surface;
 # 3. client scenarios `initialize` and `tools_call` against toolgate's upstream client
 #    (`toolgate conformance-client`), in a private network namespace because the
@@ -36,39 +37,42 @@ TOOLGATE_BIN=$(realpath "$TOOLGATE_BIN")
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/toolgate-conformance.XXXXXX")
 GATEWAY_PID=
+trap cleanup EXIT
+
+FIXTURE_PID=
 cleanup() {
+    for pid in $GATEWAY_PID $FIXTURE_PID; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+
+# Starts `toolgate serve` on 127.0.0.1:0 with upstream table $1 (an empty prefix keeps the
+# suite's fixture names); sets URL to its endpoint, with `localhost` as the suite's
+# DNS-rebinding scenario wants.
+start_gateway() {
     if [[ -n "$GATEWAY_PID" ]]; then
         kill "$GATEWAY_PID" 2>/dev/null || true
         wait "$GATEWAY_PID" 2>/dev/null || true
     fi
-    rm -rf "$WORK"
+    printf '[gateway]\nmode = "direct"\n[upstreams.conformance]\n%s\nprefix = ""\n' "$1" >"$WORK/toolgate.toml"
+    : >"$WORK/gateway.log"
+    "$TOOLGATE_BIN" serve --config "$WORK/toolgate.toml" --http 127.0.0.1:0 2>"$WORK/gateway.log" &
+    GATEWAY_PID=$!
+    URL=
+    for _ in $(seq 100); do
+        URL=$(grep -o 'MCP endpoint: http://[0-9.:]*/mcp' "$WORK/gateway.log" | head -1 | sed 's/MCP endpoint: //') || true
+        [[ -n "$URL" ]] && break
+        sleep 0.1
+    done
+    if [[ -z "$URL" ]]; then
+        echo "toolgate did not start:" >&2
+        cat "$WORK/gateway.log" >&2
+        exit 1
+    fi
+    URL=${URL/127.0.0.1/localhost}
 }
-trap cleanup EXIT
-
-# The fixture is a stdio upstream; an empty prefix keeps the suite's fixture names.
-cat >"$WORK/toolgate.toml" <<EOF
-[gateway]
-mode = "direct"
-[upstreams.conformance]
-command = "$TOOLGATE_BIN"
-args = ["fixture", "--conformance"]
-prefix = ""
-EOF
-"$TOOLGATE_BIN" serve --config "$WORK/toolgate.toml" --http 127.0.0.1:0 2>"$WORK/gateway.log" &
-GATEWAY_PID=$!
-URL=
-for _ in $(seq 100); do
-    URL=$(grep -o 'MCP endpoint: http://[0-9.:]*/mcp' "$WORK/gateway.log" | head -1 | sed 's/MCP endpoint: //') || true
-    [[ -n "$URL" ]] && break
-    sleep 0.1
-done
-if [[ -z "$URL" ]]; then
-    echo "toolgate did not start:" >&2
-    cat "$WORK/gateway.log" >&2
-    exit 1
-fi
-# The suite's DNS-rebinding scenario wants a `localhost` URL.
-URL=${URL/127.0.0.1/localhost}
 
 failed=0
 run() { # label, then the suite's arguments
@@ -89,10 +93,25 @@ run() { # label, then the suite's arguments
     fi
 }
 
-run "server, direct (all active)" server --url "$URL/direct"
+# The fixture as a stdio child of the gateway.
+start_gateway "command = \"$TOOLGATE_BIN\"
+args = [\"fixture\", \"--conformance\"]"
+run "server, direct, stdio upstream" server --url "$URL/direct"
 for scenario in server-initialize ping logging-set-level tools-list dns-rebinding-protection; do
     run "server, guided: $scenario" server --url "$URL/guided" --scenario "$scenario"
 done
+
+# The fixture as a Streamable HTTP upstream (server requests travel on call streams).
+"$TOOLGATE_BIN" fixture --conformance --http 127.0.0.1:0 >"$WORK/fixture.out" 2>"$WORK/fixture.log" &
+FIXTURE_PID=$!
+FIXTURE_URL=
+for _ in $(seq 100); do
+    FIXTURE_URL=$(awk '/^listening /{print $2}' "$WORK/fixture.out")
+    [[ -n "$FIXTURE_URL" ]] && break
+    sleep 0.1
+done
+start_gateway "url = \"$FIXTURE_URL\""
+run "server, direct, HTTP upstream" server --url "$URL/direct"
 
 # The client scenarios' test server binds every interface: keep it off the network.
 if [[ $(id -u) -eq 0 ]]; then ISOLATE=(unshare -n); else ISOLATE=(unshare -rn); fi

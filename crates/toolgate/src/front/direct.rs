@@ -31,7 +31,7 @@ pub async fn call(
     };
     let mut opts = CallOptions {
         cancel: Some(context.ct.clone()),
-        relay: Some(super::relay::relay_for(&context.peer)),
+        relay: Some(super::relay::relay_for(context)),
         ..Default::default()
     };
     let forward = context.meta.get_progress_token().map(|token| {

@@ -210,7 +210,7 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let r = resources::read(self.gw(), &request.uri, &context.peer).await;
+        let r = resources::read(self.gw(), &request.uri, &context).await;
         r.map(Into::into)
     }
 
@@ -245,7 +245,7 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let r = prompts::get(self.gw(), request, &context.peer).await;
+        let r = prompts::get(self.gw(), request, &context).await;
         r.map(Into::into)
     }
 

@@ -12,7 +12,7 @@ use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
     ListPromptsResult, PaginatedRequestParams, SetLevelRequestParams,
 };
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
 
@@ -83,7 +83,7 @@ async fn owner(gw: &Gateway, exposed: &str) -> Result<(String, String), McpError
 pub async fn get(
     gw: &Gateway,
     request: GetPromptRequestParams,
-    peer: &Peer<RoleServer>,
+    context: &RequestContext<RoleServer>,
 ) -> Result<GetPromptResult, McpError> {
     let (up, name) = owner(gw, &request.name).await?;
     let up = gw
@@ -94,7 +94,7 @@ pub async fn get(
         params["arguments"] = Value::Object(args);
     }
     let opts = RequestOptions {
-        relay: Some(relay_for(peer)),
+        relay: Some(relay_for(context)),
         ..Default::default()
     };
     let v = up

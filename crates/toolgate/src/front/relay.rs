@@ -6,8 +6,8 @@
 use crate::gateway::Gateway;
 use crate::upstream::{ClientRelay, Notice, RelayKind};
 use futures::future::BoxFuture;
-use rmcp::model::{ClientResult, ServerNotification, ServerRequest};
-use rmcp::service::{Peer, RoleServer};
+use rmcp::model::{ClientResult, GetExtensions, RequestId, ServerNotification, ServerRequest};
+use rmcp::service::{OriginatingRequestId, Peer, RequestContext, RoleServer};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,16 +15,23 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 /// One client session, for an upstream's requests while that session's call is in flight.
-pub struct SessionRelay(pub Peer<RoleServer>);
+pub struct SessionRelay {
+    peer: Peer<RoleServer>,
+    /// The session's request being served, so relayed requests travel on its stream.
+    origin: RequestId,
+}
 
-/// The relay for the session behind `peer`.
-pub fn relay_for(peer: &Peer<RoleServer>) -> Arc<dyn ClientRelay> {
-    Arc::new(SessionRelay(peer.clone()))
+/// The relay for the session behind `context`, while it serves that request.
+pub fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientRelay> {
+    Arc::new(SessionRelay {
+        peer: context.peer.clone(),
+        origin: context.id.clone(),
+    })
 }
 
 impl ClientRelay for SessionRelay {
     fn supports(&self, kind: RelayKind) -> bool {
-        let Some(info) = self.0.peer_info() else {
+        let Some(info) = self.peer.peer_info() else {
             return false;
         };
         let caps = &info.capabilities;
@@ -40,12 +47,20 @@ impl ClientRelay for SessionRelay {
         method: &'static str,
         params: Value,
     ) -> BoxFuture<'static, Result<Value, String>> {
-        let peer = self.0.clone();
+        let (peer, origin) = (self.peer.clone(), self.origin.clone());
         Box::pin(async move {
-            let request: ServerRequest =
+            let mut request: ServerRequest =
                 serde_json::from_value(json!({"method": method, "params": params}))
                     .map_err(|e| format!("cannot relay {method}: {e}"))?;
-            match peer.send_request(request).await {
+            // Over HTTP the request goes out on the stream of the client's own call. A fresh
+            // task, because rmcp would otherwise tag it with the *upstream* request id
+            // (task-local in the handler this runs in), which means nothing here.
+            request
+                .extensions_mut()
+                .insert(OriginatingRequestId(origin));
+            let sent = tokio::spawn(async move { peer.send_request(request).await });
+            let answer = sent.await.map_err(|e| e.to_string())?;
+            match answer {
                 Ok(ClientResult::EmptyResult(_)) => Ok(json!({})),
                 Ok(r) => serde_json::to_value(r).map_err(|e| e.to_string()),
                 Err(e) => Err(format!("the client did not answer {method}: {e}")),
@@ -54,7 +69,7 @@ impl ClientRelay for SessionRelay {
     }
 
     fn notify(&self, method: &'static str, params: Value) -> BoxFuture<'static, ()> {
-        let peer = self.0.clone();
+        let peer = self.peer.clone();
         Box::pin(async move {
             let n = serde_json::from_value::<ServerNotification>(
                 json!({"method": method, "params": params}),

@@ -16,7 +16,7 @@ use crate::upstream::{RequestOptions, Upstream};
 use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ReadResourceResult,
 };
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -264,12 +264,12 @@ pub async fn owners(gw: &Gateway, exposed: &str) -> Vec<(Arc<Upstream>, String)>
 pub async fn read(
     gw: &Gateway,
     exposed: &str,
-    peer: &Peer<RoleServer>,
+    context: &RequestContext<RoleServer>,
 ) -> Result<ReadResourceResult, McpError> {
     let mut last = None;
     for (up, uri) in owners(gw, exposed).await {
         let opts = RequestOptions {
-            relay: Some(relay_for(peer)),
+            relay: Some(relay_for(context)),
             ..Default::default()
         };
         match up

@@ -3,14 +3,14 @@
 // Logging is deprecated by SEP-2577 but still what 2025-era servers send.
 #![allow(deprecated)]
 
-use super::requests::{Notice, Relay, RelayKind};
+use super::requests::{request_key, Notice, Relay, RelayKind};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, Implementation, ListRootsResult, LoggingLevel,
     LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
     ResourceUpdatedNotificationParam,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -50,8 +50,14 @@ impl UpstreamClient {
         &self,
         kind: RelayKind,
         params: serde_json::Value,
+        context: &RequestContext<RoleClient>,
     ) -> Result<T, ErrorData> {
-        let answer = self.relay.ask(&self.name, kind, params).await;
+        // Over Streamable HTTP rmcp records which of our requests' streams this came on.
+        let origin = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(request_key(id)),
+            _ => None,
+        };
+        let answer = self.relay.ask(&self.name, kind, params, origin).await;
         let value = answer.map_err(|e| ErrorData::internal_error(e, None))?;
         serde_json::from_value(value).map_err(|e| {
             ErrorData::internal_error(format!("the client's answer is malformed: {e}"), None)
@@ -80,26 +86,27 @@ impl ClientHandler for UpstreamClient {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        self.sampling(params).await
+        self.sampling(params, &context).await
     }
 
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let v = serde_json::to_value(request)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        self.ask(RelayKind::Elicitation, v).await
+        self.ask(RelayKind::Elicitation, v, &context).await
     }
 
     async fn list_roots(
         &self,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        self.ask(RelayKind::Roots, serde_json::json!({})).await
+        self.ask(RelayKind::Roots, serde_json::json!({}), &context)
+            .await
     }
 
     async fn on_resource_updated(
@@ -175,10 +182,11 @@ impl UpstreamClient {
     async fn sampling(
         &self,
         p: CreateMessageRequestParams,
+        context: &RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         let v =
             serde_json::to_value(p).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        self.ask(RelayKind::Sampling, v).await
+        self.ask(RelayKind::Sampling, v, context).await
     }
 }
 

@@ -204,7 +204,7 @@ impl Upstream {
         params.arguments = Some(arguments);
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
         let options = PeerRequestOptions::with_timeout(timeout);
-        let _caller = self.relay.register(opts.relay);
+        let caller = self.relay.register(opts.relay);
         let started = Instant::now();
         let handle = peer
             .send_request_with_option(request, options)
@@ -222,6 +222,9 @@ impl Upstream {
         });
         let cancel = opts.cancel.unwrap_or_default();
         let request_id = handle.id.clone();
+        if let Some(c) = &caller {
+            c.bind(&request_id);
+        }
         let response = tokio::select! {
             r = handle.await_response() => r,
             _ = cancel.cancelled() => {

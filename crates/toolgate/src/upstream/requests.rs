@@ -3,15 +3,17 @@
 //! sessions care about, and the relay of the upstream's own requests (sampling,
 //! elicitation, roots) to the client session whose call is in flight.
 //!
-//! The association rule: an upstream request goes to the most recently started call on
-//! that upstream whose client declared the matching capability. MCP gives a server no
-//! way to name the request it acts for, so with concurrent calls from several sessions
-//! on one upstream this is a best guess; with one caller at a time it is exact. When no
-//! caller in flight can answer, the upstream gets a JSON-RPC error at once.
+//! The association rule: over Streamable HTTP an upstream request that arrives on the
+//! response stream of one of our calls belongs to that call (rmcp records the stream's
+//! request id), which is exact. Otherwise (stdio, or the standalone stream) it goes to the
+//! most recently started call on that upstream whose client declared the matching
+//! capability: exact with one caller at a time, a best guess with concurrent callers from
+//! several sessions. When no caller in flight can answer, the upstream gets a JSON-RPC
+//! error at once.
 
 use super::{CallError, Upstream};
 use futures::future::BoxFuture;
-use rmcp::model::{ClientRequest, ServerResult};
+use rmcp::model::{ClientRequest, RequestId, ServerResult};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -74,7 +76,7 @@ pub enum Notice {
 /// Relay state shared by an upstream and its client handler.
 pub(crate) struct Relay {
     /// Calls in flight that carry a client relay, by start order.
-    callers: Mutex<BTreeMap<u64, Arc<dyn ClientRelay>>>,
+    callers: Mutex<BTreeMap<u64, Caller>>,
     next: AtomicU64,
     /// Notices for every session; sessions filter what concerns them.
     pub notices: broadcast::Sender<(Arc<str>, Notice)>,
@@ -94,12 +96,31 @@ impl Default for Relay {
     }
 }
 
+/// One call in flight: its client, and the upstream request id once it is sent.
+struct Caller {
+    relay: Arc<dyn ClientRelay>,
+    request: Option<String>,
+}
+
 /// Unregisters a caller when its call ends, however it ends.
 pub(crate) struct CallerGuard(Arc<Relay>, u64);
 impl Drop for CallerGuard {
     fn drop(&mut self) {
         self.0.callers.lock().expect("callers").remove(&self.1);
     }
+}
+
+impl CallerGuard {
+    /// Ties the caller to the upstream request that carries its call.
+    pub(crate) fn bind(&self, id: &RequestId) {
+        if let Some(c) = self.0.callers.lock().expect("callers").get_mut(&self.1) {
+            c.request = Some(request_key(id));
+        }
+    }
+}
+
+pub(crate) fn request_key(id: &RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
 }
 
 impl Relay {
@@ -109,20 +130,40 @@ impl Relay {
     ) -> Option<CallerGuard> {
         let relay = relay?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.callers.lock().expect("callers").insert(id, relay);
+        let caller = Caller {
+            relay,
+            request: None,
+        };
+        self.callers.lock().expect("callers").insert(id, caller);
         Some(CallerGuard(self.clone(), id))
     }
 
-    /// Relays an upstream's request to the newest caller that can answer it.
+    /// Relays an upstream's request to the call it arrived for (`origin`, the upstream
+    /// request id), else to the newest caller that can answer it.
     pub(crate) async fn ask(
         &self,
         upstream: &str,
         kind: RelayKind,
         params: Value,
+        origin: Option<String>,
     ) -> Result<Value, String> {
         let caller = {
             let callers = self.callers.lock().expect("callers");
-            callers.values().rev().find(|c| c.supports(kind)).cloned()
+            let exact = origin.and_then(|o| {
+                callers
+                    .values()
+                    .find(|c| c.request.as_deref() == Some(o.as_str()))
+            });
+            match exact {
+                // The call's own client, even when it cannot answer: never another's.
+                Some(c) => Some(c.relay.clone()).filter(|r| r.supports(kind)),
+                None => callers
+                    .values()
+                    .rev()
+                    .map(|c| &c.relay)
+                    .find(|r| r.supports(kind))
+                    .cloned(),
+            }
         };
         match caller {
             Some(c) => c.request(kind.method(), params).await,
@@ -135,13 +176,10 @@ impl Relay {
 
     /// A log message: to the callers in flight when there are any, else to every session.
     pub(crate) async fn log(&self, upstream: &Arc<str>, params: Value) {
-        let callers: Vec<_> = self
-            .callers
-            .lock()
-            .expect("callers")
-            .values()
-            .cloned()
-            .collect();
+        let callers: Vec<_> = {
+            let callers = self.callers.lock().expect("callers");
+            callers.values().map(|c| c.relay.clone()).collect()
+        };
         if callers.is_empty() {
             let _ = self.notices.send((upstream.clone(), Notice::Log(params)));
         } else {
@@ -199,11 +237,14 @@ impl Upstream {
                 CallError::Other(name.clone(), format!("cannot build {method}: {e}"))
             })?;
         let timeout = opts.timeout.unwrap_or(self.config.call_timeout);
-        let _caller = self.relay.register(opts.relay);
+        let caller = self.relay.register(opts.relay);
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
             .await
             .map_err(|e| super::map_err(e, &name, method, timeout))?;
+        if let Some(c) = &caller {
+            c.bind(&handle.id);
+        }
         let result = handle
             .await_response()
             .await
