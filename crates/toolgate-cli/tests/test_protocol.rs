@@ -248,6 +248,29 @@ async fn exercise(client: &Client, events: &mut Events) {
         "{text}"
     );
 
+    // Cancelling a call cancels it upstream too.
+    let r: ClientRequest = serde_json::from_value(
+        json!({"method": "tools/call", "params": {"name": "a_test_cancellable", "arguments": {}}}),
+    )
+    .unwrap();
+    let handle = client
+        .send_request_with_option(r, Default::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    handle.cancel(Some("test".into())).await.unwrap();
+    let mut count = String::new();
+    for _ in 0..100 {
+        count = call_text(client, "a_test_cancelled_count", json!({}))
+            .await
+            .1;
+        if count != "0" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count, "1", "the upstream saw the cancellation");
+
     // list_changed from an upstream reaches the client.
     call_text(client, "a_test_trigger_list_changed", json!({})).await;
     assert!(next(events, "resources_changed").await.is_some());

@@ -36,6 +36,8 @@ pub struct ConformanceServer {
     name: String,
     /// URIs this session subscribed to: updates go only to subscribers.
     subscribed: Arc<Mutex<HashSet<String>>>,
+    /// How many `test_cancellable` calls the client cancelled (`notifications/cancelled`).
+    cancelled: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl ConformanceServer {
@@ -43,6 +45,7 @@ impl ConformanceServer {
         Self {
             name: name.into(),
             subscribed: Arc::default(),
+            cancelled: Arc::default(),
         }
     }
 }
@@ -95,6 +98,14 @@ fn tools() -> Value {
         (
             "test_trigger_list_changed",
             "Sends resources/list_changed and prompts/list_changed",
+        ),
+        (
+            "test_cancellable",
+            "Waits up to 30 s for the client to cancel it",
+        ),
+        (
+            "test_cancelled_count",
+            "How many test_cancellable calls were cancelled",
         ),
     ];
     let mut out: Vec<Value> = simple
@@ -270,6 +281,20 @@ impl ConformanceServer {
                 }
                 text(format!("subscribed={subscribed}"))
             }
+            "test_cancellable" => {
+                tokio::select! {
+                    _ = cx.ct.cancelled() => {
+                        self.cancelled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        text("cancelled")
+                    }
+                    _ = tokio::time::sleep(Duration::from_secs(30)) => text("not cancelled"),
+                }
+            }
+            "test_cancelled_count" => text(
+                self.cancelled
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    .to_string(),
+            ),
             "test_trigger_list_changed" => {
                 let _ = peer.notify_resource_list_changed().await;
                 let _ = peer.notify_prompt_list_changed().await;
