@@ -35,6 +35,9 @@ enum Command {
     Tokens(cmd::tokens::Args),
     /// Find schema features that break grammar-constrained local models.
     Lint(cmd::lint::Args),
+    /// The upstream client as the conformance suite's client under test.
+    #[command(hide = true)]
+    ConformanceClient(cmd::conformance_client::ConformanceClientArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -58,6 +61,7 @@ pub fn run() -> ExitCode {
             Command::Tokens(a) => cmd::tokens::run(a).await.map(|()| true),
             Command::Lint(a) => cmd::lint::run(a).await.map(|()| true),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
+            Command::ConformanceClient(a) => cmd::conformance_client::run(a).await,
         }
     });
     // Don't wait for stray blocking tasks (e.g. a stdin reader) at exit.

@@ -44,6 +44,7 @@
 //! # Layout
 //!
 //! - [`catalog`]: the catalog file format and the choice of tools to serve.
+//! - [`conformance`]: `--conformance`, the official conformance suite's fixture names.
 //! - [`server`]: the hand-written `ServerHandler`.
 //! - [`knobs`]: reserved arguments and the knobs file.
 //! - [`instance`]: minimal instances of output schemas.
@@ -53,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 pub mod catalog;
+pub mod conformance;
 pub mod faults;
 pub mod http;
 pub mod instance;
@@ -88,8 +90,8 @@ pub struct FixtureArgs {
     #[arg(
         long,
         value_name = "FILE",
-        required_unless_present = "demo",
-        conflicts_with = "demo"
+        required_unless_present_any = ["demo", "conformance"],
+        conflicts_with_all = ["demo", "conformance"]
     )]
     pub catalog: Option<PathBuf>,
     /// Serve only this catalog server's tools (default: all, if their names are distinct).
@@ -110,6 +112,9 @@ pub struct FixtureArgs {
     /// Misbehave on purpose, for fault tests.
     #[arg(long, value_enum, value_name = "KIND")]
     pub fault: Option<Fault>,
+    /// Serve the conformance suite's fixture tools, resources and prompts instead of a catalog.
+    #[arg(long, conflicts_with = "demo")]
+    pub conformance: bool,
 }
 
 /// Runs the fixture until its input closes (stdio), or SIGTERM/SIGINT arrives.
@@ -130,9 +135,13 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
         eprintln!("toolgate-fixture: exit-at-start fault, exiting with status 3");
         std::process::exit(faults::EXIT_AT_START_CODE);
     }
-    let server = build_server(&args)?;
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
+    if args.conformance {
+        let name = args.server.clone().unwrap_or_else(|| "conformance".into());
+        return conformance::serve(name, args.http, shutdown).await;
+    }
+    let server = build_server(&args)?;
     if args.fault == Some(Fault::FloodStderr) {
         tokio::spawn(faults::flood_stderr());
     }

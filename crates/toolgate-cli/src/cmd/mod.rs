@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod common;
+pub mod conformance_client;
 pub mod eval;
 pub mod lint;
 pub mod serve;

@@ -39,6 +39,7 @@ pub async fn call(
     };
     let mut opts = CallOptions {
         cancel: Some(context.ct.clone()),
+        relay: Some(super::relay::relay_for(context)),
         ..Default::default()
     };
     // Progress is forwarded from this same task (not a spawned one), so rmcp sends it on

@@ -20,7 +20,12 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     if !ip.is_unspecified() {
         hosts.push(ip.to_string());
     }
-    let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    // Browsers send Origin: a page on another site must not drive a local gateway.
+    let origins = super::relay::allowed_origins(&hosts);
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .enforce_origin_validation();
     config.cancellation_token = shutdown;
     config.max_request_body_bytes = g.max_body_bytes;
     // One engine for every endpoint: pages and operations are shared state.

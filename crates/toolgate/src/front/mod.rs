@@ -9,16 +9,24 @@ mod convert;
 mod direct;
 mod guided;
 mod http;
+mod prompts;
+mod relay;
+mod resources;
 
 pub use http::{router, serve_http};
 
 use crate::config::Mode;
 use crate::gateway::Gateway;
 use crate::guided::Engine;
+#[allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still what clients send.
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
@@ -56,11 +64,14 @@ struct SessionState {
     guided: guided::GuidedState,
     /// To forget the session's pages and operations when it ends.
     engine: Arc<Engine>,
+    /// Resources this session subscribed to (see `resources`).
+    subs: Arc<relay::Subscriptions>,
 }
 
 impl Drop for SessionState {
     fn drop(&mut self) {
         self.engine.end_session(&self.id);
+        resources::release(self.engine.gw.clone(), &self.subs);
     }
 }
 
@@ -81,6 +92,7 @@ impl Session {
                 closed,
                 guided: guided::GuidedState::default(),
                 engine: engine.clone(),
+                subs: Default::default(),
             }),
             engine,
             mode,
@@ -116,12 +128,7 @@ impl Session {
 
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        );
+        let mut info = ServerConfig::new(capabilities());
         info.server_info = Implementation::new("toolgate", env!("CARGO_PKG_VERSION"));
         if self.surface() == Surface::Guided {
             info.instructions = Some(crate::guided::surface::INSTRUCTIONS.to_string());
@@ -182,7 +189,91 @@ impl ServerHandler for Session {
         Ok(result.into())
     }
 
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        resources::list(self.gw(), request).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        resources::list_templates(self.gw(), request).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let r = resources::read(self.gw(), &request.uri, &context).await;
+        r.map(Into::into)
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::subscribe(self.gw(), &request.uri, &self.state.subs).await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::unsubscribe(self.gw(), &request.uri, &self.state.subs).await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        prompts::list(self.gw(), request).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let r = prompts::get(self.gw(), request, &context).await;
+        r.map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        prompts::complete(self.gw(), request).await
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        prompts::set_level(self.gw(), request).await
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let closed = self.state.closed.clone();
+        relay::spawn_notices(
+            self.gw(),
+            context.peer.clone(),
+            self.state.subs.clone(),
+            closed,
+        );
         // Pass catalog changes on as tools/list_changed while the session lives (the
         // guided surface does not change with the catalog).
         if self.surface() != Surface::Direct {
@@ -203,6 +294,19 @@ impl ServerHandler for Session {
             }
         });
     }
+}
+
+/// What every session offers: tools, and what upstreams serve besides (see `resources`,
+/// `prompts`, `relay`).
+fn capabilities() -> ServerCapabilities {
+    serde_json::from_value(serde_json::json!({
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+        "completions": {},
+        "logging": {}
+    }))
+    .expect("valid capabilities")
 }
 
 /// Serves one session over stdin/stdout until the client closes it.

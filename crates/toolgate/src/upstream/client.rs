@@ -3,12 +3,15 @@
 // Logging is deprecated by SEP-2577 but still what 2025-era servers send.
 #![allow(deprecated)]
 
+use super::requests::{request_key, Notice, Relay, RelayKind};
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingLevel,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, Implementation, ListRootsResult, LoggingLevel,
     LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ResourceUpdatedNotificationParam,
 };
-use rmcp::service::{NotificationContext, RoleClient};
-use rmcp::ClientHandler;
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
+use rmcp::{ClientHandler, ErrorData};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -81,14 +84,90 @@ pub(crate) struct UpstreamClient {
     pub events: mpsc::UnboundedSender<UpstreamEvent>,
     /// Calls in flight that asked for progress.
     pub progress: ProgressRoutes,
+    /// Callers in flight and notices for sessions.
+    pub relay: Arc<Relay>,
+}
+
+impl UpstreamClient {
+    /// Relays a server request to a caller and parses its answer.
+    async fn ask<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: RelayKind,
+        params: serde_json::Value,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<T, ErrorData> {
+        // Over Streamable HTTP rmcp records which of our requests' streams this came on.
+        let origin = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(request_key(id)),
+            _ => None,
+        };
+        let answer = self.relay.ask(&self.name, kind, params, origin).await;
+        let value = answer.map_err(|e| ErrorData::internal_error(e, None))?;
+        serde_json::from_value(value).map_err(|e| {
+            ErrorData::internal_error(format!("the client's answer is malformed: {e}"), None)
+        })
+    }
 }
 
 impl ClientHandler for UpstreamClient {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
+        // Declared so upstreams offer the tools that need them; each request is relayed
+        // to the calling session, or refused when that session cannot answer.
+        let caps: ClientCapabilities = serde_json::from_value(serde_json::json!({
+            "sampling": {}, "elicitation": {}, "roots": {"listChanged": true}
+        }))
+        .expect("valid capabilities");
+        let mut config = ClientConfig::new(
+            caps,
             Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        // The newest revision toolgate relays in full: later ones drop server-to-client
+        // requests and subscriptions. Older servers answer with their own and rmcp accepts it.
+        config.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
+        config
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.sampling(params, &context).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let v = serde_json::to_value(request)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        self.ask(RelayKind::Elicitation, v, &context).await
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        self.ask(RelayKind::Roots, serde_json::json!({}), &context)
+            .await
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.relay
+            .notice(&self.name, Notice::ResourceUpdated(params.uri));
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay.notice(&self.name, Notice::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relay.notice(&self.name, Notice::PromptsChanged);
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -117,6 +196,14 @@ impl ClientHandler for UpstreamClient {
     ) {
         let logger = params.logger.as_deref().unwrap_or("-");
         let data = &params.data;
+        let mut relayed = params.clone();
+        relayed.logger = Some(match &params.logger {
+            Some(l) => format!("{}/{l}", self.name),
+            None => self.name.to_string(),
+        });
+        if let Ok(v) = serde_json::to_value(&relayed) {
+            self.relay.log(&self.name, v).await;
+        }
         match params.level {
             LoggingLevel::Debug => tracing::debug!(upstream = %self.name, logger, "{data}"),
             LoggingLevel::Info | LoggingLevel::Notice => {
@@ -125,6 +212,18 @@ impl ClientHandler for UpstreamClient {
             LoggingLevel::Warning => tracing::warn!(upstream = %self.name, logger, "{data}"),
             _ => tracing::error!(upstream = %self.name, logger, "{data}"),
         }
+    }
+}
+
+impl UpstreamClient {
+    async fn sampling(
+        &self,
+        p: CreateMessageRequestParams,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let v =
+            serde_json::to_value(p).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        self.ask(RelayKind::Sampling, v, context).await
     }
 }
 

@@ -32,6 +32,7 @@ pub(crate) async fn connect(
         name: up.name().into(),
         events,
         progress: up.progress.clone(),
+        relay: up.relay.clone(),
     };
     let (service, mut child) = match &up.config.transport {
         Transport::Stdio {

@@ -9,9 +9,11 @@
 mod child;
 mod client;
 mod connect;
+mod requests;
 mod supervisor;
 
 pub use client::Progress;
+pub use requests::{ClientRelay, Notice, RelayKind, RequestOptions};
 pub(crate) use supervisor::supervise;
 
 use crate::config::UpstreamConfig;
@@ -104,6 +106,8 @@ pub struct CallOptions {
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
     /// Cancelling it cancels the upstream request (`notifications/cancelled`).
     pub cancel: Option<CancellationToken>,
+    /// Where the upstream's sampling, elicitation and roots requests go during the call.
+    pub relay: Option<Arc<dyn ClientRelay>>,
 }
 
 /// One upstream: its configuration and live state, shared by its supervisor and callers.
@@ -116,6 +120,8 @@ pub struct Upstream {
     raw_tools: RawTools,
     /// Signalled whenever the status or the tool list changes.
     changed: tokio::sync::watch::Sender<u64>,
+    /// Callers in flight, notices and subscriptions (see `requests`).
+    relay: Arc<requests::Relay>,
 }
 
 #[derive(Default)]
@@ -143,6 +149,7 @@ impl Upstream {
             progress: Arc::new(Mutex::new(Default::default())),
             raw_tools: Default::default(),
             changed: tokio::sync::watch::channel(0).0,
+            relay: Default::default(),
         })
     }
 
@@ -166,6 +173,10 @@ impl Upstream {
 
     pub fn server_info(&self) -> Option<String> {
         self.state.read().expect("state").server_info.clone()
+    }
+
+    fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.state.read().expect("state").peer.clone()
     }
 
     /// A receiver that sees a new value whenever status or tools change.
@@ -199,6 +210,7 @@ impl Upstream {
         params.arguments = Some(arguments);
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
         let options = PeerRequestOptions::with_timeout(timeout);
+        let caller = self.relay.register(opts.relay);
         let started = Instant::now();
         let handle = peer
             .send_request_with_option(request, options)
@@ -215,13 +227,25 @@ impl Upstream {
             RouteGuard(&self.progress, key)
         });
         let cancel = opts.cancel.unwrap_or_default();
+        let request_id = handle.id.clone();
+        if let Some(c) = &caller {
+            c.bind(&request_id);
+        }
         let response = tokio::select! {
             r = handle.await_response() => r,
             _ = cancel.cancelled() => {
                 // Dropping the handle abandons the request; tell the upstream too.
+                let why = Some("cancelled by the client".to_string());
+                let _ = peer.notify_cancelled(rmcp::model::CancelledNotificationParam::new(Some(request_id), why)).await;
                 return Err(CallError::Cancelled);
             }
         };
+        if route.is_some() {
+            // rmcp hands notifications to spawned tasks but responses straight to the
+            // caller, so progress sent just before the result may still be on its way to
+            // `on_progress`; keep the route a moment so it is not lost.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         drop(route);
         let result = response.map_err(|e| map_err(e, &name, tool, timeout))?;
         tracing::debug!(upstream = %name, tool, ms = started.elapsed().as_millis() as u64, "call done");

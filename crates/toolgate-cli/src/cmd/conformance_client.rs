@@ -1,0 +1,62 @@
+//! `toolgate conformance-client URL` (hidden): toolgate's upstream client as the MCP
+//! conformance suite's client under test. The runner appends its test server's URL and
+//! names the scenario in `MCP_CONFORMANCE_SCENARIO`.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+use std::time::Duration;
+use toolgate::config::Config;
+use toolgate::gateway::Gateway;
+use toolgate::upstream::{CallOptions, UpstreamStatus};
+
+#[derive(Args, Debug)]
+pub struct ConformanceClientArgs {
+    /// The test server's Streamable HTTP URL.
+    pub url: String,
+}
+
+/// Connects through the gateway's own upstream module (initialize, tools/list), then does
+/// what the scenario asks: `tools_call` calls `add_numbers`.
+pub async fn run(args: ConformanceClientArgs) -> Result<bool> {
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let toml = format!(
+        "[upstreams.test]\nurl = {}\nprefix = \"\"\n",
+        Value::String(args.url.clone())
+    );
+    let gw = Gateway::start(Config::from_toml_str(
+        &toml,
+        Path::new("conformance-client"),
+    )?);
+    gw.wait_settled(Duration::from_secs(20)).await;
+    let up = gw.upstream("test").expect("configured above");
+    let outcome = match up.status() {
+        UpstreamStatus::Ready { .. } => Ok(()),
+        other => Err(format!("{other:?}")),
+    };
+    let result = match (outcome, scenario.as_str()) {
+        (Err(e), _) => Err(anyhow::anyhow!("connecting to {} failed: {e}", args.url)),
+        (Ok(()), "tools_call") => {
+            let mut arguments = Map::new();
+            arguments.insert("a".into(), json!(5));
+            arguments.insert("b".into(), json!(3));
+            match up
+                .call("add_numbers", arguments, CallOptions::default())
+                .await
+            {
+                Ok(o) => {
+                    println!("{}", Value::Array(o.content));
+                    Ok(())
+                }
+                Err(e) => Err(anyhow::anyhow!("add_numbers failed: {e}")),
+            }
+        }
+        (Ok(()), _) => Ok(()),
+    };
+    gw.shutdown().await;
+    match result {
+        Ok(()) => Ok(true),
+        Err(e) => bail!(e),
+    }
+}

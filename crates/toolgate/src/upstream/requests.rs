@@ -1,0 +1,312 @@
+//! Everything but tools between toolgate and one upstream: generic JSON requests
+//! (resources, prompts, completion, logging), the notifications an upstream sends that
+//! sessions care about, and the relay of the upstream's own requests (sampling,
+//! elicitation, roots) to the client session whose call is in flight.
+//!
+//! The association rule: over Streamable HTTP an upstream request that arrives on the
+//! response stream of one of our calls belongs to that call (rmcp records the stream's
+//! request id), which is exact. Otherwise (stdio, or the standalone stream) it goes to the
+//! most recently started call on that upstream whose client declared the matching
+//! capability: exact with one caller at a time, a best guess with concurrent callers from
+//! several sessions. When no caller in flight can answer, the upstream gets a JSON-RPC
+//! error at once.
+
+use super::{CallError, Upstream};
+use futures::future::BoxFuture;
+use rmcp::model::{ClientRequest, RequestId, ServerResult};
+use rmcp::service::PeerRequestOptions;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// What a server may ask of a client, by the capability the client must declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelayKind {
+    Sampling,
+    Elicitation,
+    Roots,
+}
+
+impl RelayKind {
+    pub fn method(self) -> &'static str {
+        match self {
+            Self::Sampling => "sampling/createMessage",
+            Self::Elicitation => "elicitation/create",
+            Self::Roots => "roots/list",
+        }
+    }
+}
+
+/// The client side of a call in flight, as the front provides it: where the upstream's
+/// requests and call-scoped notifications go. JSON in, JSON out, so no rmcp server type
+/// leaks into the upstream layer.
+pub trait ClientRelay: Send + Sync {
+    /// True when the client declared the capability `kind` needs.
+    fn supports(&self, kind: RelayKind) -> bool;
+    /// Sends `method` with `params` to the client and returns its result.
+    fn request(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> BoxFuture<'static, Result<Value, String>>;
+    /// Sends a notification (`notifications/message` during a call) to the client.
+    fn notify(&self, method: &'static str, params: Value) -> BoxFuture<'static, ()>;
+}
+
+impl std::fmt::Debug for dyn ClientRelay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientRelay")
+    }
+}
+
+/// A notification from an upstream that is not tied to a call in flight.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// `notifications/message` params, `logger` already naming the upstream.
+    Log(Value),
+    /// `notifications/resources/updated` for this upstream URI.
+    ResourceUpdated(String),
+    ResourcesChanged,
+    PromptsChanged,
+}
+
+/// Relay state shared by an upstream and its client handler.
+pub(crate) struct Relay {
+    /// Calls in flight that carry a client relay, by start order.
+    callers: Mutex<BTreeMap<u64, Caller>>,
+    next: AtomicU64,
+    /// Notices for every session; sessions filter what concerns them.
+    pub notices: broadcast::Sender<(Arc<str>, Notice)>,
+    /// Resource URIs subscribed upstream -> how many sessions want them.
+    subscriptions: Mutex<HashMap<String, usize>>,
+}
+
+impl Default for Relay {
+    fn default() -> Self {
+        Self {
+            callers: Default::default(),
+            next: AtomicU64::new(0),
+            // Bounded: a session that lags behind loses old notices, never blocks others.
+            notices: broadcast::channel(256).0,
+            subscriptions: Default::default(),
+        }
+    }
+}
+
+/// One call in flight: its client, and the upstream request id once it is sent.
+struct Caller {
+    relay: Arc<dyn ClientRelay>,
+    request: Option<String>,
+}
+
+/// Unregisters a caller when its call ends, however it ends.
+pub(crate) struct CallerGuard(Arc<Relay>, u64);
+impl Drop for CallerGuard {
+    fn drop(&mut self) {
+        self.0.callers.lock().expect("callers").remove(&self.1);
+    }
+}
+
+impl CallerGuard {
+    /// Ties the caller to the upstream request that carries its call.
+    pub(crate) fn bind(&self, id: &RequestId) {
+        if let Some(c) = self.0.callers.lock().expect("callers").get_mut(&self.1) {
+            c.request = Some(request_key(id));
+        }
+    }
+}
+
+pub(crate) fn request_key(id: &RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+impl Relay {
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        relay: Option<Arc<dyn ClientRelay>>,
+    ) -> Option<CallerGuard> {
+        let relay = relay?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let caller = Caller {
+            relay,
+            request: None,
+        };
+        self.callers.lock().expect("callers").insert(id, caller);
+        Some(CallerGuard(self.clone(), id))
+    }
+
+    /// Relays an upstream's request to the call it arrived for (`origin`, the upstream
+    /// request id), else to the newest caller that can answer it.
+    pub(crate) async fn ask(
+        &self,
+        upstream: &str,
+        kind: RelayKind,
+        params: Value,
+        origin: Option<String>,
+    ) -> Result<Value, String> {
+        let caller = {
+            let callers = self.callers.lock().expect("callers");
+            let exact = origin.and_then(|o| {
+                callers
+                    .values()
+                    .find(|c| c.request.as_deref() == Some(o.as_str()))
+            });
+            match exact {
+                // The call's own client, even when it cannot answer: never another's.
+                Some(c) => Some(c.relay.clone()).filter(|r| r.supports(kind)),
+                None => callers
+                    .values()
+                    .rev()
+                    .map(|c| &c.relay)
+                    .find(|r| r.supports(kind))
+                    .cloned(),
+            }
+        };
+        match caller {
+            Some(c) => c.request(kind.method(), params).await,
+            None => Err(format!(
+                "toolgate: no client session able to answer {} for upstream {upstream:?} (none in flight declared the capability)",
+                kind.method()
+            )),
+        }
+    }
+
+    /// A log message: to the callers in flight when there are any, else to every session.
+    pub(crate) async fn log(&self, upstream: &Arc<str>, params: Value) {
+        let callers: Vec<_> = {
+            let callers = self.callers.lock().expect("callers");
+            callers.values().map(|c| c.relay.clone()).collect()
+        };
+        if callers.is_empty() {
+            let _ = self.notices.send((upstream.clone(), Notice::Log(params)));
+        } else {
+            for c in callers {
+                c.notify("notifications/message", params.clone()).await;
+            }
+        }
+    }
+
+    pub(crate) fn notice(&self, upstream: &Arc<str>, notice: Notice) {
+        let _ = self.notices.send((upstream.clone(), notice));
+    }
+}
+
+/// Options for one generic request.
+#[derive(Default)]
+pub struct RequestOptions {
+    pub timeout: Option<Duration>,
+    /// Where the upstream's own requests go while this one is in flight.
+    pub relay: Option<Arc<dyn ClientRelay>>,
+}
+
+impl Upstream {
+    /// The upstream's declared capabilities (JSON), while connected.
+    pub fn capabilities(&self) -> Option<Value> {
+        let st = self.state.read().expect("state");
+        let info = st.peer.as_ref()?.peer_info()?;
+        serde_json::to_value(&info.capabilities).ok()
+    }
+
+    /// True when connected and the upstream declared capability `name` (e.g. `resources`).
+    pub fn has_capability(&self, name: &str) -> bool {
+        self.capabilities()
+            .is_some_and(|c| c.get(name).is_some_and(|v| !v.is_null()))
+    }
+
+    /// Receives every upstream notice not tied to a call.
+    pub fn notices(&self) -> broadcast::Receiver<(Arc<str>, Notice)> {
+        self.relay.notices.subscribe()
+    }
+
+    /// Sends any client request (`method`, `params`) and returns the result as JSON.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        opts: RequestOptions,
+    ) -> Result<Value, CallError> {
+        let name = self.name().to_string();
+        let peer = self
+            .peer()
+            .ok_or_else(|| CallError::Unavailable(name.clone(), self.status().label().into()))?;
+        let request: ClientRequest =
+            serde_json::from_value(json!({"method": method, "params": params})).map_err(|e| {
+                CallError::Other(name.clone(), format!("cannot build {method}: {e}"))
+            })?;
+        let timeout = opts.timeout.unwrap_or(self.config.call_timeout);
+        let caller = self.relay.register(opts.relay);
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+            .await
+            .map_err(|e| super::map_err(e, &name, method, timeout))?;
+        if let Some(c) = &caller {
+            c.bind(&handle.id);
+        }
+        let result = handle
+            .await_response()
+            .await
+            .map_err(|e| super::map_err(e, &name, method, timeout))?;
+        Ok(match result {
+            ServerResult::EmptyResult(_) => json!({}),
+            other => serde_json::to_value(other).unwrap_or(Value::Null),
+        })
+    }
+
+    /// Subscribes upstream on the first session's interest; counts the others.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), CallError> {
+        let first = {
+            let mut subs = self.relay.subscriptions.lock().expect("subscriptions");
+            let n = subs.entry(uri.to_string()).or_default();
+            *n += 1;
+            *n == 1
+        };
+        if first {
+            if let Err(e) = self
+                .request(
+                    "resources/subscribe",
+                    json!({"uri": uri}),
+                    Default::default(),
+                )
+                .await
+            {
+                self.relay
+                    .subscriptions
+                    .lock()
+                    .expect("subscriptions")
+                    .remove(uri);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops one session's interest; unsubscribes upstream when it was the last.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), CallError> {
+        let last = {
+            let mut subs = self.relay.subscriptions.lock().expect("subscriptions");
+            match subs.get_mut(uri) {
+                Some(n) if *n > 1 => {
+                    *n -= 1;
+                    false
+                }
+                Some(_) => {
+                    subs.remove(uri);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last {
+            self.request(
+                "resources/unsubscribe",
+                json!({"uri": uri}),
+                Default::default(),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+}
