@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "toolgate", version, about = "An MCP gateway: one endpoint in front of many MCP servers, showing the model only what the next step needs")]
+#[command(
+    name = "toolgate",
+    version,
+    about = "An MCP gateway: one endpoint in front of many MCP servers, showing the model only what the next step needs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -31,6 +35,9 @@ enum Command {
     Tokens(cmd::tokens::Args),
     /// Find schema features that break grammar-constrained local models.
     Lint(cmd::lint::Args),
+    /// API keys for HTTP clients.
+    #[command(subcommand)]
+    Key(cmd::key::KeyCommand),
 }
 
 pub fn run() -> ExitCode {
@@ -53,6 +60,7 @@ pub fn run() -> ExitCode {
             Command::Eval(a) => cmd::eval::run(a).map(|()| true),
             Command::Tokens(a) => cmd::tokens::run(a).map(|()| true),
             Command::Lint(a) => cmd::lint::run(a).map(|()| true),
+            Command::Key(a) => cmd::key::run(a).map(|()| true),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
         }
     });

@@ -4,6 +4,7 @@
 pub mod check;
 pub mod common;
 pub mod eval;
+pub mod key;
 pub mod lint;
 pub mod serve;
 pub mod tokens;

@@ -54,6 +54,8 @@ pub struct Config {
     pub guided: GuidedConfig,
     /// Upstreams by name, sorted (disabled ones included, marked).
     pub upstreams: BTreeMap<String, UpstreamConfig>,
+    /// Profiles, keys, approval and audit.
+    pub policy: crate::policy::PolicyConfig,
 }
 
 /// Settings of the front (what clients talk to).
@@ -150,6 +152,7 @@ impl Config {
             gateway: GatewayConfig::default(),
             guided: GuidedConfig::default(),
             upstreams: BTreeMap::new(),
+            policy: Default::default(),
         }
     }
 

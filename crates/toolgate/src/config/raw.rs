@@ -35,6 +35,9 @@ pub struct RawConfig {
     pub guided: RawGuided,
     #[serde(default)]
     pub upstreams: BTreeMap<String, RawUpstream>,
+    /// Profiles, keys, per-tool rules, approval and audit (see `policy::config`).
+    #[serde(default)]
+    pub policy: crate::policy::config::RawPolicy,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -269,6 +272,7 @@ impl RawConfig {
             gateway,
             guided: self.guided.validate(file)?,
             upstreams,
+            policy: self.policy.validate(file)?,
         })
     }
 }

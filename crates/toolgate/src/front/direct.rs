@@ -3,6 +3,7 @@
 use super::convert::{result_from, tool_error, tool_named};
 use crate::catalog::Catalog;
 use crate::gateway::Gateway;
+use crate::policy::Caller;
 use crate::upstream::{CallOptions, Progress};
 use rmcp::model::{CallToolResult, ProgressNotificationParam, Tool};
 use rmcp::service::{RequestContext, RoleServer};
@@ -19,15 +20,21 @@ pub fn list(catalog: &Catalog) -> Vec<Tool> {
 }
 
 /// Forwards a tools/call, passing the client's progress token and cancellation through.
+/// The caller's permission is checked (and the call audited) before any upstream sees it.
 pub async fn call(
     gw: &Gateway,
     name: &str,
     arguments: Map<String, Value>,
     context: &RequestContext<RoleServer>,
+    caller: &Caller,
 ) -> CallToolResult {
     let catalog = gw.catalog();
     let Some(tool) = catalog.by_exposed(name).or_else(|| catalog.resolve(name)) else {
         return tool_error(unknown_tool_message(&catalog, name));
+    };
+    let permit = match caller.policy.authorize(caller, tool, &arguments).await {
+        Ok(p) => p,
+        Err(refusal) => return tool_error(refusal),
     };
     let mut opts = CallOptions {
         cancel: Some(context.ct.clone()),
@@ -48,7 +55,9 @@ pub async fn call(
             }
         })
     });
-    let result = match gw.call(tool, arguments, opts).await {
+    let outcome = gw.call(tool, arguments, opts).await;
+    permit.finish(&outcome);
+    let result = match outcome {
         Ok(outcome) => result_from(outcome),
         Err(e) => tool_error(format!("{} failed: {e}", tool.exposed)),
     };

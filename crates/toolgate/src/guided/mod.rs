@@ -71,6 +71,8 @@ pub struct Engine {
     selections: Mutex<HashMap<String, Selection>>,
     /// Token cost of the current catalog's direct surface, for `auto` mode.
     direct_tokens: Mutex<(Arc<Catalog>, usize)>,
+    /// Profiles, keys, approval and audit: consulted by route, execute and the front.
+    pub policy: Arc<crate::policy::Policy>,
 }
 
 impl Engine {
@@ -87,6 +89,7 @@ impl Engine {
             store: Arc::new(SessionStore::new(limits)),
             selections: Mutex::new(HashMap::new()),
             direct_tokens: Mutex::new((empty, 0)),
+            policy: crate::policy::Policy::new(&gw.config.policy),
             gw,
         })
     }

@@ -5,18 +5,23 @@ use super::schema_view::{placeholders, render, Detail};
 use super::surface::EXECUTE;
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::catalog::ToolRecord;
+use crate::policy::{profiles::Visible, Caller};
 use crate::route::{route, RouteDecision, RouteOptions};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-/// Answers one route call. Also returns the selected tool (for `expand_selected`).
+/// Answers one route call over what `caller`'s profile shows. Also returns the selected
+/// tool (for `expand_selected`).
 pub fn run(
     engine: &Engine,
     session: &str,
     args: &Map<String, Value>,
+    caller: &Caller,
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
     match parse(args) {
-        Ok((task, server, detail, limit)) => answer(engine, session, task, server, detail, limit),
+        Ok((task, server, detail, limit)) => {
+            answer(engine, session, task, server, detail, limit, caller)
+        }
         Err(e) => (MetaResult::error(format!("route: {e}")), None),
     }
 }
@@ -54,8 +59,19 @@ fn answer(
     server: Option<&str>,
     detail: Detail,
     limit: usize,
+    caller: &Caller,
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
     let (catalog, index) = engine.index();
+    let keep = |t: &ToolRecord| caller.policy.shows(caller, t);
+    let hidden = match caller.profile {
+        Some(_) => catalog.tools().iter().filter(|t| !keep(t)).count(),
+        None => 0,
+    };
+    let visible = Visible {
+        inner: index.as_ref(),
+        keep: &keep,
+        hidden,
+    };
     if let Some(s) = server {
         if !catalog.servers().contains(&s) {
             let known = catalog.servers().join(", ");
@@ -71,7 +87,7 @@ fn answer(
         threshold: engine.gw.config.guided.route_threshold,
         ..RouteOptions::default()
     };
-    match route(index.as_ref(), task, &opts) {
+    match route(&visible, task, &opts) {
         RouteDecision::Select {
             tool, confidence, ..
         } => (

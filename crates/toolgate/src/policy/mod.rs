@@ -1,0 +1,371 @@
+//! Policy: profiles decide what a session sees (tools/list, route); keys, scopes and tiers
+//! decide what it may call; destructive calls may need the user's approval; everything is
+//! audited. The two questions are independent: visibility never grants, and a permitted
+//! tool stays callable by exact name even when its profile hides it.
+//!
+//! - [`glob`]: `server/tool` globs and `!` exclusions.
+//! - [`tiers`]: read / write / destructive from annotations and per-tool rules (tags, shadow).
+//! - [`profiles`]: what a profile shows, and route over a profile's view.
+//! - [`keys`]: API keys (hashes, constant-time lookup) and what each may call.
+//! - [`approval`]: asking the user before destructive calls.
+//! - [`audit`]: the append-only JSON-lines trail.
+//! - [`config`]: the `[policy]` section of `toolgate.toml`.
+
+pub mod approval;
+pub mod audit;
+pub mod config;
+pub mod glob;
+pub mod keys;
+pub mod profiles;
+pub mod tiers;
+
+pub use config::PolicyConfig;
+pub use keys::{Grant, KeyRejection};
+pub use profiles::Profile;
+pub use tiers::Tier;
+
+use crate::catalog::ToolRecord;
+use crate::upstream::{CallError, CallOutcome};
+use approval::{Answer, Approver};
+use audit::{AuditLog, CallRecord, Verdict};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The identity local (stdio) sessions have when no `stdio_key` is configured.
+pub const LOCAL_IDENTITY: &str = "local";
+/// The identity HTTP sessions have when no keys are configured (open, loopback by default).
+pub const OPEN_IDENTITY: &str = "anonymous";
+
+/// The policy of a running gateway.
+pub struct Policy {
+    pub config: PolicyConfig,
+    /// `None` when no audit path is configured.
+    audit: Option<Arc<AuditLog>>,
+    /// Set when the audit log is configured but cannot be opened: every call is then
+    /// refused, since calls must not run unrecorded.
+    audit_broken: Option<String>,
+}
+
+/// Who is asking, through which surface, seeing which profile: one per request.
+#[derive(Clone)]
+pub struct Caller {
+    pub policy: Arc<Policy>,
+    pub session: String,
+    pub grant: Arc<Grant>,
+    pub profile: Option<Arc<Profile>>,
+    /// `guided` or `direct`.
+    pub surface: &'static str,
+    /// How to ask this session's user (absent: no way to ask).
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl Caller {
+    pub fn profile_name(&self) -> Option<&str> {
+        self.profile.as_deref().map(|p| p.name.as_str())
+    }
+}
+
+/// A call the policy allowed; `finish` records how it went.
+pub struct Permit {
+    audit: Option<Arc<AuditLog>>,
+    session: String,
+    key: String,
+    profile: Option<String>,
+    surface: &'static str,
+    server: String,
+    tool: String,
+    visible: bool,
+    tier: Tier,
+    arguments: Map<String, Value>,
+    approved: Option<bool>,
+    started: Instant,
+}
+
+impl Permit {
+    /// Audits the finished call: outcome, latency and result tokens (o200k). Destructive
+    /// calls are synced to disk before the caller answers.
+    pub fn finish(self, result: &Result<CallOutcome, CallError>) {
+        let (outcome, error, tokens) = match result {
+            Ok(o) => {
+                let text = Value::Array(o.content.clone()).to_string();
+                let tokens = crate::shape::tokens::Encoding::O200k.count(&text);
+                (
+                    if o.is_error { "isError" } else { "ok" },
+                    None,
+                    Some(tokens),
+                )
+            }
+            Err(e) => ("error", Some(e.to_string()), None),
+        };
+        self.record(outcome, error, tokens);
+    }
+
+    /// Audits an allowed call that never reached the upstream (e.g. invalid arguments).
+    pub fn not_run(self, why: &str) {
+        self.record("not_run", Some(why.to_string()), None);
+    }
+
+    fn record(&self, outcome: &str, error: Option<String>, tokens: Option<usize>) {
+        let Some(log) = &self.audit else { return };
+        log.call(
+            &CallRecord {
+                session: &self.session,
+                key: &self.key,
+                profile: self.profile.as_deref(),
+                surface: self.surface,
+                server: &self.server,
+                tool: &self.tool,
+                visible: self.visible,
+                tier: self.tier.as_str(),
+                arguments: &self.arguments,
+                verdict: Verdict::Allowed,
+                reason: (!self.visible)
+                    .then(|| "hidden by the profile; called by exact name".to_string()),
+                approved: self.approved,
+                outcome: Some(outcome),
+                error,
+                latency: Some(self.started.elapsed()),
+                result_tokens: tokens,
+            },
+            self.tier == Tier::Destructive,
+        );
+    }
+}
+
+impl Policy {
+    /// Builds the policy and opens the audit log. A log that cannot be opened does not stop
+    /// the gateway, but every call is refused until it is fixed (see [`Policy::check`]).
+    pub fn new(config: &PolicyConfig) -> Arc<Self> {
+        let (audit, audit_broken) = match &config.audit_path {
+            None => (None, None),
+            Some(p) => match AuditLog::open(p, config.audit_arguments) {
+                Ok(log) => (Some(Arc::new(log)), None),
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    (None, Some(format!("{e:#}")))
+                }
+            },
+        };
+        Arc::new(Self {
+            config: config.clone(),
+            audit,
+            audit_broken,
+        })
+    }
+
+    /// Fails when the audit log is configured but cannot be opened (for `serve` to stop early).
+    pub fn check(config: &PolicyConfig) -> anyhow::Result<()> {
+        match &config.audit_path {
+            Some(p) => AuditLog::open(p, config.audit_arguments).map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether HTTP requests must present a key.
+    pub fn requires_keys(&self) -> bool {
+        !self.config.keys.is_empty()
+    }
+
+    /// The grant for an HTTP request's `Authorization` header.
+    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Arc<Grant>, KeyRejection> {
+        if !self.requires_keys() {
+            return Ok(Grant::full(OPEN_IDENTITY));
+        }
+        let token = authorization
+            .and_then(keys::bearer)
+            .ok_or(KeyRejection::Missing)?;
+        keys::authenticate(&self.config.keys, token)
+    }
+
+    /// The identity of stdio sessions: `stdio_key` if configured, else full local access.
+    pub fn stdio_grant(&self) -> Arc<Grant> {
+        match self
+            .config
+            .stdio_key
+            .as_deref()
+            .and_then(|k| self.config.key(k))
+        {
+            Some(k) => k.grant.clone(),
+            None => Grant::full(LOCAL_IDENTITY),
+        }
+    }
+
+    pub fn profile(&self, name: &str) -> Option<Arc<Profile>> {
+        self.config.profiles.get(name).cloned()
+    }
+
+    /// The profile a session sees: one named explicitly (HTTP path, `--profile`), else
+    /// the key's, else the configured default, else none (every tool).
+    pub fn profile_for(
+        &self,
+        explicit: Option<&Arc<Profile>>,
+        grant: &Grant,
+    ) -> Option<Arc<Profile>> {
+        explicit.cloned().or_else(|| {
+            grant
+                .profile
+                .as_deref()
+                .or(self.config.default_profile.as_deref())
+                .and_then(|p| self.profile(p))
+        })
+    }
+
+    pub fn facts(&self, tool: &ToolRecord) -> tiers::ToolFacts {
+        tiers::facts(&self.config.tools, tool)
+    }
+
+    /// Whether route may name `tool` for this caller (shadow tools included).
+    pub fn shows(&self, caller: &Caller, tool: &ToolRecord) -> bool {
+        match &caller.profile {
+            None => true,
+            Some(p) => p.shows(tool, &self.facts(tool)),
+        }
+    }
+
+    /// Whether `tool` belongs in this caller's tools/list: shown, and not a shadow tool
+    /// (listing what cannot run would only invite failing calls).
+    pub fn lists(&self, caller: &Caller, tool: &ToolRecord) -> bool {
+        let facts = self.facts(tool);
+        !facts.shadow
+            && caller
+                .profile
+                .as_ref()
+                .is_none_or(|p| p.shows(tool, &facts))
+    }
+
+    /// Judges one call before any upstream sees it: shadow, scope and tier, then approval
+    /// for destructive calls. A refusal is audited (and synced) before it is returned, as a
+    /// message for the model that says what is missing.
+    pub async fn authorize(
+        &self,
+        caller: &Caller,
+        tool: &ToolRecord,
+        arguments: &Map<String, Value>,
+    ) -> Result<Permit, String> {
+        let facts = self.facts(tool);
+        let id = tool.id.to_string();
+        let visible = caller
+            .profile
+            .as_ref()
+            .is_none_or(|p| p.shows(tool, &facts));
+        let refuse = |verdict: Verdict, reason: String, approved: Option<bool>| {
+            if let Some(log) = &self.audit {
+                log.call(
+                    &CallRecord {
+                        session: &caller.session,
+                        key: &caller.grant.name,
+                        profile: caller.profile_name(),
+                        surface: caller.surface,
+                        server: &tool.id.server,
+                        tool: &tool.id.name,
+                        visible,
+                        tier: facts.tier.as_str(),
+                        arguments,
+                        verdict,
+                        reason: Some(reason.clone()),
+                        approved,
+                        outcome: None,
+                        error: None,
+                        latency: None,
+                        result_tokens: None,
+                    },
+                    true,
+                );
+            }
+            Err(reason)
+        };
+        if let Some(e) = &self.audit_broken {
+            return Err(format!(
+                "{id} was not run: the audit log cannot be written ({e}); ask the gateway's administrator"
+            ));
+        }
+        if facts.shadow {
+            let ask = self
+                .config
+                .contact
+                .as_deref()
+                .map_or("the gateway's administrator".to_string(), str::to_string);
+            return refuse(
+                Verdict::Shadow,
+                format!("{id} is not enabled yet (it is being introduced in shadow mode). To use it, ask {ask}."),
+                None,
+            );
+        }
+        if let Some(missing) = caller.grant.missing_permission(&id, facts.tier) {
+            let who = self
+                .config
+                .contact
+                .as_deref()
+                .map(|c| format!(" To widen the key, ask {c}."))
+                .unwrap_or_default();
+            return refuse(Verdict::Refused, format!("{missing}.{who}"), None);
+        }
+        let mut approved = None;
+        let needs_approval = caller.grant.approval.unwrap_or(self.config.approval);
+        if facts.tier == Tier::Destructive && needs_approval {
+            let answer = match &caller.approver {
+                None => Answer::Unsupported,
+                Some(a) => {
+                    a.ask(approval::question(&id, &caller.grant.name, arguments))
+                        .await
+                }
+            };
+            if answer != Answer::Accepted {
+                let verdict = match answer {
+                    Answer::Unsupported => Verdict::ApprovalUnavailable,
+                    _ => Verdict::ApprovalDeclined,
+                };
+                return refuse(verdict, approval::refusal(&id, &answer), Some(false));
+            }
+            approved = Some(true);
+        }
+        Ok(Permit {
+            audit: self.audit.clone(),
+            session: caller.session.clone(),
+            key: caller.grant.name.clone(),
+            profile: caller.profile_name().map(str::to_string),
+            surface: caller.surface,
+            server: tool.id.server.clone(),
+            tool: tool.id.name.clone(),
+            visible,
+            tier: facts.tier,
+            arguments: arguments.clone(),
+            approved,
+            started: Instant::now(),
+        })
+    }
+
+    /// Audits a request turned away for its key.
+    pub fn audit_rejected_key(&self, rejection: &KeyRejection, path: &str) {
+        if let Some(log) = &self.audit {
+            let key = match rejection {
+                KeyRejection::Revoked(name) => Some(name.as_str()),
+                _ => None,
+            };
+            log.rejected_key(key, &rejection.to_string(), path);
+        }
+    }
+
+    /// Audits a route decision (`select` with the tool, or `clarify` with the candidates).
+    pub fn audit_route(
+        &self,
+        caller: &Caller,
+        task: &str,
+        decision: &str,
+        tool: Option<&str>,
+        candidates: &[String],
+    ) {
+        if let Some(log) = &self.audit {
+            log.route(
+                &caller.session,
+                &caller.grant.name,
+                caller.profile_name(),
+                task,
+                decision,
+                tool,
+                candidates,
+            );
+        }
+    }
+}
