@@ -51,10 +51,16 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Writes the catalog and a configuration in `mode` with profiles, keys, shadow and audit.
 pub fn policy_config(dir: &TestDir, mode: &str, extra_policy: &str) -> PathBuf {
+    policy_config_with(dir, mode, "", extra_policy)
+}
+
+/// `policy_config` with more `[guided]` settings (e.g. pinned tools).
+pub fn policy_config_with(dir: &TestDir, mode: &str, guided: &str, extra_policy: &str) -> PathBuf {
     dir.write("catalog.json", &policy_catalog().to_string());
     let policy = format!(
         r#"[guided]
 wait_secs = 5
+{guided}
 [policy]
 contact = "the platform team (#platform)"
 {extra_policy}
