@@ -267,6 +267,27 @@ async fn destructive_calls_wait_for_the_users_answer() {
         assert_eq!(rec["decision"], "approval_unavailable");
         assert_eq!(rec["surface"], surface);
     }
+    // Arguments are validated before the user is asked: nobody approves a call that cannot run.
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let handler = Approving {
+        answer: Some(ElicitationAction::Accept),
+        audit: dir.path("audit.jsonl"),
+        asked: asked.clone(),
+    };
+    let c = connect_keyed(&format!("{}/mcp/guided", gw.base()), Some(ADMIN), handler).await;
+    let r = call_on(
+        &c,
+        "execute",
+        json!({"tool": "files/delete_file", "arguments": {"path": 5}}),
+    )
+    .await;
+    assert!(is_error(&r) && text(&r).contains("/path"), "{}", text(&r));
+    assert!(asked.lock().unwrap().is_empty());
+    assert_eq!(
+        calls(&dir, "files/delete_file").pop().unwrap()["outcome"],
+        "not_run"
+    );
+    c.cancel().await.unwrap();
     let runs = calls(&dir, "files/delete_file")
         .iter()
         .filter(|r| r["outcome"] == "ok")

@@ -43,7 +43,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         config.gateway.mode = mode;
     }
     apply_identity(&mut config, args.profile, args.key)?;
-    toolgate::policy::Policy::check(&config.policy)?;
+    toolgate::policy::Policy::preflight(&config.policy)?;
     let stop = CancellationToken::new();
     spawn_signal_handler(stop.clone());
     if args.stdio {

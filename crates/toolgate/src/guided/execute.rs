@@ -26,11 +26,7 @@ pub async fn run(
         Err(e) => return MetaResult::error(format!("execute: {e}")),
     };
     let tool = request.tool;
-    let permit = match engine
-        .policy
-        .authorize(caller, &tool, &request.arguments)
-        .await
-    {
+    let mut permit = match engine.policy.check(caller, &tool, &request.arguments) {
         Ok(p) => p,
         Err(refusal) => return MetaResult::error(format!("execute: {refusal}")),
     };
@@ -49,6 +45,10 @@ pub async fn run(
                 ..MetaResult::error(report.to_text(&tool.id.to_string()))
             };
         }
+    }
+    // Valid arguments first, so the user is never asked to approve a call that cannot run.
+    if let Err(refusal) = permit.confirm(caller).await {
+        return MetaResult::error(format!("execute: {refusal}"));
     }
     let gw = engine.gw.clone();
     let call_tool = tool.clone();

@@ -7,6 +7,7 @@
 //! - [`tiers`]: read / write / destructive from annotations and per-tool rules (tags, shadow).
 //! - [`profiles`]: what a profile shows, and route over a profile's view.
 //! - [`keys`]: API keys (hashes, constant-time lookup) and what each may call.
+//! - [`permit`]: one judged call: its refusal, approval and outcome, audited.
 //! - [`approval`]: asking the user before destructive calls.
 //! - [`audit`]: the append-only JSON-lines trail.
 //! - [`config`]: the `[policy]` section of `toolgate.toml`.
@@ -16,21 +17,21 @@ pub mod audit;
 pub mod config;
 pub mod glob;
 pub mod keys;
+pub mod permit;
 pub mod profiles;
 pub mod tiers;
 
 pub use config::PolicyConfig;
 pub use keys::{Grant, KeyRejection};
+pub use permit::Permit;
 pub use profiles::Profile;
 pub use tiers::Tier;
 
 use crate::catalog::ToolRecord;
-use crate::upstream::{CallError, CallOutcome};
-use approval::{Answer, Approver};
-use audit::{AuditLog, CallRecord, Verdict};
+use approval::Approver;
+use audit::{AuditLog, Verdict};
 use serde_json::{Map, Value};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The identity local (stdio) sessions have when no `stdio_key` is configured.
 pub const LOCAL_IDENTITY: &str = "local";
@@ -41,7 +42,7 @@ pub const OPEN_IDENTITY: &str = "anonymous";
 pub struct Policy {
     pub config: PolicyConfig,
     /// `None` when no audit path is configured.
-    audit: Option<Arc<AuditLog>>,
+    pub(crate) audit: Option<Arc<AuditLog>>,
     /// Set when the audit log is configured but cannot be opened: every call is then
     /// refused, since calls must not run unrecorded.
     audit_broken: Option<String>,
@@ -66,76 +67,9 @@ impl Caller {
     }
 }
 
-/// A call the policy allowed; `finish` records how it went.
-pub struct Permit {
-    audit: Option<Arc<AuditLog>>,
-    session: String,
-    key: String,
-    profile: Option<String>,
-    surface: &'static str,
-    server: String,
-    tool: String,
-    visible: bool,
-    tier: Tier,
-    arguments: Map<String, Value>,
-    approved: Option<bool>,
-    started: Instant,
-}
-
-impl Permit {
-    /// Audits the finished call: outcome, latency and result tokens (o200k). Destructive
-    /// calls are synced to disk before the caller answers.
-    pub fn finish(self, result: &Result<CallOutcome, CallError>) {
-        let (outcome, error, tokens) = match result {
-            Ok(o) => {
-                let text = Value::Array(o.content.clone()).to_string();
-                let tokens = crate::shape::tokens::Encoding::O200k.count(&text);
-                (
-                    if o.is_error { "isError" } else { "ok" },
-                    None,
-                    Some(tokens),
-                )
-            }
-            Err(e) => ("error", Some(e.to_string()), None),
-        };
-        self.record(outcome, error, tokens);
-    }
-
-    /// Audits an allowed call that never reached the upstream (e.g. invalid arguments).
-    pub fn not_run(self, why: &str) {
-        self.record("not_run", Some(why.to_string()), None);
-    }
-
-    fn record(&self, outcome: &str, error: Option<String>, tokens: Option<usize>) {
-        let Some(log) = &self.audit else { return };
-        log.call(
-            &CallRecord {
-                session: &self.session,
-                key: &self.key,
-                profile: self.profile.as_deref(),
-                surface: self.surface,
-                server: &self.server,
-                tool: &self.tool,
-                visible: self.visible,
-                tier: self.tier.as_str(),
-                arguments: &self.arguments,
-                verdict: Verdict::Allowed,
-                reason: (!self.visible)
-                    .then(|| "hidden by the profile; called by exact name".to_string()),
-                approved: self.approved,
-                outcome: Some(outcome),
-                error,
-                latency: Some(self.started.elapsed()),
-                result_tokens: tokens,
-            },
-            self.tier == Tier::Destructive,
-        );
-    }
-}
-
 impl Policy {
     /// Builds the policy and opens the audit log. A log that cannot be opened does not stop
-    /// the gateway, but every call is refused until it is fixed (see [`Policy::check`]).
+    /// the gateway, but every call is refused until it is fixed (see [`Policy::preflight`]).
     pub fn new(config: &PolicyConfig) -> Arc<Self> {
         let (audit, audit_broken) = match &config.audit_path {
             None => (None, None),
@@ -155,7 +89,7 @@ impl Policy {
     }
 
     /// Fails when the audit log is configured but cannot be opened (for `serve` to stop early).
-    pub fn check(config: &PolicyConfig) -> anyhow::Result<()> {
+    pub fn preflight(config: &PolicyConfig) -> anyhow::Result<()> {
         match &config.audit_path {
             Some(p) => AuditLog::open(p, config.audit_arguments).map(drop),
             None => Ok(()),
@@ -243,97 +177,46 @@ impl Policy {
         tool: &ToolRecord,
         arguments: &Map<String, Value>,
     ) -> Result<Permit, String> {
+        let mut permit = self.check(caller, tool, arguments)?;
+        permit.confirm(caller).await?;
+        Ok(permit)
+    }
+
+    /// The checks that need nobody's answer: the audit log works, the tool is not in
+    /// shadow, and the key's scopes and tier cover it. Approval is [`Permit::confirm`].
+    pub fn check(
+        &self,
+        caller: &Caller,
+        tool: &ToolRecord,
+        arguments: &Map<String, Value>,
+    ) -> Result<Permit, String> {
         let facts = self.facts(tool);
         let id = tool.id.to_string();
         let visible = caller
             .profile
             .as_ref()
             .is_none_or(|p| p.shows(tool, &facts));
-        let refuse = |verdict: Verdict, reason: String, approved: Option<bool>| {
-            if let Some(log) = &self.audit {
-                log.call(
-                    &CallRecord {
-                        session: &caller.session,
-                        key: &caller.grant.name,
-                        profile: caller.profile_name(),
-                        surface: caller.surface,
-                        server: &tool.id.server,
-                        tool: &tool.id.name,
-                        visible,
-                        tier: facts.tier.as_str(),
-                        arguments,
-                        verdict,
-                        reason: Some(reason.clone()),
-                        approved,
-                        outcome: None,
-                        error: None,
-                        latency: None,
-                        result_tokens: None,
-                    },
-                    true,
-                );
-            }
-            Err(reason)
-        };
         if let Some(e) = &self.audit_broken {
             return Err(format!(
                 "{id} was not run: the audit log cannot be written ({e}); ask the gateway's administrator"
             ));
         }
+        let permit = Permit::new(self, caller, tool, facts.tier, visible, arguments);
+        let contact = self.config.contact.as_deref();
         if facts.shadow {
-            let ask = self
-                .config
-                .contact
-                .as_deref()
-                .map_or("the gateway's administrator".to_string(), str::to_string);
-            return refuse(
+            let ask = contact.unwrap_or("the gateway's administrator");
+            return Err(permit.refuse(
                 Verdict::Shadow,
                 format!("{id} is not enabled yet (it is being introduced in shadow mode). To use it, ask {ask}."),
-                None,
-            );
+            ));
         }
         if let Some(missing) = caller.grant.missing_permission(&id, facts.tier) {
-            let who = self
-                .config
-                .contact
-                .as_deref()
+            let who = contact
                 .map(|c| format!(" To widen the key, ask {c}."))
                 .unwrap_or_default();
-            return refuse(Verdict::Refused, format!("{missing}.{who}"), None);
+            return Err(permit.refuse(Verdict::Refused, format!("{missing}.{who}")));
         }
-        let mut approved = None;
-        let needs_approval = caller.grant.approval.unwrap_or(self.config.approval);
-        if facts.tier == Tier::Destructive && needs_approval {
-            let answer = match &caller.approver {
-                None => Answer::Unsupported,
-                Some(a) => {
-                    a.ask(approval::question(&id, &caller.grant.name, arguments))
-                        .await
-                }
-            };
-            if answer != Answer::Accepted {
-                let verdict = match answer {
-                    Answer::Unsupported => Verdict::ApprovalUnavailable,
-                    _ => Verdict::ApprovalDeclined,
-                };
-                return refuse(verdict, approval::refusal(&id, &answer), Some(false));
-            }
-            approved = Some(true);
-        }
-        Ok(Permit {
-            audit: self.audit.clone(),
-            session: caller.session.clone(),
-            key: caller.grant.name.clone(),
-            profile: caller.profile_name().map(str::to_string),
-            surface: caller.surface,
-            server: tool.id.server.clone(),
-            tool: tool.id.name.clone(),
-            visible,
-            tier: facts.tier,
-            arguments: arguments.clone(),
-            approved,
-            started: Instant::now(),
-        })
+        Ok(permit)
     }
 
     /// Audits a request turned away for its key.
