@@ -90,7 +90,10 @@ async fn direct_over_stdio_as_a_configured_key() {
 async fn a_write_key_runs_write_tools_and_pinned_tools_follow_the_key() {
     let dir = TestDir::new();
     let pinned = r#"pinned = ["files/write_file", "files/secret_dump", "newsrv/forecast"]"#;
-    let gw = HttpGateway::start(&policy_config_with(&dir, "guided", pinned, ""), &[]);
+    let gw = HttpGateway::start(
+        &policy_config_with(&dir, "mode = \"guided\"", pinned, ""),
+        &[],
+    );
     // Pinned tools are listed only when the profile shows them (and not in shadow)...
     let c = connect_as(&gw.url, READER).await;
     assert_eq!(
@@ -119,6 +122,62 @@ async fn a_write_key_runs_write_tools_and_pinned_tools_follow_the_key() {
         is_error(&r) && text(&r).contains("!files/secret_dump"),
         "{}",
         text(&r)
+    );
+    c.cancel().await.unwrap();
+}
+
+/// `toolgate tokens --json` over the test catalog, optionally under a profile.
+fn direct_tokens(dir: &TestDir, config: &std::path::Path, profile: Option<&str>) -> (u64, u64) {
+    let mut cmd = std::process::Command::new(toolgate());
+    cmd.args(["tokens", "--json", "--catalog"])
+        .arg(dir.path("catalog.json"));
+    if let Some(p) = profile {
+        cmd.args(["--profile", p, "--config"]).arg(config);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        v["tools"].as_u64().unwrap(),
+        v["totals"]["direct"].as_u64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn the_token_report_and_auto_mode_see_the_profile() {
+    let dir = TestDir::new();
+    let config = policy_config(&dir, "auto", "");
+    let (all_tools, all) = direct_tokens(&dir, &config, None);
+    let (reader_tools, reader) = direct_tokens(&dir, &config, Some("reader"));
+    assert_eq!(
+        (all_tools, reader_tools),
+        (5, 3),
+        "hidden and shadow tools are not counted"
+    );
+    assert!(reader < all);
+    // Between the two: the reader's view is small enough for direct, the whole catalog is not.
+    let gateway = format!(
+        "mode = \"auto\"\nauto_threshold_tokens = {}",
+        (all + reader) / 2
+    );
+    let config = policy_config_with(&dir, &gateway, "", "");
+    let gw = HttpGateway::start(&config, &[]);
+    let c = connect_as(&gw.url, READER).await;
+    assert_eq!(
+        names_on(&c).await.len(),
+        3,
+        "the reader's session is direct"
+    );
+    c.cancel().await.unwrap();
+    let c = connect_as(&gw.url, ADMIN).await;
+    assert_eq!(
+        names_on(&c).await,
+        vec!["continue", "execute", "route"],
+        "the whole catalog is guided"
     );
     c.cancel().await.unwrap();
 }

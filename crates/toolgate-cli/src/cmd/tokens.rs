@@ -20,6 +20,12 @@ pub struct Args {
     /// Surface options as JSON: {"slim": {...SlimOptions}, "local": {...LocalOptions}}.
     #[arg(long, value_name = "FILE")]
     pub options: Option<PathBuf>,
+    /// Measure only what this profile lists (from --config's [policy.profiles]).
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub profile: Option<String>,
+    /// The toolgate.toml that defines --profile.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// Reads `--options` (every field optional), or the defaults.
@@ -32,6 +38,24 @@ pub fn options(path: &Option<PathBuf>) -> Result<SurfaceOptions> {
     serde_json::from_str(&text).with_context(|| format!("in options file {}", path.display()))
 }
 
+/// The catalog as a profile lists it: hidden and shadow tools left out.
+fn profile_view(catalog: Catalog, name: &str, config: &std::path::Path) -> Result<Catalog> {
+    let mut policy = toolgate::config::Config::from_toml_file(config)?.policy;
+    // A report must not write to the gateway's audit log.
+    policy.audit_path = None;
+    let profile = policy.profiles.get(name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = policy.profiles.keys().map(String::as_str).collect();
+        anyhow!(
+            "--profile {name:?}: not in {}; the profiles are: {}",
+            config.display(),
+            known.join(", ")
+        )
+    })?;
+    let policy = toolgate::policy::Policy::new(&policy);
+    let caller = toolgate::policy::Caller::offline(policy.clone(), Some(profile));
+    Ok(policy.view(&caller, &catalog))
+}
+
 /// Loads the catalog a subcommand was pointed at.
 pub fn load(catalog: &Option<PathBuf>) -> Result<Catalog> {
     let path = catalog
@@ -41,7 +65,10 @@ pub fn load(catalog: &Option<PathBuf>) -> Result<Catalog> {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let catalog = load(&args.catalog)?;
+    let mut catalog = load(&args.catalog)?;
+    if let (Some(name), Some(path)) = (&args.profile, &args.config) {
+        catalog = profile_view(catalog, name, path)?;
+    }
     let enc = Encoding::parse(&args.encoding).ok_or_else(|| anyhow!("unknown encoding"))?;
     let report = TokenReport::build(&catalog, enc, &options(&args.options)?);
     if args.json {

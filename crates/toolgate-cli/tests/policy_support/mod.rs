@@ -51,11 +51,16 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Writes the catalog and a configuration in `mode` with profiles, keys, shadow and audit.
 pub fn policy_config(dir: &TestDir, mode: &str, extra_policy: &str) -> PathBuf {
-    policy_config_with(dir, mode, "", extra_policy)
+    policy_config_with(dir, &format!("mode = {mode:?}"), "", extra_policy)
 }
 
-/// `policy_config` with more `[guided]` settings (e.g. pinned tools).
-pub fn policy_config_with(dir: &TestDir, mode: &str, guided: &str, extra_policy: &str) -> PathBuf {
+/// `policy_config` with the `[gateway]` lines given and more `[guided]` settings.
+pub fn policy_config_with(
+    dir: &TestDir,
+    gateway: &str,
+    guided: &str,
+    extra_policy: &str,
+) -> PathBuf {
     dir.write("catalog.json", &policy_catalog().to_string());
     let policy = format!(
         r#"[guided]
@@ -97,7 +102,7 @@ revoked = true
         o = hash(REVOKED),
     );
     dir.config(
-        &format!("mode = {mode:?}"),
+        gateway,
         &[
             policy,
             dir.stdio_upstream("files", "files", &[]),

@@ -142,10 +142,15 @@ impl Session {
     }
 
     /// `auto`: direct while the catalog's definitions cost less than the threshold.
-    fn resolve_auto(&self) {
+    /// With a profile, what counts is the cost of the tools that profile lists.
+    fn resolve_auto(&self, context: &RequestContext<RoleServer>) {
         if self.mode == Mode::Auto {
-            let small =
-                self.engine.direct_tokens() < self.gw().config.gateway.auto_threshold_tokens;
+            let caller = self.caller(context);
+            let tokens = match caller.profile {
+                Some(_) => caller.policy.listing_tokens(&caller, &self.gw().catalog()),
+                None => self.engine.direct_tokens(),
+            };
+            let small = tokens < self.gw().config.gateway.auto_threshold_tokens;
             let _ = self.state.surface.set(if small {
                 Surface::Direct
             } else {
@@ -186,7 +191,7 @@ impl ServerHandler for Session {
             self.gw()
                 .wait_settled(self.gw().config.gateway.startup_wait)
                 .await;
-            self.resolve_auto();
+            self.resolve_auto(&context);
         }
         self.negotiate_initialize(&request)
     }

@@ -27,7 +27,7 @@ pub use permit::Permit;
 pub use profiles::Profile;
 pub use tiers::Tier;
 
-use crate::catalog::ToolRecord;
+use crate::catalog::{Catalog, CatalogEntry, ToolRecord};
 use approval::Approver;
 use audit::{AuditLog, Verdict};
 use serde_json::{Map, Value};
@@ -62,6 +62,18 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// A caller outside any session that sees `profile` (for reports over a catalog).
+    pub fn offline(policy: Arc<Policy>, profile: Option<Arc<Profile>>) -> Self {
+        Self {
+            policy,
+            session: String::new(),
+            grant: Grant::full(LOCAL_IDENTITY),
+            profile,
+            surface: "direct",
+            approver: None,
+        }
+    }
+
     pub fn profile_name(&self) -> Option<&str> {
         self.profile.as_deref().map(|p| p.name.as_str())
     }
@@ -166,6 +178,32 @@ impl Policy {
                 .profile
                 .as_ref()
                 .is_none_or(|p| p.shows(tool, &facts))
+    }
+
+    /// The catalog as this caller's tools/list shows it (for token reports).
+    pub fn view(&self, caller: &Caller, catalog: &Catalog) -> Catalog {
+        Catalog::from_entries(
+            catalog
+                .tools()
+                .iter()
+                .filter(|t| self.lists(caller, t))
+                .map(|t| CatalogEntry {
+                    server: t.id.server.clone(),
+                    tool: t.tool.clone(),
+                })
+                .collect(),
+        )
+    }
+
+    /// What this caller's direct tools/list costs (OpenAI form, o200k), for `auto` mode.
+    pub fn listing_tokens(&self, caller: &Caller, catalog: &Catalog) -> usize {
+        let tools: Vec<Value> = catalog
+            .tools()
+            .iter()
+            .filter(|t| self.lists(caller, t))
+            .map(|t| crate::shape::tokens::openai_form_of_tool(&t.exposed, &t.tool))
+            .collect();
+        crate::shape::tokens::Encoding::O200k.count_json(&Value::Array(tools))
     }
 
     /// Judges one call before any upstream sees it: shadow, scope and tier, then approval
