@@ -294,3 +294,39 @@ async fn destructive_calls_wait_for_the_users_answer() {
         .count();
     assert_eq!(runs, 2, "only the accepted calls ran");
 }
+
+#[tokio::test]
+async fn key_new_prints_a_key_once_and_a_table_that_works() {
+    let out = std::process::Command::new(toolgate())
+        .args(["key", "new", "laptop"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let table = String::from_utf8(out.stderr).unwrap();
+    assert!(key.starts_with("tg_") && key.len() == 67, "{key}");
+    assert!(
+        !table.contains(&key),
+        "the configuration holds the hash, never the key"
+    );
+    let start = table
+        .find("[policy.keys.laptop]")
+        .expect("a table to paste");
+    let table = &table[start..];
+    // Pasted as printed, the key opens a session and may call a read tool.
+    let dir = TestDir::new();
+    let config = policy_config(&dir, "direct", "");
+    let written = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{written}\n{table}")).unwrap();
+    let gw = HttpGateway::start(&config, &[]);
+    let c = connect_as(&gw.url, &key).await;
+    let r = call_on(&c, "files_read_file", json!({"path": "/x"})).await;
+    assert!(!is_error(&r), "{}", text(&r));
+    assert_eq!(calls(&dir, "files/read_file")[0]["key"], "laptop");
+    c.cancel().await.unwrap();
+    let bad = std::process::Command::new(toolgate())
+        .args(["key", "new", "a b"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
