@@ -30,6 +30,15 @@ async fn reader_scenario<H: rmcp::ClientHandler>(c: &KeyedClient<H>, dir: &TestD
     // Hidden, but the key may call it: the exact name runs.
     let r = call_on(c, "files_secret_dump", json!({})).await;
     assert!(!is_error(&r), "{}", text(&r));
+    // A near miss suggests only tools this session is shown.
+    let r = call_on(c, "files_secret", json!({})).await;
+    assert!(
+        is_error(&r) && !text(&r).contains("secret_dump"),
+        "{}",
+        text(&r)
+    );
+    let r = call_on(c, "files_read", json!({})).await;
+    assert!(text(&r).contains("files_read_file"), "{}", text(&r));
     // Shadow: not enabled, with who to ask.
     let r = call_on(c, "newsrv_forecast", json!({"city": "Oslo"})).await;
     assert!(

@@ -30,7 +30,9 @@ pub async fn call(
 ) -> CallToolResult {
     let catalog = gw.catalog();
     let Some(tool) = catalog.by_exposed(name).or_else(|| catalog.resolve(name)) else {
-        return tool_error(unknown_tool_message(&catalog, name));
+        // Suggest only what this caller is shown: a hidden name is not a hint to give away.
+        let listed = |t: &crate::catalog::ToolRecord| caller.policy.lists(caller, t);
+        return tool_error(unknown_tool_message(&catalog, name, &listed));
     };
     let permit = match caller.policy.authorize(caller, tool, &arguments).await {
         Ok(p) => p,
@@ -69,11 +71,16 @@ pub async fn call(
 }
 
 /// "Unknown tool" with the closest names, so the model can correct itself.
-pub fn unknown_tool_message(catalog: &Catalog, name: &str) -> String {
+pub fn unknown_tool_message(
+    catalog: &Catalog,
+    name: &str,
+    shown: &dyn Fn(&crate::catalog::ToolRecord) -> bool,
+) -> String {
     let lower = name.to_ascii_lowercase();
     let mut near: Vec<&str> = catalog
         .tools()
         .iter()
+        .filter(|t| shown(t))
         .filter(|t| {
             let e = t.exposed.to_ascii_lowercase();
             e.contains(&lower) || lower.contains(&t.id.name.to_ascii_lowercase())

@@ -73,8 +73,8 @@ fn answer(
         hidden,
     };
     if let Some(s) = server {
-        if !catalog.servers().contains(&s) {
-            let known = catalog.servers().join(", ");
+        if !caller.policy.servers(caller, &catalog).contains(&s) {
+            let known = caller.policy.servers(caller, &catalog).join(", ");
             return (
                 MetaResult::error(format!("route: no server {s:?}; the servers are: {known}")),
                 None,

@@ -180,6 +180,18 @@ impl Policy {
                 .is_none_or(|p| p.shows(tool, &facts))
     }
 
+    /// The servers with a tool this caller is shown, sorted: a hidden server is not named.
+    pub fn servers<'c>(&self, caller: &Caller, catalog: &'c Catalog) -> Vec<&'c str> {
+        let mut s: Vec<&str> = catalog
+            .tools()
+            .iter()
+            .filter(|t| self.shows(caller, t))
+            .map(|t| t.id.server.as_str())
+            .collect();
+        s.dedup();
+        s
+    }
+
     /// The catalog as this caller's tools/list shows it (for token reports).
     pub fn view(&self, caller: &Caller, catalog: &Catalog) -> Catalog {
         Catalog::from_entries(
