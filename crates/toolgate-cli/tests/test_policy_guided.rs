@@ -200,3 +200,40 @@ async fn stdio_refuses_an_unknown_profile_or_key() {
         assert!(err.contains(value) && err.contains(expect), "{err}");
     }
 }
+
+#[tokio::test]
+async fn stdio_asks_before_destructive_calls_when_approval_is_on() {
+    let dir = TestDir::new();
+    // Global approval: the local identity may call everything, but asks first.
+    let config = policy_config(&dir, "guided", "approval = true");
+    for (answer, runs) in [
+        (Some(rmcp::model::ElicitationAction::Accept), true),
+        (Some(rmcp::model::ElicitationAction::Decline), false),
+        (None, false),
+    ] {
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let handler = Approving {
+            answer: answer.clone(),
+            audit: dir.path("audit.jsonl"),
+            asked: asked.clone(),
+        };
+        let c = connect_stdio_with(&config, &[], handler).await;
+        let r = call_on(
+            &c,
+            "execute",
+            json!({"tool": "files/delete_file", "arguments": {"path": "/data"}}),
+        )
+        .await;
+        assert_eq!(!is_error(&r), runs, "{answer:?}: {}", text(&r));
+        assert_eq!(asked.lock().unwrap().len(), usize::from(answer.is_some()));
+        let rec = calls(&dir, "files/delete_file").pop().unwrap();
+        assert_eq!(rec["key"], "local");
+        let expected = match (&answer, runs) {
+            (_, true) => "allowed",
+            (Some(_), false) => "approval_declined",
+            (None, _) => "approval_unavailable",
+        };
+        assert_eq!(rec["decision"], expected, "{rec}");
+        c.cancel().await.unwrap();
+    }
+}

@@ -245,3 +245,22 @@ pub fn structured(r: &rmcp::model::CallToolResult) -> Value {
 pub fn is_error(r: &rmcp::model::CallToolResult) -> bool {
     r.is_error == Some(true)
 }
+
+/// Starts `toolgate serve --stdio --config FILE [extra]` with any client handler.
+pub async fn connect_stdio_with<H: ClientHandler>(
+    config: &std::path::Path,
+    extra: &[&str],
+    handler: H,
+) -> KeyedClient<H> {
+    let mut cmd = tokio::process::Command::new(toolgate());
+    cmd.arg("serve")
+        .arg("--stdio")
+        .arg("--config")
+        .arg(config)
+        .args(extra);
+    cmd.stderr(std::process::Stdio::inherit());
+    handler
+        .serve(rmcp::transport::TokioChildProcess::new(cmd).unwrap())
+        .await
+        .expect("initialize over stdio")
+}
