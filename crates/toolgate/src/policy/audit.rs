@@ -18,6 +18,9 @@ pub struct AuditLog {
     file: Mutex<File>,
     /// Log the call's arguments themselves (they may hold secrets or personal data).
     arguments: bool,
+    /// The last write error, if writing failed: calls are then refused (see `Policy::check`),
+    /// since they must not run unrecorded.
+    failure: Mutex<Option<String>>,
 }
 
 /// How a call was judged.
@@ -86,6 +89,7 @@ impl AuditLog {
         Ok(Self {
             file: Mutex::new(file),
             arguments,
+            failure: Mutex::new(None),
         })
     }
 
@@ -188,7 +192,13 @@ impl AuditLog {
             );
         if let Err(e) = written {
             tracing::error!("cannot write the audit log: {e}");
+            *self.failure.lock().expect("audit failure") = Some(e.to_string());
         }
+    }
+
+    /// Why the log cannot be written, once a write has failed.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().expect("audit failure").clone()
     }
 }
 
@@ -230,6 +240,17 @@ fn rfc3339(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_write_is_remembered() {
+        // /dev/full accepts the open and fails every write (ENOSPC), like a full disk.
+        let Ok(log) = AuditLog::open(Path::new("/dev/full"), false) else {
+            return;
+        };
+        assert!(log.failure().is_none());
+        log.route("s", "k", None, "task", "clarify", None, &[]);
+        assert!(log.failure().is_some());
+    }
 
     #[test]
     fn times_are_rfc3339() {

@@ -246,7 +246,9 @@ impl Policy {
             .profile
             .as_ref()
             .is_none_or(|p| p.shows(tool, &facts));
-        if let Some(e) = &self.audit_broken {
+        let broken =
+            (self.audit_broken.clone()).or_else(|| self.audit.as_ref().and_then(|a| a.failure()));
+        if let Some(e) = &broken {
             return Err(format!(
                 "{id} was not run: the audit log cannot be written ({e}); ask the gateway's administrator"
             ));
