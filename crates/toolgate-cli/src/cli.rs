@@ -38,6 +38,9 @@ enum Command {
     /// The upstream client as the conformance suite's client under test.
     #[command(hide = true)]
     ConformanceClient(cmd::conformance_client::ConformanceClientArgs),
+    /// API keys for HTTP clients.
+    #[command(subcommand)]
+    Key(cmd::key::KeyCommand),
 }
 
 pub fn run() -> ExitCode {
@@ -60,6 +63,7 @@ pub fn run() -> ExitCode {
             Command::Eval(a) => cmd::eval::run(a).map(|()| true),
             Command::Tokens(a) => cmd::tokens::run(a).await.map(|()| true),
             Command::Lint(a) => cmd::lint::run(a).await.map(|()| true),
+            Command::Key(a) => cmd::key::run(a).map(|()| true),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
             Command::ConformanceClient(a) => cmd::conformance_client::run(a).await,
         }

@@ -13,6 +13,7 @@
 //! - [`exec`]: argument validation, result shaping (budget, fields, pages), cursors and operations.
 //! - [`route`]: the BM25F retriever and the select-or-clarify decision behind `route`.
 //! - [`guided`]: the meta-tool surface (route, execute, continue).
+//! - [`policy`]: profiles (what is visible), keys and tiers (what is allowed), approval, audit.
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
 #![forbid(unsafe_code)]
@@ -23,6 +24,7 @@ pub mod exec;
 pub mod front;
 pub mod gateway;
 pub mod guided;
+pub mod policy;
 pub mod route;
 pub mod shape;
 pub mod upstream;

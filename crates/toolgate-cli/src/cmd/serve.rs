@@ -23,6 +23,13 @@ pub struct ServeArgs {
     /// guided (three meta-tools), direct (every tool) or auto.
     #[arg(long)]
     pub mode: Option<Mode>,
+    /// With --stdio: the profile this session sees (overrides policy.stdio_profile).
+    #[arg(long, value_name = "NAME", requires = "stdio")]
+    pub profile: Option<String>,
+    /// With --stdio: act as this configured key (overrides policy.stdio_key; default: the
+    /// local identity, which may call every tool).
+    #[arg(long, value_name = "NAME", requires = "stdio")]
+    pub key: Option<String>,
 }
 
 pub async fn run(args: ServeArgs) -> Result<()> {
@@ -35,6 +42,8 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     if let Some(mode) = args.mode {
         config.gateway.mode = mode;
     }
+    apply_identity(&mut config, args.profile, args.key)?;
+    toolgate::policy::Policy::preflight(&config.policy)?;
     let stop = CancellationToken::new();
     spawn_signal_handler(stop.clone());
     if args.stdio {
@@ -57,6 +66,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         anyhow!("cannot listen on {addr}: {e}; pass --http 127.0.0.1:PORT or set gateway.listen")
     })?;
     let local = listener.local_addr()?;
+    if config.policy.keys.is_empty() && !local.ip().is_loopback() {
+        tracing::warn!("listening on {local} with no API keys: anyone who can reach it may call every tool; add [policy.keys] (toolgate key new NAME)");
+    }
     config.gateway.listen = local;
     let gw = Gateway::start(config);
     let banner = {
@@ -70,6 +82,48 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     banner.abort();
     gw.shutdown().await;
     served
+}
+
+/// `--profile` and `--key` for stdio: checked against the configuration here, so a typo
+/// stops the command instead of silently serving everything.
+fn apply_identity(
+    config: &mut toolgate::config::Config,
+    profile: Option<String>,
+    key: Option<String>,
+) -> Result<()> {
+    let source = config.source_name();
+    let p = &mut config.policy;
+    if let Some(name) = profile {
+        if !p.profiles.contains_key(&name) {
+            let known: Vec<&str> = p.profiles.keys().map(String::as_str).collect();
+            return Err(anyhow!(
+                "--profile {name:?}: no such profile in {source}; the profiles are: {}",
+                if known.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+        p.stdio_profile = Some(name);
+    }
+    if let Some(name) = key {
+        match p.key(&name) {
+            None => {
+                return Err(anyhow!(
+                    "--key {name:?}: no [policy.keys.{name}] in {source}"
+                ))
+            }
+            Some(k) if k.revoked => return Err(anyhow!("--key {name:?}: that key is revoked")),
+            Some(_) => p.stdio_key = Some(name),
+        }
+    }
+    if let Some(k) = p.stdio_key.as_deref().and_then(|k| p.key(k)) {
+        if k.revoked {
+            return Err(anyhow!("policy.stdio_key {:?} is revoked", k.grant.name));
+        }
+    }
+    Ok(())
 }
 
 fn print_banner(gw: &Arc<Gateway>, addr: SocketAddr) {
@@ -92,6 +146,22 @@ fn print_banner(gw: &Arc<Gateway>, addr: SocketAddr) {
     }
     eprintln!("{} tools; mode {mode:?}", catalog.len());
     eprintln!("MCP endpoint: http://{addr}/mcp   (also /mcp/guided and /mcp/direct)");
+    let policy = &gw.config.policy;
+    if !policy.profiles.is_empty() {
+        let names: Vec<&str> = policy.profiles.keys().map(String::as_str).collect();
+        eprintln!(
+            "profiles: http://{addr}/mcp/p/<profile> for {}",
+            names.join(", ")
+        );
+    }
+    if policy.keys.is_empty() {
+        eprintln!("no API keys configured: HTTP is open to whoever can reach {addr}");
+    } else {
+        eprintln!(
+            "{} API keys configured: clients send Authorization: Bearer <key>",
+            policy.keys.len()
+        );
+    }
     eprintln!(
         "connect a client, e.g.:  claude mcp add --transport http toolgate http://{addr}/mcp"
     );

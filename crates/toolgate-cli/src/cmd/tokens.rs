@@ -13,8 +13,9 @@ use toolgate::upstream::UpstreamStatus;
 
 #[derive(ClapArgs)]
 pub struct Args {
-    /// A catalog file (see shared/datasets/README.md), instead of a live configuration.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["config", "mcp_json", "demo"])]
+    /// A catalog file (see shared/datasets/README.md), instead of a live configuration
+    /// (with --config, that file still supplies [direct] options and [policy] profiles).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["mcp_json", "demo"])]
     pub catalog: Option<PathBuf>,
     /// Without --catalog: start the gateway, wait for the upstreams, measure its live catalog.
     #[command(flatten)]
@@ -31,6 +32,9 @@ pub struct Args {
     pub options: Option<PathBuf>,
     #[command(flatten)]
     pub simulate: super::simulate::SimArgs,
+    /// Measure only what this policy profile lists (from the configuration's [policy.profiles]).
+    #[arg(long = "policy-profile", value_name = "NAME")]
+    pub policy_profile: Option<String>,
 }
 
 /// Reads `--options` (every field optional); else the configuration's `[direct]`
@@ -53,9 +57,13 @@ pub async fn load(
     source: &ConfigArgs,
 ) -> Result<(Arc<Catalog>, Option<Config>)> {
     if let Some(path) = catalog {
+        let config = match &source.config {
+            Some(c) => Some(Config::from_toml_file(c)?),
+            None => None,
+        };
         return Ok((
             Arc::new(Catalog::from_entries(load_catalog_file(path)?)),
-            None,
+            config,
         ));
     }
     let gw = start_and_settle(source.load()?).await;
@@ -80,8 +88,32 @@ pub async fn load(
     Ok((catalog, Some(gw.config.clone())))
 }
 
+/// The catalog as a policy profile lists it: hidden and shadow tools left out.
+fn profile_view(catalog: &Catalog, name: &str, config: &Config) -> Result<Catalog> {
+    let mut policy = config.policy.clone();
+    // A report must not write to the gateway's audit log.
+    policy.audit_path = None;
+    let profile = policy.profiles.get(name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = policy.profiles.keys().map(String::as_str).collect();
+        anyhow!(
+            "--policy-profile {name:?}: not in {}; the profiles are: {}",
+            config.source_name(),
+            known.join(", ")
+        )
+    })?;
+    let policy = toolgate::policy::Policy::new(&policy);
+    let caller = toolgate::policy::Caller::offline(policy.clone(), Some(profile));
+    Ok(policy.view(&caller, catalog))
+}
+
 pub async fn run(args: Args) -> Result<()> {
-    let (catalog, config) = load(&args.catalog, &args.source).await?;
+    let (mut catalog, config) = load(&args.catalog, &args.source).await?;
+    if let Some(name) = &args.policy_profile {
+        let config = config.as_ref().ok_or_else(|| {
+            anyhow!("--policy-profile needs the configuration that defines it (--config FILE)")
+        })?;
+        catalog = Arc::new(profile_view(&catalog, name, config)?);
+    }
     let enc = Encoding::parse(&args.encoding).ok_or_else(|| anyhow!("unknown encoding"))?;
     let opts = options(&args.options, config.as_ref())?;
     if args.simulate.simulate.is_some() {

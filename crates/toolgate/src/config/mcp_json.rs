@@ -115,6 +115,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config> {
         guided: Default::default(),
         direct: Default::default(),
         upstreams,
+        policy: Default::default(),
     })
 }
 

@@ -57,6 +57,8 @@ pub struct Config {
     pub direct: DirectConfig,
     /// Upstreams by name, sorted (disabled ones included, marked).
     pub upstreams: BTreeMap<String, UpstreamConfig>,
+    /// Profiles, keys, approval and audit.
+    pub policy: crate::policy::PolicyConfig,
 }
 
 /// Settings of the front (what clients talk to).
@@ -177,6 +179,7 @@ impl Config {
             guided: GuidedConfig::default(),
             direct: DirectConfig::default(),
             upstreams: BTreeMap::new(),
+            policy: Default::default(),
         }
     }
 

@@ -43,6 +43,9 @@ pub struct RawConfig {
     pub direct: RawDirect,
     #[serde(default)]
     pub upstreams: BTreeMap<String, RawUpstream>,
+    /// Profiles, keys, per-tool rules, approval and audit (see `policy::config`).
+    #[serde(default)]
+    pub policy: crate::policy::config::RawPolicy,
 }
 
 /// `[direct]`: the profile and its options (unknown keys refused at every level).
@@ -327,6 +330,7 @@ impl RawConfig {
             guided: self.guided.validate(file)?,
             direct: self.direct.validate(file)?,
             upstreams,
+            policy: self.policy.validate(file)?,
         })
     }
 }

@@ -4,6 +4,7 @@ use super::convert::{result_from, tool_error, tool_named};
 use crate::catalog::Catalog;
 use crate::gateway::Gateway;
 use crate::guided::Engine;
+use crate::policy::Caller;
 use crate::upstream::{CallOptions, Progress};
 use rmcp::model::{CallToolResult, ProgressNotificationParam, Tool};
 use rmcp::service::{RequestContext, RoleServer};
@@ -24,18 +25,26 @@ pub fn list(engine: &Engine) -> Vec<Tool> {
 }
 
 /// Forwards a tools/call, passing the client's progress token and cancellation through.
+/// The caller's permission is checked (and the call audited) before any upstream sees it.
 pub async fn call(
     gw: &Gateway,
     name: &str,
     arguments: Map<String, Value>,
     context: &RequestContext<RoleServer>,
+    caller: &Caller,
 ) -> CallToolResult {
     let catalog = gw.catalog();
     let Some(tool) = catalog.by_exposed(name).or_else(|| catalog.resolve(name)) else {
         if let Some(down) = gw.unavailable_for(name) {
             return tool_error(format!("{name} failed: {down}"));
         }
-        return tool_error(unknown_tool_message(&catalog, name));
+        // Suggest only what this caller is shown: a hidden name is not a hint to give away.
+        let listed = |t: &crate::catalog::ToolRecord| caller.policy.lists(caller, t);
+        return tool_error(unknown_tool_message(&catalog, name, &listed));
+    };
+    let permit = match caller.policy.authorize(caller, tool, &arguments).await {
+        Ok(p) => p,
+        Err(refusal) => return tool_error(refusal),
     };
     let mut opts = CallOptions {
         cancel: Some(context.ct.clone()),
@@ -64,7 +73,9 @@ pub async fn call(
         }
     };
     let call = async {
-        match gw.call(tool, arguments, opts).await {
+        let outcome = gw.call(tool, arguments, opts).await;
+        permit.finish(&outcome);
+        match outcome {
             Ok(outcome) => result_from(outcome),
             Err(e) => tool_error(format!("{} failed: {e}", tool.exposed)),
         }
@@ -75,11 +86,16 @@ pub async fn call(
 }
 
 /// "Unknown tool" with the closest names, so the model can correct itself.
-pub fn unknown_tool_message(catalog: &Catalog, name: &str) -> String {
+pub fn unknown_tool_message(
+    catalog: &Catalog,
+    name: &str,
+    shown: &dyn Fn(&crate::catalog::ToolRecord) -> bool,
+) -> String {
     let lower = name.to_ascii_lowercase();
     let mut near: Vec<&str> = catalog
         .tools()
         .iter()
+        .filter(|t| shown(t))
         .filter(|t| {
             let e = t.exposed.to_ascii_lowercase();
             e.contains(&lower) || lower.contains(&t.id.name.to_ascii_lowercase())

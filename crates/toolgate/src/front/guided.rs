@@ -5,6 +5,7 @@ use super::convert::{tool_error, tool_from, tool_named};
 use super::{direct, Session};
 use crate::guided::surface::{meta_tools, CONTINUE, EXECUTE, ROUTE};
 use crate::guided::{execute, resume, route, MetaResult};
+use crate::policy::Caller;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
@@ -18,7 +19,7 @@ pub struct GuidedState {
     pub expanded: Mutex<BTreeSet<String>>,
 }
 
-pub fn list(session: &Session) -> Vec<Tool> {
+pub fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
     let gw = &session.engine.gw;
     let mut tools: Vec<Tool> = meta_tools(&gw.config.gateway.meta_prefix)
         .iter()
@@ -35,8 +36,9 @@ pub fn list(session: &Session) -> Vec<Tool> {
         .clone();
     for name in gw.config.guided.pinned.iter().chain(expanded.iter()) {
         if let Some(t) = catalog.resolve(name) {
-            if !tools.iter().any(|x| x.name == t.exposed) {
-                // As the direct profile shows it (slim, local or raw).
+            // Pinned tools follow the profile like everything listed, shown as the direct
+            // profile shows them (slim, local or raw).
+            if !tools.iter().any(|x| x.name == t.exposed) && caller.policy.lists(caller, t) {
                 let shown = view.tool(&t.id).unwrap_or(&t.tool);
                 tools.extend(tool_named(shown, &t.exposed));
             }
@@ -50,6 +52,7 @@ pub async fn call(
     name: &str,
     args: Map<String, Value>,
     context: &RequestContext<RoleServer>,
+    caller: &Caller,
 ) -> CallToolResult {
     let engine = &session.engine;
     let prefix = engine.gw.config.gateway.meta_prefix.as_str();
@@ -57,7 +60,8 @@ pub async fn call(
     let id = session.id();
     let result = match bare {
         ROUTE => {
-            let (result, selected) = route::run(engine, id, &args);
+            let (result, selected) = route::run(engine, id, &args, caller);
+            audit_route(caller, &args, &result);
             if let (Some(tool), true) = (selected, engine.gw.config.guided.expand_selected) {
                 let added = session
                     .state
@@ -72,13 +76,13 @@ pub async fn call(
             }
             result
         }
-        EXECUTE => execute::run(engine, id, &args, context.ct.clone()).await,
+        EXECUTE => execute::run(engine, id, &args, context.ct.clone(), caller).await,
         CONTINUE => resume::run(engine, id, &args).await,
         _ => {
             // Pinned and expanded tools are called directly, like in direct mode.
-            let listed = list(session).iter().any(|t| t.name == name);
+            let listed = list(session, caller).iter().any(|t| t.name == name);
             if listed {
-                return direct::call(&engine.gw, name, args, context).await;
+                return direct::call(&engine.gw, name, args, context, caller).await;
             }
             return tool_error(format!(
                 "Unknown tool {name:?}. This gateway is in guided mode: call {prefix}{ROUTE} with the task to find the right tool, then {prefix}{EXECUTE}."
@@ -86,6 +90,31 @@ pub async fn call(
         }
     };
     to_result(result)
+}
+
+/// Audits what route decided, from its structured answer.
+fn audit_route(caller: &Caller, args: &Map<String, Value>, r: &MetaResult) {
+    let (Some(task), Some(s)) = (args.get("task").and_then(Value::as_str), &r.structured) else {
+        return;
+    };
+    let decision = s["decision"].as_str().unwrap_or("error");
+    let name = |v: &Value| {
+        format!(
+            "{}/{}",
+            v["server"].as_str().unwrap_or(""),
+            v["name"].as_str().unwrap_or("")
+        )
+    };
+    let tool = (decision == "select").then(|| name(s));
+    let candidates: Vec<String> = s["candidates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(name)
+        .collect();
+    caller
+        .policy
+        .audit_route(caller, task, decision, tool.as_deref(), &candidates);
 }
 
 fn to_result(r: MetaResult) -> CallToolResult {

@@ -1,4 +1,5 @@
-//! Streamable HTTP: `/mcp` (the configured surface), `/mcp/guided` and `/mcp/direct`.
+//! Streamable HTTP: `/mcp` (the configured surface), `/mcp/guided`, `/mcp/direct`, and
+//! `/mcp/p/<profile>` (the configured surface under a profile), all behind the key check.
 
 use super::Session;
 use crate::config::Mode;
@@ -30,18 +31,48 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     config.max_request_body_bytes = g.max_body_bytes;
     // One engine for every endpoint: pages and operations are shared state.
     let engine = Engine::new(gw.clone());
-    let endpoint = |mode: Mode| {
+    let policy = engine.policy.clone();
+    let endpoint = |mode: Mode, profile: Option<Arc<crate::policy::Profile>>| {
         let engine = engine.clone();
         StreamableHttpService::new(
-            move || Ok(Session::new(engine.clone(), mode)),
+            move || Ok(Session::new(engine.clone(), mode).with_profile(profile.clone())),
             Arc::new(LocalSessionManager::default()),
             config.clone(),
         )
     };
-    axum::Router::new()
-        .nest_service("/mcp/guided", endpoint(Mode::Guided))
-        .nest_service("/mcp/direct", endpoint(Mode::Direct))
-        .nest_service("/mcp", endpoint(g.mode))
+    let mut app = axum::Router::new()
+        .nest_service("/mcp/guided", endpoint(Mode::Guided, None))
+        .nest_service("/mcp/direct", endpoint(Mode::Direct, None))
+        .nest_service("/mcp", endpoint(g.mode, None));
+    for (name, profile) in &policy.config.profiles {
+        let path = format!("/mcp/p/{name}");
+        app = app.nest_service(&path, endpoint(g.mode, Some(profile.clone())));
+    }
+    let unknown = axum::routing::any(unknown_profile).with_state(policy.clone());
+    app.route("/mcp/p/{profile}", unknown.clone())
+        .route("/mcp/p/{profile}/{*rest}", unknown)
+        .layer(axum::middleware::from_fn_with_state(
+            policy,
+            super::auth::require_key,
+        ))
+}
+
+/// `/mcp/p/<name>` for a profile that is not configured: 404 naming the ones that are.
+async fn unknown_profile(
+    axum::extract::State(policy): axum::extract::State<Arc<crate::policy::Policy>>,
+    axum::extract::Path(params): axum::extract::Path<Vec<(String, String)>>,
+) -> (axum::http::StatusCode, String) {
+    let name = params.first().map(|(_, v)| v.as_str()).unwrap_or("");
+    let known: Vec<&str> = policy.config.profiles.keys().map(String::as_str).collect();
+    let body = if known.is_empty() {
+        format!("no profile {name:?}: this gateway defines no profiles ([policy.profiles.NAME] in its configuration); use /mcp")
+    } else {
+        format!(
+            "no profile {name:?}; the profiles are: {}",
+            known.join(", ")
+        )
+    };
+    (axum::http::StatusCode::NOT_FOUND, body)
 }
 
 /// Serves HTTP on `listener` until `shutdown` is cancelled.

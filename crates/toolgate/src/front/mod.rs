@@ -5,6 +5,8 @@
 //! Failures the model can fix come back as tool results with `isError: true`; protocol
 //! misuse is a JSON-RPC error (rmcp produces those for malformed input).
 
+mod approve;
+mod auth;
 mod convert;
 mod direct;
 mod guided;
@@ -18,6 +20,7 @@ pub use http::{router, serve_http};
 use crate::config::Mode;
 use crate::gateway::Gateway;
 use crate::guided::Engine;
+use crate::policy::{Caller, Profile};
 #[allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still what clients send.
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
@@ -48,6 +51,11 @@ pub struct Session {
     /// The configured mode; `auto` is resolved at initialize.
     mode: Mode,
     state: Arc<SessionState>,
+    /// The profile named by the endpoint (`/mcp/p/<profile>`) or, for stdio, the command
+    /// line or configuration; `None`: the key's profile, else the default.
+    profile: Option<Arc<Profile>>,
+    /// A stdio session: its identity comes from configuration, not from a request.
+    stdio: bool,
 }
 
 /// Per-session state shared by the handler's clones.
@@ -96,6 +104,39 @@ impl Session {
             }),
             engine,
             mode,
+            profile: None,
+            stdio: false,
+        }
+    }
+
+    /// This session sees `profile` whatever its key says.
+    pub fn with_profile(mut self, profile: Option<Arc<Profile>>) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Who is calling, for one request: the stdio identity, or the grant the HTTP
+    /// middleware resolved from the request's key (see `auth`).
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
+        let policy = self.engine.policy.clone();
+        let grant = if self.stdio {
+            policy.stdio_grant()
+        } else {
+            auth::grant_of(&context.extensions).unwrap_or_else(crate::policy::Grant::nothing)
+        };
+        let profile = policy.profile_for(self.profile.as_ref(), &grant);
+        Caller {
+            session: self.state.id.clone(),
+            grant,
+            profile,
+            surface: match self.surface() {
+                Surface::Guided => "guided",
+                Surface::Direct => "direct",
+            },
+            approver: Some(Arc::new(approve::ElicitApprover {
+                peer: context.peer.clone(),
+            })),
+            policy,
         }
     }
 
@@ -113,10 +154,15 @@ impl Session {
     }
 
     /// `auto`: direct while the catalog's definitions cost less than the threshold.
-    fn resolve_auto(&self) {
+    /// With a profile, what counts is the cost of the tools that profile lists.
+    fn resolve_auto(&self, context: &RequestContext<RoleServer>) {
         if self.mode == Mode::Auto {
-            let small =
-                self.engine.direct_tokens() < self.gw().config.gateway.auto_threshold_tokens;
+            let caller = self.caller(context);
+            let tokens = match caller.profile {
+                Some(_) => caller.policy.listing_tokens(&caller, &self.gw().catalog()),
+                None => self.engine.direct_tokens(),
+            };
+            let small = tokens < self.gw().config.gateway.auto_threshold_tokens;
             let _ = self.state.surface.set(if small {
                 Surface::Direct
             } else {
@@ -152,7 +198,7 @@ impl ServerHandler for Session {
             self.gw()
                 .wait_settled(self.gw().config.gateway.startup_wait)
                 .await;
-            self.resolve_auto();
+            self.resolve_auto(&context);
         }
         self.negotiate_initialize(&request)
     }
@@ -160,14 +206,25 @@ impl ServerHandler for Session {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.gw()
             .wait_settled(self.gw().config.gateway.startup_wait)
             .await;
+        let caller = self.caller(&context);
         let tools = match self.surface() {
-            Surface::Direct => direct::list(&self.engine),
-            Surface::Guided => guided::list(self),
+            Surface::Direct => {
+                let catalog = self.gw().catalog();
+                let mut tools = direct::list(&self.engine);
+                // The profile's view: hidden and shadow tools are not listed.
+                tools.retain(|t| {
+                    catalog
+                        .by_exposed(&t.name)
+                        .is_some_and(|r| caller.policy.lists(&caller, r))
+                });
+                tools
+            }
+            Surface::Guided => guided::list(self, &caller),
         };
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -182,9 +239,12 @@ impl ServerHandler for Session {
             .wait_settled(self.gw().config.gateway.startup_wait)
             .await;
         let args = request.arguments.unwrap_or_default();
+        let caller = self.caller(&context);
         let result = match self.surface() {
-            Surface::Direct => direct::call(self.gw(), &request.name, args, &context).await,
-            Surface::Guided => guided::call(self, &request.name, args, &context).await,
+            Surface::Direct => {
+                direct::call(self.gw(), &request.name, args, &context, &caller).await
+            }
+            Surface::Guided => guided::call(self, &request.name, args, &context, &caller).await,
         };
         Ok(result.into())
     }
@@ -309,9 +369,15 @@ fn capabilities() -> ServerCapabilities {
     .expect("valid capabilities")
 }
 
-/// Serves one session over stdin/stdout until the client closes it.
+/// Serves one session over stdin/stdout until the client closes it. Its identity and
+/// profile come from the configuration (`policy.stdio_key`, `policy.stdio_profile`).
 pub async fn serve_stdio(gw: Arc<Gateway>, mode: Mode) -> anyhow::Result<()> {
-    let service = Session::new(Engine::new(gw), mode)
+    let engine = Engine::new(gw);
+    let profile =
+        (engine.policy.config.stdio_profile.as_deref()).and_then(|p| engine.policy.profile(p));
+    let mut session = Session::new(engine, mode).with_profile(profile);
+    session.stdio = true;
+    let service = session
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| anyhow::anyhow!("the client did not complete initialize: {e}"))?;

@@ -5,24 +5,31 @@ use super::resume::answer_status;
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::catalog::ToolRecord;
 use crate::exec::{shape, Checked, Shaped};
+use crate::policy::Caller;
 use crate::shape::tokens::Encoding;
 use crate::upstream::{CallOptions, CallOutcome};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// Runs one execute call. `cancel` is the client's cancellation of this request.
+/// Runs one execute call. `cancel` is the client's cancellation of this request. The
+/// caller's permission is checked (whatever the profile shows) before validation and call.
 pub async fn run(
     engine: &Engine,
     session: &str,
     args: &Map<String, Value>,
     cancel: CancellationToken,
+    caller: &Caller,
 ) -> MetaResult {
     let request = match parse(engine, session, args) {
         Ok(r) => r,
         Err(e) => return MetaResult::error(format!("execute: {e}")),
     };
     let tool = request.tool;
+    let mut permit = match engine.policy.check(caller, &tool, &request.arguments) {
+        Ok(p) => p,
+        Err(refusal) => return MetaResult::error(format!("execute: {refusal}")),
+    };
     let arguments = Value::Object(request.arguments.clone());
     match engine.validators.validate(&tool, &arguments) {
         Ok(Checked::Valid) => {}
@@ -30,13 +37,18 @@ pub async fn run(
             tracing::debug!(tool = %tool.id, "arguments not validated: {reason}")
         }
         Err(report) => {
+            permit.not_run("invalid arguments");
             return MetaResult {
                 structured: Some(
                     json!({"error": "invalid_arguments", "tool": tool.id.to_string(), "validation": report.structured()}),
                 ),
                 ..MetaResult::error(report.to_text(&tool.id.to_string()))
-            }
+            };
         }
+    }
+    // Valid arguments first, so the user is never asked to approve a call that cannot run.
+    if let Err(refusal) = permit.confirm(caller).await {
+        return MetaResult::error(format!("execute: {refusal}"));
     }
     let gw = engine.gw.clone();
     let call_tool = tool.clone();
@@ -47,7 +59,9 @@ pub async fn run(
             cancel: Some(ct),
             ..Default::default()
         };
-        gw.call(&call_tool, call_args, opts).await
+        let result = gw.call(&call_tool, call_args, opts).await;
+        permit.finish(&result);
+        result
     });
     let op = match started {
         Ok(op) => op,

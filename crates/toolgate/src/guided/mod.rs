@@ -73,6 +73,8 @@ pub struct Engine {
     /// The current snapshot under the configured direct profile (direct `tools/list`,
     /// route's `full` detail, `auto` mode's cost), rebuilt when the snapshot changes.
     view: Mutex<Arc<ProfileView>>,
+    /// Profiles, keys, approval and audit: consulted by route, execute and the front.
+    pub policy: Arc<crate::policy::Policy>,
 }
 
 impl Engine {
@@ -93,6 +95,7 @@ impl Engine {
                 gw.config.direct.profile,
                 &SurfaceOptions::default(),
             ))),
+            policy: crate::policy::Policy::new(&gw.config.policy),
             gw,
         })
     }

@@ -8,6 +8,7 @@ use super::schema_view::{placeholders, render, Detail};
 use super::surface::EXECUTE;
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::catalog::{Catalog, ToolId, ToolRecord};
+use crate::policy::{profiles::Visible, Caller};
 use crate::route::{route, Retriever, RouteDecision, RouteOptions};
 use crate::shape::ProfileView;
 use serde_json::{json, Map, Value};
@@ -25,22 +26,38 @@ pub struct RouteContext<'a> {
     pub threshold: f32,
     /// Prefix of the meta-tool names (`gateway.meta_prefix`), for the nextCall.
     pub meta_prefix: &'a str,
+    /// The servers the caller may name in `server` (those with a visible tool).
+    pub servers: Vec<&'a str>,
 }
 
-/// Answers one route call. Also returns the selected tool (for `expand_selected`).
+/// Answers one route call over what `caller`'s profile shows. Also returns the selected
+/// tool (for `expand_selected`).
 pub fn run(
     engine: &Engine,
     session: &str,
     args: &Map<String, Value>,
+    caller: &Caller,
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
     let (catalog, index) = engine.index();
     let view = engine.view(&catalog);
+    // The profile decides what route can see: hidden tools are neither ranked nor named.
+    let keep = |t: &ToolRecord| caller.policy.shows(caller, t);
+    let hidden = match caller.profile {
+        Some(_) => catalog.tools().iter().filter(|t| !keep(t)).count(),
+        None => 0,
+    };
+    let visible = Visible {
+        inner: index.as_ref(),
+        keep: &keep,
+        hidden,
+    };
     let cx = RouteContext {
         catalog: &catalog,
-        retriever: index.as_ref(),
+        retriever: &visible,
         view: Some(&view),
         threshold: engine.gw.config.guided.route_threshold,
         meta_prefix: &engine.gw.config.gateway.meta_prefix,
+        servers: caller.policy.servers(caller, &catalog),
     };
     respond(&cx, args, &mut |id| engine.remember(session, id))
 }
@@ -94,8 +111,8 @@ fn answer(
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
     let catalog = cx.catalog;
     if let Some(s) = server {
-        if !catalog.servers().contains(&s) {
-            let known = catalog.servers().join(", ");
+        if !cx.servers.contains(&s) {
+            let known = cx.servers.join(", ");
             return (
                 MetaResult::error(format!("route: no server {s:?}; the servers are: {known}")),
                 None,

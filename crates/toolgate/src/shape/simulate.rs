@@ -371,6 +371,7 @@ impl<'a> TaskSim<'a> {
             view: Some(&self.view),
             threshold: self.opts.threshold,
             meta_prefix: &self.opts.surface.guided_prefix,
+            servers: catalog.servers(),
         };
         let mut missing = Vec::new();
         let tools: Vec<&Arc<ToolRecord>> = q

@@ -1,0 +1,44 @@
+//! `toolgate key new NAME`: a new API key, printed once, and the configuration to paste.
+
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand};
+use toolgate::policy::keys::new_key;
+
+#[derive(Subcommand)]
+pub enum KeyCommand {
+    /// Print a new random key (once: only its hash is kept) and the [policy.keys] table to paste.
+    New(NewArgs),
+}
+
+#[derive(Args)]
+pub struct NewArgs {
+    /// The key's name, as the audit log will show it (letters, digits, '_', '-', '.').
+    pub name: String,
+}
+
+pub fn run(cmd: KeyCommand) -> Result<()> {
+    match cmd {
+        KeyCommand::New(a) => new(&a.name),
+    }
+}
+
+fn new(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 48
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
+    if !ok {
+        bail!("key name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.'");
+    }
+    let (key, hash) = new_key();
+    println!("{key}");
+    eprintln!(
+        "\nThe line above is the key for {name:?}: give it to its user now; it is not stored anywhere.\n\
+         Clients send it as \"Authorization: Bearer <key>\". Paste this into toolgate.toml and adjust the scopes and tier:\n"
+    );
+    eprintln!(
+        "[policy.keys.{name}]\nhash = \"{hash}\"\nscopes = [\"*\"]        # server/tool globs it may call; \"!\" excludes\ntier = \"read\"          # read | write | destructive\n"
+    );
+    Ok(())
+}

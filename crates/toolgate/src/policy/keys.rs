@@ -1,0 +1,251 @@
+//! API keys: generation, hashing, constant-time lookup, and what each key may call
+//! (its scopes and highest tier).
+//!
+//! Keys are 256 random bits, so a single fast SHA-256 is an adequate one-way hash: there is
+//! no dictionary to try, and slow password hashes (argon2, bcrypt) would only add latency to
+//! every request. The configuration holds the hash alone, never the key.
+
+use super::glob::PatternList;
+use super::tiers::Tier;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// What every key starts with, so a leaked one is recognisable (secret scanners, logs).
+pub const KEY_PREFIX: &str = "tg_";
+/// How a hash is written in the configuration.
+pub const HASH_PREFIX: &str = "sha256:";
+
+/// Who is calling and what they may do: a configured key, or the implicit identity of a
+/// gateway with no keys (stdio, or HTTP without keys on loopback).
+#[derive(Debug, Clone)]
+pub struct Grant {
+    /// The key's name (what the audit log records; never the key itself).
+    pub name: String,
+    /// Which `server/tool` names it may call.
+    pub scopes: PatternList,
+    /// The highest tier it may call.
+    pub tier: Tier,
+    /// Ask the user before its destructive calls (overrides the global setting).
+    pub approval: Option<bool>,
+    /// The profile its sessions see when the path or command line names none.
+    pub profile: Option<String>,
+}
+
+impl Grant {
+    /// An identity that may call everything: stdio sessions, and HTTP when no keys exist.
+    pub fn full(name: &str) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_string(),
+            scopes: PatternList::default(),
+            tier: Tier::Destructive,
+            approval: None,
+            profile: None,
+        })
+    }
+
+    /// An identity that may call nothing (an HTTP request that somehow carries no grant).
+    pub fn nothing() -> Arc<Self> {
+        Arc::new(Self {
+            name: "unauthenticated".into(),
+            scopes: PatternList::parse(&["!*"]),
+            tier: Tier::Read,
+            approval: None,
+            profile: None,
+        })
+    }
+
+    /// Why this key may not call `id` at `tier`, or `None` when it may.
+    pub fn missing_permission(&self, id: &str, tier: Tier) -> Option<String> {
+        if !self.scopes.matches(id) {
+            let why = match self.scopes.excluded_by(id) {
+                Some(ex) => format!("its scopes exclude it (\"!{ex}\")"),
+                None => "it is outside the key's scopes".to_string(),
+            };
+            return Some(format!(
+                "key {:?} may not call {id}: {why}; the missing permission is scope \"{id}\"",
+                self.name
+            ));
+        }
+        if tier > self.tier {
+            return Some(format!(
+                "key {:?} may not call {id}: it is a {} tool and the key allows up to {}; the missing permission is tier \"{}\"",
+                self.name,
+                tier.as_str(),
+                self.tier.as_str(),
+                tier.as_str()
+            ));
+        }
+        None
+    }
+}
+
+/// One configured key.
+#[derive(Debug, Clone)]
+pub struct KeyEntry {
+    /// SHA-256 of the key.
+    pub hash: [u8; 32],
+    /// A revoked key is refused (401), with a message saying so.
+    pub revoked: bool,
+    pub grant: Arc<Grant>,
+}
+
+/// Why a presented key was not accepted (each becomes a 401).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyRejection {
+    Missing,
+    Unknown,
+    Revoked(String),
+}
+
+impl std::fmt::Display for KeyRejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyRejection::Missing => write!(
+                f,
+                "this gateway requires an API key: send \"Authorization: Bearer <key>\""
+            ),
+            KeyRejection::Unknown => write!(f, "the API key is not valid"),
+            KeyRejection::Revoked(name) => {
+                write!(
+                    f,
+                    "the API key {name:?} has been revoked; ask for a new one"
+                )
+            }
+        }
+    }
+}
+
+/// Finds the key whose hash matches `presented`. Every configured hash is compared, in
+/// constant time, so the answer's timing says nothing about which key came close.
+pub fn authenticate(keys: &[KeyEntry], presented: &str) -> Result<Arc<Grant>, KeyRejection> {
+    let digest = hash_key(presented);
+    let mut found: Option<&KeyEntry> = None;
+    for k in keys {
+        if constant_time_eq(&k.hash, &digest) {
+            found = Some(k);
+        }
+    }
+    match found {
+        None => Err(KeyRejection::Unknown),
+        Some(k) if k.revoked => Err(KeyRejection::Revoked(k.grant.name.clone())),
+        Some(k) => Ok(k.grant.clone()),
+    }
+}
+
+/// The SHA-256 of a key.
+pub fn hash_key(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+/// Parses `sha256:<64 hex digits>` (the prefix is optional).
+pub fn parse_hash(text: &str) -> Option<[u8; 32]> {
+    let hex_part = text.strip_prefix(HASH_PREFIX).unwrap_or(text);
+    let bytes = hex::decode(hex_part).ok()?;
+    bytes.try_into().ok()
+}
+
+/// Equality whose running time depends only on the length, never on where bytes differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// A new random key (256 bits) and the configuration hash line for it.
+pub fn new_key() -> (String, String) {
+    let key = format!("{KEY_PREFIX}{}", crate::guided::random_hex(32));
+    let hash = format!("{HASH_PREFIX}{}", hex::encode(hash_key(&key)));
+    (key, hash)
+}
+
+/// The `Authorization: Bearer` token of a header value, if it is one.
+pub fn bearer(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(key: &str, name: &str, revoked: bool) -> KeyEntry {
+        KeyEntry {
+            hash: hash_key(key),
+            revoked,
+            grant: Arc::new(Grant {
+                name: name.into(),
+                scopes: PatternList::parse(&["alpha/*", "!alpha/delete_*"]),
+                tier: Tier::Write,
+                approval: None,
+                profile: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn constant_time_compare_is_equality() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        assert!(constant_time_eq(b"", b""));
+        let (a, b) = (hash_key("x"), hash_key("y"));
+        assert!(constant_time_eq(&a, &a) && !constant_time_eq(&a, &b));
+    }
+
+    #[test]
+    fn keys_authenticate_by_hash() {
+        let (key, line) = new_key();
+        assert!(key.starts_with(KEY_PREFIX) && key.len() == 3 + 64);
+        assert_eq!(parse_hash(&line), Some(hash_key(&key)));
+        assert_eq!(parse_hash("sha256:zz"), None);
+        assert_eq!(parse_hash(&"ab".repeat(31)), None, "too short");
+        let keys = vec![entry("k1", "one", false), entry("k2", "two", true)];
+        assert_eq!(authenticate(&keys, "k1").unwrap().name, "one");
+        assert_eq!(
+            authenticate(&keys, "k2").unwrap_err(),
+            KeyRejection::Revoked("two".into())
+        );
+        assert_eq!(
+            authenticate(&keys, "k3").unwrap_err(),
+            KeyRejection::Unknown
+        );
+        assert_ne!(new_key().0, new_key().0);
+    }
+
+    #[test]
+    fn bearer_tokens_parse() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("abc"), None);
+    }
+
+    #[test]
+    fn permissions_name_what_is_missing() {
+        let g = entry("k", "ci", false).grant;
+        assert!(g.missing_permission("alpha/echo", Tier::Read).is_none());
+        assert!(g.missing_permission("alpha/echo", Tier::Write).is_none());
+        let e = g
+            .missing_permission("alpha/echo", Tier::Destructive)
+            .unwrap();
+        assert!(
+            e.contains("tier \"destructive\"") && e.contains("up to write"),
+            "{e}"
+        );
+        let e = g.missing_permission("beta/x", Tier::Read).unwrap();
+        assert!(e.contains("scope \"beta/x\""), "{e}");
+        let e = g
+            .missing_permission("alpha/delete_all", Tier::Read)
+            .unwrap();
+        assert!(e.contains("!alpha/delete_*"), "{e}");
+        assert!(Grant::full("local")
+            .missing_permission("x/y", Tier::Destructive)
+            .is_none());
+    }
+}

@@ -1,0 +1,306 @@
+//! Policy: profiles decide what a session sees (tools/list, route); keys, scopes and tiers
+//! decide what it may call; destructive calls may need the user's approval; everything is
+//! audited. The two questions are independent: visibility never grants, and a permitted
+//! tool stays callable by exact name even when its profile hides it.
+//!
+//! - [`glob`]: `server/tool` globs and `!` exclusions.
+//! - [`tiers`]: read / write / destructive from annotations and per-tool rules (tags, shadow).
+//! - [`profiles`]: what a profile shows, and route over a profile's view.
+//! - [`keys`]: API keys (hashes, constant-time lookup) and what each may call.
+//! - [`permit`]: one judged call: its refusal, approval and outcome, audited.
+//! - [`approval`]: asking the user before destructive calls.
+//! - [`audit`]: the append-only JSON-lines trail.
+//! - [`config`]: the `[policy]` section of `toolgate.toml`.
+
+pub mod approval;
+pub mod audit;
+pub mod config;
+pub mod glob;
+pub mod keys;
+pub mod permit;
+pub mod profiles;
+pub mod tiers;
+
+pub use config::PolicyConfig;
+pub use keys::{Grant, KeyRejection};
+pub use permit::Permit;
+pub use profiles::Profile;
+pub use tiers::Tier;
+
+use crate::catalog::{Catalog, CatalogEntry, ToolRecord};
+use approval::Approver;
+use audit::{AuditLog, Verdict};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// The identity local (stdio) sessions have when no `stdio_key` is configured.
+pub const LOCAL_IDENTITY: &str = "local";
+/// The identity HTTP sessions have when no keys are configured (open, loopback by default).
+pub const OPEN_IDENTITY: &str = "anonymous";
+
+/// The policy of a running gateway.
+pub struct Policy {
+    pub config: PolicyConfig,
+    /// `None` when no audit path is configured.
+    pub(crate) audit: Option<Arc<AuditLog>>,
+    /// Set when the audit log is configured but cannot be opened: every call is then
+    /// refused, since calls must not run unrecorded.
+    audit_broken: Option<String>,
+}
+
+/// Who is asking, through which surface, seeing which profile: one per request.
+#[derive(Clone)]
+pub struct Caller {
+    pub policy: Arc<Policy>,
+    pub session: String,
+    pub grant: Arc<Grant>,
+    pub profile: Option<Arc<Profile>>,
+    /// `guided` or `direct`.
+    pub surface: &'static str,
+    /// How to ask this session's user (absent: no way to ask).
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl Caller {
+    /// A caller outside any session that sees `profile` (for reports over a catalog).
+    pub fn offline(policy: Arc<Policy>, profile: Option<Arc<Profile>>) -> Self {
+        Self {
+            policy,
+            session: String::new(),
+            grant: Grant::full(LOCAL_IDENTITY),
+            profile,
+            surface: "direct",
+            approver: None,
+        }
+    }
+
+    pub fn profile_name(&self) -> Option<&str> {
+        self.profile.as_deref().map(|p| p.name.as_str())
+    }
+}
+
+impl Policy {
+    /// Builds the policy and opens the audit log. A log that cannot be opened does not stop
+    /// the gateway, but every call is refused until it is fixed (see [`Policy::preflight`]).
+    pub fn new(config: &PolicyConfig) -> Arc<Self> {
+        let (audit, audit_broken) = match &config.audit_path {
+            None => (None, None),
+            Some(p) => match AuditLog::open(p, config.audit_arguments) {
+                Ok(log) => (Some(Arc::new(log)), None),
+                Err(e) => {
+                    tracing::error!("{e:#}");
+                    (None, Some(format!("{e:#}")))
+                }
+            },
+        };
+        Arc::new(Self {
+            config: config.clone(),
+            audit,
+            audit_broken,
+        })
+    }
+
+    /// Fails when the audit log is configured but cannot be opened (for `serve` to stop early).
+    pub fn preflight(config: &PolicyConfig) -> anyhow::Result<()> {
+        match &config.audit_path {
+            Some(p) => AuditLog::open(p, config.audit_arguments).map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether HTTP requests must present a key.
+    pub fn requires_keys(&self) -> bool {
+        !self.config.keys.is_empty()
+    }
+
+    /// The grant for an HTTP request's `Authorization` header.
+    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Arc<Grant>, KeyRejection> {
+        if !self.requires_keys() {
+            return Ok(Grant::full(OPEN_IDENTITY));
+        }
+        let token = authorization
+            .and_then(keys::bearer)
+            .ok_or(KeyRejection::Missing)?;
+        keys::authenticate(&self.config.keys, token)
+    }
+
+    /// The identity of stdio sessions: `stdio_key` if configured, else full local access.
+    pub fn stdio_grant(&self) -> Arc<Grant> {
+        match self
+            .config
+            .stdio_key
+            .as_deref()
+            .and_then(|k| self.config.key(k))
+        {
+            Some(k) => k.grant.clone(),
+            None => Grant::full(LOCAL_IDENTITY),
+        }
+    }
+
+    pub fn profile(&self, name: &str) -> Option<Arc<Profile>> {
+        self.config.profiles.get(name).cloned()
+    }
+
+    /// The profile a session sees: one named explicitly (HTTP path, `--profile`), else
+    /// the key's, else the configured default, else none (every tool).
+    pub fn profile_for(
+        &self,
+        explicit: Option<&Arc<Profile>>,
+        grant: &Grant,
+    ) -> Option<Arc<Profile>> {
+        explicit.cloned().or_else(|| {
+            grant
+                .profile
+                .as_deref()
+                .or(self.config.default_profile.as_deref())
+                .and_then(|p| self.profile(p))
+        })
+    }
+
+    pub fn facts(&self, tool: &ToolRecord) -> tiers::ToolFacts {
+        tiers::facts(&self.config.tools, tool)
+    }
+
+    /// Whether route may name `tool` for this caller (shadow tools included).
+    pub fn shows(&self, caller: &Caller, tool: &ToolRecord) -> bool {
+        match &caller.profile {
+            None => true,
+            Some(p) => p.shows(tool, &self.facts(tool)),
+        }
+    }
+
+    /// Whether `tool` belongs in this caller's tools/list: shown, and not a shadow tool
+    /// (listing what cannot run would only invite failing calls).
+    pub fn lists(&self, caller: &Caller, tool: &ToolRecord) -> bool {
+        let facts = self.facts(tool);
+        !facts.shadow
+            && caller
+                .profile
+                .as_ref()
+                .is_none_or(|p| p.shows(tool, &facts))
+    }
+
+    /// The servers with a tool this caller is shown, sorted: a hidden server is not named.
+    pub fn servers<'c>(&self, caller: &Caller, catalog: &'c Catalog) -> Vec<&'c str> {
+        let mut s: Vec<&str> = catalog
+            .tools()
+            .iter()
+            .filter(|t| self.shows(caller, t))
+            .map(|t| t.id.server.as_str())
+            .collect();
+        s.dedup();
+        s
+    }
+
+    /// The catalog as this caller's tools/list shows it (for token reports).
+    pub fn view(&self, caller: &Caller, catalog: &Catalog) -> Catalog {
+        Catalog::from_entries(
+            catalog
+                .tools()
+                .iter()
+                .filter(|t| self.lists(caller, t))
+                .map(|t| CatalogEntry {
+                    server: t.id.server.clone(),
+                    tool: t.tool.clone(),
+                })
+                .collect(),
+        )
+    }
+
+    /// What this caller's direct tools/list costs (OpenAI form, o200k), for `auto` mode.
+    pub fn listing_tokens(&self, caller: &Caller, catalog: &Catalog) -> usize {
+        let tools: Vec<Value> = catalog
+            .tools()
+            .iter()
+            .filter(|t| self.lists(caller, t))
+            .map(|t| crate::shape::tokens::openai_form_of_tool(&t.exposed, &t.tool))
+            .collect();
+        crate::shape::tokens::Encoding::O200k.count_json(&Value::Array(tools))
+    }
+
+    /// Judges one call before any upstream sees it: shadow, scope and tier, then approval
+    /// for destructive calls. A refusal is audited (and synced) before it is returned, as a
+    /// message for the model that says what is missing.
+    pub async fn authorize(
+        &self,
+        caller: &Caller,
+        tool: &ToolRecord,
+        arguments: &Map<String, Value>,
+    ) -> Result<Permit, String> {
+        let mut permit = self.check(caller, tool, arguments)?;
+        permit.confirm(caller).await?;
+        Ok(permit)
+    }
+
+    /// The checks that need nobody's answer: the audit log works, the tool is not in
+    /// shadow, and the key's scopes and tier cover it. Approval is [`Permit::confirm`].
+    pub fn check(
+        &self,
+        caller: &Caller,
+        tool: &ToolRecord,
+        arguments: &Map<String, Value>,
+    ) -> Result<Permit, String> {
+        let facts = self.facts(tool);
+        let id = tool.id.to_string();
+        let visible = caller
+            .profile
+            .as_ref()
+            .is_none_or(|p| p.shows(tool, &facts));
+        let broken =
+            (self.audit_broken.clone()).or_else(|| self.audit.as_ref().and_then(|a| a.failure()));
+        if let Some(e) = &broken {
+            return Err(format!(
+                "{id} was not run: the audit log cannot be written ({e}); ask the gateway's administrator"
+            ));
+        }
+        let permit = Permit::new(self, caller, tool, facts.tier, visible, arguments);
+        let contact = self.config.contact.as_deref();
+        if facts.shadow {
+            let ask = contact.unwrap_or("the gateway's administrator");
+            return Err(permit.refuse(
+                Verdict::Shadow,
+                format!("{id} is not enabled yet (it is being introduced in shadow mode). To use it, ask {ask}."),
+            ));
+        }
+        if let Some(missing) = caller.grant.missing_permission(&id, facts.tier) {
+            let who = contact
+                .map(|c| format!(" To widen the key, ask {c}."))
+                .unwrap_or_default();
+            return Err(permit.refuse(Verdict::Refused, format!("{missing}.{who}")));
+        }
+        Ok(permit)
+    }
+
+    /// Audits a request turned away for its key.
+    pub fn audit_rejected_key(&self, rejection: &KeyRejection, path: &str) {
+        if let Some(log) = &self.audit {
+            let key = match rejection {
+                KeyRejection::Revoked(name) => Some(name.as_str()),
+                _ => None,
+            };
+            log.rejected_key(key, &rejection.to_string(), path);
+        }
+    }
+
+    /// Audits a route decision (`select` with the tool, or `clarify` with the candidates).
+    pub fn audit_route(
+        &self,
+        caller: &Caller,
+        task: &str,
+        decision: &str,
+        tool: Option<&str>,
+        candidates: &[String],
+    ) {
+        if let Some(log) = &self.audit {
+            log.route(
+                &caller.session,
+                &caller.grant.name,
+                caller.profile_name(),
+                task,
+                decision,
+                tool,
+                candidates,
+            );
+        }
+    }
+}

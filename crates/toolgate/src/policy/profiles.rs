@@ -1,0 +1,137 @@
+//! Profiles: which tools a role sees (tools/list, route). A profile is a menu, not a lock:
+//! it grants nothing, and an exact-name execute of a hidden tool is judged by the key alone.
+
+use super::glob::PatternList;
+use super::tiers::{Tier, ToolFacts};
+use crate::catalog::ToolRecord;
+use crate::route::Retriever;
+use std::sync::Arc;
+
+/// One `[policy.profiles.NAME]`. Each list that is set narrows the profile further; within
+/// a list a tool qualifies when a plain entry matches (or there is none) and no `!` entry does.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    pub name: String,
+    /// `server/tool` globs, e.g. `["github/*", "!github/delete_*"]`.
+    pub tools: PatternList,
+    /// Annotation hints, e.g. `["readOnlyHint"]` or `["!destructiveHint"]`.
+    pub annotations: PatternList,
+    /// Tags from `[policy.tools]`, e.g. `["triage", "!admin"]`.
+    pub tags: PatternList,
+    /// Tiers, e.g. `["read", "write"]` (empty: any).
+    pub tiers: Vec<Tier>,
+}
+
+impl Profile {
+    /// Whether this profile shows `tool`, whose merged facts are `facts`.
+    pub fn shows(&self, tool: &ToolRecord, facts: &ToolFacts) -> bool {
+        let tags: Vec<&str> = facts.tags.iter().map(String::as_str).collect();
+        self.tools.matches(&tool.id.to_string())
+            && (self.annotations.is_empty() || self.annotations.matches_any(&facts.hints))
+            && (self.tags.is_empty() || self.tags.matches_any(&tags))
+            && (self.tiers.is_empty() || self.tiers.contains(&facts.tier))
+    }
+}
+
+/// A retriever that only finds what a predicate lets through: route over a profile's view.
+/// Ranking asks the full index for enough extra results to cover every hidden tool, so the
+/// `k` visible ones returned are exactly the `k` best visible ones.
+pub struct Visible<'a, R: ?Sized> {
+    pub inner: &'a R,
+    pub keep: &'a (dyn Fn(&ToolRecord) -> bool + Send + Sync),
+    /// How many tools the predicate hides in the catalog the index was built from.
+    pub hidden: usize,
+}
+
+impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
+    fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+        let mut ranked = self.inner.rank(query, server, k + self.hidden);
+        ranked.retain(|(t, _)| (self.keep)(t));
+        ranked.truncate(k);
+        ranked
+    }
+
+    fn exact(&self, name: &str, server: Option<&str>) -> Vec<Arc<ToolRecord>> {
+        let mut found = self.inner.exact(name, server);
+        found.retain(|t| (self.keep)(t));
+        found
+    }
+
+    fn ceiling(&self, query: &str) -> Option<f32> {
+        self.inner.ceiling(query)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::ToolId;
+    use crate::policy::glob::Glob;
+    use crate::policy::tiers::{facts, ToolRule};
+    use serde_json::json;
+
+    fn tool(server: &str, name: &str, annotations: serde_json::Value) -> ToolRecord {
+        ToolRecord {
+            id: ToolId::new(server, name),
+            exposed: format!("{server}_{name}"),
+            tool: json!({"name": name, "annotations": annotations})
+                .as_object()
+                .unwrap()
+                .clone(),
+        }
+    }
+
+    #[test]
+    fn each_list_narrows_the_profile() {
+        let rules = vec![ToolRule {
+            pattern: Glob::new("github/list_*"),
+            tier: None,
+            tags: vec!["triage".into()],
+            shadow: None,
+        }];
+        let p = Profile {
+            name: "p".into(),
+            tools: PatternList::parse(&["github/*", "!github/delete_*"]),
+            annotations: PatternList::parse(&["readOnlyHint"]),
+            ..Default::default()
+        };
+        let shows = |p: &Profile, t: &ToolRecord| p.shows(t, &facts(&rules, t));
+        let ro = json!({"readOnlyHint": true});
+        assert!(shows(&p, &tool("github", "list_issues", ro.clone())));
+        assert!(
+            !shows(&p, &tool("github", "create_issue", json!({}))),
+            "not read-only"
+        );
+        assert!(
+            !shows(&p, &tool("github", "delete_repo", ro.clone())),
+            "excluded"
+        );
+        assert!(
+            !shows(&p, &tool("docs", "search", ro.clone())),
+            "other server"
+        );
+        let tagged = Profile {
+            tags: PatternList::parse(&["triage"]),
+            ..Default::default()
+        };
+        assert!(shows(&tagged, &tool("github", "list_prs", json!({}))));
+        assert!(!shows(&tagged, &tool("github", "get_pr", json!({}))));
+        let safe = Profile {
+            annotations: PatternList::parse(&["!destructiveHint"]),
+            tiers: vec![Tier::Read, Tier::Write],
+            ..Default::default()
+        };
+        assert!(shows(
+            &safe,
+            &tool("a", "b", json!({"destructiveHint": false}))
+        ));
+        assert!(
+            !shows(&safe, &tool("a", "b", json!({}))),
+            "unannotated counts as destructive"
+        );
+        assert!(Profile::default().shows(
+            &tool("a", "b", json!({})),
+            &facts(&[], &tool("a", "b", json!({})))
+        ));
+    }
+}
