@@ -94,6 +94,7 @@ fn tiny_case_by_hand() {
         view: None,
         threshold: toolgate::route::DEFAULT_THRESHOLD,
         meta_prefix: "",
+        servers: catalog.servers(),
     };
     let mut step = 0;
     let mut route = |task: &str| {
