@@ -13,8 +13,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -39,6 +40,8 @@ pub struct ConformanceServer {
     subscribed: Arc<Mutex<HashSet<String>>>,
     /// How many `test_cancellable` calls the client cancelled (`notifications/cancelled`).
     cancelled: Arc<std::sync::atomic::AtomicUsize>,
+    /// The newest revision to negotiate (`--max-protocol`), to play an old server.
+    max_protocol: Option<ProtocolVersion>,
 }
 
 impl ConformanceServer {
@@ -47,6 +50,7 @@ impl ConformanceServer {
             name: name.into(),
             subscribed: Arc::default(),
             cancelled: Arc::default(),
+            max_protocol: None,
         }
     }
 }
@@ -73,6 +77,13 @@ fn resource_contents(uri: &str) -> Option<Value> {
 }
 
 impl ServerHandler for ConformanceServer {
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(match &self.max_protocol {
+            Some(max) => ProtocolVersion::known_up_to(max),
+            None => ProtocolVersion::KNOWN_VERSIONS,
+        })
+    }
+
     fn get_info(&self) -> ServerConfig {
         let caps: ServerCapabilities = parse(json!({
             "logging": {}, "completions": {},
@@ -246,13 +257,22 @@ impl ServerHandler for ConformanceServer {
 /// (printing `listening http://IP:PORT/mcp` as the only stdout line), until `shutdown`.
 pub async fn serve(
     name: String,
+    max_protocol: Option<String>,
     http: Option<std::net::SocketAddr>,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<()> {
     use rmcp::ServiceExt;
+    let max_protocol: Option<ProtocolVersion> = match max_protocol {
+        Some(v) => Some(serde_json::from_value(json!(v))?),
+        None => None,
+    };
+    let server = ConformanceServer {
+        max_protocol,
+        ..ConformanceServer::new(name)
+    };
     let Some(addr) = http else {
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
-        let running = ConformanceServer::new(name).serve((stdin, stdout)).await?;
+        let running = server.serve((stdin, stdout)).await?;
         tokio::select! {
             r = running.waiting() => { r?; }
             _ = shutdown.cancelled() => {}
@@ -265,7 +285,13 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let service = StreamableHttpService::new(
-        move || Ok(ConformanceServer::new(name.clone())),
+        // Each session its own subscriptions and counters, the same protocol ceiling.
+        move || {
+            Ok(ConformanceServer {
+                max_protocol: server.max_protocol.clone(),
+                ..ConformanceServer::new(server.name.clone())
+            })
+        },
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token()),
     );
