@@ -11,7 +11,8 @@
 //! # Command line
 //!
 //! `toolgate-fixture --catalog FILE [--server NAME] [--http ADDR] [--knobs FILE]
-//! [--page-size N] [--demo] [--fault KIND]`; see [`FixtureArgs`]. With `--http ADDR` the
+//! [--page-size N] [--demo] [--fault KIND]`, or `toolgate-fixture --conformance [--http ADDR]
+//! [--max-protocol VERSION]` (see [`conformance`]); see [`FixtureArgs`]. With `--http ADDR` the
 //! only stdout line is `listening http://IP:PORT/mcp`; logs go to stderr.
 //!
 //! # Knobs
