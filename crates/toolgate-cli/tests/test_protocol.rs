@@ -334,3 +334,56 @@ async fn everything_but_tools_over_http_and_subscriptions_per_session() {
     one.cancel().await.unwrap();
     two.cancel().await.unwrap();
 }
+
+/// A client that speaks only the first protocol revision.
+struct OldClient;
+impl ClientHandler for OldClient {
+    fn get_info(&self) -> ClientConfig {
+        let mut c = ClientConfig::new(Default::default(), Implementation::new("old", "0"));
+        c.protocol_version = rmcp::model::ProtocolVersion::V_2024_11_05;
+        c
+    }
+}
+
+#[tokio::test]
+async fn old_servers_and_old_clients_negotiate_2024_11_05() {
+    let dir = TestDir::new();
+    let up = format!(
+        "[upstreams.old]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--max-protocol\", \"2024-11-05\"]\n",
+        toolgate().display().to_string()
+    );
+    let config = dir.config("mode = \"direct\"", &[up]);
+    let check = std::process::Command::new(toolgate())
+        .args(["check", "--json", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert!(report.contains("protocol 2024-11-05"), "{report}");
+
+    let mut cmd = tokio::process::Command::new(toolgate());
+    cmd.args(["serve", "--stdio", "--config"]).arg(&config);
+    let client = OldClient
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.protocol_version.to_string(), "2024-11-05");
+    let r: ClientRequest = serde_json::from_value(json!({"method": "resources/read",
+        "params": {"uri": "test://static-text"}}))
+    .unwrap();
+    let read = serde_json::to_value(client.send_request(r).await.unwrap()).unwrap();
+    assert!(read["contents"][0]["text"].as_str().is_some(), "{read}");
+    let r: ClientRequest = serde_json::from_value(json!({"method": "tools/call",
+        "params": {"name": "old_test_simple_text", "arguments": {}}}))
+    .unwrap();
+    let called = serde_json::to_value(client.send_request(r).await.unwrap()).unwrap();
+    assert!(
+        called["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("simple text"),
+        "{called}"
+    );
+    client.cancel().await.unwrap();
+}

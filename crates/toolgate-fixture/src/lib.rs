@@ -11,7 +11,8 @@
 //! # Command line
 //!
 //! `toolgate-fixture --catalog FILE [--server NAME] [--http ADDR] [--knobs FILE]
-//! [--page-size N] [--demo] [--fault KIND]`; see [`FixtureArgs`]. With `--http ADDR` the
+//! [--page-size N] [--demo] [--fault KIND]`, or `toolgate-fixture --conformance [--http ADDR]
+//! [--max-protocol VERSION]` (see [`conformance`]); see [`FixtureArgs`]. With `--http ADDR` the
 //! only stdout line is `listening http://IP:PORT/mcp`; logs go to stderr.
 //!
 //! # Knobs
@@ -115,6 +116,10 @@ pub struct FixtureArgs {
     /// Serve the conformance suite's fixture tools, resources and prompts instead of a catalog.
     #[arg(long, conflicts_with = "demo")]
     pub conformance: bool,
+    /// With --conformance: the newest protocol revision to agree to (e.g. 2024-11-05, to
+    /// play an old server).
+    #[arg(long, value_name = "VERSION", requires = "conformance")]
+    pub max_protocol: Option<String>,
 }
 
 /// Runs the fixture until its input closes (stdio), or SIGTERM/SIGINT arrives.
@@ -139,7 +144,8 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     if args.conformance {
         let name = args.server.clone().unwrap_or_else(|| "conformance".into());
-        return conformance::serve(name, args.http, shutdown).await;
+        let max = args.max_protocol.clone();
+        return conformance::serve(name, max, args.http, shutdown).await;
     }
     let server = build_server(&args)?;
     if args.fault == Some(Fault::FloodStderr) {

@@ -283,6 +283,24 @@ impl Upstream {
         Ok(())
     }
 
+    /// After a reconnect: subscribes again to everything sessions still want, since
+    /// subscriptions live and die with the upstream connection.
+    pub(crate) async fn resubscribe(&self) {
+        let uris: Vec<String> = {
+            let subs = self.relay.subscriptions.lock().expect("subscriptions");
+            subs.keys().cloned().collect()
+        };
+        for uri in uris {
+            let params = json!({"uri": uri});
+            if let Err(e) = self
+                .request("resources/subscribe", params, Default::default())
+                .await
+            {
+                tracing::warn!(upstream = self.name(), uri, "resubscribe failed: {e}");
+            }
+        }
+    }
+
     /// Drops one session's interest; unsubscribes upstream when it was the last.
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), CallError> {
         let last = {

@@ -42,6 +42,10 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                     s.peer = Some(peer.clone());
                     s.server_info = Some(conn.server_info);
                 });
+                tokio::spawn({
+                    let up = up.clone();
+                    async move { up.resubscribe().await }
+                });
                 let up_since = Instant::now();
                 let ct = conn.service.cancellation_token();
                 let mut child = conn.child;
