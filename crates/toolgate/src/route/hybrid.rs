@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 /// Weight of the embedding side in score fusion. Chosen on the tuning splits (query
 /// index mod 5 == 0); `docs/routing.md` has the sweep.
-pub const HYBRID_WEIGHT: f32 = 0.5;
+pub const HYBRID_WEIGHT: f32 = 0.7;
 /// The select threshold for the hybrid's fused scores, chosen on the MetaTool tuning
 /// split as the lowest where selection precision stays at or above 0.90.
-pub const HYBRID_THRESHOLD: f32 = 0.9;
+pub const HYBRID_THRESHOLD: f32 = 0.94;
 
 /// How the two rankings are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
