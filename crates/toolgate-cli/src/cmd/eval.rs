@@ -1,14 +1,15 @@
 //! `toolgate eval route`: route every labelled query of a query file against a catalog file
 //! and report ranking quality, the select-or-clarify trade-off and latency.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
-use toolgate::catalog::{load_catalog_file, load_queries_file, Catalog};
+use std::time::Instant;
+use toolgate::catalog::{load_catalog_file, load_queries_file, Catalog, LabelledQuery};
 use toolgate::route::eval::{evaluate, summarize, sweep, sweep_thresholds, Split, Summary};
-use toolgate::route::{Bm25fParams, RouteIndex, RouteOptions, DEFAULT_THRESHOLD};
+use toolgate::route::{Bm25fParams, Retriever, RouteIndex, RouteOptions, DEFAULT_THRESHOLD};
 
 #[derive(Subcommand)]
 pub enum EvalCommand {
@@ -30,9 +31,10 @@ pub struct RouteArgs {
     /// One JSON line per query, then a JSON summary line.
     #[arg(long)]
     json: bool,
-    /// Select when the confidence reaches this; below it, ask.
-    #[arg(long, default_value_t = DEFAULT_THRESHOLD)]
-    threshold: f32,
+    /// Select when the confidence reaches this; below it, ask. Defaults to 0.99 for
+    /// BM25F and to the hybrid's own threshold with --embed-model.
+    #[arg(long)]
+    threshold: Option<f32>,
     /// Also print precision and coverage for thresholds 0.20..=1.00.
     #[arg(long)]
     sweep: bool,
@@ -42,6 +44,23 @@ pub struct RouteArgs {
     /// BM25F parameters as JSON, e.g. '{"k1":1.2,"weights":[3,2,1,0.4,1]}' (unset keys keep defaults).
     #[arg(long)]
     params: Option<String>,
+    /// Rank with the hybrid (BM25F fused with sentence embeddings) using the model in this
+    /// folder (all-MiniLM-L6-v2 in sentence-transformers layout; see
+    /// scripts/fetch-embed-model.sh). Also read from TOOLGATE_EMBED_MODEL when `--hybrid`
+    /// is given. Needs a build with `--features embed`.
+    #[arg(long)]
+    embed_model: Option<PathBuf>,
+    /// Use the hybrid with the model named by TOOLGATE_EMBED_MODEL.
+    #[arg(long)]
+    hybrid: bool,
+    /// Fusion parameters as JSON, e.g. '{"mode":"score","weight":0.5}' (hybrid only).
+    #[arg(long)]
+    fusion: Option<String>,
+    /// Hybrid only: embed all queries first in batches, then report each of these
+    /// embedding weights (comma-separated) in one line each; latency then excludes the
+    /// query embedding.
+    #[arg(long, value_delimiter = ',')]
+    weights: Vec<f32>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -63,25 +82,30 @@ fn route(args: RouteArgs) -> Result<()> {
         None => Bm25fParams::default(),
     };
     let catalog = Catalog::from_entries(load_catalog_file(&args.catalog)?);
-    let index = RouteIndex::with_params(&catalog, params);
-    let split = match args.split {
-        SplitArg::All => Split::All,
-        SplitArg::Tune => Split::Tune,
-        SplitArg::Test => Split::Test,
-    };
-    let queries: Vec<_> = load_queries_file(&args.queries)?
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| split.keeps(*i))
-        .map(|(_, q)| q)
-        .collect();
+    if !args.weights.is_empty() {
+        return weight_sweep(&args, &catalog, params);
+    }
+    let started = Instant::now();
+    let (index, default_threshold): (Box<dyn Retriever>, f32) =
+        if args.embed_model.is_some() || args.hybrid {
+            hybrid(&args, &catalog, params)?
+        } else {
+            if args.fusion.is_some() {
+                bail!("--fusion applies to the hybrid: add --embed-model DIR or --hybrid");
+            }
+            let index = RouteIndex::with_params(&catalog, params);
+            (Box::new(index), DEFAULT_THRESHOLD)
+        };
+    let build_ms = started.elapsed().as_secs_f64() * 1e3;
+    let threshold = args.threshold.unwrap_or(default_threshold);
+    let queries = split_queries(&args)?;
     let opts = RouteOptions {
-        threshold: args.threshold,
+        threshold,
         depth: args.k.max(5),
         ..RouteOptions::default()
     };
-    let outcomes = evaluate(&index, &queries, &opts);
-    let summary = summarize(&outcomes, args.threshold);
+    let outcomes = evaluate(index.as_ref(), &queries, &opts);
+    let summary = summarize(&outcomes, threshold);
     let rows = if args.sweep {
         sweep(&outcomes, &sweep_thresholds())
     } else {
@@ -97,7 +121,7 @@ fn route(args: RouteArgs) -> Result<()> {
                 .take(args.k)
                 .map(|(s, n, score)| json!({"server": s, "name": n, "score": score}))
                 .collect();
-            let decision = if o.selects(args.threshold) {
+            let decision = if o.selects(threshold) {
                 "select"
             } else {
                 "clarify"
@@ -112,6 +136,7 @@ fn route(args: RouteArgs) -> Result<()> {
             writeln!(out, "{line}")?;
         }
         let mut line = serde_json::to_value(&summary)?;
+        line["index_build_ms"] = json!(build_ms);
         if args.sweep {
             line["sweep"] = serde_json::to_value(&rows)?;
         }
@@ -119,6 +144,7 @@ fn route(args: RouteArgs) -> Result<()> {
         return Ok(());
     }
     print_table(&mut out, &summary)?;
+    writeln!(out, "{:<20} {:>10.1}", "index build (ms)", build_ms)?;
     if args.sweep {
         writeln!(
             out,
@@ -134,6 +160,121 @@ fn route(args: RouteArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The labelled queries of the chosen split.
+fn split_queries(args: &RouteArgs) -> Result<Vec<LabelledQuery>> {
+    let split = match args.split {
+        SplitArg::All => Split::All,
+        SplitArg::Tune => Split::Tune,
+        SplitArg::Test => Split::Test,
+    };
+    Ok(load_queries_file(&args.queries)?
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| split.keeps(*i))
+        .map(|(_, q)| q)
+        .collect())
+}
+
+/// `--weights`: one summary line per fusion weight over query vectors embedded once.
+#[cfg(feature = "embed")]
+fn weight_sweep(args: &RouteArgs, catalog: &Catalog, params: Bm25fParams) -> Result<()> {
+    use std::sync::Arc;
+    use toolgate::route::{Embedder, FusionParams, HybridIndex, PrecomputedQueries};
+    let fusion: FusionParams = match &args.fusion {
+        Some(text) => serde_json::from_str(text).context("--fusion is not fusion parameters")?,
+        None => FusionParams::default(),
+    };
+    let embedder = Arc::new(Embedder::from_dir_or_env(args.embed_model.as_deref())?);
+    let started = Instant::now();
+    let mut index = HybridIndex::with_params(catalog, params, embedder, fusion.clone())?;
+    let build_ms = started.elapsed().as_secs_f64() * 1e3;
+    let queries = split_queries(args)?;
+    let texts: Vec<&str> = queries.iter().map(|q| q.query.as_str()).collect();
+    let started = Instant::now();
+    let vectors = PrecomputedQueries::embed_all(&index, &texts)?;
+    let embed_ms = started.elapsed().as_secs_f64() * 1e3;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{} queries; index build {build_ms:.0} ms; queries embedded in batches {embed_ms:.0} ms",
+        queries.len()
+    )?;
+    writeln!(
+        out,
+        "{:>6}  {:>5}  {:>5}  {:>6}  {:>9}  {:>9}  {:>9}  (coverage at 90% precision: threshold)",
+        "weight", "P@1", "R@5", "nDCG@5", "threshold", "clarify", "precision"
+    )?;
+    for &weight in &args.weights {
+        index.set_params(FusionParams {
+            weight,
+            ..fusion.clone()
+        });
+        let retriever = PrecomputedQueries {
+            index: &index,
+            vectors: &vectors,
+        };
+        let opts = RouteOptions {
+            threshold: args.threshold.unwrap_or(toolgate::route::HYBRID_THRESHOLD),
+            depth: args.k.max(5),
+            ..RouteOptions::default()
+        };
+        let outcomes = evaluate(&retriever, &queries, &opts);
+        let s = summarize(&outcomes, opts.threshold);
+        let rows = sweep(&outcomes, &sweep_thresholds());
+        let at90 = rows.iter().find(|r| r.precision >= 0.9 && r.coverage > 0.0);
+        let at90 = at90.map_or("-".to_string(), |r| {
+            format!("{:.3} at {:.2}", r.coverage, r.threshold)
+        });
+        writeln!(
+            out,
+            "{weight:>6.2}  {:>5.3}  {:>5.3}  {:>6.3}  {:>9.2}  {:>9.3}  {:>9.3}  {at90}",
+            s.p_at_1, s.r_at_5, s.ndcg_at_5, s.threshold, s.clarify_rate, s.selection_precision
+        )?;
+        if args.sweep {
+            for r in &rows {
+                writeln!(
+                    out,
+                    "        threshold {:.2}: coverage {:.3} precision {:.3}",
+                    r.threshold, r.coverage, r.precision
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "embed"))]
+fn weight_sweep(_args: &RouteArgs, _catalog: &Catalog, _params: Bm25fParams) -> Result<()> {
+    bail!("--weights needs a toolgate built with `--features embed`")
+}
+
+/// The hybrid index and its default threshold.
+#[cfg(feature = "embed")]
+fn hybrid(
+    args: &RouteArgs,
+    catalog: &Catalog,
+    params: Bm25fParams,
+) -> Result<(Box<dyn Retriever>, f32)> {
+    use std::sync::Arc;
+    use toolgate::route::{Embedder, FusionParams, HybridIndex, HYBRID_THRESHOLD};
+    let fusion: FusionParams = match &args.fusion {
+        Some(text) => serde_json::from_str(text).context("--fusion is not fusion parameters")?,
+        None => FusionParams::default(),
+    };
+    let embedder = Arc::new(Embedder::from_dir_or_env(args.embed_model.as_deref())?);
+    let index = HybridIndex::with_params(catalog, params, embedder, fusion)?;
+    Ok((Box::new(index), HYBRID_THRESHOLD))
+}
+
+#[cfg(not(feature = "embed"))]
+fn hybrid(
+    _args: &RouteArgs,
+    _catalog: &Catalog,
+    _params: Bm25fParams,
+) -> Result<(Box<dyn Retriever>, f32)> {
+    bail!("--embed-model/--hybrid need a toolgate built with `--features embed`")
 }
 
 fn print_table(out: &mut impl Write, s: &Summary) -> Result<()> {

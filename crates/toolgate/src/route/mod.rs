@@ -5,10 +5,20 @@
 //! - [`index`]: the BM25F index, one shard per server ([`RouteIndex`]).
 //! - [`decide`]: exact names first, then select-or-clarify on the ranking ([`route`]).
 //! - [`eval`]: metrics and the labelled-query evaluation behind `toolgate eval route`.
+//! - With the `embed` feature: [`embedder`] (MiniLM via candle), [`dense`] (tool vectors,
+//!   cosine ranking) and [`hybrid`] (BM25F and embeddings fused, [`HybridIndex`]).
 
 pub mod decide;
+#[cfg(feature = "embed")]
+pub mod dense;
 pub mod doc;
+#[cfg(all(test, feature = "embed"))]
+mod embed_tests;
+#[cfg(feature = "embed")]
+pub mod embedder;
 pub mod eval;
+#[cfg(feature = "embed")]
+pub mod hybrid;
 pub mod index;
 pub mod text;
 
@@ -16,6 +26,14 @@ pub use decide::{
     confidence, route, RouteDecision, RouteOptions, DEFAULT_LIMIT, DEFAULT_THRESHOLD,
 };
 pub use index::{Bm25fParams, RouteIndex};
+#[cfg(feature = "embed")]
+pub use {
+    dense::EmbedIndex,
+    embedder::{EmbedError, Embedder, MODEL_ENV},
+    hybrid::{
+        FusionMode, FusionParams, HybridIndex, PrecomputedQueries, HYBRID_THRESHOLD, HYBRID_WEIGHT,
+    },
+};
 
 use crate::catalog::ToolRecord;
 use std::sync::Arc;

