@@ -113,6 +113,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config> {
         source: Some(file.to_path_buf()),
         gateway: GatewayConfig::default(),
         guided: Default::default(),
+        code: Default::default(),
         upstreams,
     })
 }

@@ -5,6 +5,7 @@
 //! internal representation here, so nothing else knows which file a setting came from.
 //! Every error names the file, the key and what to do about it.
 
+pub mod code;
 mod env;
 pub mod mcp_json;
 pub mod raw;
@@ -52,6 +53,8 @@ pub struct Config {
     pub source: Option<PathBuf>,
     pub gateway: GatewayConfig,
     pub guided: GuidedConfig,
+    /// Code mode (`[code]`).
+    pub code: code::CodeConfig,
     /// Upstreams by name, sorted (disabled ones included, marked).
     pub upstreams: BTreeMap<String, UpstreamConfig>,
 }
@@ -149,6 +152,7 @@ impl Config {
             source: None,
             gateway: GatewayConfig::default(),
             guided: GuidedConfig::default(),
+            code: code::CodeConfig::default(),
             upstreams: BTreeMap::new(),
         }
     }

@@ -34,6 +34,8 @@ pub struct RawConfig {
     #[serde(default)]
     pub guided: RawGuided,
     #[serde(default)]
+    pub code: super::code::RawCode,
+    #[serde(default)]
     pub upstreams: BTreeMap<String, RawUpstream>,
 }
 
@@ -268,6 +270,7 @@ impl RawConfig {
             source: Some(file.to_path_buf()),
             gateway,
             guided: self.guided.validate(file)?,
+            code: self.code.validate(file)?,
             upstreams,
         })
     }

@@ -4,8 +4,11 @@
 //! One [`Engine`] per gateway holds what the meta-tools share: the route index (kept in
 //! step with the catalog, re-indexing only the servers that changed), the compiled
 //! validators, the session store (pages, operations) and route's selections. One file
-//! per meta-tool: [`route`], [`execute`], [`resume`] (`continue`).
+//! per meta-tool: [`route`], [`execute`], [`resume`] (`continue`); in code mode also
+//! [`code`] (`execute_code`) and [`describe`] (`describe_tools`).
 
+pub mod code;
+pub mod describe;
 pub mod execute;
 pub mod resume;
 pub mod route;
@@ -71,6 +74,8 @@ pub struct Engine {
     selections: Mutex<HashMap<String, Selection>>,
     /// Token cost of the current catalog's direct surface, for `auto` mode.
     direct_tokens: Mutex<(Arc<Catalog>, usize)>,
+    /// Code mode's programs running now, per key.
+    pub code_runs: crate::code::RunSlots,
 }
 
 impl Engine {
@@ -87,6 +92,7 @@ impl Engine {
             store: Arc::new(SessionStore::new(limits)),
             selections: Mutex::new(HashMap::new()),
             direct_tokens: Mutex::new((empty, 0)),
+            code_runs: Default::default(),
             gw,
         })
     }
