@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "toolgate", version, about = "An MCP gateway: one endpoint in front of many MCP servers, showing the model only what the next step needs")]
+#[command(
+    name = "toolgate",
+    version,
+    about = "An MCP gateway: one endpoint in front of many MCP servers, showing the model only what the next step needs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -31,10 +35,19 @@ enum Command {
     Tokens(cmd::tokens::Args),
     /// Find schema features that break grammar-constrained local models.
     Lint(cmd::lint::Args),
+    /// Run one code-mode program (the gateway starts this; it speaks JSON lines on stdio).
+    #[cfg(feature = "code-mode")]
+    #[command(hide = true)]
+    SandboxWorker,
 }
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    // The worker runs untrusted code: no async runtime, no threads, nothing else first.
+    #[cfg(feature = "code-mode")]
+    if let Command::SandboxWorker = cli.command {
+        return toolgate_sandbox::worker::main();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -54,6 +67,8 @@ pub fn run() -> ExitCode {
             Command::Tokens(a) => cmd::tokens::run(a).map(|()| true),
             Command::Lint(a) => cmd::lint::run(a).map(|()| true),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
+            #[cfg(feature = "code-mode")]
+            Command::SandboxWorker => unreachable!("handled before the runtime starts"),
         }
     });
     // Don't wait for stray blocking tasks (e.g. a stdin reader) at exit.

@@ -66,8 +66,8 @@ impl Default for CodeConfig {
 }
 
 /// Address space a worker needs besides the heap: the mapped binary and libraries, the
-/// main stack and the allocator's arenas (measured: the worker starts near 30 MiB).
-pub const ADDRESS_SPACE_OVERHEAD_MIB: u64 = 448;
+/// main stack and the allocator's arenas (measured: the worker runs in under 64 MiB).
+pub const ADDRESS_SPACE_OVERHEAD_MIB: u64 = 192;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
