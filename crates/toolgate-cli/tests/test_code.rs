@@ -414,3 +414,80 @@ async fn bad_requests_say_what_to_fix() {
     let s = expect(&client, "return (1 +", "error").await;
     assert_eq!(s["error"]["name"], "SyntaxError");
 }
+
+#[tokio::test]
+async fn pii_leaves_as_tokens_and_comes_back_as_values() {
+    let (_dir, config) = setup("pii = true\npii_fields = [\"name\"]");
+    let (client, _) = connect_stdio(&config, &[]).await;
+    let r = call(
+        &client,
+        "execute_code",
+        json!({"code": "const r = await tools.alpha.echo({message: 'Write to ann@example.com'});
+                        console.log('card 4111 1111 1111 1111');
+                        return {note: r.arguments.message, name: 'Ann Lee', inside: r.arguments.message.includes('@example.com')}"}),
+    )
+    .await;
+    let s = structured(&r);
+    let seen = serde_json::to_string(&r).unwrap();
+    assert!(
+        !seen.contains("ann@example.com") && !seen.contains("4111") && !seen.contains("Ann Lee"),
+        "{seen}"
+    );
+    assert_eq!(
+        s["result"]["inside"], true,
+        "values are real inside the run"
+    );
+    let note = s["result"]["note"].as_str().unwrap().to_string();
+    let token = note.strip_prefix("Write to ").unwrap().to_string();
+    assert!(token.starts_with("[[EMAIL:"), "{note}");
+    assert!(s["result"]["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("[[FIELD:"));
+    assert!(s["logs"][0].as_str().unwrap().starts_with("card [[CARD:"));
+
+    // The token goes back in a run's input and in execute's arguments: tools see the value.
+    let r = call(
+        &client,
+        "execute_code",
+        json!({"code": "const r = await tools.alpha.echo({message: input.to}); return r.arguments.message === 'ann@example.com'",
+               "input": {"to": token}}),
+    )
+    .await;
+    assert_eq!(structured(&r)["result"], true, "{}", text(&r));
+    let r = call(
+        &client,
+        "execute",
+        json!({"tool": "alpha/echo", "arguments": {"message": token}}),
+    )
+    .await;
+    assert_eq!(
+        structured(&r)["arguments"]["message"],
+        "ann@example.com",
+        "{}",
+        text(&r)
+    );
+
+    // A forged token, and a token from another session, fail the call.
+    let r = call(
+        &client,
+        "execute",
+        json!({"tool": "alpha/echo", "arguments": {"message": "[[EMAIL:aaaaaa]]"}}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(
+        text(&r).contains("not a token of this session"),
+        "{}",
+        text(&r)
+    );
+    let (other, _) = connect_stdio(&config, &[]).await;
+    let r = call(
+        &other,
+        "execute_code",
+        json!({"code": "return input", "input": token}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("another session"), "{}", text(&r));
+}

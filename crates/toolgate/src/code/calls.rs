@@ -69,6 +69,7 @@ impl Gate<'_> {
             Err(Refusal::InvalidArguments(report)) => {
                 return Err(fail("invalid_arguments", report.to_text(&name)))
             }
+            Err(Refusal::Token(e)) => return Err(fail("invalid_arguments", e)),
         };
         let left = self.deadline.saturating_duration_since(Instant::now());
         let upstream = self

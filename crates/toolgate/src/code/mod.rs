@@ -8,12 +8,14 @@
 //! - [`worker`]: one worker process per run: spawn, converse, kill at the deadline.
 //! - [`calls`]: a program's tool call, through the same gate as execute.
 //! - [`answer`]: what the model sees of a run, within the output budget.
+//! - [`pii`]: session-scoped tokens for PII leaving a run, restored when passed back.
 //!
 //! The sandbox itself (QuickJS, the OS limits) is the `toolgate-sandbox` crate.
 
 pub mod answer;
 pub mod calls;
 pub mod names;
+pub mod pii;
 pub mod typescript;
 pub mod worker;
 

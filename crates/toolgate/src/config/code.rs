@@ -12,6 +12,8 @@
 //! output_bytes = 24576        # what one run shows the model
 //! max_runs_per_session = 2    # runs at once
 //! allow_destructive = ["files/delete_file"]   # may be called from a program
+//! pii = true                 # tokenize e-mails, phones, IBANs, cards in what runs return
+//! pii_fields = ["name"]       # and the values of these fields
 //! ```
 
 use anyhow::{bail, Result};
@@ -43,6 +45,10 @@ pub struct CodeConfig {
     /// Destructive tools (`destructiveHint: true`) a program may call; others throw
     /// `approval_required`, so the model makes that call through execute.
     pub allow_destructive: Vec<String>,
+    /// PII tokenization of what runs show the model, and restoring tokens passed back.
+    pub pii: bool,
+    /// Field names whose values are tokenized whole (case-insensitive).
+    pub pii_fields: Vec<String>,
 }
 
 impl Default for CodeConfig {
@@ -61,6 +67,8 @@ impl Default for CodeConfig {
             max_runs_per_session: 2,
             max_tool_result_bytes: 4 << 20,
             allow_destructive: Vec::new(),
+            pii: false,
+            pii_fields: Vec::new(),
         }
     }
 }
@@ -87,6 +95,10 @@ pub struct RawCode {
     pub max_tool_result_bytes: Option<usize>,
     #[serde(default)]
     pub allow_destructive: Vec<String>,
+    #[serde(default)]
+    pub pii: bool,
+    #[serde(default)]
+    pub pii_fields: Vec<String>,
 }
 
 impl RawCode {
@@ -172,6 +184,8 @@ impl RawCode {
                 1 << 30,
             )? as usize,
             allow_destructive: self.allow_destructive,
+            pii: self.pii,
+            pii_fields: self.pii_fields,
         })
     }
 }

@@ -22,10 +22,15 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> MetaResult {
     let cfg = &engine.gw.config.code;
-    let (code, input, timeout, max_calls) = match parse(engine, args) {
+    let (code, mut input, timeout, max_calls) = match parse(engine, args) {
         Ok(r) => r,
         Err(e) => return MetaResult::error(format!("execute_code: {e}")),
     };
+    if cfg.pii {
+        if let Err(e) = engine.pii.restore(session, &mut input) {
+            return MetaResult::error(format!("execute_code: input: {e}"));
+        }
+    }
     let Some(command) = cfg.worker.as_deref() else {
         return MetaResult::error(
             "execute_code: this gateway has no sandbox worker (it was built without the code-mode feature)",
@@ -73,12 +78,24 @@ pub async fn run(
             + (64 << 10),
     };
     let gate = &gate;
-    let report = tokio::select! {
+    let mut report = tokio::select! {
         r = worker::run(&settings, &run, move |c| gate.call(c)) => r,
         _ = cancel.cancelled() => return MetaResult::error(
             "execute_code: cancelled; tool calls the program already made may have taken effect",
         ),
     };
+    if cfg.pii {
+        // Only what leaves for the model is tokenized; inside the run values stayed real.
+        engine
+            .pii
+            .tokenize(session, &mut report.result, &cfg.pii_fields);
+        for line in &mut report.logs {
+            *line = engine.pii.tokenize_text(session, line);
+        }
+        if let Some(e) = &mut report.error {
+            e.message = engine.pii.tokenize_text(session, &e.message);
+        }
+    }
     answer::render(report, cfg.output_bytes)
 }
 

@@ -25,6 +25,7 @@ pub async fn run(
     let tool = request.tool;
     let call = match admit(engine, session, &tool, request.arguments) {
         Ok(call) => call,
+        Err(Refusal::Token(e)) => return MetaResult::error(format!("execute: {e}")),
         Err(Refusal::InvalidArguments(report)) => {
             return MetaResult {
                 structured: Some(
@@ -62,6 +63,8 @@ pub async fn run(
 pub enum Refusal {
     /// The arguments do not match the tool's input schema.
     InvalidArguments(crate::exec::ValidationReport),
+    /// A PII token in the arguments is not this session's (`code.pii`).
+    Token(String),
 }
 
 /// A call that passed [`admit`]: the only way to reach an upstream from a meta-tool or a
@@ -81,8 +84,13 @@ pub fn admit(
     tool: &Arc<ToolRecord>,
     arguments: Map<String, Value>,
 ) -> Result<Admitted, Refusal> {
-    let _ = session;
-    let value = Value::Object(arguments);
+    let mut value = Value::Object(arguments);
+    if engine.gw.config.code.pii {
+        engine
+            .pii
+            .restore(session, &mut value)
+            .map_err(Refusal::Token)?;
+    }
     match engine.validators.validate(tool, &value) {
         Ok(Checked::Valid) => {}
         Ok(Checked::Skipped { reason }) => {

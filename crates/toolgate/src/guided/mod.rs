@@ -76,6 +76,8 @@ pub struct Engine {
     direct_tokens: Mutex<(Arc<Catalog>, usize)>,
     /// Code mode's programs running now, per key.
     pub code_runs: crate::code::RunSlots,
+    /// PII tokens handed to the model (`code.pii`), per session.
+    pub pii: crate::code::pii::Vault,
 }
 
 impl Engine {
@@ -93,6 +95,7 @@ impl Engine {
             selections: Mutex::new(HashMap::new()),
             direct_tokens: Mutex::new((empty, 0)),
             code_runs: Default::default(),
+            pii: Default::default(),
             gw,
         })
     }
@@ -190,6 +193,7 @@ impl Engine {
     /// Forgets a session's pages, operations and selections.
     pub fn end_session(&self, session: &str) {
         self.store.end_session(session);
+        self.pii.end_session(session);
         self.selections
             .lock()
             .expect("selections")
