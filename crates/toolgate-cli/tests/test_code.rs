@@ -295,6 +295,7 @@ async fn escapes_lead_nowhere() {
             "parseFloat",
             "parseInt",
             "queueMicrotask",
+            "state",
             "tools",
             "undefined",
             "unescape"
@@ -490,4 +491,40 @@ async fn pii_leaves_as_tokens_and_comes_back_as_values() {
     .await;
     assert_eq!(r.is_error, Some(true));
     assert!(text(&r).contains("another session"), "{}", text(&r));
+}
+
+#[tokio::test]
+async fn state_carries_over_between_runs_of_a_session() {
+    let (_dir, config) = setup("max_tool_calls = 1");
+    let (client, _) = connect_stdio(&config, &[]).await;
+    let s = expect(
+        &client,
+        "const before = await state.get('cursor'); await state.set('cursor', {page: 2});
+         await state.set('a', 1); await state.set('b', 2); return before",
+        "ok",
+    )
+    .await;
+    assert_eq!(s["result"], Value::Null);
+    assert_eq!(s["calls"], json!([]), "state requests are not tool calls");
+    let s = expect(
+        &client,
+        "return [await state.get('cursor'), await state.get('b')]",
+        "ok",
+    )
+    .await;
+    assert_eq!(s["result"], json!([{"page": 2}, 2]));
+    let (other, _) = connect_stdio(&config, &[]).await;
+    let s = expect(&other, "return await state.get('cursor')", "ok").await;
+    assert_eq!(
+        s["result"],
+        Value::Null,
+        "another session's state is not visible"
+    );
+    let s = expect(
+        &client,
+        "try { await state.set('big', 'x'.repeat(100000)) } catch (e) { return e.code }",
+        "ok",
+    )
+    .await;
+    assert_eq!(s["result"], "limit");
 }

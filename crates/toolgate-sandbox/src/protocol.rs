@@ -72,6 +72,10 @@ pub struct CallFailure {
     pub message: String,
 }
 
+/// The server name of `state.get`/`state.set` requests (tool `get` or `set`, arguments
+/// `{key, value?}`): no upstream can have an empty name, and these are not tool calls.
+pub const STATE_SERVER: &str = "";
+
 /// The `code` values a `ToolError` can carry.
 pub const ERROR_CODES: [&str; 6] = [
     "invalid_arguments",

@@ -218,7 +218,7 @@ fn nothing_outside_the_sandbox_is_reachable() {
     assert_eq!(v["keys"], json!(["alpha", "beta"]));
     assert_eq!(v["ns"], json!(["__proto___"]));
     assert_eq!(v["frozen"], true);
-    assert_eq!(v["ctor"], json!(["ToolError", "console", "input", "tools"]));
+    assert_eq!(v["ctor"], json!(["ToolError", "console", "input", "state", "tools"]));
 }
 
 #[test]

@@ -74,5 +74,8 @@ pub struct Waiting<'js> {
 #[derive(Default)]
 pub struct Calls<'js> {
     pub waiting: HashMap<u64, Waiting<'js>>,
+    /// Tool calls started (state requests do not count).
     pub started: u32,
+    /// The last request id given out.
+    pub last_id: u64,
 }

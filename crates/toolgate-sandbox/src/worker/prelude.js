@@ -1,4 +1,4 @@
-// Evaluated in each fresh context before the program. Builds `tools`, `console` and
+// Evaluated in each fresh context before the program. Builds `tools`, `state`, `console` and
 // `ToolError` around two native functions that stay private to this closure: `bridge`
 // (start a tool call) and `log` (one console line). Strict mode, so no `caller` walks out.
 (function (bridge, log, spec) {
@@ -37,13 +37,17 @@
   });
   for (const k of Object.keys(tools)) freeze(tools[k]);
   freeze(tools);
+  const state = freeze({
+    get: function (key) { return call("", "get", { key }); },
+    set: function (key, value) { return call("", "set", { key, value }); },
+  });
   const line = (level) => function (...args) { log(level, args); };
   const console = freeze({
     log: line("log"), info: line("info"), warn: line("warn"),
     error: line("error"), debug: line("debug"),
   });
   return {
-    tools, console, ToolError,
+    tools, console, ToolError, state,
     makeError: (server, tool, code, message) => new ToolError(server, tool, code, message),
   };
 })

@@ -3,7 +3,7 @@
 
 use super::bridge::{Calls, Output, Waiting};
 use super::convert::{to_json, ConvertError};
-use crate::protocol::{CallAnswer, Done, ProgramError, Run, ToGateway};
+use crate::protocol::{CallAnswer, Done, ProgramError, Run, ToGateway, STATE_SERVER};
 use rquickjs::function::Opt;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Array, Context, Ctx, Function, Object, Runtime, Value};
@@ -119,14 +119,17 @@ fn setup<'js>(
                 // Reserve the slot before reading the arguments: a getter could call again.
                 let id = {
                     let mut c = calls.borrow_mut();
-                    if c.started >= limits.max_calls {
-                        return refuse(
-                            "limit",
-                            format!("a run may make at most {} tool calls", limits.max_calls),
-                        );
+                    if server != STATE_SERVER {
+                        if c.started >= limits.max_calls {
+                            return refuse(
+                                "limit",
+                                format!("a run may make at most {} tool calls", limits.max_calls),
+                            );
+                        }
+                        c.started += 1;
                     }
-                    c.started += 1;
-                    u64::from(c.started)
+                    c.last_id += 1;
+                    c.last_id
                 };
                 let mut budget = limits.max_args_bytes;
                 let arguments = match args.0 {
@@ -198,7 +201,7 @@ fn setup<'js>(
     let globals = ctx.globals();
     // A high-resolution clock serves timing attacks better than it serves tool scripts.
     globals.remove("performance")?;
-    for key in ["tools", "console", "ToolError"] {
+    for key in ["tools", "console", "ToolError", "state"] {
         globals.set(key, made.get::<_, Value>(key)?)?;
     }
     let input = serde_json::to_string(&run.input).unwrap_or_else(|_| "null".into());

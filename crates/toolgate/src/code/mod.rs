@@ -8,6 +8,7 @@
 //! - [`worker`]: one worker process per run: spawn, converse, kill at the deadline.
 //! - [`calls`]: a program's tool call, through the same gate as execute.
 //! - [`answer`]: what the model sees of a run, within the output budget.
+//! - [`state`]: `state.get/set`, small values kept per session between runs.
 //! - [`pii`]: session-scoped tokens for PII leaving a run, restored when passed back.
 //!
 //! The sandbox itself (QuickJS, the OS limits) is the `toolgate-sandbox` crate.
@@ -16,6 +17,7 @@ pub mod answer;
 pub mod calls;
 pub mod names;
 pub mod pii;
+pub mod state;
 pub mod typescript;
 pub mod worker;
 

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdout, Command};
 use tokio::sync::{mpsc, Semaphore};
-use toolgate_sandbox::protocol::{CallAnswer, CallFailure, Done, ProgramError, Run, ToGateway};
+use toolgate_sandbox::protocol::{
+    CallAnswer, CallFailure, Done, ProgramError, Run, ToGateway, STATE_SERVER,
+};
 
 /// A tool call a program made.
 #[derive(Debug, Clone)]
@@ -64,8 +66,8 @@ pub struct WorkerSettings<'a> {
 /// Runs `run` in a new worker; `handle` answers each tool call.
 pub async fn run<F, Fut>(settings: &WorkerSettings<'_>, run: &Run, handle: F) -> RunReport
 where
-    F: Fn(ToolCall) -> Fut,
-    Fut: Future<Output = Result<Value, CallFailure>>,
+    F: Fn(ToolCall) -> Fut + Sync,
+    Fut: Future<Output = Result<Value, CallFailure>> + Send,
 {
     let mut report = RunReport {
         status: "crashed".into(),
@@ -127,7 +129,9 @@ where
     };
     let deadline = tokio::time::Instant::now() + settings.kill_after;
     let slots = Semaphore::new(settings.max_in_flight);
-    let mut running = FuturesUnordered::new();
+    let mut running: FuturesUnordered<
+        std::pin::Pin<Box<dyn Future<Output = Finished> + Send + '_>>,
+    > = FuturesUnordered::new();
     let mut log_left = settings.max_log_bytes;
     let mut killed = false;
     let mut done: Option<Done> = None;
@@ -138,6 +142,12 @@ where
                 break;
             }
             m = messages.recv() => match m {
+                Some(Ok(ToGateway::Call { id, server, tool, arguments })) if server == STATE_SERVER => {
+                    // state.get/set: answered like a call, but neither listed nor counted.
+                    let call = ToolCall { server, tool, arguments };
+                    let handle = &handle;
+                    running.push(Box::pin(async move { (id, None, handle(call).await, Duration::ZERO) }));
+                }
                 Some(Ok(ToGateway::Call { id, server, tool, arguments })) => {
                     let index = report.calls.len();
                     report.calls.push(CallRecord { server: server.clone(), tool: tool.clone(), ok: None, ms: 0 });
@@ -148,12 +158,12 @@ where
                     }
                     let call = ToolCall { server, tool, arguments };
                     let (handle, slots) = (&handle, &slots);
-                    running.push(async move {
+                    running.push(Box::pin(async move {
                         let _slot = slots.acquire().await;
                         let started = Instant::now();
                         let r = handle(call).await;
-                        (id, index, r, started.elapsed())
-                    });
+                        (id, Some(index), r, started.elapsed())
+                    }));
                 }
                 Some(Ok(ToGateway::Log { level, text })) => {
                     if text.len() <= log_left {
@@ -175,9 +185,10 @@ where
                 None => break,
             },
             Some((id, index, r, took)) = running.next(), if !running.is_empty() => {
-                let record = &mut report.calls[index];
-                record.ok = Some(r.is_ok());
-                record.ms = took.as_millis() as u64;
+                if let Some(record) = index.map(|i| &mut report.calls[i]) {
+                    record.ok = Some(r.is_ok());
+                    record.ms = took.as_millis() as u64;
+                }
                 send(match r {
                     Ok(value) => CallAnswer { id, value: Some(value), error: None },
                     Err(f) => CallAnswer { id, value: None, error: Some(f) },
@@ -235,6 +246,9 @@ where
     }
     report
 }
+
+/// A call's id, its index in the report (`None` for state requests), result and time.
+type Finished = (u64, Option<usize>, Result<Value, CallFailure>, Duration);
 
 fn error(message: String) -> ProgramError {
     ProgramError {

@@ -8,7 +8,7 @@ use crate::code::{answer, strip_fences, tools_for};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use toolgate_sandbox::protocol::{Limits, Run};
+use toolgate_sandbox::protocol::{Limits, Run, STATE_SERVER};
 
 /// QuickJS stack: deep recursion throws a RangeError well before the thread's 8 MiB.
 const STACK_BYTES: usize = 1 << 20;
@@ -79,7 +79,13 @@ pub async fn run(
     };
     let gate = &gate;
     let mut report = tokio::select! {
-        r = worker::run(&settings, &run, move |c| gate.call(c)) => r,
+        r = worker::run(&settings, &run, move |c| async move {
+            if c.server == STATE_SERVER {
+                engine.code_state.request(session, &c.tool, &c.arguments)
+            } else {
+                gate.call(c).await
+            }
+        }) => r,
         _ = cancel.cancelled() => return MetaResult::error(
             "execute_code: cancelled; tool calls the program already made may have taken effect",
         ),

@@ -78,6 +78,8 @@ pub struct Engine {
     pub code_runs: crate::code::RunSlots,
     /// PII tokens handed to the model (`code.pii`), per session.
     pub pii: crate::code::pii::Vault,
+    /// Code mode's `state.get/set` values, per session.
+    pub code_state: crate::code::state::StateStore,
 }
 
 impl Engine {
@@ -96,6 +98,7 @@ impl Engine {
             direct_tokens: Mutex::new((empty, 0)),
             code_runs: Default::default(),
             pii: Default::default(),
+            code_state: Default::default(),
             gw,
         })
     }
@@ -194,6 +197,7 @@ impl Engine {
     pub fn end_session(&self, session: &str) {
         self.store.end_session(session);
         self.pii.end_session(session);
+        self.code_state.end_session(session);
         self.selections
             .lock()
             .expect("selections")

@@ -26,7 +26,7 @@ pub fn code_tools(prefix: &str) -> Vec<Value> {
     vec![
         json!({
             "name": format!("{prefix}{EXECUTE_CODE}"),
-            "description": "Run a JavaScript program in a sandbox. Each tool is an async function: `await tools.<server>.<tool>(args)` or `await tools.call(\"server\", \"tool\", args)`; it returns the tool's structured result (else its JSON, else its text) and throws ToolError {code, message} on failure. Top-level await and return work; `input` holds the input argument; console.log lines come back. Only the returned value and logs reach you, not the intermediate data. No network, files or modules.",
+            "description": "Run a JavaScript program in a sandbox. Each tool is an async function: `await tools.<server>.<tool>(args)` or `await tools.call(\"server\", \"tool\", args)`; it returns the tool's structured result (else its JSON, else its text) and throws ToolError {code, message} on failure. Top-level await and return work; `input` holds the input argument; console.log lines come back; `await state.get(key)`/`state.set(key, value)` keep small JSON values between runs of this session. Only the returned value and logs reach you, not the intermediate data. No network, files or modules.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
