@@ -11,6 +11,7 @@
 //! max_in_flight = 8           # tool calls running at once, per run
 //! output_bytes = 24576        # what one run shows the model
 //! max_runs_per_session = 2    # runs at once
+//! max_workers = 8             # runs at once over all sessions (each is a process)
 //! allow_destructive = ["files/delete_file"]   # may be called from a program
 //! pii = true                 # tokenize e-mails, phones, IBANs, cards in what runs return
 //! pii_fields = ["name"]       # and the values of these fields
@@ -40,6 +41,8 @@ pub struct CodeConfig {
     pub max_in_flight: usize,
     pub output_bytes: usize,
     pub max_runs_per_session: usize,
+    /// Runs at once over all sessions: each is a process with up to the address-space limit.
+    pub max_workers: usize,
     /// A tool result larger than this (as JSON) throws `limit` instead of entering the program.
     pub max_tool_result_bytes: usize,
     /// Destructive tools (`destructiveHint: true`) a program may call; others throw
@@ -65,6 +68,7 @@ impl Default for CodeConfig {
             max_in_flight: 8,
             output_bytes: 24 << 10,
             max_runs_per_session: 2,
+            max_workers: 8,
             max_tool_result_bytes: 4 << 20,
             allow_destructive: Vec::new(),
             pii: false,
@@ -92,6 +96,7 @@ pub struct RawCode {
     pub max_in_flight: Option<usize>,
     pub output_bytes: Option<usize>,
     pub max_runs_per_session: Option<usize>,
+    pub max_workers: Option<usize>,
     pub max_tool_result_bytes: Option<usize>,
     #[serde(default)]
     pub allow_destructive: Vec<String>,
@@ -176,6 +181,12 @@ impl RawCode {
                 1,
                 1024,
             )? as usize,
+            max_workers: within(
+                "max_workers",
+                self.max_workers.unwrap_or(d.max_workers) as u64,
+                1,
+                1024,
+            )? as usize,
             max_tool_result_bytes: within(
                 "max_tool_result_bytes",
                 self.max_tool_result_bytes
@@ -187,5 +198,56 @@ impl RawCode {
             pii: self.pii,
             pii_fields: self.pii_fields,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use std::path::Path;
+    use std::time::Duration;
+
+    fn parse(s: &str) -> anyhow::Result<Config> {
+        Config::from_toml_str(s, Path::new("toolgate.toml"))
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let c = parse("").unwrap().code;
+        assert!(!c.enabled, "code mode is opt-in");
+        assert_eq!(c.timeout, Duration::from_secs(30));
+        assert_eq!(c.heap_bytes, 64 << 20);
+        assert_eq!(c.address_space_bytes, 256 << 20);
+        assert_eq!((c.max_tool_calls, c.max_in_flight), (50, 8));
+        assert_eq!((c.output_bytes, c.max_runs_per_session), (24 << 10, 2));
+        let c = parse("[code]\nenabled = true\ntimeout_ms = 500\nheap_mib = 128\nworker = [\"w\", \"x\"]\npii = true\n")
+            .unwrap()
+            .code;
+        assert!(c.enabled && c.pii);
+        assert_eq!(c.timeout, Duration::from_millis(500));
+        assert_eq!(c.address_space_bytes, (128 + 192) << 20);
+        assert_eq!(c.worker, Some(vec!["w".to_string(), "x".to_string()]));
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        for (text, key) in [
+            ("[code]\ntimeout_ms = 1", "code.timeout_ms"),
+            ("[code]\nheap_mib = 1", "code.heap_mib"),
+            (
+                "[code]\nheap_mib = 64\naddress_space_mib = 100",
+                "code.address_space_mib",
+            ),
+            ("[code]\nworker = []", "code.worker"),
+            (
+                "[code]\nallow_destructive = [\"x\"]",
+                "code.allow_destructive",
+            ),
+            ("[code]\nmax_in_flight = 0", "code.max_in_flight"),
+            ("[code]\nenable = true", "enable"),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
     }
 }

@@ -42,6 +42,13 @@ pub async fn run(
             cfg.max_runs_per_session
         ));
     };
+    // The empty key is no session's (ids are hex): it counts every run.
+    let Some(_worker) = engine.code_runs.take("", cfg.max_workers) else {
+        return MetaResult::error(format!(
+            "execute_code: the gateway is running {} programs already; try again shortly",
+            cfg.max_workers
+        ));
+    };
     let (entries, allowed) = tools_for(&engine.gw.catalog());
     let kill_after = timeout + cfg.grace;
     let run = Run {
