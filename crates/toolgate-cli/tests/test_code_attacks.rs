@@ -220,3 +220,52 @@ async fn a_crashed_worker_is_reported_and_the_next_run_gets_a_new_one() {
     );
     healthy(&client).await;
 }
+
+#[tokio::test]
+async fn cancelling_a_run_kills_its_worker() {
+    use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
+    // The worker runs through a link in the test's folder, so only this test's workers match.
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("toolgate-link");
+    std::os::unix::fs::symlink(toolgate(), &link).unwrap();
+    let (_dir, config) = setup_with(
+        60_000,
+        &format!(
+            "worker = [{:?}, \"sandbox-worker\"]",
+            link.display().to_string()
+        ),
+    );
+    let (client, _) = connect_stdio(&config, &[]).await;
+    let marker = link.display().to_string();
+    let request = ClientRequest::CallToolRequest(Request::new(
+        CallToolRequestParams::new("execute_code")
+            .with_arguments(args(json!({"code": "while (true) {}"}))),
+    ));
+    let handle = client
+        .send_cancellable_request(request, Default::default())
+        .await
+        .unwrap();
+    let mut started = false;
+    for _ in 0..100 {
+        if !processes_mentioning(&marker).is_empty() {
+            started = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(started, "the worker did not start");
+    handle.cancel(Some("test".into())).await.unwrap();
+    let mut left = processes_mentioning(&marker);
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        left = processes_mentioning(&marker);
+    }
+    assert!(
+        left.is_empty(),
+        "the worker outlived the cancelled run: {left:?}"
+    );
+    healthy(&client).await;
+}

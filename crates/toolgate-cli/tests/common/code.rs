@@ -23,10 +23,15 @@ pub fn catalog() -> Value {
 
 /// A gateway with code mode on and short limits, so hostile programs end fast.
 pub fn setup(code: &str) -> (TestDir, std::path::PathBuf) {
+    setup_with(1500, code)
+}
+
+/// `setup` with another run deadline.
+pub fn setup_with(timeout_ms: u64, code: &str) -> (TestDir, std::path::PathBuf) {
     let dir = TestDir::new();
     dir.write("catalog.json", &catalog().to_string());
     let mut tables = vec![format!(
-        "[code]\nenabled = true\ntimeout_ms = 1500\ngrace_ms = 500\nmax_tool_result_bytes = 1048576\n{code}\n"
+        "[code]\nenabled = true\ntimeout_ms = {timeout_ms}\ngrace_ms = 500\nmax_tool_result_bytes = 1048576\n{code}\n"
     )];
     for s in ["alpha", "beta", "gamma"] {
         tables.push(dir.stdio_upstream(s, s, &[]));
