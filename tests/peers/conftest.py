@@ -155,6 +155,14 @@ def everything_http(work: Workspace, peers: Peers):
 
 
 @pytest.fixture(scope="session")
+async def _refuse(*_args, **_kw):
+    from mcp import types
+    return types.ErrorData(code=-32603, message="the reference client answers no requests")
+
+
+GATEWAY_LIKE_CLIENT = dict(sampling_callback=_refuse, elicitation_callback=_refuse, list_roots_callback=_refuse)
+
+
 async def reference_tools(peers: Peers, tmp_path_factory) -> dict[str, list[dict]]:
     """Each server's own tools/list (as JSON), asked directly with the SDK, without toolgate:
     what the gateway's list is compared with."""
@@ -167,7 +175,9 @@ async def reference_tools(peers: Peers, tmp_path_factory) -> dict[str, list[dict
             params = StdioServerParameters(
                 command=str(up["command"]), args=[str(a) for a in up["args"]],
                 env={**up.get("env", {}), MARKER_VAR: w.marker})
-            async with sdk_client(stdio_client(params, errlog=errlog)) as client:
+            # Declare what toolgate's upstream client declares (sampling, elicitation,
+            # roots), since servers such as everything list more tools to such a client.
+            async with sdk_client(stdio_client(params, errlog=errlog), **GATEWAY_LIKE_CLIENT) as client:
                 tools = (await client.list_tools()).tools
             assert tools, f"{name} listed no tools"
             out[name] = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]

@@ -41,10 +41,19 @@ enum Command {
     /// API keys for HTTP clients.
     #[command(subcommand)]
     Key(cmd::key::KeyCommand),
+    /// Run one code-mode program (the gateway starts this; it speaks JSON lines on stdio).
+    #[cfg(feature = "code-mode")]
+    #[command(hide = true)]
+    SandboxWorker,
 }
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    // The worker runs untrusted code: no async runtime, no threads, nothing else first.
+    #[cfg(feature = "code-mode")]
+    if let Command::SandboxWorker = cli.command {
+        return toolgate_sandbox::worker::main();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -66,6 +75,8 @@ pub fn run() -> ExitCode {
             Command::Key(a) => cmd::key::run(a).map(|()| true),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
             Command::ConformanceClient(a) => cmd::conformance_client::run(a).await,
+            #[cfg(feature = "code-mode")]
+            Command::SandboxWorker => unreachable!("handled before the runtime starts"),
         }
     });
     // Don't wait for stray blocking tasks (e.g. a stdin reader) at exit.

@@ -12,13 +12,15 @@
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
 //! - [`exec`]: argument validation, result shaping (budget, fields, pages), cursors and operations.
 //! - [`route`]: the BM25F retriever and the select-or-clarify decision behind `route`.
-//! - [`guided`]: the meta-tool surface (route, execute, continue).
+//! - [`guided`]: the meta-tool surface (route, execute, continue; execute_code, describe_tools).
 //! - [`policy`]: profiles (what is visible), keys and tiers (what is allowed), approval, audit.
+//! - [`code`]: code mode: sandbox workers, the tool gate for programs, TypeScript declarations.
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
 #![forbid(unsafe_code)]
 
 pub mod catalog;
+pub mod code;
 pub mod config;
 pub mod exec;
 pub mod front;

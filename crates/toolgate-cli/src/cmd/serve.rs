@@ -39,6 +39,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         "info"
     });
     let mut config = args.config.load()?;
+    set_sandbox_worker(&mut config)?;
     if let Some(mode) = args.mode {
         config.gateway.mode = mode;
     }
@@ -165,6 +166,25 @@ fn print_banner(gw: &Arc<Gateway>, addr: SocketAddr) {
     eprintln!(
         "connect a client, e.g.:  claude mcp add --transport http toolgate http://{addr}/mcp"
     );
+}
+
+/// Code mode runs programs in this binary's `sandbox-worker` subcommand unless
+/// `code.worker` names another command.
+fn set_sandbox_worker(config: &mut toolgate::config::Config) -> Result<()> {
+    if config.code.worker.is_some() {
+        return Ok(());
+    }
+    if cfg!(feature = "code-mode") {
+        let exe = std::env::current_exe()
+            .map_err(|e| anyhow!("cannot find this program's path for code mode: {e}"))?;
+        config.code.worker = Some(vec![exe.display().to_string(), "sandbox-worker".into()]);
+    } else if config.code.enabled {
+        return Err(anyhow!(
+            "{}: code.enabled = true, but this toolgate was built without the code-mode feature; rebuild with it or set code.worker",
+            config.source_name()
+        ));
+    }
+    Ok(())
 }
 
 fn spawn_signal_handler(stop: CancellationToken) {

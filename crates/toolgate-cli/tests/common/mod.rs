@@ -2,6 +2,8 @@
 //! binary's hidden `fixture` subcommand), real MCP clients (rmcp) over stdio and HTTP.
 #![allow(dead_code)]
 
+pub mod code;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
 };

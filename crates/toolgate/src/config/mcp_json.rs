@@ -114,6 +114,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config> {
         gateway: GatewayConfig::default(),
         guided: Default::default(),
         direct: Default::default(),
+        code: Default::default(),
         upstreams,
         policy: Default::default(),
     })

@@ -5,6 +5,7 @@
 //! internal representation here, so nothing else knows which file a setting came from.
 //! Every error names the file, the key and what to do about it.
 
+pub mod code;
 mod env;
 pub mod mcp_json;
 pub mod raw;
@@ -55,6 +56,8 @@ pub struct Config {
     pub guided: GuidedConfig,
     /// What direct mode (and route's `full` detail) shows of each tool.
     pub direct: DirectConfig,
+    /// Code mode (`[code]`).
+    pub code: code::CodeConfig,
     /// Upstreams by name, sorted (disabled ones included, marked).
     pub upstreams: BTreeMap<String, UpstreamConfig>,
     /// Profiles, keys, approval and audit.
@@ -178,6 +181,7 @@ impl Config {
             gateway: GatewayConfig::default(),
             guided: GuidedConfig::default(),
             direct: DirectConfig::default(),
+            code: code::CodeConfig::default(),
             upstreams: BTreeMap::new(),
             policy: Default::default(),
         }

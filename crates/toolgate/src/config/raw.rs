@@ -41,6 +41,7 @@ pub struct RawConfig {
     pub guided: RawGuided,
     #[serde(default)]
     pub direct: RawDirect,
+    pub code: super::code::RawCode,
     #[serde(default)]
     pub upstreams: BTreeMap<String, RawUpstream>,
     /// Profiles, keys, per-tool rules, approval and audit (see `policy::config`).
@@ -329,6 +330,7 @@ impl RawConfig {
             gateway,
             guided: self.guided.validate(file)?,
             direct: self.direct.validate(file)?,
+            code: self.code.validate(file)?,
             upstreams,
             policy: self.policy.validate(file)?,
         })

@@ -3,8 +3,10 @@
 
 use super::convert::{tool_error, tool_from, tool_named};
 use super::{direct, Session};
-use crate::guided::surface::{meta_tools, CONTINUE, EXECUTE, ROUTE};
-use crate::guided::{execute, resume, route, MetaResult};
+use crate::guided::surface::{
+    code_tools, meta_tools, CONTINUE, DESCRIBE_TOOLS, EXECUTE, EXECUTE_CODE, ROUTE,
+};
+use crate::guided::{code, describe, execute, resume, route, MetaResult};
 use crate::policy::Caller;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::service::{RequestContext, RoleServer};
@@ -25,6 +27,13 @@ pub fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
         .iter()
         .map(tool_from)
         .collect();
+    if gw.config.code.enabled {
+        tools.extend(
+            code_tools(&gw.config.gateway.meta_prefix)
+                .iter()
+                .map(tool_from),
+        );
+    }
     let catalog = gw.catalog();
     let view = session.engine.view(&catalog);
     let expanded = session
@@ -78,6 +87,10 @@ pub async fn call(
         }
         EXECUTE => execute::run(engine, id, &args, context.ct.clone(), caller).await,
         CONTINUE => resume::run(engine, id, &args).await,
+        EXECUTE_CODE if engine.gw.config.code.enabled => {
+            code::run(engine, id, &args, context.ct.clone()).await
+        }
+        DESCRIBE_TOOLS if engine.gw.config.code.enabled => describe::run(engine, &args),
         _ => {
             // Pinned and expanded tools are called directly, like in direct mode.
             let listed = list(session, caller).iter().any(|t| t.name == name);

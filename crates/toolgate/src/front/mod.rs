@@ -177,7 +177,11 @@ impl ServerHandler for Session {
         let mut info = ServerConfig::new(capabilities());
         info.server_info = Implementation::new("toolgate", env!("CARGO_PKG_VERSION"));
         if self.surface() == Surface::Guided {
-            info.instructions = Some(crate::guided::surface::INSTRUCTIONS.to_string());
+            let mut text = crate::guided::surface::INSTRUCTIONS.to_string();
+            if self.gw().config.code.enabled {
+                text.push_str(crate::guided::surface::CODE_INSTRUCTIONS);
+            }
+            info.instructions = Some(text);
         }
         info
     }

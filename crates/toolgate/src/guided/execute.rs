@@ -30,13 +30,13 @@ pub async fn run(
         Ok(p) => p,
         Err(refusal) => return MetaResult::error(format!("execute: {refusal}")),
     };
-    let arguments = Value::Object(request.arguments.clone());
-    match engine.validators.validate(&tool, &arguments) {
-        Ok(Checked::Valid) => {}
-        Ok(Checked::Skipped { reason }) => {
-            tracing::debug!(tool = %tool.id, "arguments not validated: {reason}")
+    let call = match admit(engine, session, &tool, request.arguments) {
+        Ok(call) => call,
+        Err(Refusal::Token(e)) => {
+            permit.not_run("unknown or foreign PII token");
+            return MetaResult::error(format!("execute: {e}"));
         }
-        Err(report) => {
+        Err(Refusal::InvalidArguments(report)) => {
             permit.not_run("invalid arguments");
             return MetaResult {
                 structured: Some(
@@ -45,21 +45,18 @@ pub async fn run(
                 ..MetaResult::error(report.to_text(&tool.id.to_string()))
             };
         }
-    }
+    };
     // Valid arguments first, so the user is never asked to approve a call that cannot run.
     if let Err(refusal) = permit.confirm(caller).await {
         return MetaResult::error(format!("execute: {refusal}"));
     }
-    let gw = engine.gw.clone();
-    let call_tool = tool.clone();
-    let call_args = request.arguments;
     let started = engine.store.start(session, move |ct, progress| async move {
         let opts = CallOptions {
             progress: Some(progress),
             cancel: Some(ct),
             ..Default::default()
         };
-        let result = gw.call(&call_tool, call_args, opts).await;
+        let result = call.run(opts).await;
         permit.finish(&result);
         result
     });
@@ -76,6 +73,63 @@ pub async fn run(
         m.min(engine.budget_for(&tool))
     });
     answer_status(engine, session, &op, status, &request.fields, budget)
+}
+
+/// Why a call was not admitted.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The arguments do not match the tool's input schema.
+    InvalidArguments(crate::exec::ValidationReport),
+    /// A PII token in the arguments is not this session's (`code.pii`).
+    Token(String),
+}
+
+/// A call that passed [`admit`]: the only way to reach an upstream from a meta-tool or a
+/// program, so every call is checked the same way.
+pub struct Admitted {
+    gw: Arc<crate::gateway::Gateway>,
+    tool: Arc<ToolRecord>,
+    arguments: Map<String, Value>,
+}
+
+/// The gate every tool call passes, from execute and from code mode alike: validation
+/// against the tool's full schema (and the caller's authorization, where configured).
+/// `arguments` is the one value that is checked and then sent.
+pub fn admit(
+    engine: &Engine,
+    session: &str,
+    tool: &Arc<ToolRecord>,
+    arguments: Map<String, Value>,
+) -> Result<Admitted, Refusal> {
+    let mut value = Value::Object(arguments);
+    if engine.gw.config.code.pii {
+        engine
+            .pii
+            .restore(session, &mut value)
+            .map_err(Refusal::Token)?;
+    }
+    match engine.validators.validate(tool, &value) {
+        Ok(Checked::Valid) => {}
+        Ok(Checked::Skipped { reason }) => {
+            tracing::debug!(tool = %tool.id, "arguments not validated: {reason}")
+        }
+        Err(report) => return Err(Refusal::InvalidArguments(report)),
+    }
+    let Value::Object(arguments) = value else {
+        unreachable!("built from a map above")
+    };
+    Ok(Admitted {
+        gw: engine.gw.clone(),
+        tool: tool.clone(),
+        arguments,
+    })
+}
+
+impl Admitted {
+    /// Calls the upstream with the admitted arguments.
+    pub async fn run(self, opts: CallOptions) -> Result<CallOutcome, crate::upstream::CallError> {
+        self.gw.call(&self.tool, self.arguments, opts).await
+    }
 }
 
 struct Request {

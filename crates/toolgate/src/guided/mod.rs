@@ -4,8 +4,11 @@
 //! One [`Engine`] per gateway holds what the meta-tools share: the route index (kept in
 //! step with the catalog, re-indexing only the servers that changed), the compiled
 //! validators, the session store (pages, operations) and route's selections. One file
-//! per meta-tool: [`route`], [`execute`], [`resume`] (`continue`).
+//! per meta-tool: [`route`], [`execute`], [`resume`] (`continue`); in code mode also
+//! [`code`] (`execute_code`) and [`describe`] (`describe_tools`).
 
+pub mod code;
+pub mod describe;
 pub mod execute;
 pub mod resume;
 pub mod route;
@@ -75,6 +78,12 @@ pub struct Engine {
     view: Mutex<Arc<ProfileView>>,
     /// Profiles, keys, approval and audit: consulted by route, execute and the front.
     pub policy: Arc<crate::policy::Policy>,
+    /// Code mode's programs running now, per key.
+    pub code_runs: crate::code::RunSlots,
+    /// PII tokens handed to the model (`code.pii`), per session.
+    pub pii: crate::code::pii::Vault,
+    /// Code mode's `state.get/set` values, per session.
+    pub code_state: crate::code::state::StateStore,
 }
 
 impl Engine {
@@ -96,6 +105,9 @@ impl Engine {
                 &SurfaceOptions::default(),
             ))),
             policy: crate::policy::Policy::new(&gw.config.policy),
+            code_runs: Default::default(),
+            pii: Default::default(),
+            code_state: Default::default(),
             gw,
         })
     }
@@ -194,6 +206,8 @@ impl Engine {
     /// Forgets a session's pages, operations and selections.
     pub fn end_session(&self, session: &str) {
         self.store.end_session(session);
+        self.pii.end_session(session);
+        self.code_state.end_session(session);
         self.selections
             .lock()
             .expect("selections")

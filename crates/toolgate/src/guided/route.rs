@@ -84,8 +84,9 @@ fn parse(args: &Map<String, Value>) -> Result<Parsed<'_>, String> {
     let server = opt_str(args, "server")?;
     let detail = match opt_str(args, "detail")? {
         None => Detail::Signature,
-        Some(d) => Detail::parse(d)
-            .ok_or_else(|| format!("\"detail\" is {d:?}: use summary, signature or full"))?,
+        Some(d) => Detail::parse(d).ok_or_else(|| {
+            format!("\"detail\" is {d:?}: use summary, signature, full or typescript")
+        })?,
     };
     let limit = opt_uint(args, "limit")?.unwrap_or(5);
     if !(1..=5).contains(&limit) {
@@ -159,7 +160,12 @@ fn select(
         Detail::Full => cx.view.and_then(|v| v.input_schema(&tool.id)),
         _ => None,
     };
-    let schema = render(&tool.id.name, shown.unwrap_or(tool.input_schema()), detail);
+    let schema = match detail {
+        Detail::TypeScript => {
+            json!({"typescript": crate::code::typescript::declare_tool(cx.catalog, tool)})
+        }
+        _ => render(&tool.id.name, shown.unwrap_or(tool.input_schema()), detail),
+    };
     let next_args =
         json!({"selectionId": selection, "arguments": placeholders(tool.input_schema())});
     let summary = tool.summary(160);
@@ -170,11 +176,15 @@ fn select(
         "name": tool.id.name,
         "summary": summary,
         "confidence": (confidence * 1000.0).round() / 1000.0,
-        "detail": match detail { Detail::Summary => "summary", Detail::Signature => "signature", Detail::Full => "full" },
+        "detail": match detail { Detail::Summary => "summary", Detail::Signature => "signature", Detail::Full => "full", Detail::TypeScript => "typescript" },
         "inputSchema": schema,
         "nextCall": {"tool": execute, "arguments": next_args},
     });
     let schema_text = match schema.get("signature") {
+        None if detail == Detail::TypeScript => schema["typescript"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         Some(sig) => {
             let mut t = sig.as_str().unwrap_or_default().to_string();
             for p in schema

@@ -9,6 +9,8 @@ pub enum Detail {
     Summary,
     Signature,
     Full,
+    /// A TypeScript declaration, for code mode.
+    TypeScript,
 }
 
 impl Detail {
@@ -17,6 +19,7 @@ impl Detail {
             "summary" => Some(Self::Summary),
             "signature" => Some(Self::Signature),
             "full" => Some(Self::Full),
+            "typescript" => Some(Self::TypeScript),
             _ => None,
         }
     }
@@ -79,6 +82,9 @@ fn short(text: &str, max: usize) -> String {
 pub fn render(name: &str, schema: &Value, detail: Detail) -> Value {
     match detail {
         Detail::Full => schema.clone(),
+        Detail::TypeScript => {
+            json!({"typescript": crate::code::typescript::input_type(name, schema)})
+        }
         Detail::Summary => {
             let (props, required) = properties(schema);
             let args: Vec<Value> = props

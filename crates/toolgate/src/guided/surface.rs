@@ -13,6 +13,46 @@ result carries nextCursor or operationId, call continue with it to get the rest.
 pub const ROUTE: &str = "route";
 pub const EXECUTE: &str = "execute";
 pub const CONTINUE: &str = "continue";
+pub const EXECUTE_CODE: &str = "execute_code";
+pub const DESCRIBE_TOOLS: &str = "describe_tools";
+
+/// Added to the standing rule when code mode is on.
+pub const CODE_INSTRUCTIONS: &str = " When a task chains several tools or handles large data, \
+describe_tools the tools route found and run a JavaScript program with execute_code: each tool \
+is `await tools.<server>.<tool>(args)`; only what the program returns or logs comes back.";
+
+/// Code mode's two meta-tools, each name with `prefix` prepended.
+pub fn code_tools(prefix: &str) -> Vec<Value> {
+    vec![
+        json!({
+            "name": format!("{prefix}{EXECUTE_CODE}"),
+            "description": "Run a JavaScript program in a sandbox. Each tool is an async function: `await tools.<server>.<tool>(args)` or `await tools.call(\"server\", \"tool\", args)`; it returns the tool's structured result (else its JSON, else its text) and throws ToolError {code, message} on failure. Top-level await and return work; `input` holds the input argument; console.log lines come back; `await state.get(key)`/`state.set(key, value)` keep small JSON values between runs of this session. Only the returned value and logs reach you, not the intermediate data. No network, files or modules.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "code": {"type": "string", "description": "The program: a body that may await and return, or an async function of input"},
+                    "input": {"description": "Any JSON value, available as `input`"},
+                    "timeout_ms": {"type": "integer", "minimum": 50, "description": "Lower the run's time limit"},
+                    "max_tool_calls": {"type": "integer", "minimum": 0, "description": "Lower the run's tool call limit"}
+                },
+                "required": ["code"]
+            },
+            "annotations": {"openWorldHint": true}
+        }),
+        json!({
+            "name": format!("{prefix}{DESCRIBE_TOOLS}"),
+            "description": "TypeScript declarations of the named tools (input and output types, descriptions), for writing an execute_code program.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "tools": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 20, "description": "Tool names, server/tool as route returns them"}
+                },
+                "required": ["tools"]
+            },
+            "annotations": {"readOnlyHint": true, "openWorldHint": false}
+        }),
+    ]
+}
 
 /// The three meta-tool definitions as MCP Tool objects, each name with `prefix` prepended
 /// (e.g. `tg_`; empty for none).
@@ -26,7 +66,7 @@ pub fn meta_tools(prefix: &str) -> Vec<Value> {
                 "properties": {
                     "task": {"type": "string", "description": "What to do, in a few words, or an exact tool name"},
                     "server": {"type": "string", "description": "Only consider this server's tools"},
-                    "detail": {"type": "string", "enum": ["summary", "signature", "full"], "description": "How much of the input schema to return (default signature)"},
+                    "detail": {"type": "string", "enum": ["summary", "signature", "full", "typescript"], "description": "How much of the input schema to return (default signature; typescript: a declaration for execute_code)"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 5, "description": "Most candidates in a question (default 5)"}
                 },
                 "required": ["task"]

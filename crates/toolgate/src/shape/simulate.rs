@@ -310,6 +310,7 @@ fn detail_name(d: Detail) -> &'static str {
         Detail::Summary => "summary",
         Detail::Signature => "signature",
         Detail::Full => "full",
+        Detail::TypeScript => "typescript",
     }
 }
 

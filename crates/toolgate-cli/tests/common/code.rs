@@ -1,0 +1,64 @@
+//! Code mode test helpers: a gateway with code mode on and short limits, and running
+//! programs through it.
+
+use super::*;
+use rmcp::model::CallToolResult;
+use serde_json::{json, Value};
+
+/// The shared test catalog plus tools for names, destruction and strict schemas.
+pub fn catalog() -> Value {
+    let mut c = test_catalog();
+    let extra = json!([
+        {"server": "gamma", "tool": {"name": "__proto__", "description": "A tool with a hostile name.",
+            "inputSchema": {"type": "object"}}},
+        {"server": "gamma", "tool": {"name": "delete-item", "description": "Delete an item for good.",
+            "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+            "annotations": {"destructiveHint": true}}},
+    ]);
+    c.as_array_mut()
+        .unwrap()
+        .extend(extra.as_array().unwrap().iter().cloned());
+    c
+}
+
+/// A gateway with code mode on and short limits, so hostile programs end fast.
+pub fn setup(code: &str) -> (TestDir, std::path::PathBuf) {
+    setup_with(1500, code)
+}
+
+/// `setup` with another run deadline.
+pub fn setup_with(timeout_ms: u64, code: &str) -> (TestDir, std::path::PathBuf) {
+    let dir = TestDir::new();
+    dir.write("catalog.json", &catalog().to_string());
+    let mut tables = vec![format!(
+        "[code]\nenabled = true\ntimeout_ms = {timeout_ms}\ngrace_ms = 500\nmax_tool_result_bytes = 1048576\n{code}\n"
+    )];
+    for s in ["alpha", "beta", "gamma"] {
+        tables.push(dir.stdio_upstream(s, s, &[]));
+    }
+    let config = dir.config("mode = \"guided\"", &tables);
+    (dir, config)
+}
+
+pub fn structured(r: &CallToolResult) -> Value {
+    r.structured_content.clone().unwrap_or(Value::Null)
+}
+
+/// Runs a program; returns the structured answer and the text.
+pub async fn run(client: &Client, code: &str) -> (Value, String) {
+    let r = call(client, "execute_code", json!({"code": code})).await;
+    (structured(&r), text(&r))
+}
+
+/// Runs a program and checks how it ended.
+pub async fn expect(client: &Client, code: &str, status: &str) -> Value {
+    let (s, t) = run(client, code).await;
+    assert_eq!(s["status"], status, "{code}\n{t}");
+    assert!(s["calls"].is_array(), "calls are always there: {s}");
+    s
+}
+
+pub async fn healthy(client: &Client) {
+    let (s, t) = run(client, "return 40 + 2").await;
+    assert_eq!(s["result"], 42, "{t}");
+}

@@ -1,0 +1,78 @@
+//! The sandbox worker: reads one [`Run`], limits itself, runs the program in a fresh
+//! QuickJS runtime, and answers with [`Done`]. One program per process, so nothing a
+//! program leaves behind (globals, heap, a wedged interpreter) can reach another.
+//!
+//! Defences, in the order they act: QuickJS's heap and stack limits and its interrupt
+//! handler (the deadline); the OS limits set here before any program text is compiled
+//! (address space, CPU time, no files, no core dumps); and the gateway, which kills the
+//! process at the deadline plus a grace period whatever state it is in.
+
+mod bridge;
+mod convert;
+mod program;
+
+use crate::protocol::{Done, Limits, Run, ToGateway};
+use std::cell::RefCell;
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::rc::Rc;
+
+/// Entry point of the worker process (`toolgate sandbox-worker`): stdin and stdout are the
+/// gateway's pipes.
+pub fn main() -> ExitCode {
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout();
+    match serve(stdin, Box::new(stdout), true) {
+        Ok(()) => {
+            // Exit without tearing the runtime down: nothing is left to free that the
+            // kernel will not, and a program's leftovers cannot delay or abort the exit.
+            std::process::exit(0)
+        }
+        Err(e) => {
+            eprintln!("sandbox worker: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Serves one run over `input`/`output`. `os_limits` applies [`apply_os_limits`] first
+/// (a worker process does; in-process tests do not, so they do not limit the test runner).
+pub fn serve(
+    mut input: impl BufRead,
+    output: Box<dyn Write>,
+    os_limits: bool,
+) -> std::io::Result<()> {
+    let mut line = String::new();
+    input.read_line(&mut line)?;
+    let run: Run = serde_json::from_str(&line)
+        .map_err(|e| std::io::Error::other(format!("the first line is not a run: {e}")))?;
+    if os_limits {
+        apply_os_limits(&run.limits)?;
+    }
+    let out = Rc::new(RefCell::new(bridge::Output::new(
+        output,
+        run.limits.max_log_bytes,
+    )));
+    let done: Done = program::run(run, &mut input, &out);
+    let result = out.borrow_mut().send(&ToGateway::Done(done));
+    result
+}
+
+/// Address space, CPU seconds, no file writes, no core files, few descriptors.
+pub fn apply_os_limits(limits: &Limits) -> std::io::Result<()> {
+    use nix::sys::resource::{setrlimit, Resource};
+    let set = |r: Resource, soft: u64, hard: u64| {
+        setrlimit(r, soft, hard).map_err(|e| std::io::Error::other(format!("setrlimit {r:?}: {e}")))
+    };
+    set(
+        Resource::RLIMIT_AS,
+        limits.address_space_bytes,
+        limits.address_space_bytes,
+    )?;
+    // SIGXCPU at the soft limit ends the process; the hard limit is SIGKILL a second later.
+    set(Resource::RLIMIT_CPU, limits.cpu_secs, limits.cpu_secs + 1)?;
+    set(Resource::RLIMIT_FSIZE, 0, 0)?;
+    set(Resource::RLIMIT_CORE, 0, 0)?;
+    set(Resource::RLIMIT_NOFILE, 16, 16)?;
+    Ok(())
+}

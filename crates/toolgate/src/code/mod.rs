@@ -1,0 +1,138 @@
+//! Code mode: the model writes a short JavaScript program; toolgate runs it in a sandbox
+//! worker where each tool the caller may use is an async function, and only what the
+//! program returns or logs reaches the model.
+//!
+//! - [`names`]: tool and server names as safe identifiers (`tools.<server>.<tool>`).
+//! - [`typescript`]: JSON Schema to TypeScript declarations (`describe_tools`, route's
+//!   `detail: "typescript"`).
+//! - [`worker`]: one worker process per run: spawn, converse, kill at the deadline.
+//! - [`calls`]: a program's tool call, through the same gate as execute.
+//! - [`answer`]: what the model sees of a run, within the output budget.
+//! - [`state`]: `state.get/set`, small values kept per session between runs.
+//! - [`pii`]: session-scoped tokens for PII leaving a run, restored when passed back.
+//!
+//! The sandbox itself (QuickJS, the OS limits) is the `toolgate-sandbox` crate.
+
+pub mod answer;
+pub mod calls;
+pub mod names;
+pub mod pii;
+pub mod state;
+pub mod typescript;
+pub mod worker;
+
+/// `text` on one line (whitespace collapsed), cut to at most `max` bytes with an ellipsis.
+pub fn clip(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.len() <= max {
+        return line;
+    }
+    let mut end = max.saturating_sub(3);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &line[..end])
+}
+
+use crate::catalog::{Catalog, ToolRecord};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use toolgate_sandbox::protocol::ToolEntry;
+
+/// The `tools` layout of a run and the records behind it: every tool in `catalog` (the
+/// policy module narrows this to what the caller may use).
+pub type ToolSet = (Vec<ToolEntry>, HashMap<(String, String), Arc<ToolRecord>>);
+
+pub fn tools_for(catalog: &Catalog) -> ToolSet {
+    let pairs: Vec<(String, String)> = catalog
+        .tools()
+        .iter()
+        .map(|t| (t.id.server.clone(), t.id.name.clone()))
+        .collect();
+    let entries = names::assign(&pairs);
+    let allowed = catalog
+        .tools()
+        .iter()
+        .map(|t| ((t.id.server.clone(), t.id.name.clone()), t.clone()))
+        .collect();
+    (entries, allowed)
+}
+
+/// Runs in progress per key (the session, until keys exist), so one caller cannot take
+/// every worker.
+#[derive(Default)]
+pub struct RunSlots {
+    running: Mutex<HashMap<String, usize>>,
+}
+
+/// A run's slot; given back when dropped.
+pub struct Slot<'a> {
+    slots: &'a RunSlots,
+    key: String,
+}
+
+impl RunSlots {
+    /// A slot for `key`, unless it already has `max` runs going.
+    pub fn take(&self, key: &str, max: usize) -> Option<Slot<'_>> {
+        let mut running = self.running.lock().expect("run slots");
+        let n = running.entry(key.to_string()).or_default();
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(Slot {
+            slots: self,
+            key: key.to_string(),
+        })
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut running = self.slots.running.lock().expect("run slots");
+        if let Some(n) = running.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                running.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// The program without the markdown fence a model may have put around it.
+pub fn strip_fences(code: &str) -> &str {
+    let t = code.trim();
+    match t.strip_prefix("```") {
+        Some(rest) => {
+            let body = rest.split_once('\n').map_or("", |(_, b)| b);
+            body.trim_end()
+                .strip_suffix("```")
+                .unwrap_or(body)
+                .trim_end()
+        }
+        None => t,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fences_are_stripped() {
+        assert_eq!(strip_fences("```js\nreturn 1\n```\n"), "return 1");
+        assert_eq!(strip_fences("```\nreturn 1"), "return 1");
+        assert_eq!(strip_fences("  return `x`  "), "return `x`");
+    }
+
+    #[test]
+    fn slots_are_bounded_and_given_back() {
+        let s = RunSlots::default();
+        let a = s.take("k", 2).unwrap();
+        let _b = s.take("k", 2).unwrap();
+        assert!(s.take("k", 2).is_none());
+        assert!(s.take("other", 2).is_some());
+        drop(a);
+        assert!(s.take("k", 2).is_some());
+    }
+}

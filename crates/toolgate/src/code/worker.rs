@@ -1,0 +1,321 @@
+//! One sandbox worker process per run: spawn it with an empty environment (it holds no
+//! credentials), send the run, answer its tool calls (at most `max_in_flight` at once),
+//! and kill it at the deadline plus the grace period, whatever it is doing.
+//!
+//! A process per run is the isolation: nothing a program leaves behind outlives it, and a
+//! worker that crashed or was killed is simply not reused; the next run gets a new one.
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::Value;
+use std::future::Future;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdout, Command};
+use tokio::sync::{mpsc, Semaphore};
+use toolgate_sandbox::protocol::{
+    CallAnswer, CallFailure, Done, ProgramError, Run, ToGateway, STATE_SERVER,
+};
+
+/// A tool call a program made.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Value,
+}
+
+/// One call as the model sees it afterwards: `ok` is `None` for a call still running when
+/// the run ended (it may or may not have happened upstream).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRecord {
+    pub server: String,
+    pub tool: String,
+    pub ok: Option<bool>,
+    pub ms: u64,
+}
+
+/// How a run ended, from the gateway's side.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// `ok`, `error`, `timeout` or `crashed`.
+    pub status: String,
+    pub result: Value,
+    pub error: Option<ProgramError>,
+    /// Console lines, `level: text` (plain text for `log`).
+    pub logs: Vec<String>,
+    pub calls: Vec<CallRecord>,
+    pub truncated: bool,
+}
+
+/// Process-level settings of a run.
+pub struct WorkerSettings<'a> {
+    /// Program and arguments.
+    pub command: &'a [String],
+    /// The deadline plus the grace period: when the process is killed.
+    pub kill_after: Duration,
+    pub max_calls: u32,
+    pub max_in_flight: usize,
+    /// Console bytes kept (the worker caps them too; this holds if it does not).
+    pub max_log_bytes: usize,
+    /// The longest line accepted from the worker.
+    pub max_line_bytes: usize,
+}
+
+/// Runs `run` in a new worker; `handle` answers each tool call.
+pub async fn run<F, Fut>(settings: &WorkerSettings<'_>, run: &Run, handle: F) -> RunReport
+where
+    F: Fn(ToolCall) -> Fut + Sync,
+    Fut: Future<Output = Result<Value, CallFailure>> + Send,
+{
+    let mut report = RunReport {
+        status: "crashed".into(),
+        result: Value::Null,
+        error: None,
+        logs: Vec::new(),
+        calls: Vec::new(),
+        truncated: false,
+    };
+    let Some((program, args)) = settings.command.split_first() else {
+        report.error = Some(error("the sandbox worker command is empty".into()));
+        return report;
+    };
+    let mut child = match Command::new(program)
+        .args(args)
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            report.error = Some(error(format!(
+                "cannot start the sandbox worker {program:?}: {e}"
+            )));
+            return report;
+        }
+    };
+    let (Some(mut stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        report.error = Some(error("the sandbox worker has no pipes".into()));
+        return report;
+    };
+    tokio::spawn(drain_stderr(stderr));
+    let (msg_tx, mut messages) = mpsc::channel(16);
+    tokio::spawn(read_messages(stdout, settings.max_line_bytes, msg_tx));
+    // A separate writer, so a worker that stops reading cannot stall the deadline.
+    let (answer_tx, mut answers) = mpsc::unbounded_channel::<Vec<u8>>();
+    let mut first = serde_json::to_vec(run).unwrap_or_default();
+    first.push(b'\n');
+    tokio::spawn(async move {
+        if stdin.write_all(&first).await.is_err() {
+            return;
+        }
+        while let Some(line) = answers.recv().await {
+            if stdin.write_all(&line).await.is_err() {
+                return;
+            }
+        }
+    });
+    let send = |a: CallAnswer| {
+        let mut line = serde_json::to_vec(&a).unwrap_or_default();
+        line.push(b'\n');
+        let _ = answer_tx.send(line);
+    };
+    let deadline = tokio::time::Instant::now() + settings.kill_after;
+    let slots = Semaphore::new(settings.max_in_flight);
+    let mut running: FuturesUnordered<
+        std::pin::Pin<Box<dyn Future<Output = Finished> + Send + '_>>,
+    > = FuturesUnordered::new();
+    let mut log_left = settings.max_log_bytes;
+    let mut killed = false;
+    let mut done: Option<Done> = None;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => {
+                killed = true;
+                break;
+            }
+            m = messages.recv() => match m {
+                Some(Ok(ToGateway::Call { id, server, tool, arguments })) if server == STATE_SERVER => {
+                    // state.get/set: answered like a call, but neither listed nor counted.
+                    let call = ToolCall { server, tool, arguments };
+                    let handle = &handle;
+                    running.push(Box::pin(async move { (id, None, handle(call).await, Duration::ZERO) }));
+                }
+                Some(Ok(ToGateway::Call { id, server, tool, arguments })) => {
+                    let index = report.calls.len();
+                    report.calls.push(CallRecord { server: server.clone(), tool: tool.clone(), ok: None, ms: 0 });
+                    if index as u32 >= settings.max_calls {
+                        report.calls[index].ok = Some(false);
+                        send(refusal(id, "limit", format!("a run may make at most {} tool calls", settings.max_calls)));
+                        continue;
+                    }
+                    let call = ToolCall { server, tool, arguments };
+                    let (handle, slots) = (&handle, &slots);
+                    running.push(Box::pin(async move {
+                        let _slot = slots.acquire().await;
+                        let started = Instant::now();
+                        let r = handle(call).await;
+                        (id, Some(index), r, started.elapsed())
+                    }));
+                }
+                Some(Ok(ToGateway::Log { level, text })) => {
+                    if text.len() <= log_left {
+                        log_left -= text.len();
+                        report.logs.push(if level == "log" { text } else { format!("{level}: {text}") });
+                    } else {
+                        report.truncated = true;
+                    }
+                }
+                Some(Ok(ToGateway::Done(d))) => {
+                    done = Some(d);
+                    break;
+                }
+                Some(Err(e)) => {
+                    report.error = Some(error(format!("the sandbox worker broke the protocol: {e}")));
+                    killed = true;
+                    break;
+                }
+                None => break,
+            },
+            Some((id, index, r, took)) = running.next(), if !running.is_empty() => {
+                if let Some(record) = index.map(|i| &mut report.calls[i]) {
+                    record.ok = Some(r.is_ok());
+                    record.ms = took.as_millis() as u64;
+                }
+                send(match r {
+                    Ok(value) => CallAnswer { id, value: Some(value), error: None },
+                    Err(f) => CallAnswer { id, value: None, error: Some(f) },
+                });
+            }
+        }
+    }
+    drop(running);
+    if done.is_some() {
+        // The worker exits right after Done; give it a moment, then make sure.
+        if tokio::time::timeout(Duration::from_millis(500), child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.start_kill();
+        }
+    } else {
+        let _ = child.start_kill();
+    }
+    let exit = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    match done {
+        Some(d) => {
+            report.status = d.status;
+            report.result = d.result;
+            report.error = d.error;
+            report.truncated |= d.truncated;
+        }
+        None if killed && report.error.is_none() => {
+            report.status = "timeout".into();
+            report.error = Some(ProgramError {
+                name: "TimeoutError".into(),
+                message: format!(
+                    "the program was stopped after {} ms (its deadline plus the grace period)",
+                    settings.kill_after.as_millis()
+                ),
+                code: None,
+                server: None,
+                tool: None,
+            });
+        }
+        None if report.error.is_none() => {
+            let how = match exit {
+                Ok(Ok(s)) => match s.signal() {
+                    Some(24) => "it ran out of CPU time (SIGXCPU)".to_string(),
+                    Some(sig) => format!("it was killed by signal {sig}"),
+                    None => format!("it exited with {s}"),
+                },
+                _ => "its exit status is unknown".into(),
+            };
+            report.error = Some(error(format!(
+                "the sandbox worker died before the program finished ({how}); the next run gets a new worker"
+            )));
+        }
+        None => {}
+    }
+    report
+}
+
+/// A call's id, its index in the report (`None` for state requests), result and time.
+type Finished = (u64, Option<usize>, Result<Value, CallFailure>, Duration);
+
+fn error(message: String) -> ProgramError {
+    ProgramError {
+        name: "SandboxError".into(),
+        message,
+        code: None,
+        server: None,
+        tool: None,
+    }
+}
+
+fn refusal(id: u64, code: &str, message: String) -> CallAnswer {
+    CallAnswer {
+        id,
+        value: None,
+        error: Some(CallFailure {
+            code: code.into(),
+            message,
+        }),
+    }
+}
+
+/// Worker messages, one per line; a line past `max` or one that does not parse ends it.
+async fn read_messages(
+    stdout: ChildStdout,
+    max: usize,
+    tx: mpsc::Sender<Result<ToGateway, String>>,
+) {
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = match (&mut reader)
+            .take(max as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(n) => n,
+            Err(_) => return,
+        };
+        if n == 0 {
+            return;
+        }
+        if line.last() != Some(&b'\n') && line.len() > max {
+            let _ = tx
+                .send(Err(format!("a message is longer than {max} bytes")))
+                .await;
+            return;
+        }
+        let msg = serde_json::from_slice::<ToGateway>(&line).map_err(|e| e.to_string());
+        let bad = msg.is_err();
+        if tx.send(msg).await.is_err() || bad {
+            return;
+        }
+    }
+}
+
+/// The first few KB of the worker's stderr go to the debug log; the rest is discarded.
+async fn drain_stderr(stderr: tokio::process::ChildStderr) {
+    let mut head = Vec::new();
+    let mut stderr = stderr;
+    let _ = (&mut stderr).take(4096).read_to_end(&mut head).await;
+    if !head.is_empty() {
+        tracing::debug!(
+            "sandbox worker: {}",
+            String::from_utf8_lossy(&head).trim_end()
+        );
+    }
+    let _ = tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await;
+}

@@ -1,0 +1,253 @@
+//! The `[code]` section: code mode's switch and limits.
+//!
+//! ```toml
+//! [code]
+//! enabled = true              # list execute_code and describe_tools in guided mode
+//! timeout_ms = 30000          # wall clock per run (a call's timeout_ms can only lower it)
+//! grace_ms = 1000             # after the deadline, this long before the worker is killed
+//! heap_mib = 64               # QuickJS heap
+//! max_source_bytes = 65536
+//! max_tool_calls = 50         # per run
+//! max_in_flight = 8           # tool calls running at once, per run
+//! output_bytes = 24576        # what one run shows the model
+//! max_runs_per_session = 2    # runs at once
+//! max_workers = 8             # runs at once over all sessions (each is a process)
+//! allow_destructive = ["files/delete_file"]   # may be called from a program
+//! pii = true                 # tokenize e-mails, phones, IBANs, cards in what runs return
+//! pii_fields = ["name"]       # and the values of these fields
+//! ```
+
+use anyhow::{bail, Result};
+use serde::Deserialize;
+use std::path::Path;
+use std::time::Duration;
+
+/// Code mode settings, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeConfig {
+    /// Whether guided sessions get `execute_code` and `describe_tools`.
+    pub enabled: bool,
+    /// The worker command (program and arguments). `None`: the running binary's
+    /// `sandbox-worker` subcommand, set by the CLI when it was built with code mode.
+    pub worker: Option<Vec<String>>,
+    pub timeout: Duration,
+    /// Past the deadline, how long the worker gets to report before it is killed.
+    pub grace: Duration,
+    pub heap_bytes: usize,
+    /// RLIMIT_AS of a worker: the heap plus room for the binary, stacks and the allocator.
+    pub address_space_bytes: u64,
+    pub max_source_bytes: usize,
+    pub max_tool_calls: u32,
+    pub max_in_flight: usize,
+    pub output_bytes: usize,
+    pub max_runs_per_session: usize,
+    /// Runs at once over all sessions: each is a process with up to the address-space limit.
+    pub max_workers: usize,
+    /// A tool result larger than this (as JSON) throws `limit` instead of entering the program.
+    pub max_tool_result_bytes: usize,
+    /// Destructive tools (`destructiveHint: true`) a program may call; others throw
+    /// `approval_required`, so the model makes that call through execute.
+    pub allow_destructive: Vec<String>,
+    /// PII tokenization of what runs show the model, and restoring tokens passed back.
+    pub pii: bool,
+    /// Field names whose values are tokenized whole (case-insensitive).
+    pub pii_fields: Vec<String>,
+}
+
+impl Default for CodeConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            worker: None,
+            timeout: Duration::from_secs(30),
+            grace: Duration::from_secs(1),
+            heap_bytes: 64 << 20,
+            address_space_bytes: (64 + ADDRESS_SPACE_OVERHEAD_MIB) << 20,
+            max_source_bytes: 64 << 10,
+            max_tool_calls: 50,
+            max_in_flight: 8,
+            output_bytes: 24 << 10,
+            max_runs_per_session: 2,
+            max_workers: 8,
+            max_tool_result_bytes: 4 << 20,
+            allow_destructive: Vec::new(),
+            pii: false,
+            pii_fields: Vec::new(),
+        }
+    }
+}
+
+/// Address space a worker needs besides the heap: the mapped binary and libraries, the
+/// main stack and the allocator's arenas (measured: the worker runs in under 64 MiB).
+pub const ADDRESS_SPACE_OVERHEAD_MIB: u64 = 192;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCode {
+    #[serde(default)]
+    pub enabled: bool,
+    pub worker: Option<Vec<String>>,
+    pub timeout_ms: Option<u64>,
+    pub grace_ms: Option<u64>,
+    pub heap_mib: Option<u64>,
+    pub address_space_mib: Option<u64>,
+    pub max_source_bytes: Option<usize>,
+    pub max_tool_calls: Option<u32>,
+    pub max_in_flight: Option<usize>,
+    pub output_bytes: Option<usize>,
+    pub max_runs_per_session: Option<usize>,
+    pub max_workers: Option<usize>,
+    pub max_tool_result_bytes: Option<usize>,
+    #[serde(default)]
+    pub allow_destructive: Vec<String>,
+    #[serde(default)]
+    pub pii: bool,
+    #[serde(default)]
+    pub pii_fields: Vec<String>,
+}
+
+impl RawCode {
+    pub fn validate(self, file: &Path) -> Result<CodeConfig> {
+        let d = CodeConfig::default();
+        let within = |key: &str, v: u64, lo: u64, hi: u64| -> Result<u64> {
+            if !(lo..=hi).contains(&v) {
+                bail!("{}: code.{key} = {v}: use {lo} to {hi}", file.display());
+            }
+            Ok(v)
+        };
+        let heap_mib = within("heap_mib", self.heap_mib.unwrap_or(64), 8, 4096)?;
+        let address_space_mib = within(
+            "address_space_mib",
+            self.address_space_mib
+                .unwrap_or(heap_mib + ADDRESS_SPACE_OVERHEAD_MIB),
+            heap_mib + 64,
+            1 << 20,
+        )?;
+        if let Some(w) = &self.worker {
+            if w.first().is_none_or(|c| c.trim().is_empty()) {
+                bail!(
+                    "{}: code.worker is empty: give the command and its arguments",
+                    file.display()
+                );
+            }
+        }
+        for t in &self.allow_destructive {
+            if !t.contains('/') {
+                bail!(
+                    "{}: code.allow_destructive entry {t:?}: write \"server/tool\"",
+                    file.display()
+                );
+            }
+        }
+        let ms = |key: &str, v: Option<u64>, default: Duration, lo: u64, hi: u64| {
+            v.map_or(Ok(default), |v| {
+                within(key, v, lo, hi).map(Duration::from_millis)
+            })
+        };
+        Ok(CodeConfig {
+            enabled: self.enabled,
+            worker: self.worker,
+            timeout: ms("timeout_ms", self.timeout_ms, d.timeout, 50, 3_600_000)?,
+            grace: ms("grace_ms", self.grace_ms, d.grace, 50, 60_000)?,
+            heap_bytes: (heap_mib << 20) as usize,
+            address_space_bytes: address_space_mib << 20,
+            max_source_bytes: within(
+                "max_source_bytes",
+                self.max_source_bytes.unwrap_or(d.max_source_bytes) as u64,
+                64,
+                1 << 24,
+            )? as usize,
+            max_tool_calls: within(
+                "max_tool_calls",
+                u64::from(self.max_tool_calls.unwrap_or(d.max_tool_calls)),
+                0,
+                10_000,
+            )? as u32,
+            max_in_flight: within(
+                "max_in_flight",
+                self.max_in_flight.unwrap_or(d.max_in_flight) as u64,
+                1,
+                256,
+            )? as usize,
+            output_bytes: within(
+                "output_bytes",
+                self.output_bytes.unwrap_or(d.output_bytes) as u64,
+                1024,
+                1 << 24,
+            )? as usize,
+            max_runs_per_session: within(
+                "max_runs_per_session",
+                self.max_runs_per_session.unwrap_or(d.max_runs_per_session) as u64,
+                1,
+                1024,
+            )? as usize,
+            max_workers: within(
+                "max_workers",
+                self.max_workers.unwrap_or(d.max_workers) as u64,
+                1,
+                1024,
+            )? as usize,
+            max_tool_result_bytes: within(
+                "max_tool_result_bytes",
+                self.max_tool_result_bytes
+                    .unwrap_or(d.max_tool_result_bytes) as u64,
+                1024,
+                1 << 30,
+            )? as usize,
+            allow_destructive: self.allow_destructive,
+            pii: self.pii,
+            pii_fields: self.pii_fields,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use std::path::Path;
+    use std::time::Duration;
+
+    fn parse(s: &str) -> anyhow::Result<Config> {
+        Config::from_toml_str(s, Path::new("toolgate.toml"))
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let c = parse("").unwrap().code;
+        assert!(!c.enabled, "code mode is opt-in");
+        assert_eq!(c.timeout, Duration::from_secs(30));
+        assert_eq!(c.heap_bytes, 64 << 20);
+        assert_eq!(c.address_space_bytes, 256 << 20);
+        assert_eq!((c.max_tool_calls, c.max_in_flight), (50, 8));
+        assert_eq!((c.output_bytes, c.max_runs_per_session), (24 << 10, 2));
+        let c = parse("[code]\nenabled = true\ntimeout_ms = 500\nheap_mib = 128\nworker = [\"w\", \"x\"]\npii = true\n")
+            .unwrap()
+            .code;
+        assert!(c.enabled && c.pii);
+        assert_eq!(c.timeout, Duration::from_millis(500));
+        assert_eq!(c.address_space_bytes, (128 + 192) << 20);
+        assert_eq!(c.worker, Some(vec!["w".to_string(), "x".to_string()]));
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        for (text, key) in [
+            ("[code]\ntimeout_ms = 1", "code.timeout_ms"),
+            ("[code]\nheap_mib = 1", "code.heap_mib"),
+            (
+                "[code]\nheap_mib = 64\naddress_space_mib = 100",
+                "code.address_space_mib",
+            ),
+            ("[code]\nworker = []", "code.worker"),
+            (
+                "[code]\nallow_destructive = [\"x\"]",
+                "code.allow_destructive",
+            ),
+            ("[code]\nmax_in_flight = 0", "code.max_in_flight"),
+            ("[code]\nenable = true", "enable"),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! The `execute_code` meta-tool: run a program in a sandbox worker, its tool calls going
+//! through the same gate as execute, and show the model only what it returns or logs.
+
+use super::{opt_str, opt_uint, Engine, MetaResult};
+use crate::code::calls::Gate;
+use crate::code::worker::{self, WorkerSettings};
+use crate::code::{answer, strip_fences, tools_for};
+use serde_json::{Map, Value};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use toolgate_sandbox::protocol::{Limits, Run, STATE_SERVER};
+
+/// QuickJS stack: deep recursion throws a RangeError well before the thread's 8 MiB.
+const STACK_BYTES: usize = 1 << 20;
+/// The largest returned value the worker sends (what the model sees is cut far below).
+const MAX_RESULT_BYTES: usize = 1 << 20;
+
+pub async fn run(
+    engine: &Engine,
+    session: &str,
+    args: &Map<String, Value>,
+    cancel: CancellationToken,
+) -> MetaResult {
+    let cfg = &engine.gw.config.code;
+    let (code, mut input, timeout, max_calls) = match parse(engine, args) {
+        Ok(r) => r,
+        Err(e) => return MetaResult::error(format!("execute_code: {e}")),
+    };
+    if cfg.pii {
+        if let Err(e) = engine.pii.restore(session, &mut input) {
+            return MetaResult::error(format!("execute_code: input: {e}"));
+        }
+    }
+    let Some(command) = cfg.worker.as_deref() else {
+        return MetaResult::error(
+            "execute_code: this gateway has no sandbox worker (it was built without the code-mode feature)",
+        );
+    };
+    let Some(_slot) = engine.code_runs.take(session, cfg.max_runs_per_session) else {
+        return MetaResult::error(format!(
+            "execute_code: {} programs are already running in this session; wait for one to finish",
+            cfg.max_runs_per_session
+        ));
+    };
+    // The empty key is no session's (ids are hex): it counts every run.
+    let Some(_worker) = engine.code_runs.take("", cfg.max_workers) else {
+        return MetaResult::error(format!(
+            "execute_code: the gateway is running {} programs already; try again shortly",
+            cfg.max_workers
+        ));
+    };
+    let (entries, allowed) = tools_for(&engine.gw.catalog());
+    let kill_after = timeout + cfg.grace;
+    let run = Run {
+        code,
+        input,
+        tools: entries,
+        limits: Limits {
+            timeout_ms: timeout.as_millis() as u64,
+            heap_bytes: cfg.heap_bytes,
+            stack_bytes: STACK_BYTES,
+            max_calls,
+            max_log_bytes: cfg.output_bytes,
+            max_result_bytes: MAX_RESULT_BYTES,
+            max_args_bytes: cfg.max_tool_result_bytes,
+            address_space_bytes: cfg.address_space_bytes,
+            // Past the wall-clock kill: the CPU limit is for a worker the kill missed.
+            cpu_secs: kill_after.as_secs() + 2,
+        },
+    };
+    let gate = Gate {
+        engine,
+        session,
+        allowed,
+        deadline: Instant::now() + timeout,
+    };
+    let settings = WorkerSettings {
+        command,
+        kill_after,
+        max_calls,
+        max_in_flight: cfg.max_in_flight,
+        max_log_bytes: cfg.output_bytes,
+        max_line_bytes: cfg.max_tool_result_bytes.max(MAX_RESULT_BYTES)
+            + cfg.output_bytes
+            + (64 << 10),
+    };
+    let gate = &gate;
+    let mut report = tokio::select! {
+        r = worker::run(&settings, &run, move |c| async move {
+            if c.server == STATE_SERVER {
+                engine.code_state.request(session, &c.tool, &c.arguments)
+            } else {
+                gate.call(c).await
+            }
+        }) => r,
+        _ = cancel.cancelled() => return MetaResult::error(
+            "execute_code: cancelled; tool calls the program already made may have taken effect",
+        ),
+    };
+    if cfg.pii {
+        // Only what leaves for the model is tokenized; inside the run values stayed real.
+        engine
+            .pii
+            .tokenize(session, &mut report.result, &cfg.pii_fields);
+        for line in &mut report.logs {
+            *line = engine.pii.tokenize_text(session, line);
+        }
+        if let Some(e) = &mut report.error {
+            e.message = engine.pii.tokenize_text(session, &e.message);
+        }
+    }
+    answer::render(report, cfg.output_bytes)
+}
+
+type Parsed = (String, Value, Duration, u32);
+
+fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
+    let cfg = &engine.gw.config.code;
+    for key in args.keys() {
+        if !["code", "input", "timeout_ms", "max_tool_calls"].contains(&key.as_str()) {
+            return Err(format!(
+                "unknown argument {key:?}: execute_code takes code, input, timeout_ms and max_tool_calls"
+            ));
+        }
+    }
+    let code = strip_fences(opt_str(args, "code")?.unwrap_or_default());
+    if code.is_empty() {
+        return Err("\"code\" is required: a JavaScript program (a body that may await and return, or an async function)".into());
+    }
+    if code.len() > cfg.max_source_bytes {
+        return Err(format!(
+            "the program is {} bytes; the limit is {}",
+            code.len(),
+            cfg.max_source_bytes
+        ));
+    }
+    let input = args.get("input").cloned().unwrap_or(Value::Null);
+    let timeout = opt_uint(args, "timeout_ms")?
+        .map_or(cfg.timeout, |ms| Duration::from_millis(ms.max(50)))
+        .min(cfg.timeout);
+    let max_calls = opt_uint(args, "max_tool_calls")?.map_or(cfg.max_tool_calls, |n| {
+        n.min(u64::from(cfg.max_tool_calls)) as u32
+    });
+    Ok((code.to_string(), input, timeout, max_calls))
+}
