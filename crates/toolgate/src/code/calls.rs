@@ -7,6 +7,7 @@ use super::worker::ToolCall;
 use crate::catalog::ToolRecord;
 use crate::guided::execute::{admit, Refusal};
 use crate::guided::Engine;
+use crate::policy::Caller;
 use crate::upstream::{CallError, CallOptions, CallOutcome};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -18,6 +19,8 @@ use toolgate_sandbox::protocol::CallFailure;
 pub struct Gate<'a> {
     pub engine: &'a Engine,
     pub session: &'a str,
+    /// Who runs the program: every call is authorized for this caller's key, as execute's are.
+    pub caller: &'a Caller,
     /// (server, original name) -> record: exactly what the run's `tools` object holds.
     pub allowed: HashMap<(String, String), Arc<ToolRecord>>,
     /// When the run's own deadline passes (calls get no more time than the run has).
@@ -64,13 +67,25 @@ impl Gate<'_> {
                 format!("{name} takes an object of arguments"),
             ));
         };
+        // The key's scopes and tier, exactly as for execute (and audited the same way).
+        let mut permit = match self.engine.policy.check(self.caller, tool, &arguments) {
+            Ok(p) => p,
+            Err(refusal) => return Err(fail("denied", refusal)),
+        };
         let admitted = match admit(self.engine, self.session, tool, arguments) {
             Ok(a) => a,
             Err(Refusal::InvalidArguments(report)) => {
-                return Err(fail("invalid_arguments", report.to_text(&name)))
+                permit.not_run("invalid arguments");
+                return Err(fail("invalid_arguments", report.to_text(&name)));
             }
-            Err(Refusal::Token(e)) => return Err(fail("invalid_arguments", e)),
+            Err(Refusal::Token(e)) => {
+                permit.not_run("unknown or foreign PII token");
+                return Err(fail("invalid_arguments", e));
+            }
         };
+        if let Err(refusal) = permit.confirm(self.caller).await {
+            return Err(fail("approval_required", refusal));
+        }
         let left = self.deadline.saturating_duration_since(Instant::now());
         let upstream = self
             .engine
@@ -81,7 +96,9 @@ impl Gate<'_> {
             timeout: Some(upstream.min(left).max(Duration::from_millis(1))),
             ..Default::default()
         };
-        match admitted.run(opts).await {
+        let result = admitted.run(opts).await;
+        permit.finish(&result);
+        match result {
             Ok(outcome) if outcome.is_error => Err(fail("upstream", text_of(&outcome))),
             Ok(outcome) => {
                 let value = value_of(outcome);

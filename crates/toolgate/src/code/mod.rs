@@ -44,16 +44,24 @@ use toolgate_sandbox::protocol::ToolEntry;
 pub type ToolSet = (Vec<ToolEntry>, HashMap<(String, String), Arc<ToolRecord>>);
 
 pub fn tools_for(catalog: &Catalog) -> ToolSet {
-    let pairs: Vec<(String, String)> = catalog
-        .tools()
+    tools_where(catalog, |_| true)
+}
+
+/// Like [`tools_for`], holding only the tools `keep` lets through (what the caller's key
+/// may call), so a program cannot even name the rest.
+pub fn tools_where(
+    catalog: &Catalog,
+    keep: impl Fn(&crate::catalog::ToolRecord) -> bool,
+) -> ToolSet {
+    let kept: Vec<_> = catalog.tools().iter().filter(|t| keep(t)).collect();
+    let pairs: Vec<(String, String)> = kept
         .iter()
         .map(|t| (t.id.server.clone(), t.id.name.clone()))
         .collect();
     let entries = names::assign(&pairs);
-    let allowed = catalog
-        .tools()
+    let allowed = kept
         .iter()
-        .map(|t| ((t.id.server.clone(), t.id.name.clone()), t.clone()))
+        .map(|t| ((t.id.server.clone(), t.id.name.clone()), (*t).clone()))
         .collect();
     (entries, allowed)
 }

@@ -41,6 +41,7 @@ pub struct RawConfig {
     pub guided: RawGuided,
     #[serde(default)]
     pub direct: RawDirect,
+    #[serde(default)]
     pub code: super::code::RawCode,
     #[serde(default)]
     pub upstreams: BTreeMap<String, RawUpstream>,

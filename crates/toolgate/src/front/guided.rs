@@ -88,7 +88,7 @@ pub async fn call(
         EXECUTE => execute::run(engine, id, &args, context.ct.clone(), caller).await,
         CONTINUE => resume::run(engine, id, &args).await,
         EXECUTE_CODE if engine.gw.config.code.enabled => {
-            code::run(engine, id, &args, context.ct.clone()).await
+            code::run(engine, id, &args, context.ct.clone(), caller).await
         }
         DESCRIBE_TOOLS if engine.gw.config.code.enabled => describe::run(engine, &args),
         _ => {

@@ -4,7 +4,8 @@
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::code::calls::Gate;
 use crate::code::worker::{self, WorkerSettings};
-use crate::code::{answer, strip_fences, tools_for};
+use crate::code::{answer, strip_fences};
+use crate::policy::Caller;
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -20,6 +21,7 @@ pub async fn run(
     session: &str,
     args: &Map<String, Value>,
     cancel: CancellationToken,
+    caller: &Caller,
 ) -> MetaResult {
     let cfg = &engine.gw.config.code;
     let (code, mut input, timeout, max_calls) = match parse(engine, args) {
@@ -49,7 +51,13 @@ pub async fn run(
             cfg.max_workers
         ));
     };
-    let (entries, allowed) = tools_for(&engine.gw.catalog());
+    let (entries, allowed) = crate::code::tools_where(&engine.gw.catalog(), |t| {
+        let tier = engine.policy.facts(t).tier;
+        caller
+            .grant
+            .missing_permission(&t.id.to_string(), tier)
+            .is_none()
+    });
     let kill_after = timeout + cfg.grace;
     let run = Run {
         code,
@@ -71,6 +79,7 @@ pub async fn run(
     let gate = Gate {
         engine,
         session,
+        caller,
         allowed,
         deadline: Instant::now() + timeout,
     };
