@@ -33,6 +33,8 @@ pub(crate) type ProgressRoutes = Arc<Mutex<ProgressTable>>;
 #[derive(Default)]
 pub(crate) struct ProgressTable {
     routes: HashMap<String, mpsc::UnboundedSender<Progress>>,
+    /// Routes that have carried at least one notification.
+    active: std::collections::HashSet<String>,
     early: HashMap<String, (std::time::Instant, Vec<Progress>)>,
 }
 
@@ -51,12 +53,19 @@ impl ProgressTable {
         self.routes.insert(key, tx);
     }
 
+    /// True once the upstream has sent progress for this route.
+    pub fn has_progress(&self, key: &str) -> bool {
+        self.active.contains(key)
+    }
+
     pub fn remove(&mut self, key: &str) {
         self.routes.remove(key);
+        self.active.remove(key);
     }
 
     fn deliver(&mut self, key: String, p: Progress) {
         if let Some(tx) = self.routes.get(&key) {
+            self.active.insert(key.clone());
             let _ = tx.send(p);
             return;
         }

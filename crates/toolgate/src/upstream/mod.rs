@@ -240,10 +240,15 @@ impl Upstream {
                 return Err(CallError::Cancelled);
             }
         };
-        if route.is_some() {
+        let reporting = route
+            .as_ref()
+            .is_some_and(|r| r.0.lock().expect("progress").has_progress(&r.1));
+        if reporting {
             // rmcp hands notifications to spawned tasks but responses straight to the
             // caller, so progress sent just before the result may still be on its way to
-            // `on_progress`; keep the route a moment so it is not lost.
+            // `on_progress`; keep the route a moment so it is not lost. Only for calls
+            // whose upstream reports progress: every request carries a token, most
+            // upstreams never use it, and those calls must not wait.
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         drop(route);
