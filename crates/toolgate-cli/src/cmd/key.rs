@@ -23,12 +23,7 @@ pub fn run(cmd: KeyCommand) -> Result<()> {
 }
 
 fn new(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 48
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
-    if !ok {
+    if !toolgate::config::is_simple_name(name) {
         bail!("key name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.'");
     }
     let (key, hash) = new_key();

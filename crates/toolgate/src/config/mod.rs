@@ -258,14 +258,19 @@ impl Default for GatewayConfig {
     }
 }
 
-/// An upstream name is a config key, a log field and a name prefix: keep it simple.
-pub(crate) fn check_upstream_name(name: &str, file: &Path) -> Result<()> {
-    let ok = !name.is_empty()
+/// True for a name fit for config keys, URLs and logs (upstreams, profiles, keys):
+/// 1 to 48 ASCII letters, digits, `_`, `-` or `.`.
+pub fn is_simple_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 48
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
-    if !ok {
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+}
+
+/// An upstream name is a config key, a log field and a name prefix: keep it simple.
+pub(crate) fn check_upstream_name(name: &str, file: &Path) -> Result<()> {
+    if !is_simple_name(name) {
         bail!(
             "{}: upstream name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.'",
             file.display()

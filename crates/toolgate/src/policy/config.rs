@@ -133,12 +133,7 @@ impl PolicyConfig {
 
 /// Profile and key names appear in URLs and logs: keep them simple.
 fn check_name(kind: &str, name: &str, file: &Path) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 48
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
-    if !ok {
+    if !crate::config::is_simple_name(name) {
         bail!(
             "{}: {kind} name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.'",
             file.display()
