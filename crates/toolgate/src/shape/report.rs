@@ -118,17 +118,7 @@ impl TokenReport {
         }
         let servers: Vec<ServerRow> = rows.into_values().collect();
         let meta = meta_tools(&opts.guided_prefix);
-        let guided_tools: usize = meta
-            .iter()
-            .map(|t| {
-                let name = t["name"].as_str().unwrap_or_default();
-                enc.count_json(&openai_form(
-                    name,
-                    t["description"].as_str(),
-                    &t["inputSchema"],
-                ))
-            })
-            .sum();
+        let guided_tools = meta_tool_tokens(enc, &opts.guided_prefix);
         let guided_mcp: usize = meta.iter().map(|t| enc.count_json(t)).sum();
         let guided_instructions = enc.count(INSTRUCTIONS);
         let sum = |f: &dyn Fn(&ServerRow) -> usize| servers.iter().map(f).sum::<usize>();
@@ -211,4 +201,20 @@ impl LintReport {
             findings,
         }
     }
+}
+
+/// Tokens of the guided meta-tool definitions in OpenAI `tools` form (what the token
+/// report and the whole-task simulation both charge per request).
+pub fn meta_tool_tokens(enc: Encoding, prefix: &str) -> usize {
+    meta_tools(prefix)
+        .iter()
+        .map(|t| {
+            let name = t["name"].as_str().unwrap_or_default();
+            enc.count_json(&openai_form(
+                name,
+                t["description"].as_str(),
+                &t["inputSchema"],
+            ))
+        })
+        .sum()
 }

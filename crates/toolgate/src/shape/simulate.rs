@@ -5,12 +5,12 @@
 //! then the messages, each counted as its compact JSON. Tool results are the same in both
 //! loops and are left out; route's answers are not tool results of the task, so they are in.
 
-use super::tokens::{openai_form, openai_form_of_tool, Encoding};
+use super::tokens::{openai_form_of_tool, Encoding};
 use super::{Profile, SurfaceOptions};
 use crate::catalog::{Catalog, LabelledQuery, ToolId, ToolRecord};
 use crate::guided::route::{respond, RouteContext};
 use crate::guided::schema_view::Detail;
-use crate::guided::surface::{meta_tools, EXECUTE, INSTRUCTIONS, ROUTE};
+use crate::guided::surface::{EXECUTE, INSTRUCTIONS, ROUTE};
 use crate::guided::MetaResult;
 use crate::route::RouteIndex;
 use crate::shape::ProfileView;
@@ -219,18 +219,8 @@ pub fn result_content(r: &MetaResult, form: ResultForm) -> String {
 /// Tokens of the guided surface per request: the meta-tools (OpenAI form) and the
 /// instructions as a system message.
 pub fn guided_surface_tokens(enc: Encoding, prefix: &str) -> usize {
-    let tools: usize = meta_tools(prefix)
-        .iter()
-        .map(|t| {
-            let name = t["name"].as_str().unwrap_or_default();
-            enc.count_json(&openai_form(
-                name,
-                t["description"].as_str(),
-                &t["inputSchema"],
-            ))
-        })
-        .sum();
-    tools + enc.count_json(&json!({"role": "system", "content": INSTRUCTIONS}))
+    super::report::meta_tool_tokens(enc, prefix)
+        + enc.count_json(&json!({"role": "system", "content": INSTRUCTIONS}))
 }
 
 /// A selectionId as toolgate makes them (`sel-` and 16 hex digits), derived from the task
