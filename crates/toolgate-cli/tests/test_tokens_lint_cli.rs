@@ -114,11 +114,22 @@ fn tokens_and_lint_measure_a_live_configuration() {
     let rows = v["tasks"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!(v["profile"], "slim");
-    for k in ["direct", "guided"] {
+    for k in ["direct", "guided", "code"] {
         let sum: u64 = rows.iter().map(|r| r[k].as_u64().unwrap()).sum();
         assert_eq!(v["totals"][k].as_u64(), Some(sum), "{k}");
     }
     assert!(v["totals"]["ratio"].as_f64().unwrap() > 0.0);
+    assert!(v["totals"]["code_ratio"].as_f64().unwrap() > 0.0);
+    // Code mode: describe_tools, execute_code, the final answer, whatever the tool count.
+    assert_eq!(rows[1]["code_requests"], 3, "{}", rows[1]);
+    assert!(v["code_surface"].as_u64() > v["guided_surface"].as_u64());
+    assert!(v["oracle"].as_str().unwrap().contains("execute_code"));
+    let (code, out) = toolgate(&["tokens", "--config", &cfg, "--simulate", &q]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("code/direct") && out.contains("never reach the model"),
+        "{out}"
+    );
 
     // An mcpServers file works the same way.
     let alpha = serde_json::json!({"mcpServers": {"alpha": {

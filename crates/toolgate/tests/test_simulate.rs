@@ -7,7 +7,7 @@ use toolgate::catalog::{
     load_catalog_file, load_queries_file, Catalog, CatalogEntry, LabelledQuery,
 };
 use toolgate::guided::route::{respond, RouteContext};
-use toolgate::guided::surface::{meta_tools, INSTRUCTIONS};
+use toolgate::guided::surface::{code_tools, meta_tools, CODE_INSTRUCTIONS, INSTRUCTIONS};
 use toolgate::route::RouteIndex;
 use toolgate::shape::simulate::{selection_id, simulate, simulate_task, SimOptions};
 use toolgate::shape::Encoding;
@@ -189,6 +189,62 @@ fn tiny_case_by_hand() {
     assert_eq!((row.direct_requests, row.guided_requests), (3, 7));
     // Two small tools cost less than the guided surface: the case `auto` mode serves directly.
     assert!(row.guided > row.direct, "{row:?}");
+
+    // Code mode: every meta-tool (with execute_code and describe_tools) and the instructions
+    // with the code-mode sentence; one describe_tools (its real answer), one execute_code
+    // whose program makes both calls, the final answer.
+    let definitions = |tools: Vec<Value>| -> usize {
+        tools
+            .iter()
+            .map(|t| {
+                let f = json!({"type": "function", "function": {"name": t["name"],
+                    "description": t["description"], "parameters": t["inputSchema"]}});
+                count(&f.to_string())
+            })
+            .sum()
+    };
+    let code_surface = definitions(meta_tools(""))
+        + definitions(code_tools(""))
+        + count(
+            &json!({"role": "system", "content": format!("{INSTRUCTIONS}{CODE_INSTRUCTIONS}")})
+                .to_string(),
+        );
+    let (entries, _) = toolgate::code::tools_for(&catalog);
+    let described =
+        toolgate::guided::describe::describe(&catalog, &entries, &["wx/alerts", "wx/forecast"]);
+    let ts = described.structured.clone().unwrap()["typescript"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(ts.contains("function alerts(args: {"), "{ts}");
+    let mut m = serde_json::Map::new();
+    m.insert("content".into(), Value::Array(described.content.clone()));
+    m.insert(
+        "structuredContent".into(),
+        described.structured.clone().unwrap(),
+    );
+    let describe_answer = Value::Object(m).to_string();
+    let program = "const r1 = await tools.wx.alerts({\"region\":\"\",\"days\":1});\n\
+                   const r2 = await tools.wx.forecast({\"city\":\"\"});\n\
+                   return [r1, r2];";
+    let d = call(
+        "call_1",
+        "describe_tools",
+        json!({"tools": ["wx/alerts", "wx/forecast"]}),
+    ) + answer("call_1", &describe_answer);
+    let e = call("call_2", "execute_code", json!({ "code": program }));
+    let code_requests = vec![
+        code_surface + user,
+        code_surface + user + d,
+        code_surface + user + d + e,
+    ];
+    assert_eq!(loops.code_requests, code_requests);
+    assert_eq!(row.code, code_requests.iter().sum::<usize>());
+    assert_eq!(row.code_requests, 3);
+    assert_eq!(
+        loops.code[3]["tool_calls"][0]["function"]["arguments"],
+        json!({"code": program}).to_string()
+    );
 }
 
 /// On livemcpbench: the totals are the sums of the rows, guided is at most 10% of direct,
@@ -215,8 +271,13 @@ fn livemcpbench_totals() {
         r.totals.guided,
         r.tasks.iter().map(|t| t.guided).sum::<usize>()
     );
+    assert_eq!(r.totals.code, r.tasks.iter().map(|t| t.code).sum::<usize>());
     assert!(r.totals.ratio <= 0.10, "{:?}", r.totals);
     assert_eq!(r.stats.guided_not_cheaper, 0);
+    // Code mode needs three requests whatever the tool count, and no route answers.
+    assert!(r.tasks.iter().all(|t| t.code_requests == 3));
+    assert!(r.totals.code < r.totals.guided, "{:?}", r.totals);
+    assert_eq!(r.stats.code_not_cheaper, 0);
     assert!(r
         .tasks
         .iter()

@@ -1,5 +1,5 @@
 //! `toolgate tokens --simulate QUERIES`: whole tasks run by an oracle agent, direct against
-//! guided, with the input tokens of every request summed.
+//! guided against code mode, with the input tokens of every request summed.
 
 use anyhow::{anyhow, Result};
 use clap::Args as ClapArgs;
@@ -13,7 +13,8 @@ use toolgate::shape::{Encoding, Profile, SurfaceOptions};
 
 #[derive(ClapArgs)]
 pub struct SimArgs {
-    /// A query file (JSON lines of {"query", "expected"}): simulate each task both ways.
+    /// A query file (JSON lines of {"query", "expected"}): simulate each task direct,
+    /// guided and in code mode.
     #[arg(long, value_name = "QUERIES")]
     pub simulate: Option<PathBuf>,
     /// What the direct loop sends (default: raw; with a configuration, its [direct] profile).
@@ -84,13 +85,13 @@ fn print_text(r: &SimReport, source: &str) {
     );
     println!("oracle: {}", r.oracle);
     println!(
-        "every request carries: direct {} tokens of definitions (OpenAI tools form); guided {} (meta-tools + instructions)",
-        r.direct_definitions, r.guided_surface
+        "every request carries: direct {} tokens of definitions (OpenAI tools form); guided {} (meta-tools + instructions); code {} (meta-tools with execute_code and describe_tools + instructions)",
+        r.direct_definitions, r.guided_surface, r.code_surface
     );
-    println!("tool results are the same in both loops and are left out.\n");
+    println!("tool results are left out of every column (in code mode intermediate results never reach the model at all).\n");
     println!(
-        "{:<38} {:>5} {:>10} {:>8} {:>7} {:>6} {:>9}",
-        "task", "tools", "direct", "guided", "ratio", "routes", "requests"
+        "{:<38} {:>5} {:>10} {:>8} {:>7} {:>8} {:>7} {:>6} {:>12}",
+        "task", "tools", "direct", "guided", "g/d", "code", "c/d", "routes", "requests d/g/c"
     );
     for t in &r.tasks {
         let mut note = String::new();
@@ -101,30 +102,43 @@ fn print_text(r: &SimReport, source: &str) {
             note.push_str(&format!("  not routed: {}", t.unrouted.join(", ")));
         }
         println!(
-            "{:<38} {:>5} {:>10} {:>8} {:>6.2}% {:>6} {:>4}/{:<4}{note}",
+            "{:<38} {:>5} {:>10} {:>8} {:>6.2}% {:>8} {:>6.2}% {:>6} {:>4}/{}/{}{note}",
             t.id,
             t.tools,
             t.direct,
             t.guided,
             t.ratio * 100.0,
+            t.code,
+            t.code_ratio * 100.0,
             t.routes,
             t.direct_requests,
-            t.guided_requests
+            t.guided_requests,
+            t.code_requests
         );
     }
     let s = &r.stats;
+    let t = &r.totals;
     println!(
-        "\ntotal: direct {} guided {} ratio {:.2}%",
-        r.totals.direct,
-        r.totals.guided,
-        r.totals.ratio * 100.0
+        "\ntotal: direct {} guided {} code {}; guided/direct {:.2}%, code/direct {:.2}%, code/guided {:.2}%",
+        t.direct,
+        t.guided,
+        t.code,
+        t.ratio * 100.0,
+        t.code_ratio * 100.0,
+        t.code_vs_guided * 100.0
     );
     println!(
-        "per-task ratio: min {:.2}%, median {:.2}%, max {:.2}%; tasks where guided >= direct: {}",
+        "per-task guided/direct: min {:.2}%, median {:.2}%, max {:.2}%; tasks where guided >= direct: {}",
         s.min * 100.0,
         s.median * 100.0,
         s.max * 100.0,
         s.guided_not_cheaper
+    );
+    println!(
+        "per-task code/direct: median {:.2}%; tasks where code >= direct: {}, where code >= guided: {}",
+        s.code_median * 100.0,
+        s.code_not_cheaper,
+        s.code_not_cheaper_than_guided
     );
     println!(
         "route selected the expected tool from the task text alone in {} of {} steps (the rest took a second route by exact name)",

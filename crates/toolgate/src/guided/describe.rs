@@ -2,11 +2,13 @@
 //! writing a program reads exactly the signatures it needs.
 
 use super::{Engine, MetaResult};
+use crate::catalog::Catalog;
 use crate::code::{tools_for, typescript};
 use serde_json::{json, Map, Value};
+use toolgate_sandbox::protocol::ToolEntry;
 
 /// Most tools described in one call.
-const MAX_TOOLS: usize = 20;
+pub const MAX_TOOLS: usize = 20;
 
 pub fn run(engine: &Engine, args: &Map<String, Value>) -> MetaResult {
     if let Some(key) = args.keys().find(|k| k.as_str() != "tools") {
@@ -29,9 +31,15 @@ pub fn run(engine: &Engine, args: &Map<String, Value>) -> MetaResult {
     };
     let catalog = engine.gw.catalog();
     let (entries, _) = tools_for(&catalog);
+    describe(&catalog, &entries, &names)
+}
+
+/// The answer for `names` in `catalog` whose run layout is `entries` (see
+/// [`crate::code::tools_for`]); the whole-task simulation asks this too.
+pub fn describe(catalog: &Catalog, entries: &[ToolEntry], names: &[&str]) -> MetaResult {
     let mut found = Vec::new();
     let mut unknown = Vec::new();
-    for name in names {
+    for &name in names {
         let entry = catalog.resolve(name).and_then(|record| {
             entries
                 .iter()

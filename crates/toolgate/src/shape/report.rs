@@ -206,7 +206,17 @@ impl LintReport {
 /// Tokens of the guided meta-tool definitions in OpenAI `tools` form (what the token
 /// report and the whole-task simulation both charge per request).
 pub fn meta_tool_tokens(enc: Encoding, prefix: &str) -> usize {
-    meta_tools(prefix)
+    definition_tokens(enc, &meta_tools(prefix))
+}
+
+/// Tokens of code mode's meta-tools (`execute_code`, `describe_tools`) in the same form:
+/// what a guided session with code mode on lists besides [`meta_tool_tokens`].
+pub fn code_tool_tokens(enc: Encoding, prefix: &str) -> usize {
+    definition_tokens(enc, &crate::guided::surface::code_tools(prefix))
+}
+
+fn definition_tokens(enc: Encoding, tools: &[Value]) -> usize {
+    tools
         .iter()
         .map(|t| {
             let name = t["name"].as_str().unwrap_or_default();

@@ -1,16 +1,21 @@
-//! What a whole task costs, direct against guided: an oracle agent that always picks the
-//! expected tools runs each task both ways, and every request of each loop is counted.
+//! What a whole task costs, direct against guided against code mode: an oracle agent that
+//! always picks the expected tools runs each task three ways, and every request of each
+//! loop is counted.
 //!
 //! Requests are OpenAI chat requests: the `tools` array (OpenAI form, as in [`super::report`]),
-//! then the messages, each counted as its compact JSON. Tool results are the same in both
-//! loops and are left out; route's answers are not tool results of the task, so they are in.
+//! then the messages, each counted as its compact JSON. Tool results are left out of every
+//! loop; route's and describe_tools' answers are not tool results of the task, so they are in.
 
 use super::tokens::{openai_form_of_tool, Encoding};
 use super::{Profile, SurfaceOptions};
 use crate::catalog::{Catalog, LabelledQuery, ToolId, ToolRecord};
+use crate::code::tools_for;
+use crate::guided::describe::{describe, MAX_TOOLS};
 use crate::guided::route::{respond, RouteContext};
 use crate::guided::schema_view::Detail;
-use crate::guided::surface::{EXECUTE, INSTRUCTIONS, ROUTE};
+use crate::guided::surface::{
+    CODE_INSTRUCTIONS, DESCRIBE_TOOLS, EXECUTE, EXECUTE_CODE, INSTRUCTIONS, ROUTE,
+};
 use crate::guided::MetaResult;
 use crate::route::RouteIndex;
 use crate::shape::ProfileView;
@@ -18,6 +23,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+use toolgate_sandbox::protocol::ToolEntry;
 
 /// The oracle, as the report states it.
 pub const ORACLE: &str = "For each expected tool, in the order the query file lists them: \
@@ -25,9 +31,16 @@ direct: one request, answered with a call of that tool. Guided: one request answ
 route {task: the task text}; if route did not select that tool, one more request answered \
 with route {task: \"server/name\"} (both route answers are real, from toolgate's route code \
 on the catalog's index, in the messages that follow); then one request answered with execute \
-{selectionId, arguments}. Both loops end with one request after the last call (the final \
-answer). Arguments are the same in both loops: the smallest value of every required field of \
-the original schema. Tool results are the same in both loops and are left out.";
+{selectionId, arguments}. Code: one request answered with describe_tools {tools: the task's \
+expected tools as server/name, at most 20 a call} (its answer real, from toolgate's \
+describe_tools code, in the messages that follow), then one request answered with \
+execute_code {code}, a program that awaits each expected tool in order and returns their \
+results (`const r1 = await tools.<server>.<tool>({...}); ... return [r1, ...]`). Every loop \
+ends with one request after the last call (the final answer). Arguments are the same in \
+every loop: the smallest value of every required field of the original schema. Tool results \
+are left out of every loop, which favours direct and guided: there each result enters the \
+context and is carried by every later request, while in code mode intermediate results never \
+reach the model at all (only what the program returns does, and that is left out too).";
 
 /// How to simulate.
 #[derive(Debug, Clone)]
@@ -79,10 +92,15 @@ pub struct SimRow {
     /// Input tokens summed over every request of each loop.
     pub direct: usize,
     pub guided: usize,
+    /// The code-mode loop: describe_tools, execute_code, final answer.
+    pub code: usize,
     /// guided / direct.
     pub ratio: f64,
+    /// code / direct.
+    pub code_ratio: f64,
     pub direct_requests: usize,
     pub guided_requests: usize,
+    pub code_requests: usize,
     /// Route calls; those beyond one per tool are the second route by exact name.
     pub routes: usize,
     /// Expected tools route did not select even by exact name (executed by `tool` name).
@@ -96,8 +114,13 @@ pub struct SimRow {
 pub struct SimTotals {
     pub direct: usize,
     pub guided: usize,
+    pub code: usize,
     /// guided / direct.
     pub ratio: f64,
+    /// code / direct.
+    pub code_ratio: f64,
+    /// code / guided.
+    pub code_vs_guided: f64,
 }
 
 /// The spread of per-task ratios.
@@ -108,6 +131,11 @@ pub struct RatioStats {
     pub max: f64,
     /// Tasks where guided costs at least as much as direct.
     pub guided_not_cheaper: usize,
+    /// The median of code / direct, and tasks where code costs at least as much as direct,
+    /// and at least as much as guided.
+    pub code_median: f64,
+    pub code_not_cheaper: usize,
+    pub code_not_cheaper_than_guided: usize,
     /// Tool steps, and how many route selected from the task text alone.
     pub steps: usize,
     pub first_route_selected: usize,
@@ -125,6 +153,9 @@ pub struct SimReport {
     /// definitions; the guided meta-tools plus the instructions (system message).
     pub direct_definitions: usize,
     pub guided_surface: usize,
+    /// The guided surface with code mode on: the meta-tools plus execute_code and
+    /// describe_tools, and the instructions with the code-mode sentence.
+    pub code_surface: usize,
     pub tasks: Vec<SimRow>,
     pub totals: SimTotals,
     pub stats: RatioStats,
@@ -223,6 +254,33 @@ pub fn guided_surface_tokens(enc: Encoding, prefix: &str) -> usize {
         + enc.count_json(&json!({"role": "system", "content": INSTRUCTIONS}))
 }
 
+/// Tokens of the surface a guided session with code mode on carries per request: every
+/// meta-tool including execute_code and describe_tools, and the instructions with the
+/// code-mode sentence (as the front sends them).
+pub fn code_surface_tokens(enc: Encoding, prefix: &str) -> usize {
+    let instructions = format!("{INSTRUCTIONS}{CODE_INSTRUCTIONS}");
+    super::report::meta_tool_tokens(enc, prefix)
+        + super::report::code_tool_tokens(enc, prefix)
+        + enc.count_json(&json!({"role": "system", "content": instructions}))
+}
+
+/// The oracle's execute_code program: each call awaited in order, the results returned.
+/// Deterministic, so runs repeat exactly.
+pub fn oracle_program(calls: &[(&ToolEntry, Value)]) -> String {
+    let mut code = String::new();
+    for (i, (e, args)) in calls.iter().enumerate() {
+        code.push_str(&format!(
+            "const r{} = await tools.{}.{}({args});\n",
+            i + 1,
+            e.server_ident,
+            e.tool_ident
+        ));
+    }
+    let results: Vec<String> = (1..=calls.len()).map(|i| format!("r{i}")).collect();
+    code.push_str(&format!("return [{}];", results.join(", ")));
+    code
+}
+
 /// A selectionId as toolgate makes them (`sel-` and 16 hex digits), derived from the task
 /// and step so that runs repeat exactly.
 pub fn selection_id(task: usize, step: usize) -> String {
@@ -240,7 +298,8 @@ pub fn simulate(
 ) -> SimReport {
     let enc = opts.encoding;
     let sim = TaskSim::new(catalog, opts, arguments);
-    let (direct_definitions, guided_surface) = (sim.direct_definitions, sim.guided_surface);
+    let (direct_definitions, guided_surface, code_surface) =
+        (sim.direct_definitions, sim.guided_surface, sim.code_surface);
     let mut steps = 0;
     let mut first_route_selected = 0;
     let tasks: Vec<SimRow> = tasks
@@ -255,13 +314,12 @@ pub fn simulate(
         .collect();
     let direct: usize = tasks.iter().map(|r| r.direct).sum();
     let guided: usize = tasks.iter().map(|r| r.guided).sum();
+    let code: usize = tasks.iter().map(|r| r.code).sum();
     let mut ratios: Vec<f64> = tasks.iter().map(|r| r.ratio).collect();
     ratios.sort_by(f64::total_cmp);
-    let median = match ratios.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => ratios[n / 2],
-        n => (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0,
-    };
+    let median = median_of(&ratios);
+    let mut code_ratios: Vec<f64> = tasks.iter().map(|r| r.code_ratio).collect();
+    code_ratios.sort_by(f64::total_cmp);
     SimReport {
         encoding: enc.name(),
         profile: opts.profile,
@@ -270,11 +328,15 @@ pub fn simulate(
         oracle: ORACLE,
         direct_definitions,
         guided_surface,
+        code_surface,
         stats: RatioStats {
             min: ratios.first().copied().unwrap_or(0.0),
             median,
             max: ratios.last().copied().unwrap_or(0.0),
             guided_not_cheaper: tasks.iter().filter(|r| r.guided >= r.direct).count(),
+            code_median: median_of(&code_ratios),
+            code_not_cheaper: tasks.iter().filter(|r| r.code >= r.direct).count(),
+            code_not_cheaper_than_guided: tasks.iter().filter(|r| r.code >= r.guided).count(),
             steps,
             first_route_selected,
         },
@@ -282,8 +344,20 @@ pub fn simulate(
         totals: SimTotals {
             direct,
             guided,
+            code,
             ratio: ratio(guided, direct),
+            code_ratio: ratio(code, direct),
+            code_vs_guided: ratio(code, guided),
         },
+    }
+}
+
+/// The median of sorted values (0 for none).
+fn median_of(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
     }
 }
 
@@ -308,9 +382,11 @@ fn detail_name(d: Detail) -> &'static str {
 pub struct TaskLoops {
     pub direct: Vec<Value>,
     pub guided: Vec<Value>,
+    pub code: Vec<Value>,
     /// Per-request tokens of each loop.
     pub direct_requests: Vec<usize>,
     pub guided_requests: Vec<usize>,
+    pub code_requests: Vec<usize>,
     /// Steps where the route with the task text selected the expected tool.
     pub first_selected: usize,
 }
@@ -324,6 +400,9 @@ struct TaskSim<'a> {
     arguments: &'a dyn Fn(&Value) -> Value,
     direct_definitions: usize,
     guided_surface: usize,
+    code_surface: usize,
+    /// Every tool's place in a program's `tools` (safe identifiers), as a run lays it out.
+    entries: Vec<ToolEntry>,
 }
 
 impl<'a> TaskSim<'a> {
@@ -342,8 +421,11 @@ impl<'a> TaskSim<'a> {
                 enc.count_json(&openai_form_of_tool(name, &t.tool))
             })
             .sum();
+        let (entries, _) = tools_for(&catalog);
         Self {
             index: RouteIndex::build(&catalog),
+            entries,
+            code_surface: code_surface_tokens(enc, &opts.surface.guided_prefix),
             catalog,
             view,
             opts,
@@ -438,6 +520,8 @@ impl<'a> TaskSim<'a> {
         }
         guided.request();
 
+        let code = self.code_loop(q, &tools);
+
         let row = SimRow {
             id: match &q.id {
                 Some(Value::String(s)) => s.clone(),
@@ -447,9 +531,12 @@ impl<'a> TaskSim<'a> {
             tools: tools.len(),
             direct: direct.total(),
             guided: guided.total(),
+            code: code.total(),
             ratio: ratio(guided.total(), direct.total()),
+            code_ratio: ratio(code.total(), direct.total()),
             direct_requests: direct.requests.len(),
             guided_requests: guided.requests.len(),
+            code_requests: code.requests.len(),
             routes,
             unrouted,
             missing,
@@ -457,11 +544,62 @@ impl<'a> TaskSim<'a> {
         let loops = TaskLoops {
             direct_requests: direct.requests.clone(),
             guided_requests: guided.requests.clone(),
+            code_requests: code.requests.clone(),
             direct: direct.messages,
             guided: guided.messages,
+            code: code.messages,
             first_selected,
         };
         (row, loops)
+    }
+
+    /// Code mode: describe_tools for the task's tools, one execute_code whose program makes
+    /// every call, then the final answer.
+    fn code_loop(&self, q: &LabelledQuery, tools: &[&Arc<ToolRecord>]) -> Loop {
+        let enc = self.opts.encoding;
+        let prefix = &self.opts.surface.guided_prefix;
+        let mut code = Loop::new(enc, self.code_surface);
+        code.push(user_message(&q.query));
+        let entry = |t: &ToolRecord| {
+            self.entries
+                .iter()
+                .find(|e| e.server == t.id.server && e.tool == t.id.name)
+        };
+        let calls: Vec<(&ToolEntry, Value)> = tools
+            .iter()
+            .filter_map(|t| Some((entry(t)?, (self.arguments)(t.input_schema()))))
+            .collect();
+        if !calls.is_empty() {
+            let mut names: Vec<String> = Vec::new();
+            for t in tools {
+                let name = t.id.to_string();
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            for chunk in names.chunks(MAX_TOOLS) {
+                code.request();
+                let id = code.call(
+                    &format!("{prefix}{DESCRIBE_TOOLS}"),
+                    &json!({"tools": chunk}),
+                );
+                let asked: Vec<&str> = chunk.iter().map(String::as_str).collect();
+                let answer = describe(&self.catalog, &self.entries, &asked);
+                code.push(tool_message(
+                    &id,
+                    &result_content(&answer, self.opts.result_form),
+                ));
+            }
+            code.request();
+            let program = oracle_program(&calls);
+            code.call(
+                &format!("{prefix}{EXECUTE_CODE}"),
+                &json!({"code": program}),
+            );
+            // Its answer is the program's result: a tool result of the task, left out.
+        }
+        code.request();
+        code
     }
 }
 
