@@ -95,8 +95,7 @@ return {length: big.arguments.message.length, endsWith: big.arguments.message.sl
 
 #[tokio::test]
 async fn runs_are_isolated_and_bounded_per_session() {
-    let (_dir, config) =
-        setup("max_runs_per_session = 1\nallow_destructive = [\"gamma/delete-item\"]");
+    let (_dir, config) = setup("max_runs_per_key = 1\nallow_destructive = [\"gamma/delete-item\"]");
     let (client, _) = connect_stdio(&config, &[]).await;
     expect(
         &client,
@@ -127,7 +126,11 @@ async fn runs_are_isolated_and_bounded_per_session() {
     let (slow, fast) = tokio::join!(slow, fast);
     assert_eq!(structured(&slow)["result"], "slow", "{}", text(&slow));
     assert_eq!(fast.is_error, Some(true));
-    assert!(text(&fast).contains("already running"), "{}", text(&fast));
+    assert!(
+        text(&fast).contains("this session already has 1 programs running"),
+        "{}",
+        text(&fast)
+    );
     healthy(&client).await;
 }
 

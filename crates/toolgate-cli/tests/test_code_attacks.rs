@@ -210,7 +210,10 @@ async fn a_crashed_worker_is_reported_and_the_next_run_gets_a_new_one() {
         "IFS= read -r line; case \"$line\" in *crash-me*) kill -KILL $$;; esac; {{ printf '%s\\n' \"$line\"; exec /bin/cat; }} | exec {} sandbox-worker",
         toolgate().display()
     );
-    let (_dir, config) = setup(&format!("worker = [\"/bin/sh\", \"-c\", {wrapper:?}]"));
+    // The wrapper reads the run before the worker starts, so it cannot wait in the pool.
+    let (_dir, config) = setup(&format!(
+        "pool_size = 0\nworker = [\"/bin/sh\", \"-c\", {wrapper:?}]"
+    ));
     let (client, _) = connect_stdio(&config, &[]).await;
     let (s, t) = run(&client, "// crash-me\nreturn 1").await;
     assert_eq!(s["status"], "crashed", "{t}");
@@ -231,7 +234,9 @@ async fn cancelling_a_run_kills_its_worker() {
     let (_dir, config) = setup_with(
         60_000,
         &format!(
-            "worker = [{:?}, \"sandbox-worker\"]",
+            // Started per run, so the only worker that matches is this run's (the pool's
+            // workers are in test_code_pool.rs).
+            "pool_size = 0\nworker = [{:?}, \"sandbox-worker\"]",
             link.display().to_string()
         ),
     );

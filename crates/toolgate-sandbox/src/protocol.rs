@@ -1,6 +1,7 @@
-//! The worker protocol: one JSON object per line. The gateway writes a [`Run`] and then
-//! [`ToGateway::Call`] answers ([`CallAnswer`]); the worker writes calls, logs, and one
-//! [`ToGateway::Done`] before it exits.
+//! The worker protocol: one JSON object per line. The worker starts its runtime and writes
+//! [`ToGateway::Ready`]; the gateway writes a [`Run`] (it may do so before `Ready` arrives)
+//! and then [`ToGateway::Call`] answers ([`CallAnswer`]); the worker writes calls, logs, and
+//! one [`ToGateway::Done`] before it exits.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -90,6 +91,9 @@ pub const ERROR_CODES: [&str; 6] = [
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToGateway {
+    /// The worker is started and its fresh runtime made; it waits for its one [`Run`]. A
+    /// gateway keeping workers warm hands out only those that said so.
+    Ready,
     /// The program called a tool.
     Call {
         id: u64,

@@ -83,6 +83,10 @@ fn run_with(code: &str, limits: Limits, answer: impl Fn(&str, &Value) -> CallAns
                 ran.calls.push((server, tool, arguments));
             }
             ToGateway::Log { text, .. } => ran.logs.push(text),
+            ToGateway::Ready => assert!(
+                ran.calls.is_empty() && ran.logs.is_empty(),
+                "Ready comes first"
+            ),
             ToGateway::Done(d) => {
                 ran.done = d;
                 break;

@@ -26,6 +26,12 @@ pub struct Gateway {
     started: Instant,
     /// Set once every upstream has settled, so `wait_settled` is free afterwards.
     settled: std::sync::atomic::AtomicBool,
+    /// Code mode's runs in progress per caller (API key, else session) and in total: one
+    /// count for the whole gateway, whichever front, transport or endpoint a run came from.
+    pub code_runs: crate::code::RunSlots,
+    /// Code mode's sandbox workers, `code.pool_size` of them started ahead and waiting;
+    /// shutdown kills the waiting ones.
+    pub code_workers: Arc<crate::code::pool::WorkerPool>,
 }
 
 impl Gateway {
@@ -38,14 +44,20 @@ impl Gateway {
             .map(|u| (u.name.clone(), Upstream::new(u.clone())))
             .collect();
         let gw = Arc::new(Self {
-            config,
             upstreams,
             catalog: watch::channel(Arc::new(Catalog::default())).0,
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
             started: Instant::now(),
             settled: Default::default(),
+            code_runs: Default::default(),
+            code_workers: crate::code::pool::WorkerPool::new(&config.code),
+            config,
         });
+        if gw.code_workers.keeps_workers() {
+            let pool = gw.code_workers.clone();
+            gw.tasks.spawn(pool.keep_filled(gw.stop.clone()));
+        }
         for up in gw.upstreams.values() {
             gw.tasks.spawn(supervise(up.clone(), gw.stop.clone()));
             let mut changed = up.watch();
@@ -138,7 +150,8 @@ impl Gateway {
         })
     }
 
-    /// Stops every upstream (children get SIGTERM, then SIGKILL) and waits for them.
+    /// Stops every upstream (children get SIGTERM, then SIGKILL) and the sandbox worker
+    /// pool (idle workers are killed), and waits for them.
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.tasks.wait().await;

@@ -211,7 +211,21 @@ pub struct HttpGateway {
 impl HttpGateway {
     /// Starts the gateway on 127.0.0.1:0 and reads its address from the banner.
     pub fn start(config: &Path, extra: &[&str]) -> Self {
-        let mut child = Command::new(toolgate())
+        Self::start_logging(config, extra, None).0
+    }
+
+    /// `start` with `RUST_LOG=filter`; every stderr line of the gateway is also sent to
+    /// the receiver, for tests that wait for what the gateway reports.
+    pub fn start_logging(
+        config: &Path,
+        extra: &[&str],
+        filter: Option<&str>,
+    ) -> (Self, std::sync::mpsc::Receiver<String>) {
+        let mut cmd = Command::new(toolgate());
+        if let Some(f) = filter {
+            cmd.env("RUST_LOG", f);
+        }
+        let mut child = cmd
             .args(["serve", "--http", "127.0.0.1:0", "--config"])
             .arg(config)
             .args(extra)
@@ -222,10 +236,12 @@ impl HttpGateway {
             .unwrap();
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let (log_tx, log_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             // Keep draining stderr for the process's whole life, so it never blocks on a full pipe.
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[toolgate] {line}");
+                let _ = log_tx.send(line.clone());
                 if let Some(rest) = line.strip_prefix("MCP endpoint: ") {
                     let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
                 }
@@ -234,7 +250,7 @@ impl HttpGateway {
         let url = rx
             .recv_timeout(Duration::from_secs(60))
             .expect("toolgate printed its endpoint");
-        Self { child, url }
+        (Self { child, url }, log_rx)
     }
 
     pub fn base(&self) -> String {

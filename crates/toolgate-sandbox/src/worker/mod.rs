@@ -1,6 +1,8 @@
-//! The sandbox worker: reads one [`Run`], limits itself, runs the program in a fresh
-//! QuickJS runtime, and answers with [`Done`]. One program per process, so nothing a
-//! program leaves behind (globals, heap, a wedged interpreter) can reach another.
+//! The sandbox worker: makes a fresh QuickJS runtime, says it is ready, reads one [`Run`],
+//! limits itself, runs the program, and answers with [`Done`]. One program per process, so
+//! nothing a program leaves behind (globals, heap, a wedged interpreter) can reach another.
+//! The runtime is made before the run arrives so that a gateway can keep started workers
+//! waiting (its pool): no program text has touched it until then.
 //!
 //! Defences, in the order they act: QuickJS's heap and stack limits and its interrupt
 //! handler (the deadline); the OS limits set here before any program text is compiled
@@ -13,6 +15,7 @@ mod program;
 
 use crate::protocol::{Done, Limits, Run, ToGateway};
 use std::cell::RefCell;
+use std::io::BufWriter;
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -39,13 +42,21 @@ pub fn main() -> ExitCode {
 /// (a worker process does; in-process tests do not, so they do not limit the test runner).
 pub fn serve(
     mut input: impl BufRead,
-    output: Box<dyn Write>,
+    mut output: Box<dyn Write>,
     os_limits: bool,
 ) -> std::io::Result<()> {
+    let fresh = program::Fresh::new()?;
+    {
+        let mut w = BufWriter::new(&mut output);
+        serde_json::to_writer(&mut w, &ToGateway::Ready).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")?;
+        w.flush()?;
+    }
     let mut line = String::new();
     input.read_line(&mut line)?;
     let run: Run = serde_json::from_str(&line)
         .map_err(|e| std::io::Error::other(format!("the first line is not a run: {e}")))?;
+    // Before any program text is compiled.
     if os_limits {
         apply_os_limits(&run.limits)?;
     }
@@ -53,7 +64,7 @@ pub fn serve(
         output,
         run.limits.max_log_bytes,
     )));
-    let done: Done = program::run(run, &mut input, &out);
+    let done: Done = program::run(fresh, run, &mut input, &out);
     let result = out.borrow_mut().send(&ToGateway::Done(done));
     result
 }

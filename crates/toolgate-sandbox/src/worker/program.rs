@@ -15,23 +15,34 @@ use std::time::{Duration, Instant};
 
 const PRELUDE: &str = include_str!("prelude.js");
 
-/// Runs `run` and says how it ended. Console lines and tool calls go out through `out` as
-/// they happen; tool answers come in on `input`.
-pub fn run(run: Run, input: &mut dyn BufRead, out: &Rc<RefCell<Output>>) -> Done {
+/// A runtime and context no program has touched yet: made before the run arrives (that is
+/// most of a worker's start-up), used for exactly one run.
+pub struct Fresh {
+    rt: Runtime,
+    ctx: Context,
+}
+
+impl Fresh {
+    pub fn new() -> std::io::Result<Self> {
+        let fail =
+            |e: rquickjs::Error| std::io::Error::other(format!("cannot start the runtime: {e}"));
+        let rt = Runtime::new().map_err(fail)?;
+        let ctx = Context::full(&rt).map_err(fail)?;
+        Ok(Self { rt, ctx })
+    }
+}
+
+/// Runs `run` in `fresh` and says how it ended. Console lines and tool calls go out through
+/// `out` as they happen; tool answers come in on `input`.
+pub fn run(fresh: Fresh, run: Run, input: &mut dyn BufRead, out: &Rc<RefCell<Output>>) -> Done {
     let timeout = Duration::from_millis(run.limits.timeout_ms);
     let deadline = Instant::now() + timeout;
-    let rt = match Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => return failed("Error", format!("cannot start the runtime: {e}")),
-    };
+    let Fresh { rt, ctx } = fresh;
+    // The heap limit counts what the context already holds, as it did when it was set first.
     rt.set_memory_limit(run.limits.heap_bytes);
     rt.set_max_stack_size(run.limits.stack_bytes);
     // The first defence against a busy program: QuickJS polls this while running bytecode.
     rt.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
-    let ctx = match Context::full(&rt) {
-        Ok(c) => c,
-        Err(e) => return failed("Error", format!("cannot start the runtime: {e}")),
-    };
     let mut done = ctx.with(|ctx| in_context(&ctx, &run, deadline, input, out));
     if done.status != "ok" && Instant::now() >= deadline {
         done.status = "timeout".into();

@@ -6,6 +6,7 @@
 //! - [`typescript`]: JSON Schema to TypeScript declarations (`describe_tools`, route's
 //!   `detail: "typescript"`).
 //! - [`worker`]: one worker process per run: spawn, converse, kill at the deadline.
+//! - [`pool`]: workers started ahead of time (`code.pool_size`), each still used once.
 //! - [`calls`]: a program's tool call, through the same gate as execute.
 //! - [`answer`]: what the model sees of a run, within the output budget.
 //! - [`state`]: `state.get/set`, small values kept per session between runs.
@@ -17,6 +18,7 @@ pub mod answer;
 pub mod calls;
 pub mod names;
 pub mod pii;
+pub mod pool;
 pub mod state;
 pub mod typescript;
 pub mod worker;
@@ -66,8 +68,9 @@ pub fn tools_where(
     (entries, allowed)
 }
 
-/// Runs in progress per key (the session, until keys exist), so one caller cannot take
-/// every worker.
+/// Runs in progress per owner (see `Caller::limit_owner`: an API key, else a session), so
+/// one caller cannot take every worker; the gateway holds one for all its sessions. The
+/// owner `""` is no caller's: it counts every run, for the gateway-wide worker limit.
 #[derive(Default)]
 pub struct RunSlots {
     running: Mutex<HashMap<String, usize>>,

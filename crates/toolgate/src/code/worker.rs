@@ -1,9 +1,11 @@
-//! One sandbox worker process per run: spawn it with an empty environment (it holds no
-//! credentials), send the run, answer its tool calls (at most `max_in_flight` at once),
-//! and kill it at the deadline plus the grace period, whatever it is doing.
+//! One sandbox worker process per run: started with an empty environment (it holds no
+//! credentials), given the run, its tool calls answered (at most `max_in_flight` at once),
+//! and killed at the deadline plus the grace period, whatever it is doing.
 //!
 //! A process per run is the isolation: nothing a program leaves behind outlives it, and a
-//! worker that crashed or was killed is simply not reused; the next run gets a new one.
+//! worker is never given a second run, whether it finished, crashed or was killed. Workers
+//! may be started ahead of time and kept waiting (see [`super::pool`]); a waiting worker has
+//! run nothing.
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
@@ -12,8 +14,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdout, Command};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, Notify, Semaphore};
 use toolgate_sandbox::protocol::{
     CallAnswer, CallFailure, Done, ProgramError, Run, ToGateway, STATE_SERVER,
 };
@@ -49,22 +51,117 @@ pub struct RunReport {
     pub truncated: bool,
 }
 
+/// The largest returned value a worker sends (what the model sees is cut far below).
+pub const MAX_RESULT_BYTES: usize = 1 << 20;
+
+/// The longest line accepted from a worker under `cfg`: a tool call's arguments or the
+/// returned value, plus the console output, plus room for the envelope.
+pub fn line_limit(cfg: &crate::config::code::CodeConfig) -> usize {
+    cfg.max_tool_result_bytes.max(MAX_RESULT_BYTES) + cfg.output_bytes + (64 << 10)
+}
+
+/// A started worker process and its pipes, for exactly one run.
+pub struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    /// What the worker writes, parsed line by line (a reader task feeds it).
+    messages: mpsc::Receiver<Result<ToGateway, String>>,
+}
+
+impl Worker {
+    /// Starts `command` with an empty environment in `/`. `exited` is notified when the
+    /// worker's stdout closes (it exited or was killed), so a pool can replace it.
+    pub fn spawn(
+        command: &[String],
+        max_line_bytes: usize,
+        exited: Option<std::sync::Arc<Notify>>,
+    ) -> Result<Self, String> {
+        let Some((program, args)) = command.split_first() else {
+            return Err("the sandbox worker command is empty".into());
+        };
+        let mut child = Command::new(program)
+            .args(args)
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start the sandbox worker {program:?}: {e}"))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err("the sandbox worker has no pipes".into());
+        };
+        tokio::spawn(drain_stderr(stderr));
+        let (tx, messages) = mpsc::channel(16);
+        tokio::spawn(async move {
+            read_messages(stdout, max_line_bytes, tx).await;
+            if let Some(n) = exited {
+                n.notify_one();
+            }
+        });
+        Ok(Self {
+            child,
+            stdin,
+            messages,
+        })
+    }
+
+    /// Waits (at most `limit`) for the worker to say it is ready for its run.
+    pub async fn ready(&mut self, limit: Duration) -> Result<(), String> {
+        match tokio::time::timeout(limit, self.messages.recv()).await {
+            Ok(Some(Ok(ToGateway::Ready))) => Ok(()),
+            Ok(Some(Ok(other))) => Err(format!(
+                "the sandbox worker spoke before its run: {other:?}"
+            )),
+            Ok(Some(Err(e))) => Err(format!("the sandbox worker broke the protocol: {e}")),
+            Ok(None) => Err(match self.child.try_wait() {
+                Ok(Some(status)) => format!("the sandbox worker exited at start ({status})"),
+                _ => "the sandbox worker closed its output at start".into(),
+            }),
+            Err(_) => Err(format!(
+                "the sandbox worker was not ready after {} ms",
+                limit.as_millis()
+            )),
+        }
+    }
+
+    /// Still running and still able to take a run.
+    pub fn alive(&mut self) -> bool {
+        !self.messages.is_closed() && matches!(self.child.try_wait(), Ok(None))
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Kills the process and waits (bounded) until it is gone.
+    pub async fn kill(mut self) {
+        let _ = self.child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+    }
+}
+
 /// Process-level settings of a run.
-pub struct WorkerSettings<'a> {
-    /// Program and arguments.
-    pub command: &'a [String],
+pub struct WorkerSettings {
     /// The deadline plus the grace period: when the process is killed.
     pub kill_after: Duration,
     pub max_calls: u32,
     pub max_in_flight: usize,
     /// Console bytes kept (the worker caps them too; this holds if it does not).
     pub max_log_bytes: usize,
-    /// The longest line accepted from the worker.
-    pub max_line_bytes: usize,
 }
 
-/// Runs `run` in a new worker; `handle` answers each tool call.
-pub async fn run<F, Fut>(settings: &WorkerSettings<'_>, run: &Run, handle: F) -> RunReport
+/// Runs `run` in `worker` (or reports why there is none); `handle` answers each tool call.
+/// The worker is used up: killed if it has not exited by the end.
+pub async fn run<F, Fut>(
+    settings: &WorkerSettings,
+    worker: Result<Worker, String>,
+    run: &Run,
+    handle: F,
+) -> RunReport
 where
     F: Fn(ToolCall) -> Fut + Sync,
     Fut: Future<Output = Result<Value, CallFailure>> + Send,
@@ -77,37 +174,17 @@ where
         calls: Vec::new(),
         truncated: false,
     };
-    let Some((program, args)) = settings.command.split_first() else {
-        report.error = Some(error("the sandbox worker command is empty".into()));
-        return report;
-    };
-    let mut child = match Command::new(program)
-        .args(args)
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-    {
-        Ok(c) => c,
+    let Worker {
+        mut child,
+        mut stdin,
+        mut messages,
+    } = match worker {
+        Ok(w) => w,
         Err(e) => {
-            report.error = Some(error(format!(
-                "cannot start the sandbox worker {program:?}: {e}"
-            )));
+            report.error = Some(error(e));
             return report;
         }
     };
-    let (Some(mut stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        report.error = Some(error("the sandbox worker has no pipes".into()));
-        return report;
-    };
-    tokio::spawn(drain_stderr(stderr));
-    let (msg_tx, mut messages) = mpsc::channel(16);
-    tokio::spawn(read_messages(stdout, settings.max_line_bytes, msg_tx));
     // A separate writer, so a worker that stops reading cannot stall the deadline.
     let (answer_tx, mut answers) = mpsc::unbounded_channel::<Vec<u8>>();
     let mut first = serde_json::to_vec(run).unwrap_or_default();
@@ -142,6 +219,8 @@ where
                 break;
             }
             m = messages.recv() => match m {
+                // A worker started for this run says so first; nothing to do.
+                Some(Ok(ToGateway::Ready)) => {}
                 Some(Ok(ToGateway::Call { id, server, tool, arguments })) if server == STATE_SERVER => {
                     // state.get/set: answered like a call, but neither listed nor counted.
                     let call = ToolCall { server, tool, arguments };

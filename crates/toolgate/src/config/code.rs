@@ -10,8 +10,9 @@
 //! max_tool_calls = 50         # per run
 //! max_in_flight = 8           # tool calls running at once, per run
 //! output_bytes = 24576        # what one run shows the model
-//! max_runs_per_session = 2    # runs at once
-//! max_workers = 8             # runs at once over all sessions (each is a process)
+//! max_runs_per_key = 2        # runs at once per API key (per session without keys)
+//! max_workers = 8             # runs at once over the whole gateway (each is a process)
+//! pool_size = 2               # idle workers kept started (0: start one per run)
 //! allow_destructive = ["files/delete_file"]   # may be called from a program
 //! pii = true                 # tokenize e-mails, phones, IBANs, cards in what runs return
 //! pii_fields = ["name"]       # and the values of these fields
@@ -40,9 +41,14 @@ pub struct CodeConfig {
     pub max_tool_calls: u32,
     pub max_in_flight: usize,
     pub output_bytes: usize,
-    pub max_runs_per_session: usize,
-    /// Runs at once over all sessions: each is a process with up to the address-space limit.
+    /// Runs at once per caller: per API key over every session (stdio and HTTP), or per
+    /// session for a caller without a configured key; so one caller cannot take every worker.
+    pub max_runs_per_key: usize,
+    /// Runs at once over the whole gateway: each is a process with up to the address-space limit.
     pub max_workers: usize,
+    /// Idle workers kept started and initialized, so a run does not wait for a process
+    /// and a runtime; each still serves exactly one run. 0: start one per run.
+    pub pool_size: usize,
     /// A tool result larger than this (as JSON) throws `limit` instead of entering the program.
     pub max_tool_result_bytes: usize,
     /// Destructive tools (`destructiveHint: true`) a program may call; others throw
@@ -67,8 +73,9 @@ impl Default for CodeConfig {
             max_tool_calls: 50,
             max_in_flight: 8,
             output_bytes: 24 << 10,
-            max_runs_per_session: 2,
+            max_runs_per_key: 2,
             max_workers: 8,
+            pool_size: 2,
             max_tool_result_bytes: 4 << 20,
             allow_destructive: Vec::new(),
             pii: false,
@@ -95,8 +102,11 @@ pub struct RawCode {
     pub max_tool_calls: Option<u32>,
     pub max_in_flight: Option<usize>,
     pub output_bytes: Option<usize>,
+    pub max_runs_per_key: Option<usize>,
+    /// The old name of `max_runs_per_key` (before keys existed): accepted with a warning.
     pub max_runs_per_session: Option<usize>,
     pub max_workers: Option<usize>,
+    pub pool_size: Option<usize>,
     pub max_tool_result_bytes: Option<usize>,
     #[serde(default)]
     pub allow_destructive: Vec<String>,
@@ -139,6 +149,20 @@ impl RawCode {
                 );
             }
         }
+        let runs_per_key = match (self.max_runs_per_key, self.max_runs_per_session) {
+            (Some(_), Some(_)) => bail!(
+                "{}: code.max_runs_per_session is the old name of code.max_runs_per_key: keep only max_runs_per_key",
+                file.display()
+            ),
+            (None, Some(n)) => {
+                tracing::warn!(
+                    "{}: code.max_runs_per_session is deprecated: rename it to code.max_runs_per_key (runs are now limited per API key)",
+                    file.display()
+                );
+                n
+            }
+            (n, None) => n.unwrap_or(d.max_runs_per_key),
+        };
         let ms = |key: &str, v: Option<u64>, default: Duration, lo: u64, hi: u64| {
             v.map_or(Ok(default), |v| {
                 within(key, v, lo, hi).map(Duration::from_millis)
@@ -175,17 +199,18 @@ impl RawCode {
                 1024,
                 1 << 24,
             )? as usize,
-            max_runs_per_session: within(
-                "max_runs_per_session",
-                self.max_runs_per_session.unwrap_or(d.max_runs_per_session) as u64,
-                1,
-                1024,
-            )? as usize,
+            max_runs_per_key: within("max_runs_per_key", runs_per_key as u64, 1, 1024)? as usize,
             max_workers: within(
                 "max_workers",
                 self.max_workers.unwrap_or(d.max_workers) as u64,
                 1,
                 1024,
+            )? as usize,
+            pool_size: within(
+                "pool_size",
+                self.pool_size.unwrap_or(d.pool_size) as u64,
+                0,
+                64,
             )? as usize,
             max_tool_result_bytes: within(
                 "max_tool_result_bytes",
@@ -219,7 +244,8 @@ mod tests {
         assert_eq!(c.heap_bytes, 64 << 20);
         assert_eq!(c.address_space_bytes, 256 << 20);
         assert_eq!((c.max_tool_calls, c.max_in_flight), (50, 8));
-        assert_eq!((c.output_bytes, c.max_runs_per_session), (24 << 10, 2));
+        assert_eq!((c.output_bytes, c.max_runs_per_key), (24 << 10, 2));
+        assert_eq!((c.max_workers, c.pool_size), (8, 2));
         let c = parse("[code]\nenabled = true\ntimeout_ms = 500\nheap_mib = 128\nworker = [\"w\", \"x\"]\npii = true\n")
             .unwrap()
             .code;
@@ -227,6 +253,16 @@ mod tests {
         assert_eq!(c.timeout, Duration::from_millis(500));
         assert_eq!(c.address_space_bytes, (128 + 192) << 20);
         assert_eq!(c.worker, Some(vec!["w".to_string(), "x".to_string()]));
+    }
+
+    #[test]
+    fn the_old_per_session_name_still_sets_the_per_key_limit() {
+        let c = parse("[code]\nmax_runs_per_session = 3\npool_size = 0")
+            .unwrap()
+            .code;
+        assert_eq!((c.max_runs_per_key, c.pool_size), (3, 0));
+        let c = parse("[code]\nmax_runs_per_key = 4").unwrap().code;
+        assert_eq!(c.max_runs_per_key, 4);
     }
 
     #[test]
@@ -245,6 +281,12 @@ mod tests {
             ),
             ("[code]\nmax_in_flight = 0", "code.max_in_flight"),
             ("[code]\nenable = true", "enable"),
+            ("[code]\npool_size = 65", "code.pool_size"),
+            ("[code]\nmax_runs_per_key = 0", "code.max_runs_per_key"),
+            (
+                "[code]\nmax_runs_per_key = 2\nmax_runs_per_session = 2",
+                "keep only max_runs_per_key",
+            ),
         ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(key), "{text}: {e}");

@@ -3,7 +3,7 @@
 
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::code::calls::Gate;
-use crate::code::worker::{self, WorkerSettings};
+use crate::code::worker::{self, WorkerSettings, MAX_RESULT_BYTES};
 use crate::code::{answer, strip_fences};
 use crate::policy::Caller;
 use serde_json::{Map, Value};
@@ -13,8 +13,6 @@ use toolgate_sandbox::protocol::{Limits, Run, STATE_SERVER};
 
 /// QuickJS stack: deep recursion throws a RangeError well before the thread's 8 MiB.
 const STACK_BYTES: usize = 1 << 20;
-/// The largest returned value the worker sends (what the model sees is cut far below).
-const MAX_RESULT_BYTES: usize = 1 << 20;
 
 pub async fn run(
     engine: &Engine,
@@ -33,21 +31,25 @@ pub async fn run(
             return MetaResult::error(format!("execute_code: input: {e}"));
         }
     }
-    let Some(command) = cfg.worker.as_deref() else {
+    let Some(_) = cfg.worker.as_deref() else {
         return MetaResult::error(
             "execute_code: this gateway has no sandbox worker (it was built without the code-mode feature)",
         );
     };
-    let Some(_slot) = engine.code_runs.take(session, cfg.max_runs_per_session) else {
+    let runs = &engine.gw.code_runs;
+    let Some(_slot) = runs.take(&caller.limit_owner(), cfg.max_runs_per_key) else {
         return MetaResult::error(format!(
-            "execute_code: {} programs are already running in this session; wait for one to finish",
-            cfg.max_runs_per_session
+            "execute_code: refused: {} already has {} programs running, the limit (code.max_runs_per_key = {}). \
+             Wait for one of them to finish, then call execute_code again; or do this step with execute.",
+            caller.limit_owner_label(),
+            cfg.max_runs_per_key,
+            cfg.max_runs_per_key
         ));
     };
-    // The empty key is no session's (ids are hex): it counts every run.
-    let Some(_worker) = engine.code_runs.take("", cfg.max_workers) else {
+    // Owners are "key:..." or "session:...": the empty one counts every run.
+    let Some(_worker) = runs.take("", cfg.max_workers) else {
         return MetaResult::error(format!(
-            "execute_code: the gateway is running {} programs already; try again shortly",
+            "execute_code: refused: the gateway is running {} programs already, its limit (code.max_workers); try again shortly",
             cfg.max_workers
         ));
     };
@@ -84,18 +86,16 @@ pub async fn run(
         deadline: Instant::now() + timeout,
     };
     let settings = WorkerSettings {
-        command,
         kill_after,
         max_calls,
         max_in_flight: cfg.max_in_flight,
         max_log_bytes: cfg.output_bytes,
-        max_line_bytes: cfg.max_tool_result_bytes.max(MAX_RESULT_BYTES)
-            + cfg.output_bytes
-            + (64 << 10),
     };
     let gate = &gate;
+    // A warm worker from the pool when one is waiting; either way it serves this run only.
+    let process = engine.gw.code_workers.take();
     let mut report = tokio::select! {
-        r = worker::run(&settings, &run, move |c| async move {
+        r = worker::run(&settings, process, &run, move |c| async move {
             if c.server == STATE_SERVER {
                 engine.code_state.request(session, &c.tool, &c.arguments)
             } else {

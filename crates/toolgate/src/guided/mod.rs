@@ -78,8 +78,6 @@ pub struct Engine {
     view: Mutex<Arc<ProfileView>>,
     /// Profiles, keys, approval and audit: consulted by route, execute and the front.
     pub policy: Arc<crate::policy::Policy>,
-    /// Code mode's programs running now, per key.
-    pub code_runs: crate::code::RunSlots,
     /// PII tokens handed to the model (`code.pii`), per session.
     pub pii: crate::code::pii::Vault,
     /// Code mode's `state.get/set` values, per session.
@@ -105,7 +103,6 @@ impl Engine {
                 &SurfaceOptions::default(),
             ))),
             policy: crate::policy::Policy::new(&gw.config.policy),
-            code_runs: Default::default(),
             pii: Default::default(),
             code_state: Default::default(),
             gw,

@@ -77,6 +77,24 @@ impl Caller {
     pub fn profile_name(&self) -> Option<&str> {
         self.profile.as_deref().map(|p| p.name.as_str())
     }
+
+    /// Whom a per-caller limit counts against: the configured API key this caller
+    /// presented (over all its sessions, stdio and HTTP), else this session alone (no keys
+    /// configured, or a stdio session without `stdio_key`). The two forms cannot collide.
+    pub fn limit_owner(&self) -> String {
+        match self.policy.config.key(&self.grant.name) {
+            Some(k) if Arc::ptr_eq(&k.grant, &self.grant) => format!("key:{}", self.grant.name),
+            _ => format!("session:{}", self.session),
+        }
+    }
+
+    /// How a per-caller limit's owner is named in a message to the model.
+    pub fn limit_owner_label(&self) -> String {
+        match self.limit_owner().split_once(':') {
+            Some(("key", name)) => format!("API key {name:?} (over all its sessions)"),
+            _ => "this session".to_string(),
+        }
+    }
 }
 
 impl Policy {
