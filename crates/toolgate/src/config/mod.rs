@@ -15,6 +15,7 @@ use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The HTTP address `toolgate serve` listens on when none is configured.
@@ -100,6 +101,8 @@ pub struct GuidedConfig {
     pub pinned: Vec<String>,
     /// Add a tool chosen by route to that session's tools/list.
     pub expand_selected: bool,
+    /// Example tasks per tool, indexed by route (`guided.route_examples`).
+    pub route_examples: Arc<crate::route::RouteExamples>,
 }
 
 impl Default for GuidedConfig {
@@ -112,6 +115,7 @@ impl Default for GuidedConfig {
             route_threshold: crate::route::DEFAULT_THRESHOLD,
             pinned: Vec::new(),
             expand_selected: false,
+            route_examples: Arc::default(),
         }
     }
 }

@@ -95,7 +95,14 @@ impl Engine {
         };
         let empty = Arc::new(Catalog::default());
         Arc::new(Self {
-            index: Mutex::new((empty.clone(), Arc::new(RouteIndex::build(&empty)))),
+            index: Mutex::new((
+                empty.clone(),
+                Arc::new(RouteIndex::with_examples(
+                    &empty,
+                    Default::default(),
+                    gw.config.guided.route_examples.clone(),
+                )),
+            )),
             validators: Validators::new(),
             store: Arc::new(SessionStore::new(limits)),
             selections: Mutex::new(HashMap::new()),
