@@ -355,7 +355,10 @@ async fn route_examples_teach_route_new_wording() {
     let (taught, _) = connect_stdio(&config, &[]).await;
     let s = structured(&call(&taught, "route", task).await);
     assert_eq!(s["decision"], "select", "{s}");
-    assert_eq!((&s["server"], &s["name"]), (&json!("alpha"), &json!("add_numbers")));
+    assert_eq!(
+        (&s["server"], &s["name"]),
+        (&json!("alpha"), &json!("add_numbers"))
+    );
     taught.cancel().await.unwrap();
 
     // A file that is not labelled queries stops the start with the key and the line.
@@ -367,5 +370,8 @@ async fn route_examples_teach_route_new_wording() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("guided.route_examples") && err.contains("examples.jsonl:1"), "{err}");
+    assert!(
+        err.contains("guided.route_examples") && err.contains("examples.jsonl:1"),
+        "{err}"
+    );
 }

@@ -6,10 +6,10 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 use toolgate::catalog::{load_catalog_file, load_queries_file, Catalog, LabelledQuery};
 use toolgate::route::eval::{evaluate, summarize, sweep, sweep_thresholds, Split, Summary};
-use std::sync::Arc;
 use toolgate::route::{
     Bm25fParams, Retriever, RouteExamples, RouteIndex, RouteOptions, DEFAULT_THRESHOLD,
 };
@@ -230,7 +230,8 @@ fn weight_sweep(
     };
     let embedder = Arc::new(Embedder::from_dir_or_env(args.embed_model.as_deref())?);
     let started = Instant::now();
-    let mut index = HybridIndex::with_examples(catalog, params, embedder, fusion.clone(), examples)?;
+    let mut index =
+        HybridIndex::with_examples(catalog, params, embedder, fusion.clone(), examples)?;
     let build_ms = started.elapsed().as_secs_f64() * 1e3;
     let queries = split_queries(args)?;
     let texts: Vec<&str> = queries.iter().map(|q| q.query.as_str()).collect();

@@ -83,8 +83,7 @@ mod tests {
     use super::*;
 
     fn q(query: &str, expected: &[&str]) -> LabelledQuery {
-        serde_json::from_value(serde_json::json!({"query": query, "expected": expected}))
-            .unwrap()
+        serde_json::from_value(serde_json::json!({"query": query, "expected": expected})).unwrap()
     }
 
     #[test]
