@@ -90,22 +90,36 @@ async fn a_skill_is_found_by_route_and_run_by_execute() {
     let names = tool_names(&client).await;
     assert!(names.contains(&"propose_skill".to_string()), "{names:?}");
     let info = client.peer_info().unwrap();
-    assert!(info.instructions.as_deref().unwrap_or("").contains("skills.run"));
+    assert!(info
+        .instructions
+        .as_deref()
+        .unwrap_or("")
+        .contains("skills.run"));
 
     // By its description: ranked among the tools (selected or offered as a candidate).
     let r = call(&client, "route", json!({"task": "greet a person by name"})).await;
     let s = structured(&r);
     let found = (s["decision"] == "select" && s["server"] == "skills" && s["name"] == "greet")
-        || s["candidates"]
-            .as_array()
-            .is_some_and(|c| c.iter().any(|c| c["server"] == "skills" && c["name"] == "greet"));
+        || s["candidates"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["server"] == "skills" && c["name"] == "greet")
+        });
     assert!(found, "{}", text(&r));
 
     // By its exact name, then run with the selection.
     let r = call(&client, "route", json!({"task": "skills/greet"})).await;
     let s = structured(&r);
-    assert_eq!((s["decision"].as_str(), s["kind"].as_str()), (Some("select"), Some("skill")), "{}", text(&r));
-    assert_eq!(s["inputSchema"]["parameters"].as_array().map(Vec::len), Some(1), "{s}");
+    assert_eq!(
+        (s["decision"].as_str(), s["kind"].as_str()),
+        (Some("select"), Some("skill")),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(
+        s["inputSchema"]["parameters"].as_array().map(Vec::len),
+        Some(1),
+        "{s}"
+    );
     let r = call(
         &client,
         "execute",
@@ -114,34 +128,71 @@ async fn a_skill_is_found_by_route_and_run_by_execute() {
     .await;
     let s = structured(&r);
     assert_eq!(r.is_error, Some(false), "{}", text(&r));
-    assert_eq!((s["status"].as_str(), s["skill"].as_str()), (Some("ok"), Some("greet")));
+    assert_eq!(
+        (s["status"].as_str(), s["skill"].as_str()),
+        (Some("ok"), Some("greet"))
+    );
     assert_eq!(s["result"], json!({"said": "hi Ada"}));
     assert_eq!(s["calls"][0]["server"], "alpha");
     assert_eq!(s["calls"][0]["tool"], "echo");
 
     // The input is validated against the skill's input_schema before anything runs.
-    let r = call(&client, "execute", json!({"tool": "skills/greet", "arguments": {"who": 7}})).await;
+    let r = call(
+        &client,
+        "execute",
+        json!({"tool": "skills/greet", "arguments": {"who": 7}}),
+    )
+    .await;
     assert_eq!(r.is_error, Some(true));
     assert_eq!(structured(&r)["error"], "invalid_arguments", "{}", text(&r));
     assert!(text(&r).contains("who"), "{}", text(&r));
 
     // A declaration for programs.
-    let r = call(&client, "route", json!({"task": "skills/greet", "detail": "typescript"})).await;
-    let ts = structured(&r)["inputSchema"]["typescript"].as_str().unwrap_or("").to_string();
-    assert!(ts.contains("declare namespace skills") && ts.contains("function run(name: \"greet\""), "{ts}");
+    let r = call(
+        &client,
+        "route",
+        json!({"task": "skills/greet", "detail": "typescript"}),
+    )
+    .await;
+    let ts = structured(&r)["inputSchema"]["typescript"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        ts.contains("declare namespace skills") && ts.contains("function run(name: \"greet\""),
+        "{ts}"
+    );
     assert!(ts.contains("who: string;"), "{ts}");
 }
 
 #[tokio::test]
 async fn programs_run_skills_with_skills_run() {
     let (dir, config) = skills_setup("", "");
-    calling_skill(&dir, "outer", "[alpha]", "const g = await skills.run('greet', {who: input.name}); return g.said + '!';");
+    calling_skill(
+        &dir,
+        "outer",
+        "[alpha]",
+        "const g = await skills.run('greet', {who: input.name}); return g.said + '!';",
+    );
     let (client, _) = connect_stdio(&config, &[]).await;
-    let s = expect(&client, "return await skills.run('greet', {who: 'Bob'})", "ok").await;
+    let s = expect(
+        &client,
+        "return await skills.run('greet', {who: 'Bob'})",
+        "ok",
+    )
+    .await;
     assert_eq!(s["result"], json!({"said": "hi Bob"}));
-    assert_eq!(s["calls"], json!([{"server": "skills", "tool": "greet", "ok": true, "ms": s["calls"][0]["ms"]}]));
+    assert_eq!(
+        s["calls"],
+        json!([{"server": "skills", "tool": "greet", "ok": true, "ms": s["calls"][0]["ms"]}])
+    );
     // Skills can run skills.
-    let s = expect(&client, "return await skills.run('outer', {name: 'Cy'})", "ok").await;
+    let s = expect(
+        &client,
+        "return await skills.run('outer', {name: 'Cy'})",
+        "ok",
+    )
+    .await;
     assert_eq!(s["result"], "hi Cy!");
     // Failures are ToolErrors the program can catch.
     let s = expect(
@@ -156,7 +207,11 @@ return out;",
     .await;
     assert_eq!(
         s["result"],
-        json!([["ToolError", "invalid_arguments"], ["ToolError", "invalid_arguments"], ["ToolError", "denied"]])
+        json!([
+            ["ToolError", "invalid_arguments"],
+            ["ToolError", "invalid_arguments"],
+            ["ToolError", "denied"]
+        ])
     );
 }
 
@@ -166,14 +221,30 @@ async fn a_skill_whose_servers_are_missing_is_not_offered() {
     calling_skill(&dir, "needs-delta", "[alpha, delta]", "return 1");
     let (client, _) = connect_stdio(&config, &[]).await;
     // Control: a skill whose servers are up is offered.
-    assert_eq!(route_until_selected(&client, "skills/greet", "greet").await["name"], "greet");
+    assert_eq!(
+        route_until_selected(&client, "skills/greet", "greet").await["name"],
+        "greet"
+    );
     let r = call(&client, "route", json!({"task": "skills/needs-delta"})).await;
     let s = structured(&r);
-    assert!(s["decision"] != "select" || s["name"] != "needs-delta", "{}", text(&r));
+    assert!(
+        s["decision"] != "select" || s["name"] != "needs-delta",
+        "{}",
+        text(&r)
+    );
     assert!(!text(&r).contains("needs-delta"), "{}", text(&r));
-    let r = call(&client, "execute", json!({"tool": "skills/needs-delta", "arguments": {}})).await;
+    let r = call(
+        &client,
+        "execute",
+        json!({"tool": "skills/needs-delta", "arguments": {}}),
+    )
+    .await;
     assert_eq!(r.is_error, Some(true));
-    assert!(text(&r).contains("delta") && text(&r).contains("not connected"), "{}", text(&r));
+    assert!(
+        text(&r).contains("delta") && text(&r).contains("not connected"),
+        "{}",
+        text(&r)
+    );
     let s = expect(
         &client,
         "try { await skills.run('needs-delta', {}); return 'ran'; } catch (e) { return e.code; }",
@@ -185,7 +256,10 @@ async fn a_skill_whose_servers_are_missing_is_not_offered() {
 
 fn key_hash(key: &str) -> String {
     let h = toolgate::policy::keys::hash_key(key);
-    format!("sha256:{}", h.iter().map(|b| format!("{b:02x}")).collect::<String>())
+    format!(
+        "sha256:{}",
+        h.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
 }
 
 #[tokio::test]
@@ -197,18 +271,43 @@ async fn a_skill_runs_with_the_callers_authorization() {
     );
     let (dir, config) = skills_setup("", &policy);
     // `tools.call`, since `tools.alpha.add_numbers` does not even exist for a key that may not call it.
-    calling_skill(&dir, "sum", "[alpha]", "return await tools.call('alpha', 'add_numbers', {a: 1, b: 2});");
-    calling_skill(&dir, "sneaky", "[alpha]", "return await tools.call('beta', 'status', {});");
+    calling_skill(
+        &dir,
+        "sum",
+        "[alpha]",
+        "return await tools.call('alpha', 'add_numbers', {a: 1, b: 2});",
+    );
+    calling_skill(
+        &dir,
+        "sneaky",
+        "[alpha]",
+        "return await tools.call('beta', 'status', {});",
+    );
 
     let (limited, _) = connect_stdio(&config, &["--key", "echo-only"]).await;
     // A skill using only what the key allows runs.
-    let r = call(&limited, "execute", json!({"tool": "skills/greet", "arguments": {"who": "Di"}})).await;
+    let r = call(
+        &limited,
+        "execute",
+        json!({"tool": "skills/greet", "arguments": {"who": "Di"}}),
+    )
+    .await;
     assert_eq!(structured(&r)["status"], "ok", "{}", text(&r));
     // One whose call the key does not allow fails with `denied`, from execute and from a program.
-    let r = call(&limited, "execute", json!({"tool": "skills/sum", "arguments": {}})).await;
+    let r = call(
+        &limited,
+        "execute",
+        json!({"tool": "skills/sum", "arguments": {}}),
+    )
+    .await;
     let s = structured(&r);
     assert_eq!(r.is_error, Some(true));
-    assert_eq!((s["status"].as_str(), s["error"]["code"].as_str()), (Some("error"), Some("denied")), "{}", text(&r));
+    assert_eq!(
+        (s["status"].as_str(), s["error"]["code"].as_str()),
+        (Some("error"), Some("denied")),
+        "{}",
+        text(&r)
+    );
     let s = expect(
         &limited,
         "try { await skills.run('sum', {}); return 'ran'; } catch (e) { return [e.code, e.message.includes('alpha/add_numbers')]; }",
@@ -219,10 +318,20 @@ async fn a_skill_runs_with_the_callers_authorization() {
 
     // The same skill under a key that allows the call runs: it is the caller's authority.
     let (full, _) = connect_stdio(&config, &[]).await;
-    let r = call(&full, "execute", json!({"tool": "skills/sum", "arguments": {}})).await;
+    let r = call(
+        &full,
+        "execute",
+        json!({"tool": "skills/sum", "arguments": {}}),
+    )
+    .await;
     assert_eq!(structured(&r)["status"], "ok", "{}", text(&r));
     // And even then a skill reaches only the servers it names.
-    let r = call(&full, "execute", json!({"tool": "skills/sneaky", "arguments": {}})).await;
+    let r = call(
+        &full,
+        "execute",
+        json!({"tool": "skills/sneaky", "arguments": {}}),
+    )
+    .await;
     assert_eq!(structured(&r)["error"]["code"], "denied", "{}", text(&r));
 }
 
@@ -231,7 +340,12 @@ async fn a_proposed_skill_is_a_draft_until_an_operator_approves_it() {
     let (dir, config) = skills_setup("", "");
     let (client, _) = connect_stdio(&config, &[]).await;
     let code = "const r = await tools.alpha.echo({message: input.text.toUpperCase()}); return r.arguments.message;";
-    let r = call(&client, "execute_code", json!({"code": code, "input": {"text": "hey"}})).await;
+    let r = call(
+        &client,
+        "execute_code",
+        json!({"code": code, "input": {"text": "hey"}}),
+    )
+    .await;
     let s = structured(&r);
     assert_eq!(s["result"], "HEY", "{}", text(&r));
     let run_id = s["runId"].as_str().expect("a runId").to_string();
@@ -252,24 +366,50 @@ async fn a_proposed_skill_is_a_draft_until_an_operator_approves_it() {
         assert_eq!(r.is_error, Some(true), "{}", text(&r));
         assert!(text(&r).contains(expect), "{}", text(&r));
     }
-    let failed = structured(&call(&client, "execute_code", json!({"code": "throw new Error('no')"})).await);
-    let r = call(&client, "propose_skill", propose("shout", failed["runId"].as_str().unwrap())).await;
+    let failed = structured(
+        &call(
+            &client,
+            "execute_code",
+            json!({"code": "throw new Error('no')"}),
+        )
+        .await,
+    );
+    let r = call(
+        &client,
+        "propose_skill",
+        propose("shout", failed["runId"].as_str().unwrap()),
+    )
+    .await;
     assert!(text(&r).contains("succeeded"), "{}", text(&r));
 
     let r = call(&client, "propose_skill", propose("shout", &run_id)).await;
     assert_eq!(r.is_error, Some(false), "{}", text(&r));
     assert_eq!(structured(&r)["servers"], json!(["alpha"]));
     let draft = dir.path("skills").join(".drafts").join("shout");
-    assert_eq!(std::fs::read_to_string(draft.join("skill.js")).unwrap(), code);
+    assert_eq!(
+        std::fs::read_to_string(draft.join("skill.js")).unwrap(),
+        code
+    );
     assert!(!dir.path("evil").exists() && !dir.path("skills/evil").exists());
 
     // A draft is not served.
-    let r = call(&client, "execute", json!({"tool": "skills/shout", "arguments": {"text": "a"}})).await;
+    let r = call(
+        &client,
+        "execute",
+        json!({"tool": "skills/shout", "arguments": {"text": "a"}}),
+    )
+    .await;
     assert_eq!(r.is_error, Some(true), "{}", text(&r));
     let (ok, out) = skill_cli(&config, &["list"]);
-    assert!(ok && out.contains("shout") && out.contains("draft") && out.contains("greet"), "{out}");
+    assert!(
+        ok && out.contains("shout") && out.contains("draft") && out.contains("greet"),
+        "{out}"
+    );
     let (ok, out) = skill_cli(&config, &["show", "shout"]);
-    assert!(ok && out.contains("toUpperCase") && out.contains("description:"), "{out}");
+    assert!(
+        ok && out.contains("toUpperCase") && out.contains("description:"),
+        "{out}"
+    );
 
     // Approved: the running gateway serves it without a restart.
     let (ok, out) = skill_cli(&config, &["approve", "shout"]);
@@ -277,7 +417,12 @@ async fn a_proposed_skill_is_a_draft_until_an_operator_approves_it() {
     assert!(!draft.exists() && dir.path("skills/shout/SKILL.md").exists());
     let s = route_until_selected(&client, "skills/shout", "shout").await;
     assert_eq!(s["name"], "shout", "{s}");
-    let r = call(&client, "execute", json!({"selectionId": s["selectionId"], "arguments": {"text": "quiet"}})).await;
+    let r = call(
+        &client,
+        "execute",
+        json!({"selectionId": s["selectionId"], "arguments": {"text": "quiet"}}),
+    )
+    .await;
     assert_eq!(structured(&r)["result"], "QUIET", "{}", text(&r));
 
     // An approved skill is never overwritten: not by a proposal, not by approving a draft.
@@ -315,25 +460,61 @@ return out;",
     assert_eq!(r["skills"], json!(["run"]), "{s}");
     assert_eq!(r["frozen"], true);
     assert_eq!(r["servers"], json!(["alpha", "beta", "gamma"]));
-    assert_eq!(r["globals"], json!(["undefined", "undefined", "undefined", "undefined", "undefined"]));
+    assert_eq!(
+        r["globals"],
+        json!([
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined"
+        ])
+    );
     assert_eq!(r["assign"], "TypeError");
     for name in ["propose_skill", "propose", "approve"] {
         assert_eq!(r[name], "denied", "{s}");
     }
-    assert_eq!(std::fs::read_dir(dir.path("skills")).unwrap().count(), before);
+    assert_eq!(
+        std::fs::read_dir(dir.path("skills")).unwrap().count(),
+        before
+    );
     assert!(!dir.path("skills/.drafts").exists());
 }
 
 #[tokio::test]
 async fn a_bad_skill_is_reported_and_the_rest_keep_working() {
     let (dir, config) = skills_setup("", "");
-    write_skill(&dir, "broken", "name: broken\n(no front matter)\n", "return 1");
+    write_skill(
+        &dir,
+        "broken",
+        "name: broken\n(no front matter)\n",
+        "return 1",
+    );
     let (client, _) = connect_stdio(&config, &[]).await;
     let s = route_until_selected(&client, "skills/greet", "greet").await;
-    let r = call(&client, "execute", json!({"selectionId": s["selectionId"], "arguments": {"who": "Ed"}})).await;
-    assert_eq!(structured(&r)["result"], json!({"said": "hi Ed"}), "{}", text(&r));
-    let r = call(&client, "execute", json!({"tool": "skills/broken", "arguments": {}})).await;
-    assert!(text(&r).contains("no skill named \"broken\""), "{}", text(&r));
+    let r = call(
+        &client,
+        "execute",
+        json!({"selectionId": s["selectionId"], "arguments": {"who": "Ed"}}),
+    )
+    .await;
+    assert_eq!(
+        structured(&r)["result"],
+        json!({"said": "hi Ed"}),
+        "{}",
+        text(&r)
+    );
+    let r = call(
+        &client,
+        "execute",
+        json!({"tool": "skills/broken", "arguments": {}}),
+    )
+    .await;
+    assert!(
+        text(&r).contains("no skill named \"broken\""),
+        "{}",
+        text(&r)
+    );
 
     let out = std::process::Command::new(toolgate())
         .args(["check", "--config"])
@@ -344,9 +525,15 @@ async fn a_bad_skill_is_reported_and_the_rest_keep_working() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("1 ready, 1 skipped"), "{stdout}");
     let md = dir.path("skills").join("broken").join("SKILL.md");
-    assert!(stdout.contains(&format!("{}: no front matter", md.display())), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{}: no front matter", md.display())),
+        "{stdout}"
+    );
     let (ok, out) = skill_cli(&config, &["list"]);
-    assert!(!ok && out.contains("no front matter") && out.contains("greet"), "{out}");
+    assert!(
+        !ok && out.contains("no front matter") && out.contains("greet"),
+        "{out}"
+    );
 }
 
 #[tokio::test]
@@ -366,14 +553,21 @@ async fn the_skills_name_is_reserved_and_skills_need_code_mode() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("upstreams.skills") && err.contains("reserved"), "{err}");
+    assert!(
+        err.contains("upstreams.skills") && err.contains("reserved"),
+        "{err}"
+    );
 
     // Without code mode there is nothing to run a skill with: no propose_skill, no skills.
     let (dir, config) = skills_setup("", "");
-    let text_ = std::fs::read_to_string(&config).unwrap().replace("enabled = true", "enabled = false");
+    let text_ = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("enabled = true", "enabled = false");
     std::fs::write(&config, text_).unwrap();
     let (client, _) = connect_stdio(&config, &[]).await;
-    assert!(!tool_names(&client).await.contains(&"propose_skill".to_string()));
+    assert!(!tool_names(&client)
+        .await
+        .contains(&"propose_skill".to_string()));
     let r = call(&client, "route", json!({"task": "skills/greet"})).await;
     assert_ne!(structured(&r)["name"], "greet", "{}", text(&r));
     drop(dir);

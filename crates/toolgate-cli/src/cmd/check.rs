@@ -19,7 +19,8 @@ pub struct CheckArgs {
 pub async fn run(args: CheckArgs) -> Result<bool> {
     let config = args.config.load()?;
     let source = config.source_name();
-    let (config_skills, max_source) = (config.code.skills_dir.clone(), config.code.max_source_bytes);
+    let (config_skills, max_source) =
+        (config.code.skills_dir.clone(), config.code.max_source_bytes);
     let gw = start_and_settle(config).await;
     let mut all_ok = true;
     if !args.json {

@@ -45,7 +45,8 @@ pub fn run(cmd: SkillCommand) -> Result<bool> {
         SkillCommand::Show(a) => show(&skills_dir(&a.config)?, &a.name).map(|()| true),
         SkillCommand::Approve(a) => {
             let dir = skills_dir(&a.config)?;
-            let to = drafts::approve(&dir, &a.name, max_source(&a.config)?).map_err(|e| anyhow!(e))?;
+            let to =
+                drafts::approve(&dir, &a.name, max_source(&a.config)?).map_err(|e| anyhow!(e))?;
             println!("approved {}: now served from {}", a.name, to.display());
             Ok(true)
         }
@@ -98,7 +99,10 @@ fn list(dir: &std::path::Path, as_json: bool) -> Result<bool> {
         return Ok(ok);
     }
     println!("skills in {}:", dir.display());
-    println!("{:<24} {:<9} {:<20} description", "NAME", "STATUS", "SERVERS");
+    println!(
+        "{:<24} {:<9} {:<20} description",
+        "NAME", "STATUS", "SERVERS"
+    );
     let row = |name: &str, status: &str, servers: &[String], desc: &str| {
         println!(
             "{name:<24} {status:<9} {:<20} {}",

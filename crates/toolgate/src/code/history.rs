@@ -53,7 +53,9 @@ impl RunHistory {
                 .map(|(k, _)| k.clone())
         };
         while runs.values().filter(|r| r.session == session).count() >= MAX_PER_SESSION {
-            let Some(k) = oldest(&runs, Some(session)) else { break };
+            let Some(k) = oldest(&runs, Some(session)) else {
+                break;
+            };
             runs.remove(&k);
         }
         while runs.len() >= MAX_RUNS {

@@ -145,7 +145,11 @@ impl RawCode {
                 );
             }
         }
-        if self.skills_dir.as_ref().is_some_and(|d| d.as_os_str().is_empty()) {
+        if self
+            .skills_dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
             bail!(
                 "{}: code.skills_dir is empty: name a folder (relative to this file), or remove the key",
                 file.display()
@@ -222,7 +226,7 @@ impl RawCode {
 #[cfg(test)]
 mod tests {
     use crate::config::Config;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
     use std::time::Duration;
 
     fn parse(s: &str) -> anyhow::Result<Config> {
@@ -275,6 +279,10 @@ mod tests {
             ("[code]\nmax_in_flight = 0", "code.max_in_flight"),
             ("[code]\nenable = true", "enable"),
             ("[code]\nskills_dir = \"\"", "code.skills_dir"),
+            (
+                "[code]\nskills_dir = \"s\"\n[upstreams.skills]\ncommand = \"x\"",
+                "upstreams.skills",
+            ),
         ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(key), "{text}: {e}");

@@ -150,7 +150,9 @@ pub(crate) async fn run_program(
     };
     let (entries, allowed) = crate::code::tools_where(&engine.gw.catalog(), |t| {
         let tier = engine.policy.facts(t).tier;
-        program.skill.is_none_or(|s| s.servers.contains(&t.id.server))
+        program
+            .skill
+            .is_none_or(|s| s.servers.contains(&t.id.server))
             && caller
                 .grant
                 .missing_permission(&t.id.to_string(), tier)

@@ -10,7 +10,12 @@ use crate::skills::manifest::{check_schema, MAX_DESCRIPTION};
 use crate::skills::{is_skill_name, name_rule};
 use serde_json::{json, Map, Value};
 
-pub fn run(engine: &Engine, session: &str, args: &Map<String, Value>, caller: &Caller) -> MetaResult {
+pub fn run(
+    engine: &Engine,
+    session: &str,
+    args: &Map<String, Value>,
+    caller: &Caller,
+) -> MetaResult {
     match propose(engine, session, args, caller) {
         Ok(r) => r,
         Err(e) => MetaResult::error(format!("propose_skill: {e}")),

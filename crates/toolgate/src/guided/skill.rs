@@ -43,7 +43,8 @@ pub fn offered(engine: &Engine, caller: &Caller, catalog: &Catalog) -> Vec<Arc<S
 /// The skill `name`, if this caller is offered it; else what to do.
 pub fn find(engine: &Engine, caller: &Caller, name: &str) -> Result<Arc<Skill>, String> {
     let set = engine.skills.current();
-    let unknown = || format!("no skill named {name:?} is available: call route with the task to find one");
+    let unknown =
+        || format!("no skill named {name:?} is available: call route with the task to find one");
     let skill = set.get(name).ok_or_else(unknown)?;
     let catalog = engine.gw.catalog();
     let connected = catalog.servers();
@@ -217,10 +218,12 @@ pub fn nested<'a>(
             .collect();
         let (code, what) = match &report.error {
             Some(e) => (
-                e.code.clone().unwrap_or_else(|| match report.status.as_str() {
-                    "timeout" => "timeout".into(),
-                    _ => "upstream".into(),
-                }),
+                e.code
+                    .clone()
+                    .unwrap_or_else(|| match report.status.as_str() {
+                        "timeout" => "timeout".into(),
+                        _ => "upstream".into(),
+                    }),
                 format!("{}: {}", e.name, e.message),
             ),
             None => ("upstream".into(), report.status.clone()),
@@ -230,14 +233,22 @@ pub fn nested<'a>(
             format!(
                 "{id} ended with {}: {what} (its tool calls: {})",
                 report.status,
-                if calls.is_empty() { "none".into() } else { calls.join(", ") }
+                if calls.is_empty() {
+                    "none".into()
+                } else {
+                    calls.join(", ")
+                }
             ),
         ))
     })
 }
 
 /// The input against the skill's input schema.
-fn check_input(engine: &Engine, record: &ToolRecord, input: &Value) -> Result<(), ValidationReport> {
+fn check_input(
+    engine: &Engine,
+    record: &ToolRecord,
+    input: &Value,
+) -> Result<(), ValidationReport> {
     engine.validators.validate(record, input).map(drop)
 }
 

@@ -23,7 +23,7 @@ describe_tools the tools route found and run a JavaScript program with execute_c
 is `await tools.<server>.<tool>(args)`; only what the program returns or logs comes back.";
 
 /// Added to the standing rule when skills are configured.
-pub const SKILL_INSTRUCTIONS: &str = " route also finds skills (reviewed programs, server \
+pub const SKILL_INSTRUCTIONS: &str = " Route also finds skills (reviewed programs, server \
 `skills`): run one with execute, or from a program with `await skills.run(name, input)`. When \
 a program worked and would help again, propose_skill saves it as a draft for an operator to review.";
 

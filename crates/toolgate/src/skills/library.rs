@@ -7,7 +7,7 @@
 //! rebuilt.
 
 use super::manifest::{self, Skill};
-use super::{is_skill_name, SKILL_JS, SKILL_MD};
+use super::{SKILL_JS, SKILL_MD};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -85,7 +85,7 @@ fn fingerprint(dir: &Path) -> Fingerprint {
         .flatten()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| is_skill_name(n))
+        .filter(|n| !n.starts_with('.'))
         .map(|n| {
             let d = dir.join(&n);
             (n, stat(d.join(SKILL_MD)), stat(d.join(SKILL_JS)))
@@ -160,5 +160,50 @@ impl SkillLibrary {
             st.seen = Some(now);
         }
         st.set.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(dir: &Path, name: &str, desc: &str) {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join(SKILL_MD),
+            format!("---\nname: {name}\ndescription: {desc}\n---\n"),
+        )
+        .unwrap();
+        std::fs::write(d.join(SKILL_JS), "return 1").unwrap();
+    }
+
+    #[test]
+    fn the_snapshot_changes_only_when_the_folder_does() {
+        let d = super::super::TempDir::new();
+        let lib = SkillLibrary::new(Some(d.0.clone()), 1000);
+        let empty = lib.current();
+        assert!(empty.skills.is_empty() && empty.errors.is_empty());
+        put(&d.0, "a", "first");
+        std::fs::create_dir_all(d.0.join(".drafts/b")).unwrap();
+        lib.state.lock().unwrap().checked = None;
+        let one = lib.current();
+        assert_eq!(one.skills.keys().collect::<Vec<_>>(), vec!["a"]);
+        lib.state.lock().unwrap().checked = None;
+        assert!(
+            Arc::ptr_eq(&one, &lib.current()),
+            "unchanged folder, same snapshot"
+        );
+        std::fs::create_dir_all(d.0.join("bad")).unwrap();
+        std::fs::write(d.0.join("bad").join(SKILL_MD), "nothing").unwrap();
+        lib.state.lock().unwrap().checked = None;
+        let two = lib.current();
+        assert_eq!(two.skills.len(), 1);
+        assert!(
+            two.errors[0].contains("no front matter"),
+            "{:?}",
+            two.errors
+        );
+        assert!(SkillLibrary::new(None, 1000).current().skills.is_empty());
     }
 }

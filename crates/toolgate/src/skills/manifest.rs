@@ -125,9 +125,7 @@ fn check(fm: FrontMatter, folder: &str, file: &Path) -> Result<Skill, String> {
             ));
         }
     }
-    let input_schema = fm
-        .input_schema
-        .unwrap_or_else(|| json!({"type": "object"}));
+    let input_schema = fm.input_schema.unwrap_or_else(|| json!({"type": "object"}));
     check_schema(&input_schema).map_err(|e| format!("{at}: input_schema: {e}"))?;
     let mut servers = fm.servers;
     servers.sort();
@@ -215,8 +213,8 @@ fn read_capped(path: &Path, max: u64) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    fn folder(name: &str, md: &str, js: &str) -> (tempfile_dir::Dir, PathBuf) {
-        let d = tempfile_dir::Dir::new();
+    fn folder(name: &str, md: &str, js: &str) -> (super::super::TempDir, PathBuf) {
+        let d = super::super::TempDir::new();
         let dir = d.0.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(SKILL_MD), md).unwrap();
@@ -224,24 +222,6 @@ mod tests {
             std::fs::write(dir.join(SKILL_JS), js).unwrap();
         }
         (d, dir)
-    }
-
-    /// A throwaway folder under the system's temp dir (no dev-dependency needed).
-    mod tempfile_dir {
-        pub struct Dir(pub std::path::PathBuf);
-        impl Dir {
-            pub fn new() -> Self {
-                let p = std::env::temp_dir()
-                    .join(format!("toolgate-skill-{}", crate::guided::random_hex(6)));
-                std::fs::create_dir_all(&p).unwrap();
-                Self(p)
-            }
-        }
-        impl Drop for Dir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
     }
 
     #[test]
@@ -277,7 +257,11 @@ mod tests {
             assert!(e.contains(expect), "{md:?}: {e}");
             assert!(e.contains(&dir.display().to_string()), "names the file: {e}");
         }
-        let (_d, dir) = folder("a", "---\nname: a\ndescription: x\n---\n", &"x".repeat(2000));
+        let (_d, dir) = folder(
+            "a",
+            "---\nname: a\ndescription: x\n---\n",
+            &"x".repeat(2000),
+        );
         assert!(load(&dir, 1000).unwrap_err().contains("limit is 1000"));
     }
 
@@ -287,7 +271,10 @@ mod tests {
             split_front_matter("---\na: 1\n---\nbody\n---\n"),
             Some(("a: 1\n", "body\n---\n"))
         );
-        assert_eq!(split_front_matter("---\r\na: 1\r\n---\r\nb"), Some(("a: 1\r\n", "b")));
+        assert_eq!(
+            split_front_matter("---\r\na: 1\r\n---\r\nb"),
+            Some(("a: 1\r\n", "b"))
+        );
         assert_eq!(split_front_matter("a: 1\n---\n"), None);
         assert_eq!(split_front_matter("---\na: 1\n"), None);
     }

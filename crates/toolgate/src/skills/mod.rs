@@ -42,6 +42,27 @@ pub fn name_rule(name: &str) -> String {
     )
 }
 
+/// A throwaway folder under the system's temp dir, for tests (no dev-dependency needed).
+#[cfg(test)]
+pub(crate) struct TempDir(pub std::path::PathBuf);
+
+#[cfg(test)]
+impl TempDir {
+    pub fn new() -> Self {
+        let p =
+            std::env::temp_dir().join(format!("toolgate-skill-{}", crate::guided::random_hex(6)));
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+}
+
+#[cfg(test)]
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,7 +71,16 @@ mod tests {
     fn names_cannot_walk_out_of_the_folder() {
         assert!(is_skill_name("weekly-report"));
         assert!(is_skill_name("v1.2"));
-        for bad in ["", ".", "..", ".drafts", "a/b", "../x", "a b", &"x".repeat(49)] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".drafts",
+            "a/b",
+            "../x",
+            "a b",
+            &"x".repeat(49),
+        ] {
             assert!(!is_skill_name(bad), "{bad:?}");
         }
     }
