@@ -174,6 +174,12 @@ async fn programs_run_skills_with_skills_run() {
         "[alpha]",
         "const g = await skills.run('greet', {who: input.name}); return g.said + '!';",
     );
+    calling_skill(
+        &dir,
+        "forever",
+        "[]",
+        "return await skills.run('forever', {});",
+    );
     let (client, _) = connect_stdio(&config, &[]).await;
     let s = expect(
         &client,
@@ -194,6 +200,18 @@ async fn programs_run_skills_with_skills_run() {
     )
     .await;
     assert_eq!(s["result"], "hi Cy!");
+    // But not without end: a skill that runs itself stops at the depth limit.
+    let s = expect(
+        &client,
+        "try { await skills.run('forever', {}); } catch (e) { return [e.code, e.message]; }",
+        "ok",
+    )
+    .await;
+    assert_eq!(s["result"][0], "limit", "{s}");
+    assert!(
+        s["result"][1].as_str().unwrap().contains("levels deep"),
+        "{s}"
+    );
     // Failures are ToolErrors the program can catch.
     let s = expect(
         &client,
