@@ -272,6 +272,40 @@ async fn a_skill_whose_servers_are_missing_is_not_offered() {
     assert_eq!(s["result"], "denied");
 }
 
+#[tokio::test]
+async fn a_skill_whose_servers_the_profile_hides_is_not_offered() {
+    let (dir, config) = skills_setup(
+        "",
+        "[policy.profiles.nobeta]\ntools = [\"alpha/*\", \"gamma/*\"]\n",
+    );
+    calling_skill(
+        &dir,
+        "beta-report",
+        "[beta]",
+        "return await tools.beta.status({});",
+    );
+    // Without the profile it is offered.
+    let (open, _) = connect_stdio(&config, &[]).await;
+    let s = route_until_selected(&open, "skills/beta-report", "beta-report").await;
+    assert_eq!(s["name"], "beta-report", "{s}");
+    let (narrow, _) = connect_stdio(&config, &["--profile", "nobeta"]).await;
+    assert_eq!(
+        route_until_selected(&narrow, "skills/greet", "greet").await["name"],
+        "greet"
+    );
+    let r = call(&narrow, "route", json!({"task": "skills/beta-report"})).await;
+    assert!(!text(&r).contains("beta-report"), "{}", text(&r));
+    let r = call(
+        &narrow,
+        "execute",
+        json!({"tool": "skills/beta-report", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(true));
+    // Refused as unknown: the hidden server is not named.
+    assert!(text(&r).contains("no skill named"), "{}", text(&r));
+}
+
 fn key_hash(key: &str) -> String {
     let h = toolgate::policy::keys::hash_key(key);
     format!(

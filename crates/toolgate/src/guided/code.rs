@@ -56,7 +56,7 @@ pub async fn run(
     let mut servers: Vec<String> = report
         .calls
         .iter()
-        .filter(|c| c.ok == Some(true) && c.server != crate::skills::SKILLS_SERVER)
+        .filter(|c| c.ok == Some(true) && c.server != SKILLS_SERVER)
         .map(|c| c.server.clone())
         .collect();
     servers.sort();
@@ -125,8 +125,8 @@ pub(crate) async fn run_program(
                 .into(),
         );
     };
-    // A skill run by a program shares its parent's session slot (taking another could
-    // never succeed while the parent waits for it).
+    // A skill run by a program shares its parent's session slot: with one run allowed per
+    // session, taking another would always be refused.
     let _slot = match program.depth {
         0 => Some(
             engine
