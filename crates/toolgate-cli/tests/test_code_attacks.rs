@@ -155,6 +155,7 @@ async fn escapes_lead_nowhere() {
             "parseFloat",
             "parseInt",
             "queueMicrotask",
+            "skills",
             "state",
             "tools",
             "undefined",

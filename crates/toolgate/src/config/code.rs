@@ -15,11 +15,12 @@
 //! allow_destructive = ["files/delete_file"]   # may be called from a program
 //! pii = true                 # tokenize e-mails, phones, IBANs, cards in what runs return
 //! pii_fields = ["name"]       # and the values of these fields
+//! skills_dir = "skills"       # skills/<name>/SKILL.md + skill.js (relative to this file)
 //! ```
 
 use anyhow::{bail, Result};
 use serde::Deserialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Code mode settings, validated.
@@ -52,6 +53,9 @@ pub struct CodeConfig {
     pub pii: bool,
     /// Field names whose values are tokenized whole (case-insensitive).
     pub pii_fields: Vec<String>,
+    /// Where operator-approved skills live (`<dir>/<name>/SKILL.md` and `skill.js`) and
+    /// model-proposed drafts wait (`<dir>/.drafts/<name>/`); `None`: no skills.
+    pub skills_dir: Option<PathBuf>,
 }
 
 impl Default for CodeConfig {
@@ -73,6 +77,7 @@ impl Default for CodeConfig {
             allow_destructive: Vec::new(),
             pii: false,
             pii_fields: Vec::new(),
+            skills_dir: None,
         }
     }
 }
@@ -104,6 +109,7 @@ pub struct RawCode {
     pub pii: bool,
     #[serde(default)]
     pub pii_fields: Vec<String>,
+    pub skills_dir: Option<PathBuf>,
 }
 
 impl RawCode {
@@ -139,6 +145,21 @@ impl RawCode {
                 );
             }
         }
+        if self
+            .skills_dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
+            bail!(
+                "{}: code.skills_dir is empty: name a folder (relative to this file), or remove the key",
+                file.display()
+            );
+        }
+        // Relative to the configuration file, so the gateway finds it from any directory.
+        let skills_dir = self.skills_dir.map(|d| match file.parent() {
+            Some(base) if d.is_relative() => base.join(d),
+            _ => d,
+        });
         let ms = |key: &str, v: Option<u64>, default: Duration, lo: u64, hi: u64| {
             v.map_or(Ok(default), |v| {
                 within(key, v, lo, hi).map(Duration::from_millis)
@@ -197,6 +218,7 @@ impl RawCode {
             allow_destructive: self.allow_destructive,
             pii: self.pii,
             pii_fields: self.pii_fields,
+            skills_dir,
         })
     }
 }
@@ -227,6 +249,17 @@ mod tests {
         assert_eq!(c.timeout, Duration::from_millis(500));
         assert_eq!(c.address_space_bytes, (128 + 192) << 20);
         assert_eq!(c.worker, Some(vec!["w".to_string(), "x".to_string()]));
+        assert_eq!(c.skills_dir, None);
+        let c = Config::from_toml_str(
+            "[code]\nskills_dir = \"skills\"\n",
+            Path::new("/etc/toolgate/toolgate.toml"),
+        )
+        .unwrap()
+        .code;
+        assert_eq!(
+            c.skills_dir.as_deref(),
+            Some(Path::new("/etc/toolgate/skills"))
+        );
     }
 
     #[test]
@@ -245,6 +278,11 @@ mod tests {
             ),
             ("[code]\nmax_in_flight = 0", "code.max_in_flight"),
             ("[code]\nenable = true", "enable"),
+            ("[code]\nskills_dir = \"\"", "code.skills_dir"),
+            (
+                "[code]\nskills_dir = \"s\"\n[upstreams.skills]\ncommand = \"x\"",
+                "upstreams.skills",
+            ),
         ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(key), "{text}: {e}");

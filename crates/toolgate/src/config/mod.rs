@@ -220,7 +220,13 @@ impl Config {
     /// Adds the upstreams of `other` (e.g. an imported mcpServers file); a name defined in
     /// both is an error.
     pub fn merge_upstreams(&mut self, other: Config) -> Result<()> {
+        let other_name = other.source_name();
         for (name, up) in other.upstreams {
+            if self.code.skills_dir.is_some() && name == crate::skills::SKILLS_SERVER {
+                bail!(
+                    "upstream {name:?} in {other_name}: that name is reserved for skills while code.skills_dir is set: rename it"
+                );
+            }
             if self.upstreams.contains_key(&name) {
                 bail!(
                     "upstream {name:?} is defined in {} and in {}: rename one of them",

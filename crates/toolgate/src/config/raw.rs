@@ -350,12 +350,20 @@ impl RawConfig {
             let key = format!("upstreams.{name}");
             upstreams.insert(name.clone(), raw.validate(&name, file, &key)?);
         }
+        let code = self.code.validate(file)?;
+        if code.skills_dir.is_some() && upstreams.contains_key(crate::skills::SKILLS_SERVER) {
+            bail!(
+                "{}: upstreams.{}: that name is reserved for skills while code.skills_dir is set: rename the upstream",
+                file.display(),
+                crate::skills::SKILLS_SERVER
+            );
+        }
         Ok(Config {
             source: Some(file.to_path_buf()),
             gateway,
             guided: self.guided.validate(file)?,
             direct: self.direct.validate(file)?,
-            code: self.code.validate(file)?,
+            code,
             upstreams,
             policy: self.policy.validate(file)?,
         })

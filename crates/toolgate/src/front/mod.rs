@@ -181,6 +181,9 @@ impl ServerHandler for Session {
             if self.gw().config.code.enabled {
                 text.push_str(crate::guided::surface::CODE_INSTRUCTIONS);
             }
+            if self.engine.skills.configured() {
+                text.push_str(crate::guided::surface::SKILL_INSTRUCTIONS);
+            }
             info.instructions = Some(text);
         }
         info

@@ -1,11 +1,13 @@
 //! The `execute_code` meta-tool: run a program in a sandbox worker, its tool calls going
 //! through the same gate as execute, and show the model only what it returns or logs.
+//! [`run_program`] is also how a skill runs (`guided::skill`).
 
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::code::calls::Gate;
-use crate::code::worker::{self, WorkerSettings};
+use crate::code::worker::{self, RunReport, WorkerSettings};
 use crate::code::{answer, strip_fences};
 use crate::policy::Caller;
+use crate::skills::{Skill, SKILLS_SERVER};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -33,35 +35,134 @@ pub async fn run(
             return MetaResult::error(format!("execute_code: input: {e}"));
         }
     }
+    let program = Program {
+        code,
+        input,
+        timeout,
+        max_calls,
+        skill: None,
+        depth: 0,
+    };
+    let report = tokio::select! {
+        r = run_program(engine, session, caller, &program) => match r {
+            Ok(r) => r,
+            Err(e) => return MetaResult::error(format!("execute_code: {e}")),
+        },
+        _ = cancel.cancelled() => return MetaResult::error(
+            "execute_code: cancelled; tool calls the program already made may have taken effect",
+        ),
+    };
+    // Kept (with what it called) so the model can propose it as a skill.
+    let mut servers: Vec<String> = report
+        .calls
+        .iter()
+        .filter(|c| c.ok == Some(true) && c.server != SKILLS_SERVER)
+        .map(|c| c.server.clone())
+        .collect();
+    servers.sort();
+    servers.dedup();
+    let run_id = engine.runs.record(
+        session,
+        &caller.grant.name,
+        &program.code,
+        &report.status,
+        servers,
+    );
+    let mut answer = show(engine, session, report);
+    if let Some(s) = answer.structured.as_mut() {
+        s["runId"] = Value::String(run_id.clone());
+    }
+    if let Some(text) = answer.content.first_mut().and_then(|b| b.get_mut("text")) {
+        if let Some(t) = text.as_str() {
+            *text = Value::String(format!("{t}\nrunId: {run_id}"));
+        }
+    }
+    answer
+}
+
+/// One program to run: from execute_code, or a skill (from execute or a program).
+pub(crate) struct Program<'a> {
+    pub code: String,
+    pub input: Value,
+    pub timeout: Duration,
+    pub max_calls: u32,
+    /// A skill's program may call only the tools of the servers the skill names.
+    pub skill: Option<&'a Skill>,
+    /// 0 for a run the model started; a skill run by a program runs one level deeper.
+    pub depth: u32,
+}
+
+/// What leaves a run for the model: PII tokenized (when configured), within the budget.
+pub(crate) fn show(engine: &Engine, session: &str, mut report: RunReport) -> MetaResult {
+    let cfg = &engine.gw.config.code;
+    if cfg.pii {
+        // Only what leaves for the model is tokenized; inside the run values stayed real.
+        engine
+            .pii
+            .tokenize(session, &mut report.result, &cfg.pii_fields);
+        for line in &mut report.logs {
+            *line = engine.pii.tokenize_text(session, line);
+        }
+        if let Some(e) = &mut report.error {
+            e.message = engine.pii.tokenize_text(session, &e.message);
+        }
+    }
+    answer::render(report, cfg.output_bytes)
+}
+
+/// Runs a program in a new worker, its tool calls through `caller`'s gate. `Err` says why
+/// it could not start (no worker, too many runs).
+pub(crate) async fn run_program(
+    engine: &Engine,
+    session: &str,
+    caller: &Caller,
+    program: &Program<'_>,
+) -> Result<RunReport, String> {
+    let cfg = &engine.gw.config.code;
     let Some(command) = cfg.worker.as_deref() else {
-        return MetaResult::error(
-            "execute_code: this gateway has no sandbox worker (it was built without the code-mode feature)",
+        return Err(
+            "this gateway has no sandbox worker (it was built without the code-mode feature)"
+                .into(),
         );
     };
-    let Some(_slot) = engine.code_runs.take(session, cfg.max_runs_per_session) else {
-        return MetaResult::error(format!(
-            "execute_code: {} programs are already running in this session; wait for one to finish",
-            cfg.max_runs_per_session
-        ));
+    // A skill run by a program shares its parent's session slot: with one run allowed per
+    // session, taking another would always be refused.
+    let _slot = match program.depth {
+        0 => Some(
+            engine
+                .code_runs
+                .take(session, cfg.max_runs_per_session)
+                .ok_or_else(|| {
+                    format!(
+                        "{} programs are already running in this session; wait for one to finish",
+                        cfg.max_runs_per_session
+                    )
+                })?,
+        ),
+        _ => None,
     };
     // The empty key is no session's (ids are hex): it counts every run.
     let Some(_worker) = engine.code_runs.take("", cfg.max_workers) else {
-        return MetaResult::error(format!(
-            "execute_code: the gateway is running {} programs already; try again shortly",
+        return Err(format!(
+            "the gateway is running {} programs already; try again shortly",
             cfg.max_workers
         ));
     };
     let (entries, allowed) = crate::code::tools_where(&engine.gw.catalog(), |t| {
         let tier = engine.policy.facts(t).tier;
-        caller
-            .grant
-            .missing_permission(&t.id.to_string(), tier)
-            .is_none()
+        program
+            .skill
+            .is_none_or(|s| s.servers.contains(&t.id.server))
+            && caller
+                .grant
+                .missing_permission(&t.id.to_string(), tier)
+                .is_none()
     });
+    let (timeout, max_calls) = (program.timeout, program.max_calls);
     let kill_after = timeout + cfg.grace;
     let run = Run {
-        code,
-        input,
+        code: program.code.clone(),
+        input: program.input.clone(),
         tools: entries,
         limits: Limits {
             timeout_ms: timeout.as_millis() as u64,
@@ -93,32 +194,17 @@ pub async fn run(
             + cfg.output_bytes
             + (64 << 10),
     };
-    let gate = &gate;
-    let mut report = tokio::select! {
-        r = worker::run(&settings, &run, move |c| async move {
-            if c.server == STATE_SERVER {
-                engine.code_state.request(session, &c.tool, &c.arguments)
-            } else {
-                gate.call(c).await
-            }
-        }) => r,
-        _ = cancel.cancelled() => return MetaResult::error(
-            "execute_code: cancelled; tool calls the program already made may have taken effect",
-        ),
-    };
-    if cfg.pii {
-        // Only what leaves for the model is tokenized; inside the run values stayed real.
-        engine
-            .pii
-            .tokenize(session, &mut report.result, &cfg.pii_fields);
-        for line in &mut report.logs {
-            *line = engine.pii.tokenize_text(session, line);
+    let (gate, depth) = (&gate, program.depth);
+    Ok(worker::run(&settings, &run, move |c| async move {
+        if c.server == STATE_SERVER {
+            engine.code_state.request(session, &c.tool, &c.arguments)
+        } else if c.server == SKILLS_SERVER && engine.skills.configured() {
+            super::skill::nested(engine, session, caller, c, gate.deadline, depth + 1).await
+        } else {
+            gate.call(c).await
         }
-        if let Some(e) = &mut report.error {
-            e.message = engine.pii.tokenize_text(session, &e.message);
-        }
-    }
-    answer::render(report, cfg.output_bytes)
+    })
+    .await)
 }
 
 type Parsed = (String, Value, Duration, u32);
