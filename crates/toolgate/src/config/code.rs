@@ -16,6 +16,8 @@
 //! pii = true                 # tokenize e-mails, phones, IBANs, cards in what runs return
 //! pii_fields = ["name"]       # and the values of these fields
 //! skills_dir = "skills"       # skills/<name>/SKILL.md + skill.js (relative to this file)
+//! profiles = ["analyst"]      # only sessions with these profiles get code mode ...
+//! keys = ["ci"]               # ... or with these keys (both empty: every session)
 //! ```
 
 use anyhow::{bail, Result};
@@ -56,6 +58,21 @@ pub struct CodeConfig {
     /// Where operator-approved skills live (`<dir>/<name>/SKILL.md` and `skill.js`) and
     /// model-proposed drafts wait (`<dir>/.drafts/<name>/`); `None`: no skills.
     pub skills_dir: Option<PathBuf>,
+    /// Code mode only for sessions with one of these profiles (`[policy.profiles]`) ...
+    pub profiles: Vec<String>,
+    /// ... or one of these keys (`[policy.keys]`); both empty: every session.
+    pub keys: Vec<String>,
+}
+
+impl CodeConfig {
+    /// Whether a session with this profile and key gets code mode (`execute_code`,
+    /// `describe_tools` and, with skills, `propose_skill`).
+    pub fn allows(&self, profile: Option<&str>, key: &str) -> bool {
+        self.enabled
+            && ((self.profiles.is_empty() && self.keys.is_empty())
+                || profile.is_some_and(|p| self.profiles.iter().any(|x| x == p))
+                || self.keys.iter().any(|k| k == key))
+    }
 }
 
 impl Default for CodeConfig {
@@ -78,6 +95,8 @@ impl Default for CodeConfig {
             pii: false,
             pii_fields: Vec::new(),
             skills_dir: None,
+            profiles: Vec::new(),
+            keys: Vec::new(),
         }
     }
 }
@@ -110,6 +129,10 @@ pub struct RawCode {
     #[serde(default)]
     pub pii_fields: Vec<String>,
     pub skills_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    #[serde(default)]
+    pub keys: Vec<String>,
 }
 
 impl RawCode {
@@ -219,6 +242,8 @@ impl RawCode {
             pii: self.pii,
             pii_fields: self.pii_fields,
             skills_dir,
+            profiles: self.profiles,
+            keys: self.keys,
         })
     }
 }

@@ -358,6 +358,23 @@ impl RawConfig {
                 crate::skills::SKILLS_SERVER
             );
         }
+        let policy = self.policy.validate(file)?;
+        for p in &code.profiles {
+            if !policy.profiles.contains_key(p) {
+                bail!(
+                    "{}: code.profiles: {p:?} is not a profile: define [policy.profiles.{p}] or remove it from the list",
+                    file.display()
+                );
+            }
+        }
+        for k in &code.keys {
+            if policy.key(k).is_none() {
+                bail!(
+                    "{}: code.keys: {k:?} is not a key: define [policy.keys.{k}] or remove it from the list",
+                    file.display()
+                );
+            }
+        }
         Ok(Config {
             source: Some(file.to_path_buf()),
             gateway,
@@ -365,7 +382,7 @@ impl RawConfig {
             direct: self.direct.validate(file)?,
             code,
             upstreams,
-            policy: self.policy.validate(file)?,
+            policy,
         })
     }
 }

@@ -28,14 +28,15 @@ pub fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
         .iter()
         .map(tool_from)
         .collect();
-    if gw.config.code.enabled {
+    let code = session.engine.code_for(caller);
+    if code {
         tools.extend(
             code_tools(&gw.config.gateway.meta_prefix)
                 .iter()
                 .map(tool_from),
         );
     }
-    if session.engine.skills.configured() {
+    if code && session.engine.skills.configured() {
         tools.extend(
             skill_tools(&gw.config.gateway.meta_prefix)
                 .iter()
@@ -95,11 +96,13 @@ pub async fn call(
         }
         EXECUTE => execute::run(engine, id, &args, context.ct.clone(), caller).await,
         CONTINUE => resume::run(engine, id, &args).await,
-        EXECUTE_CODE if engine.gw.config.code.enabled => {
+        EXECUTE_CODE if engine.code_for(caller) => {
             code::run(engine, id, &args, context.ct.clone(), caller).await
         }
-        DESCRIBE_TOOLS if engine.gw.config.code.enabled => describe::run(engine, &args),
-        PROPOSE_SKILL if engine.skills.configured() => propose::run(engine, id, &args, caller),
+        DESCRIBE_TOOLS if engine.code_for(caller) => describe::run(engine, &args),
+        PROPOSE_SKILL if engine.code_for(caller) && engine.skills.configured() => {
+            propose::run(engine, id, &args, caller)
+        }
         _ => {
             // Pinned and expanded tools are called directly, like in direct mode.
             let listed = list(session, caller).iter().any(|t| t.name == name);

@@ -136,6 +136,15 @@ impl Engine {
         })
     }
 
+    /// Whether `caller` gets code mode (`code.enabled`, narrowed by `code.profiles` and
+    /// `code.keys`); skills, being programs, follow it.
+    pub fn code_for(&self, caller: &crate::policy::Caller) -> bool {
+        self.gw
+            .config
+            .code
+            .allows(caller.profile_name(), &caller.grant.name)
+    }
+
     /// The route index for the current catalog and skills. When the catalog changed, only
     /// the servers whose tools changed are re-indexed; when the skills changed, only them.
     pub fn index(&self) -> (Arc<Catalog>, Arc<RouteIndex>) {

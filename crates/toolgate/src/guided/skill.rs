@@ -29,7 +29,7 @@ pub const MAX_DEPTH: u32 = 2;
 /// The skills this caller is offered: those whose servers are all connected and shown.
 pub fn offered(engine: &Engine, caller: &Caller, catalog: &Catalog) -> Vec<Arc<Skill>> {
     let set = engine.skills.current();
-    if set.skills.is_empty() {
+    if set.skills.is_empty() || !engine.code_for(caller) {
         return Vec::new();
     }
     let servers = caller.policy.servers(caller, catalog);
@@ -43,6 +43,13 @@ pub fn offered(engine: &Engine, caller: &Caller, catalog: &Catalog) -> Vec<Arc<S
 /// The skill `name`, if this caller is offered it; else what to do.
 pub fn find(engine: &Engine, caller: &Caller, name: &str) -> Result<Arc<Skill>, String> {
     let set = engine.skills.current();
+    if !engine.code_for(caller) {
+        return Err(
+            "skills are programs, and code mode is not enabled for this key or profile: \
+             ask the operator (code.profiles / code.keys), or use route and execute"
+                .to_string(),
+        );
+    }
     let unknown =
         || format!("no skill named {name:?} is available: call route with the task to find one");
     let skill = set.get(name).ok_or_else(unknown)?;
