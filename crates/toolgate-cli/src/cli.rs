@@ -41,6 +41,9 @@ enum Command {
     /// API keys for HTTP clients.
     #[command(subcommand)]
     Key(cmd::key::KeyCommand),
+    /// Skills: list them, show one, approve or reject a model's draft.
+    #[command(subcommand)]
+    Skill(cmd::skill::SkillCommand),
     /// Run one code-mode program (the gateway starts this; it speaks JSON lines on stdio).
     #[cfg(feature = "code-mode")]
     #[command(hide = true)]
@@ -73,6 +76,7 @@ pub fn run() -> ExitCode {
             Command::Tokens(a) => cmd::tokens::run(a).await.map(|()| true),
             Command::Lint(a) => cmd::lint::run(a).await.map(|()| true),
             Command::Key(a) => cmd::key::run(a).map(|()| true),
+            Command::Skill(a) => cmd::skill::run(a),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
             Command::ConformanceClient(a) => cmd::conformance_client::run(a).await,
             #[cfg(feature = "code-mode")]

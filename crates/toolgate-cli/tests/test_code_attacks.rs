@@ -71,9 +71,10 @@ async fn hangs_and_call_limits() {
     assert_eq!(structured(&r)["result"], "limit", "{}", text(&r));
     // A tool slower than the run: the run ends at its deadline, the call listed as unfinished
     // or timed out.
-    let (s, t) = run(
+    let (s, t) = run_with(
         &client,
         "await tools.alpha.echo({message: 'slow', _delay_ms: 60000})",
+        HOSTILE_TIMEOUT_MS,
     )
     .await;
     assert!(
@@ -155,6 +156,7 @@ async fn escapes_lead_nowhere() {
             "parseFloat",
             "parseInt",
             "queueMicrotask",
+            "skills",
             "state",
             "tools",
             "undefined",

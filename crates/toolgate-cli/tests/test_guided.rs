@@ -329,3 +329,49 @@ async fn pinned_and_expanded_tools_are_listed_and_callable() {
     assert_eq!(r.is_error, Some(true));
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn route_examples_teach_route_new_wording() {
+    // "tally up my receipts" shares no word with any tool of the catalog: without
+    // examples route cannot pick add_numbers; once it is a labelled example, it selects it.
+    let task = json!({"task": "tally up my receipts"});
+    let dir = TestDir::new();
+    let (plain, _) = connect_stdio(&guided_config(&dir, ""), &[]).await;
+    let s = structured(&call(&plain, "route", task.clone()).await);
+    assert_eq!(s["decision"], "clarify", "{s}");
+    assert!(!s.to_string().contains("add_numbers"), "{s}");
+    plain.cancel().await.unwrap();
+
+    dir.write(
+        "examples.jsonl",
+        "{\"query\": \"tally up my receipts\", \"expected\": [\"alpha/add_numbers\"]}\n",
+    );
+    // Relative to the config file's folder. (Five tools make idf figures small, hence a
+    // threshold below the default.)
+    let config = guided_config(
+        &dir,
+        "route_examples = \"examples.jsonl\"\nroute_threshold = 0.9",
+    );
+    let (taught, _) = connect_stdio(&config, &[]).await;
+    let s = structured(&call(&taught, "route", task).await);
+    assert_eq!(s["decision"], "select", "{s}");
+    assert_eq!(
+        (&s["server"], &s["name"]),
+        (&json!("alpha"), &json!("add_numbers"))
+    );
+    taught.cancel().await.unwrap();
+
+    // A file that is not labelled queries stops the start with the key and the line.
+    dir.write("examples.jsonl", "{\"query\": \"no expected key\"}\n");
+    let out = std::process::Command::new(toolgate())
+        .args(["check", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("guided.route_examples") && err.contains("examples.jsonl:1"),
+        "{err}"
+    );
+}

@@ -237,3 +237,61 @@ async fn stdio_asks_before_destructive_calls_when_approval_is_on() {
         c.cancel().await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn code_mode_only_for_the_keys_and_profiles_named() {
+    // Code mode for the writer key alone: the reader key (same profile) gets neither the
+    // tools nor the instructions, and calling execute_code anyway is refused.
+    let dir = TestDir::new();
+    let config = policy_config_with(
+        &dir,
+        "mode = \"guided\"",
+        "[code]\nenabled = true\nkeys = [\"writer\"]",
+        "",
+    );
+    let gw = HttpGateway::start(&config, &[]);
+    let writer = connect_as(&gw.url, WRITER).await;
+    let reader = connect_as(&gw.url, READER).await;
+    let names = names_on(&writer).await;
+    assert!(names.contains(&"execute_code".to_string()), "{names:?}");
+    assert!(names.contains(&"describe_tools".to_string()), "{names:?}");
+    let rules = |c: &KeyedClient<TestClient>| c.peer_info().unwrap().instructions.clone();
+    assert!(rules(&writer).unwrap().contains("execute_code"));
+    let r = call_on(&writer, "execute_code", json!({"code": "return 6 * 7"})).await;
+    assert_eq!(structured(&r)["result"], 42, "{}", text(&r));
+
+    let names = names_on(&reader).await;
+    assert!(
+        !names
+            .iter()
+            .any(|n| n == "execute_code" || n == "describe_tools"),
+        "{names:?}"
+    );
+    assert!(!rules(&reader).unwrap().contains("execute_code"));
+    let r = call_on(&reader, "execute_code", json!({"code": "return 1"})).await;
+    assert!(
+        is_error(&r) && text(&r).contains("Unknown tool"),
+        "{}",
+        text(&r)
+    );
+    writer.cancel().await.unwrap();
+    reader.cancel().await.unwrap();
+
+    // A name that is neither a key nor a profile is a configuration error.
+    let bad = policy_config_with(
+        &dir,
+        "mode = \"guided\"",
+        "[code]\nenabled = true\nprofiles = [\"nobody\"]",
+        "",
+    );
+    let out = std::process::Command::new(toolgate())
+        .args(["check", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("code.profiles: \"nobody\""),
+        "{err}"
+    );
+}

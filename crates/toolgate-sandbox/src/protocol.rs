@@ -77,6 +77,11 @@ pub struct CallFailure {
 /// `{key, value?}`): no upstream can have an empty name, and these are not tool calls.
 pub const STATE_SERVER: &str = "";
 
+/// The server name of `skills.run(name, input)` requests (tool: the skill's name,
+/// arguments: the input). They count and are listed as tool calls; the gateway runs the
+/// skill, and no upstream may take this name while skills are configured.
+pub const SKILLS_SERVER: &str = "skills";
+
 /// The `code` values a `ToolError` can carry.
 pub const ERROR_CODES: [&str; 6] = [
     "invalid_arguments",

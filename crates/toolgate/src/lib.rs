@@ -15,6 +15,7 @@
 //! - [`guided`]: the meta-tool surface (route, execute, continue; execute_code, describe_tools).
 //! - [`policy`]: profiles (what is visible), keys and tiers (what is allowed), approval, audit.
 //! - [`code`]: code mode: sandbox workers, the tool gate for programs, TypeScript declarations.
+//! - [`skills`]: operator-reviewed programs (`skills/<name>/SKILL.md`), drafts and approval.
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
 #![forbid(unsafe_code)]
@@ -29,4 +30,5 @@ pub mod guided;
 pub mod policy;
 pub mod route;
 pub mod shape;
+pub mod skills;
 pub mod upstream;

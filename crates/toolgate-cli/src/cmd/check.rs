@@ -19,6 +19,8 @@ pub struct CheckArgs {
 pub async fn run(args: CheckArgs) -> Result<bool> {
     let config = args.config.load()?;
     let source = config.source_name();
+    let (config_skills, max_source) =
+        (config.code.skills_dir.clone(), config.code.max_source_bytes);
     let gw = start_and_settle(config).await;
     let mut all_ok = true;
     if !args.json {
@@ -62,5 +64,28 @@ pub async fn run(args: CheckArgs) -> Result<bool> {
         }
     }
     gw.shutdown().await;
+    // Skills: a bad one is skipped by the gateway (the rest keep working); reported here.
+    if let Some(dir) = &config_skills {
+        let set = toolgate::skills::SkillSet::scan(dir, max_source);
+        if args.json {
+            for name in set.skills.keys() {
+                println!("{}", json!({"skill": name, "status": "ready"}));
+            }
+            for e in &set.errors {
+                println!("{}", json!({"skill": null, "status": "error", "detail": e}));
+            }
+        } else {
+            println!(
+                "skills from {}: {} ready, {} skipped",
+                dir.display(),
+                set.skills.len(),
+                set.errors.len()
+            );
+            for e in &set.errors {
+                println!("  skipped: {e}");
+            }
+        }
+        all_ok &= set.errors.is_empty();
+    }
     Ok(all_ok)
 }

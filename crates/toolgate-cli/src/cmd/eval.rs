@@ -6,10 +6,13 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 use toolgate::catalog::{load_catalog_file, load_queries_file, Catalog, LabelledQuery};
 use toolgate::route::eval::{evaluate, summarize, sweep, sweep_thresholds, Split, Summary};
-use toolgate::route::{Bm25fParams, Retriever, RouteIndex, RouteOptions, DEFAULT_THRESHOLD};
+use toolgate::route::{
+    Bm25fParams, Retriever, RouteExamples, RouteIndex, RouteOptions, DEFAULT_THRESHOLD,
+};
 
 #[derive(Subcommand)]
 pub enum EvalCommand {
@@ -61,6 +64,14 @@ pub struct RouteArgs {
     /// query embedding.
     #[arg(long, value_delimiter = ',')]
     weights: Vec<f32>,
+    /// Example tasks (a labelled query file): each query is indexed as an example of the
+    /// tools it expects, as `guided.route_examples` does in the gateway.
+    #[arg(long)]
+    examples: Option<PathBuf>,
+    /// Use the tuning split of --queries (index mod 5 == 0) as example tasks; needs
+    /// `--split test`, so no query is ranked against itself.
+    #[arg(long)]
+    examples_from_tune: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -82,18 +93,19 @@ fn route(args: RouteArgs) -> Result<()> {
         None => Bm25fParams::default(),
     };
     let catalog = Catalog::from_entries(load_catalog_file(&args.catalog)?);
+    let examples = Arc::new(examples(&args)?);
     if !args.weights.is_empty() {
-        return weight_sweep(&args, &catalog, params);
+        return weight_sweep(&args, &catalog, params, examples);
     }
     let started = Instant::now();
     let (index, default_threshold): (Box<dyn Retriever>, f32) =
         if args.embed_model.is_some() || args.hybrid {
-            hybrid(&args, &catalog, params)?
+            hybrid(&args, &catalog, params, examples.clone())?
         } else {
             if args.fusion.is_some() {
                 bail!("--fusion applies to the hybrid: add --embed-model DIR or --hybrid");
             }
-            let index = RouteIndex::with_params(&catalog, params);
+            let index = RouteIndex::with_examples(&catalog, params, examples.clone());
             (Box::new(index), DEFAULT_THRESHOLD)
         };
     let build_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -137,6 +149,7 @@ fn route(args: RouteArgs) -> Result<()> {
         }
         let mut line = serde_json::to_value(&summary)?;
         line["index_build_ms"] = json!(build_ms);
+        line["examples"] = json!(examples.len());
         if args.sweep {
             line["sweep"] = serde_json::to_value(&rows)?;
         }
@@ -145,6 +158,7 @@ fn route(args: RouteArgs) -> Result<()> {
     }
     print_table(&mut out, &summary)?;
     writeln!(out, "{:<20} {:>10.1}", "index build (ms)", build_ms)?;
+    writeln!(out, "{:<20} {:>10}", "example tasks", examples.len())?;
     if args.sweep {
         writeln!(
             out,
@@ -160,6 +174,30 @@ fn route(args: RouteArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The example tasks from `--examples` and `--examples-from-tune`.
+fn examples(args: &RouteArgs) -> Result<RouteExamples> {
+    let mut labelled = Vec::new();
+    if let Some(path) = &args.examples {
+        labelled.extend(load_queries_file(path)?);
+    }
+    if args.examples_from_tune {
+        if !matches!(args.split, SplitArg::Test) {
+            bail!(
+                "--examples-from-tune indexes the tuning split as examples: evaluate on \
+                 the other queries with --split test"
+            );
+        }
+        labelled.extend(
+            load_queries_file(&args.queries)?
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| Split::Tune.keeps(*i))
+                .map(|(_, q)| q),
+        );
+    }
+    Ok(RouteExamples::from_queries(&labelled))
 }
 
 /// The labelled queries of the chosen split.
@@ -179,8 +217,12 @@ fn split_queries(args: &RouteArgs) -> Result<Vec<LabelledQuery>> {
 
 /// `--weights`: one summary line per fusion weight over query vectors embedded once.
 #[cfg(feature = "embed")]
-fn weight_sweep(args: &RouteArgs, catalog: &Catalog, params: Bm25fParams) -> Result<()> {
-    use std::sync::Arc;
+fn weight_sweep(
+    args: &RouteArgs,
+    catalog: &Catalog,
+    params: Bm25fParams,
+    examples: Arc<RouteExamples>,
+) -> Result<()> {
     use toolgate::route::{Embedder, FusionParams, HybridIndex, PrecomputedQueries};
     let fusion: FusionParams = match &args.fusion {
         Some(text) => serde_json::from_str(text).context("--fusion is not fusion parameters")?,
@@ -188,7 +230,8 @@ fn weight_sweep(args: &RouteArgs, catalog: &Catalog, params: Bm25fParams) -> Res
     };
     let embedder = Arc::new(Embedder::from_dir_or_env(args.embed_model.as_deref())?);
     let started = Instant::now();
-    let mut index = HybridIndex::with_params(catalog, params, embedder, fusion.clone())?;
+    let mut index =
+        HybridIndex::with_examples(catalog, params, embedder, fusion.clone(), examples)?;
     let build_ms = started.elapsed().as_secs_f64() * 1e3;
     let queries = split_queries(args)?;
     let texts: Vec<&str> = queries.iter().map(|q| q.query.as_str()).collect();
@@ -246,7 +289,12 @@ fn weight_sweep(args: &RouteArgs, catalog: &Catalog, params: Bm25fParams) -> Res
 }
 
 #[cfg(not(feature = "embed"))]
-fn weight_sweep(_args: &RouteArgs, _catalog: &Catalog, _params: Bm25fParams) -> Result<()> {
+fn weight_sweep(
+    _args: &RouteArgs,
+    _catalog: &Catalog,
+    _params: Bm25fParams,
+    _examples: Arc<RouteExamples>,
+) -> Result<()> {
     bail!("--weights needs a toolgate built with `--features embed`")
 }
 
@@ -256,15 +304,15 @@ fn hybrid(
     args: &RouteArgs,
     catalog: &Catalog,
     params: Bm25fParams,
+    examples: Arc<RouteExamples>,
 ) -> Result<(Box<dyn Retriever>, f32)> {
-    use std::sync::Arc;
     use toolgate::route::{Embedder, FusionParams, HybridIndex, HYBRID_THRESHOLD};
     let fusion: FusionParams = match &args.fusion {
         Some(text) => serde_json::from_str(text).context("--fusion is not fusion parameters")?,
         None => FusionParams::default(),
     };
     let embedder = Arc::new(Embedder::from_dir_or_env(args.embed_model.as_deref())?);
-    let index = HybridIndex::with_params(catalog, params, embedder, fusion)?;
+    let index = HybridIndex::with_examples(catalog, params, embedder, fusion, examples)?;
     Ok((Box::new(index), HYBRID_THRESHOLD))
 }
 
@@ -273,6 +321,7 @@ fn hybrid(
     _args: &RouteArgs,
     _catalog: &Catalog,
     _params: Bm25fParams,
+    _examples: Arc<RouteExamples>,
 ) -> Result<(Box<dyn Retriever>, f32)> {
     bail!("--embed-model/--hybrid need a toolgate built with `--features embed`")
 }

@@ -9,5 +9,6 @@ pub mod key;
 pub mod lint;
 pub mod serve;
 pub mod simulate;
+pub mod skill;
 pub mod tokens;
 pub mod tools;

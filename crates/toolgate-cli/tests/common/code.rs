@@ -23,8 +23,13 @@ pub fn catalog() -> Value {
 
 /// A gateway with code mode on and short limits, so hostile programs end fast.
 pub fn setup(code: &str) -> (TestDir, std::path::PathBuf) {
-    setup_with(1500, code)
+    // Generous, so a program that should finish does on a loaded machine; programs that
+    // should time out ask for `HOSTILE_TIMEOUT_MS` themselves (see `expect`).
+    setup_with(10_000, code)
 }
+
+/// The deadline a program expected to time out runs with, so the test stays short.
+pub const HOSTILE_TIMEOUT_MS: u64 = 1500;
 
 /// `setup` with another run deadline.
 pub fn setup_with(timeout_ms: u64, code: &str) -> (TestDir, std::path::PathBuf) {
@@ -50,9 +55,24 @@ pub async fn run(client: &Client, code: &str) -> (Value, String) {
     (structured(&r), text(&r))
 }
 
+/// Runs a program with its own deadline (at most the configured one).
+pub async fn run_with(client: &Client, code: &str, timeout_ms: u64) -> (Value, String) {
+    let r = call(
+        client,
+        "execute_code",
+        json!({"code": code, "timeout_ms": timeout_ms}),
+    )
+    .await;
+    (structured(&r), text(&r))
+}
+
 /// Runs a program and checks how it ended.
 pub async fn expect(client: &Client, code: &str, status: &str) -> Value {
-    let (s, t) = run(client, code).await;
+    let (s, t) = if status == "timeout" {
+        run_with(client, code, HOSTILE_TIMEOUT_MS).await
+    } else {
+        run(client, code).await
+    };
     assert_eq!(s["status"], status, "{code}\n{t}");
     assert!(s["calls"].is_array(), "calls are always there: {s}");
     s

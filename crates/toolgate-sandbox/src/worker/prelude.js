@@ -1,4 +1,4 @@
-// Evaluated in each fresh context before the program. Builds `tools`, `state`, `console` and
+// Evaluated in each fresh context before the program. Builds `tools`, `state`, `skills`, `console` and
 // `ToolError` around two native functions that stay private to this closure: `bridge`
 // (start a tool call) and `log` (one console line). Strict mode, so no `caller` walks out.
 (function (bridge, log, spec) {
@@ -41,13 +41,17 @@
     get: function (key) { return call("", "get", { key }); },
     set: function (key, value) { return call("", "set", { key, value }); },
   });
+  // A skill runs in the gateway (its own worker, the caller's authorization); this only asks.
+  const skills = freeze({
+    run: function (name, input) { return call("skills", name, input); },
+  });
   const line = (level) => function (...args) { log(level, args); };
   const console = freeze({
     log: line("log"), info: line("info"), warn: line("warn"),
     error: line("error"), debug: line("debug"),
   });
   return {
-    tools, console, ToolError, state,
+    tools, console, ToolError, state, skills,
     makeError: (server, tool, code, message) => new ToolError(server, tool, code, message),
   };
 })

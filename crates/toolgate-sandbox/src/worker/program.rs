@@ -212,7 +212,7 @@ fn setup<'js>(
     let globals = ctx.globals();
     // A high-resolution clock serves timing attacks better than it serves tool scripts.
     globals.remove("performance")?;
-    for key in ["tools", "console", "ToolError", "state"] {
+    for key in ["tools", "console", "ToolError", "state", "skills"] {
         globals.set(key, made.get::<_, Value>(key)?)?;
     }
     let input = serde_json::to_string(&run.input).unwrap_or_else(|_| "null".into());

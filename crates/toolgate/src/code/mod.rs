@@ -10,12 +10,14 @@
 //! - [`calls`]: a program's tool call, through the same gate as execute.
 //! - [`answer`]: what the model sees of a run, within the output budget.
 //! - [`state`]: `state.get/set`, small values kept per session between runs.
+//! - [`history`]: finished runs kept a while, so one can be proposed as a skill.
 //! - [`pii`]: session-scoped tokens for PII leaving a run, restored when passed back.
 //!
 //! The sandbox itself (QuickJS, the OS limits) is the `toolgate-sandbox` crate.
 
 pub mod answer;
 pub mod calls;
+pub mod history;
 pub mod names;
 pub mod pii;
 pub mod pool;

@@ -16,11 +16,14 @@
 //! allow_destructive = ["files/delete_file"]   # may be called from a program
 //! pii = true                 # tokenize e-mails, phones, IBANs, cards in what runs return
 //! pii_fields = ["name"]       # and the values of these fields
+//! skills_dir = "skills"       # skills/<name>/SKILL.md + skill.js (relative to this file)
+//! profiles = ["analyst"]      # only sessions with these profiles get code mode ...
+//! keys = ["ci"]               # ... or with these keys (both empty: every session)
 //! ```
 
 use anyhow::{bail, Result};
 use serde::Deserialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Code mode settings, validated.
@@ -58,6 +61,24 @@ pub struct CodeConfig {
     pub pii: bool,
     /// Field names whose values are tokenized whole (case-insensitive).
     pub pii_fields: Vec<String>,
+    /// Where operator-approved skills live (`<dir>/<name>/SKILL.md` and `skill.js`) and
+    /// model-proposed drafts wait (`<dir>/.drafts/<name>/`); `None`: no skills.
+    pub skills_dir: Option<PathBuf>,
+    /// Code mode only for sessions with one of these profiles (`[policy.profiles]`) ...
+    pub profiles: Vec<String>,
+    /// ... or one of these keys (`[policy.keys]`); both empty: every session.
+    pub keys: Vec<String>,
+}
+
+impl CodeConfig {
+    /// Whether a session with this profile and key gets code mode (`execute_code`,
+    /// `describe_tools` and, with skills, `propose_skill`).
+    pub fn allows(&self, profile: Option<&str>, key: &str) -> bool {
+        self.enabled
+            && ((self.profiles.is_empty() && self.keys.is_empty())
+                || profile.is_some_and(|p| self.profiles.iter().any(|x| x == p))
+                || self.keys.iter().any(|k| k == key))
+    }
 }
 
 impl Default for CodeConfig {
@@ -80,6 +101,9 @@ impl Default for CodeConfig {
             allow_destructive: Vec::new(),
             pii: false,
             pii_fields: Vec::new(),
+            skills_dir: None,
+            profiles: Vec::new(),
+            keys: Vec::new(),
         }
     }
 }
@@ -114,6 +138,11 @@ pub struct RawCode {
     pub pii: bool,
     #[serde(default)]
     pub pii_fields: Vec<String>,
+    pub skills_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    #[serde(default)]
+    pub keys: Vec<String>,
 }
 
 impl RawCode {
@@ -163,6 +192,21 @@ impl RawCode {
             }
             (n, None) => n.unwrap_or(d.max_runs_per_key),
         };
+        if self
+            .skills_dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
+            bail!(
+                "{}: code.skills_dir is empty: name a folder (relative to this file), or remove the key",
+                file.display()
+            );
+        }
+        // Relative to the configuration file, so the gateway finds it from any directory.
+        let skills_dir = self.skills_dir.map(|d| match file.parent() {
+            Some(base) if d.is_relative() => base.join(d),
+            _ => d,
+        });
         let ms = |key: &str, v: Option<u64>, default: Duration, lo: u64, hi: u64| {
             v.map_or(Ok(default), |v| {
                 within(key, v, lo, hi).map(Duration::from_millis)
@@ -222,6 +266,9 @@ impl RawCode {
             allow_destructive: self.allow_destructive,
             pii: self.pii,
             pii_fields: self.pii_fields,
+            skills_dir,
+            profiles: self.profiles,
+            keys: self.keys,
         })
     }
 }
@@ -253,6 +300,17 @@ mod tests {
         assert_eq!(c.timeout, Duration::from_millis(500));
         assert_eq!(c.address_space_bytes, (128 + 192) << 20);
         assert_eq!(c.worker, Some(vec!["w".to_string(), "x".to_string()]));
+        assert_eq!(c.skills_dir, None);
+        let c = Config::from_toml_str(
+            "[code]\nskills_dir = \"skills\"\n",
+            Path::new("/etc/toolgate/toolgate.toml"),
+        )
+        .unwrap()
+        .code;
+        assert_eq!(
+            c.skills_dir.as_deref(),
+            Some(Path::new("/etc/toolgate/skills"))
+        );
     }
 
     #[test]
@@ -286,6 +344,11 @@ mod tests {
             (
                 "[code]\nmax_runs_per_key = 2\nmax_runs_per_session = 2",
                 "keep only max_runs_per_key",
+            ),
+            ("[code]\nskills_dir = \"\"", "code.skills_dir"),
+            (
+                "[code]\nskills_dir = \"s\"\n[upstreams.skills]\ncommand = \"x\"",
+                "upstreams.skills",
             ),
         ] {
             let e = parse(text).unwrap_err().to_string();

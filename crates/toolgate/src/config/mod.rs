@@ -15,6 +15,7 @@ use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The HTTP address `toolgate serve` listens on when none is configured.
@@ -100,6 +101,8 @@ pub struct GuidedConfig {
     pub pinned: Vec<String>,
     /// Add a tool chosen by route to that session's tools/list.
     pub expand_selected: bool,
+    /// Example tasks per tool, indexed by route (`guided.route_examples`).
+    pub route_examples: Arc<crate::route::RouteExamples>,
 }
 
 impl Default for GuidedConfig {
@@ -112,6 +115,7 @@ impl Default for GuidedConfig {
             route_threshold: crate::route::DEFAULT_THRESHOLD,
             pinned: Vec::new(),
             expand_selected: false,
+            route_examples: Arc::default(),
         }
     }
 }
@@ -216,7 +220,13 @@ impl Config {
     /// Adds the upstreams of `other` (e.g. an imported mcpServers file); a name defined in
     /// both is an error.
     pub fn merge_upstreams(&mut self, other: Config) -> Result<()> {
+        let other_name = other.source_name();
         for (name, up) in other.upstreams {
+            if self.code.skills_dir.is_some() && name == crate::skills::SKILLS_SERVER {
+                bail!(
+                    "upstream {name:?} in {other_name}: that name is reserved for skills while code.skills_dir is set: rename it"
+                );
+            }
             if self.upstreams.contains_key(&name) {
                 bail!(
                     "upstream {name:?} is defined in {} and in {}: rename one of them",

@@ -25,11 +25,13 @@ use super::{
     check_upstream_name, env::substitute, Config, DirectConfig, GatewayConfig, GuidedConfig, Mode,
     Transport, UpstreamConfig,
 };
+use crate::route::RouteExamples;
 use crate::shape::{LocalOptions, Profile, SlimOptions};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Default, Deserialize)]
@@ -99,6 +101,23 @@ impl RawDirect {
     }
 }
 
+/// `guided.route_examples`: a labelled query file, relative to the config file's folder.
+fn load_examples(file: &Path, path: &Path) -> Result<RouteExamples> {
+    let full = match file.parent() {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
+    };
+    let queries = crate::catalog::load_queries_file(&full).with_context(|| {
+        format!(
+            "{}: guided.route_examples = {:?}: give a file of JSON lines \
+             {{\"query\": \"...\", \"expected\": [\"server/tool\"]}} (relative to the config file)",
+            file.display(),
+            path.display()
+        )
+    })?;
+    Ok(RouteExamples::from_queries(&queries))
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawGuided {
@@ -112,6 +131,7 @@ pub struct RawGuided {
     pub pinned: Vec<String>,
     #[serde(default)]
     pub expand_selected: bool,
+    pub route_examples: Option<PathBuf>,
 }
 
 impl RawGuided {
@@ -158,6 +178,10 @@ impl RawGuided {
             route_threshold: threshold,
             pinned: self.pinned,
             expand_selected: self.expand_selected,
+            route_examples: match &self.route_examples {
+                Some(path) => Arc::new(load_examples(file, path)?),
+                None => d.route_examples,
+            },
         })
     }
 }
@@ -326,14 +350,39 @@ impl RawConfig {
             let key = format!("upstreams.{name}");
             upstreams.insert(name.clone(), raw.validate(&name, file, &key)?);
         }
+        let code = self.code.validate(file)?;
+        if code.skills_dir.is_some() && upstreams.contains_key(crate::skills::SKILLS_SERVER) {
+            bail!(
+                "{}: upstreams.{}: that name is reserved for skills while code.skills_dir is set: rename the upstream",
+                file.display(),
+                crate::skills::SKILLS_SERVER
+            );
+        }
+        let policy = self.policy.validate(file)?;
+        for p in &code.profiles {
+            if !policy.profiles.contains_key(p) {
+                bail!(
+                    "{}: code.profiles: {p:?} is not a profile: define [policy.profiles.{p}] or remove it from the list",
+                    file.display()
+                );
+            }
+        }
+        for k in &code.keys {
+            if policy.key(k).is_none() {
+                bail!(
+                    "{}: code.keys: {k:?} is not a key: define [policy.keys.{k}] or remove it from the list",
+                    file.display()
+                );
+            }
+        }
         Ok(Config {
             source: Some(file.to_path_buf()),
             gateway,
             guided: self.guided.validate(file)?,
             direct: self.direct.validate(file)?,
-            code: self.code.validate(file)?,
+            code,
             upstreams,
-            policy: self.policy.validate(file)?,
+            policy,
         })
     }
 }

@@ -4,9 +4,10 @@
 use super::convert::{tool_error, tool_from, tool_named};
 use super::{direct, Session};
 use crate::guided::surface::{
-    code_tools, meta_tools, CONTINUE, DESCRIBE_TOOLS, EXECUTE, EXECUTE_CODE, ROUTE,
+    code_tools, meta_tools, skill_tools, CONTINUE, DESCRIBE_TOOLS, EXECUTE, EXECUTE_CODE,
+    PROPOSE_SKILL, ROUTE,
 };
-use crate::guided::{code, describe, execute, resume, route, MetaResult};
+use crate::guided::{code, describe, execute, propose, resume, route, MetaResult};
 use crate::policy::Caller;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::service::{RequestContext, RoleServer};
@@ -27,9 +28,17 @@ pub fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
         .iter()
         .map(tool_from)
         .collect();
-    if gw.config.code.enabled {
+    let code = session.engine.code_for(caller);
+    if code {
         tools.extend(
             code_tools(&gw.config.gateway.meta_prefix)
+                .iter()
+                .map(tool_from),
+        );
+    }
+    if code && session.engine.skills.configured() {
+        tools.extend(
+            skill_tools(&gw.config.gateway.meta_prefix)
                 .iter()
                 .map(tool_from),
         );
@@ -87,10 +96,13 @@ pub async fn call(
         }
         EXECUTE => execute::run(engine, id, &args, context.ct.clone(), caller).await,
         CONTINUE => resume::run(engine, id, &args).await,
-        EXECUTE_CODE if engine.gw.config.code.enabled => {
+        EXECUTE_CODE if engine.code_for(caller) => {
             code::run(engine, id, &args, context.ct.clone(), caller).await
         }
-        DESCRIBE_TOOLS if engine.gw.config.code.enabled => describe::run(engine, &args),
+        DESCRIBE_TOOLS if engine.code_for(caller) => describe::run(engine, &args),
+        PROPOSE_SKILL if engine.code_for(caller) && engine.skills.configured() => {
+            propose::run(engine, id, &args, caller)
+        }
         _ => {
             // Pinned and expanded tools are called directly, like in direct mode.
             let listed = list(session, caller).iter().any(|t| t.name == name);

@@ -144,6 +144,18 @@ impl Session {
         &self.engine.gw
     }
 
+    /// The guided standing rule, with code mode's (and skills') when `code` is on.
+    fn instructions(&self, code: bool) -> String {
+        let mut text = crate::guided::surface::INSTRUCTIONS.to_string();
+        if code {
+            text.push_str(crate::guided::surface::CODE_INSTRUCTIONS);
+            if self.engine.skills.configured() {
+                text.push_str(crate::guided::surface::SKILL_INSTRUCTIONS);
+            }
+        }
+        text
+    }
+
     fn id(&self) -> &str {
         &self.state.id
     }
@@ -177,11 +189,10 @@ impl ServerHandler for Session {
         let mut info = ServerConfig::new(capabilities());
         info.server_info = Implementation::new("toolgate", env!("CARGO_PKG_VERSION"));
         if self.surface() == Surface::Guided {
-            let mut text = crate::guided::surface::INSTRUCTIONS.to_string();
-            if self.gw().config.code.enabled {
-                text.push_str(crate::guided::surface::CODE_INSTRUCTIONS);
-            }
-            info.instructions = Some(text);
+            // Before a caller is known: code mode only if every session gets it
+            // (`initialize` states it for the caller).
+            let everyone = self.gw().config.code.allows(None, "");
+            info.instructions = Some(self.instructions(everyone));
         }
         info
     }
@@ -204,7 +215,12 @@ impl ServerHandler for Session {
                 .await;
             self.resolve_auto(&context);
         }
-        self.negotiate_initialize(&request)
+        let mut result = self.negotiate_initialize(&request)?;
+        if self.surface() == Surface::Guided {
+            let caller = self.caller(&context);
+            result.instructions = Some(self.instructions(self.engine.code_for(&caller)));
+        }
+        Ok(result)
     }
 
     async fn list_tools(

@@ -1,11 +1,13 @@
 //! The `execute_code` meta-tool: run a program in a sandbox worker, its tool calls going
 //! through the same gate as execute, and show the model only what it returns or logs.
+//! [`run_program`] is also how a skill runs (`guided::skill`).
 
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::code::calls::Gate;
-use crate::code::worker::{self, WorkerSettings, MAX_RESULT_BYTES};
+use crate::code::worker::{self, RunReport, WorkerSettings, MAX_RESULT_BYTES};
 use crate::code::{answer, strip_fences};
 use crate::policy::Caller;
+use crate::skills::{Skill, SKILLS_SERVER};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -31,39 +33,137 @@ pub async fn run(
             return MetaResult::error(format!("execute_code: input: {e}"));
         }
     }
+    let program = Program {
+        code,
+        input,
+        timeout,
+        max_calls,
+        skill: None,
+        depth: 0,
+    };
+    let report = tokio::select! {
+        r = run_program(engine, session, caller, &program) => match r {
+            Ok(r) => r,
+            Err(e) => return MetaResult::error(format!("execute_code: {e}")),
+        },
+        _ = cancel.cancelled() => return MetaResult::error(
+            "execute_code: cancelled; tool calls the program already made may have taken effect",
+        ),
+    };
+    // Kept (with what it called) so the model can propose it as a skill.
+    let mut servers: Vec<String> = report
+        .calls
+        .iter()
+        .filter(|c| c.ok == Some(true) && c.server != SKILLS_SERVER)
+        .map(|c| c.server.clone())
+        .collect();
+    servers.sort();
+    servers.dedup();
+    let run_id = engine.runs.record(
+        session,
+        &caller.grant.name,
+        &program.code,
+        &report.status,
+        servers,
+    );
+    let mut answer = show(engine, session, report);
+    if let Some(s) = answer.structured.as_mut() {
+        s["runId"] = Value::String(run_id.clone());
+    }
+    if let Some(text) = answer.content.first_mut().and_then(|b| b.get_mut("text")) {
+        if let Some(t) = text.as_str() {
+            *text = Value::String(format!("{t}\nrunId: {run_id}"));
+        }
+    }
+    answer
+}
+
+/// One program to run: from execute_code, or a skill (from execute or a program).
+pub(crate) struct Program<'a> {
+    pub code: String,
+    pub input: Value,
+    pub timeout: Duration,
+    pub max_calls: u32,
+    /// A skill's program may call only the tools of the servers the skill names.
+    pub skill: Option<&'a Skill>,
+    /// 0 for a run the model started; a skill run by a program runs one level deeper.
+    pub depth: u32,
+}
+
+/// What leaves a run for the model: PII tokenized (when configured), within the budget.
+pub(crate) fn show(engine: &Engine, session: &str, mut report: RunReport) -> MetaResult {
+    let cfg = &engine.gw.config.code;
+    if cfg.pii {
+        // Only what leaves for the model is tokenized; inside the run values stayed real.
+        engine
+            .pii
+            .tokenize(session, &mut report.result, &cfg.pii_fields);
+        for line in &mut report.logs {
+            *line = engine.pii.tokenize_text(session, line);
+        }
+        if let Some(e) = &mut report.error {
+            e.message = engine.pii.tokenize_text(session, &e.message);
+        }
+    }
+    answer::render(report, cfg.output_bytes)
+}
+
+/// Runs a program in a new worker, its tool calls through `caller`'s gate. `Err` says why
+/// it could not start (no worker, too many runs).
+pub(crate) async fn run_program(
+    engine: &Engine,
+    session: &str,
+    caller: &Caller,
+    program: &Program<'_>,
+) -> Result<RunReport, String> {
+    let cfg = &engine.gw.config.code;
     let Some(_) = cfg.worker.as_deref() else {
-        return MetaResult::error(
-            "execute_code: this gateway has no sandbox worker (it was built without the code-mode feature)",
+        return Err(
+            "this gateway has no sandbox worker (it was built without the code-mode feature)"
+                .into(),
         );
     };
+    // Slots are the gateway's, per caller (its API key, else its session). A skill run by
+    // a program shares its parent's slot: with one run allowed, taking another would
+    // always be refused.
     let runs = &engine.gw.code_runs;
-    let Some(_slot) = runs.take(&caller.limit_owner(), cfg.max_runs_per_key) else {
-        return MetaResult::error(format!(
-            "execute_code: refused: {} already has {} programs running, the limit (code.max_runs_per_key = {}). \
-             Wait for one of them to finish, then call execute_code again; or do this step with execute.",
-            caller.limit_owner_label(),
-            cfg.max_runs_per_key,
-            cfg.max_runs_per_key
-        ));
+    let _slot = match program.depth {
+        0 => Some(
+            runs.take(&caller.limit_owner(), cfg.max_runs_per_key)
+                .ok_or_else(|| {
+                    format!(
+                        "refused: {} already has {} programs running, the limit (code.max_runs_per_key = {}). \
+                         Wait for one of them to finish, then try again; or do this step with execute.",
+                        caller.limit_owner_label(),
+                        cfg.max_runs_per_key,
+                        cfg.max_runs_per_key
+                    )
+                })?,
+        ),
+        _ => None,
     };
     // Owners are "key:..." or "session:...": the empty one counts every run.
     let Some(_worker) = runs.take("", cfg.max_workers) else {
-        return MetaResult::error(format!(
-            "execute_code: refused: the gateway is running {} programs already, its limit (code.max_workers); try again shortly",
+        return Err(format!(
+            "refused: the gateway is running {} programs already, its limit (code.max_workers); try again shortly",
             cfg.max_workers
         ));
     };
     let (entries, allowed) = crate::code::tools_where(&engine.gw.catalog(), |t| {
         let tier = engine.policy.facts(t).tier;
-        caller
-            .grant
-            .missing_permission(&t.id.to_string(), tier)
-            .is_none()
+        program
+            .skill
+            .is_none_or(|s| s.servers.contains(&t.id.server))
+            && caller
+                .grant
+                .missing_permission(&t.id.to_string(), tier)
+                .is_none()
     });
+    let (timeout, max_calls) = (program.timeout, program.max_calls);
     let kill_after = timeout + cfg.grace;
     let run = Run {
-        code,
-        input,
+        code: program.code.clone(),
+        input: program.input.clone(),
         tools: entries,
         limits: Limits {
             timeout_ms: timeout.as_millis() as u64,
@@ -91,34 +191,19 @@ pub async fn run(
         max_in_flight: cfg.max_in_flight,
         max_log_bytes: cfg.output_bytes,
     };
-    let gate = &gate;
+    let (gate, depth) = (&gate, program.depth);
     // A warm worker from the pool when one is waiting; either way it serves this run only.
     let process = engine.gw.code_workers.take();
-    let mut report = tokio::select! {
-        r = worker::run(&settings, process, &run, move |c| async move {
-            if c.server == STATE_SERVER {
-                engine.code_state.request(session, &c.tool, &c.arguments)
-            } else {
-                gate.call(c).await
-            }
-        }) => r,
-        _ = cancel.cancelled() => return MetaResult::error(
-            "execute_code: cancelled; tool calls the program already made may have taken effect",
-        ),
-    };
-    if cfg.pii {
-        // Only what leaves for the model is tokenized; inside the run values stayed real.
-        engine
-            .pii
-            .tokenize(session, &mut report.result, &cfg.pii_fields);
-        for line in &mut report.logs {
-            *line = engine.pii.tokenize_text(session, line);
+    Ok(worker::run(&settings, process, &run, move |c| async move {
+        if c.server == STATE_SERVER {
+            engine.code_state.request(session, &c.tool, &c.arguments)
+        } else if c.server == SKILLS_SERVER && engine.skills.configured() {
+            super::skill::nested(engine, session, caller, c, gate.deadline, depth + 1).await
+        } else {
+            gate.call(c).await
         }
-        if let Some(e) = &mut report.error {
-            e.message = engine.pii.tokenize_text(session, &e.message);
-        }
-    }
-    answer::render(report, cfg.output_bytes)
+    })
+    .await)
 }
 
 type Parsed = (String, Value, Duration, u32);

@@ -21,6 +21,9 @@ pub async fn run(
     cancel: CancellationToken,
     caller: &Caller,
 ) -> MetaResult {
+    if let Some(skill) = super::skill::target(engine, session, args) {
+        return super::skill::execute(engine, session, &skill, args, cancel, caller).await;
+    }
     let request = match parse(engine, session, args) {
         Ok(r) => r,
         Err(e) => return MetaResult::error(format!("execute: {e}")),

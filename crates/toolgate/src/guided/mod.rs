@@ -5,14 +5,17 @@
 //! step with the catalog, re-indexing only the servers that changed), the compiled
 //! validators, the session store (pages, operations) and route's selections. One file
 //! per meta-tool: [`route`], [`execute`], [`resume`] (`continue`); in code mode also
-//! [`code`] (`execute_code`) and [`describe`] (`describe_tools`).
+//! [`code`] (`execute_code`) and [`describe`] (`describe_tools`); with skills,
+//! [`skill`] (running one, from execute or a program) and [`propose`] (`propose_skill`).
 
 pub mod code;
 pub mod describe;
 pub mod execute;
+pub mod propose;
 pub mod resume;
 pub mod route;
 pub mod schema_view;
+pub mod skill;
 pub mod surface;
 
 use crate::catalog::{Catalog, ToolId, ToolRecord};
@@ -70,6 +73,8 @@ pub struct Engine {
     pub gw: Arc<Gateway>,
     /// The catalog the index was built from, and the index.
     index: Mutex<(Arc<Catalog>, Arc<RouteIndex>)>,
+    /// The skills the index holds (as tools of the server `skills`).
+    indexed_skills: Mutex<Arc<crate::skills::SkillSet>>,
     pub validators: Validators,
     pub store: Arc<SessionStore>,
     selections: Mutex<HashMap<String, Selection>>,
@@ -82,6 +87,10 @@ pub struct Engine {
     pub pii: crate::code::pii::Vault,
     /// Code mode's `state.get/set` values, per session.
     pub code_state: crate::code::state::StateStore,
+    /// The skills folder (`code.skills_dir`), re-read when it changes.
+    pub skills: crate::skills::SkillLibrary,
+    /// Finished code-mode runs, so a model can propose one as a skill.
+    pub runs: crate::code::history::RunHistory,
 }
 
 impl Engine {
@@ -92,8 +101,23 @@ impl Engine {
             ..StoreLimits::default()
         };
         let empty = Arc::new(Catalog::default());
+        let code = &gw.config.code;
+        // Skills are programs: without code mode there is nothing to run them with.
+        let skills_dir = code.skills_dir.clone().filter(|_| code.enabled);
+        let skills = crate::skills::SkillLibrary::new(skills_dir, code.max_source_bytes);
         Arc::new(Self {
-            index: Mutex::new((empty.clone(), Arc::new(RouteIndex::build(&empty)))),
+            index: Mutex::new((
+                empty.clone(),
+                Arc::new(RouteIndex::with_examples(
+                    &empty,
+                    Default::default(),
+                    gw.config.guided.route_examples.clone(),
+                )),
+            )),
+            // Not the library's own empty set, so the first index() adds the skills.
+            indexed_skills: Mutex::new(Arc::default()),
+            skills,
+            runs: Default::default(),
             validators: Validators::new(),
             store: Arc::new(SessionStore::new(limits)),
             selections: Mutex::new(HashMap::new()),
@@ -109,11 +133,29 @@ impl Engine {
         })
     }
 
-    /// The route index for the current catalog. When the catalog changed, only the
-    /// servers whose tools changed are re-indexed.
+    /// Whether `caller` gets code mode (`code.enabled`, narrowed by `code.profiles` and
+    /// `code.keys`); skills, being programs, follow it.
+    pub fn code_for(&self, caller: &crate::policy::Caller) -> bool {
+        self.gw
+            .config
+            .code
+            .allows(caller.profile_name(), &caller.grant.name)
+    }
+
+    /// The route index for the current catalog and skills. When the catalog changed, only
+    /// the servers whose tools changed are re-indexed; when the skills changed, only them.
     pub fn index(&self) -> (Arc<Catalog>, Arc<RouteIndex>) {
         let catalog = self.gw.catalog();
+        let skills = self.skills.current();
         let mut guard = self.index.lock().expect("index");
+        let mut indexed = self.indexed_skills.lock().expect("skills");
+        if !Arc::ptr_eq(&indexed, &skills) {
+            let mut index = (*guard.1).clone();
+            let records = skills.skills.values().map(|s| s.record.clone()).collect();
+            index.replace_server(crate::skills::SKILLS_SERVER, records);
+            guard.1 = Arc::new(index);
+            *indexed = skills;
+        }
         if !Arc::ptr_eq(&guard.0, &catalog) {
             let mut index = (*guard.1).clone();
             for server in changed_servers(&guard.0, &catalog) {
@@ -205,6 +247,7 @@ impl Engine {
         self.store.end_session(session);
         self.pii.end_session(session);
         self.code_state.end_session(session);
+        self.runs.end_session(session);
         self.selections
             .lock()
             .expect("selections")

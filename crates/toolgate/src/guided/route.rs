@@ -11,7 +11,9 @@ use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::policy::{profiles::Visible, Caller};
 use crate::route::{route, Retriever, RouteDecision, RouteOptions};
 use crate::shape::ProfileView;
+use crate::skills::SKILLS_SERVER;
 use serde_json::{json, Map, Value};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// What route reads besides its arguments, all from one catalog snapshot.
@@ -40,24 +42,36 @@ pub fn run(
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
     let (catalog, index) = engine.index();
     let view = engine.view(&catalog);
+    // Skills are found like tools of the server `skills`, when this caller is offered them.
+    let skills = super::skill::offered(engine, caller, &catalog);
+    let offered: HashSet<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+    let indexed_skills = index.len().saturating_sub(catalog.len());
     // The profile decides what route can see: hidden tools are neither ranked nor named.
-    let keep = |t: &ToolRecord| caller.policy.shows(caller, t);
+    let keep = |t: &ToolRecord| match t.id.server.as_str() {
+        SKILLS_SERVER => offered.contains(t.id.name.as_str()),
+        _ => caller.policy.shows(caller, t),
+    };
     let hidden = match caller.profile {
         Some(_) => catalog.tools().iter().filter(|t| !keep(t)).count(),
         None => 0,
-    };
+    } + indexed_skills.saturating_sub(offered.len());
     let visible = Visible {
         inner: index.as_ref(),
         keep: &keep,
         hidden,
     };
+    let mut servers = caller.policy.servers(caller, &catalog);
+    if !offered.is_empty() {
+        servers.push(SKILLS_SERVER);
+        servers.sort();
+    }
     let cx = RouteContext {
         catalog: &catalog,
         retriever: &visible,
         view: Some(&view),
         threshold: engine.gw.config.guided.route_threshold,
         meta_prefix: &engine.gw.config.gateway.meta_prefix,
-        servers: caller.policy.servers(caller, &catalog),
+        servers,
     };
     respond(&cx, args, &mut |id| engine.remember(session, id))
 }
@@ -160,7 +174,9 @@ fn select(
         Detail::Full => cx.view.and_then(|v| v.input_schema(&tool.id)),
         _ => None,
     };
+    let skill = tool.id.server == SKILLS_SERVER;
     let schema = match detail {
+        Detail::TypeScript if skill => json!({"typescript": super::skill::declare(tool)}),
         Detail::TypeScript => {
             json!({"typescript": crate::code::typescript::declare_tool(cx.catalog, tool)})
         }
@@ -169,7 +185,7 @@ fn select(
     let next_args =
         json!({"selectionId": selection, "arguments": placeholders(tool.input_schema())});
     let summary = tool.summary(160);
-    let structured = json!({
+    let mut structured = json!({
         "decision": "select",
         "selectionId": selection,
         "server": tool.id.server,
@@ -200,10 +216,17 @@ fn select(
         }
         None => schema.to_string(),
     };
-    let text = format!(
+    let mut text = format!(
         "Selected {}/{}: {summary}\n{schema_text}\nNext: call {execute} with {}",
         tool.id.server, tool.id.name, next_args
     );
+    if skill {
+        structured["kind"] = json!("skill");
+        text.push_str(&format!(
+            "\nThis is a skill (a reviewed program): execute runs it with the arguments as its input; inside a program, await skills.run({:?}, input).",
+            tool.id.name
+        ));
+    }
     MetaResult::text(text, Some(structured))
 }
 

@@ -15,11 +15,37 @@ pub const EXECUTE: &str = "execute";
 pub const CONTINUE: &str = "continue";
 pub const EXECUTE_CODE: &str = "execute_code";
 pub const DESCRIBE_TOOLS: &str = "describe_tools";
+pub const PROPOSE_SKILL: &str = "propose_skill";
 
 /// Added to the standing rule when code mode is on.
 pub const CODE_INSTRUCTIONS: &str = " When a task chains several tools or handles large data, \
 describe_tools the tools route found and run a JavaScript program with execute_code: each tool \
 is `await tools.<server>.<tool>(args)`; only what the program returns or logs comes back.";
+
+/// Added to the standing rule when skills are configured.
+pub const SKILL_INSTRUCTIONS: &str = " Route also finds skills (reviewed programs, server \
+`skills`): run one with execute, or from a program with `await skills.run(name, input)`. When \
+a program worked and would help again, propose_skill saves it as a draft for an operator to review.";
+
+/// The `propose_skill` meta-tool (listed when code mode and skills are on).
+pub fn skill_tools(prefix: &str) -> Vec<Value> {
+    vec![json!({
+        "name": format!("{prefix}{PROPOSE_SKILL}"),
+        "description": "Propose a finished execute_code run (its runId) as a reusable skill. It is saved as a draft and cannot be used until an operator approves it. The program reads its parameters from `input`.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "runId": {"type": "string", "description": "From a successful execute_code answer in this session"},
+                "name": {"type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,47}$", "description": "Short name, e.g. weekly-report"},
+                "description": {"type": "string", "maxLength": 1024, "description": "What the skill does and when to use it"},
+                "input_schema": {"type": "object", "description": "JSON Schema of the program's input (an object); default any object"},
+                "servers": {"type": "array", "items": {"type": "string"}, "description": "Servers it calls (default: those the run called)"}
+            },
+            "required": ["runId", "name", "description"]
+        },
+        "annotations": {"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false}
+    })]
+}
 
 /// Code mode's two meta-tools, each name with `prefix` prepended.
 pub fn code_tools(prefix: &str) -> Vec<Value> {

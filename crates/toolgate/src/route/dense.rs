@@ -1,7 +1,10 @@
 //! The embedding index: one unit vector per tool (embedded once per catalog snapshot,
-//! per server on re-index), ranked by cosine similarity with the embedded task.
+//! per server on re-index), ranked by cosine similarity with the embedded task. A tool
+//! with example tasks ([`super::examples`]) also has one vector per example, and its
+//! similarity is the best of its own and its examples'.
 
 use super::embedder::{dot, EmbedError, Embedder};
+use super::examples::RouteExamples;
 use super::text::{split_identifier, truncate, MAX_TASK_BYTES};
 use super::Retriever;
 use crate::catalog::{Catalog, ToolRecord};
@@ -45,6 +48,9 @@ pub fn tool_text(tool: &ToolRecord) -> String {
 struct Shard {
     tools: Vec<Arc<ToolRecord>>,
     vectors: Vec<f32>,
+    /// The tool (row in `tools`) of each example vector.
+    example_of: Vec<u32>,
+    example_vectors: Vec<f32>,
 }
 
 /// Tool vectors for one catalog snapshot. Cheap to clone (the model is shared), so a
@@ -52,6 +58,7 @@ struct Shard {
 #[derive(Debug, Clone)]
 pub struct EmbedIndex {
     embedder: Arc<Embedder>,
+    examples: Arc<RouteExamples>,
     /// Server name -> its shard; iteration in server order gives stable tie-breaks.
     shards: BTreeMap<String, Shard>,
 }
@@ -59,8 +66,18 @@ pub struct EmbedIndex {
 impl EmbedIndex {
     /// Embeds every tool of `catalog` (batched).
     pub fn build(catalog: &Catalog, embedder: Arc<Embedder>) -> Result<Self, EmbedError> {
+        Self::with_examples(catalog, embedder, Arc::default())
+    }
+
+    /// Embeds every tool of `catalog` and every example task of its tools.
+    pub fn with_examples(
+        catalog: &Catalog,
+        embedder: Arc<Embedder>,
+        examples: Arc<RouteExamples>,
+    ) -> Result<Self, EmbedError> {
         let mut index = Self {
             embedder,
+            examples,
             shards: BTreeMap::new(),
         };
         let mut by_server: BTreeMap<&str, Vec<Arc<ToolRecord>>> = BTreeMap::new();
@@ -90,8 +107,28 @@ impl EmbedIndex {
         let texts: Vec<String> = tools.iter().map(|t| tool_text(t)).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = self.embedder.embed(&refs)?.concat();
-        self.shards
-            .insert(server.to_string(), Shard { tools, vectors });
+        let mut example_of = Vec::new();
+        let mut example_texts = Vec::new();
+        for (row, tool) in tools.iter().enumerate() {
+            for text in self.examples.of(&tool.id.server, &tool.id.name) {
+                example_of.push(row as u32);
+                example_texts.push(text.as_str());
+            }
+        }
+        let example_vectors = if example_texts.is_empty() {
+            Vec::new()
+        } else {
+            self.embedder.embed(&example_texts)?.concat()
+        };
+        self.shards.insert(
+            server.to_string(),
+            Shard {
+                tools,
+                vectors,
+                example_of,
+                example_vectors,
+            },
+        );
         Ok(())
     }
 
@@ -125,9 +162,20 @@ impl EmbedIndex {
             if server.is_some_and(|s| !s.eq_ignore_ascii_case(name)) {
                 continue;
             }
-            for (tool, v) in shard.tools.iter().zip(shard.vectors.chunks_exact(dim)) {
-                out.push((tool.clone(), dot(query_vec, v)));
+            let mut best: Vec<f32> = shard
+                .vectors
+                .chunks_exact(dim)
+                .map(|v| dot(query_vec, v))
+                .collect();
+            for (&row, v) in shard
+                .example_of
+                .iter()
+                .zip(shard.example_vectors.chunks_exact(dim))
+            {
+                let b = &mut best[row as usize];
+                *b = b.max(dot(query_vec, v));
             }
+            out.extend(shard.tools.iter().cloned().zip(best));
         }
         out
     }

@@ -1,5 +1,5 @@
-//! A tool as a BM25F document: its fields (name, title, description, parameters, server)
-//! and the per-field frequencies of their terms and phrase bigrams.
+//! A tool as a BM25F document: its fields (name, title, description, parameters, server,
+//! example tasks) and the per-field frequencies of their terms and phrase bigrams.
 
 use super::text::{bigram, Analyzer};
 use crate::catalog::ToolRecord;
@@ -7,13 +7,14 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 /// The fields of a tool document, in `Bm25fParams` array order.
-pub const N_FIELDS: usize = 5;
+pub const N_FIELDS: usize = 6;
 /// Field positions.
 pub const NAME: usize = 0;
 pub const TITLE: usize = 1;
 pub const DESCRIPTION: usize = 2;
 pub const PARAMS: usize = 3;
 pub const SERVER: usize = 4;
+pub const EXAMPLES: usize = 5;
 
 /// One analysed tool.
 #[derive(Debug, Default)]
@@ -24,8 +25,10 @@ pub struct ToolDoc {
     pub lens: [u16; N_FIELDS],
 }
 
-/// Analyses a tool's fields. Adjacent words within one text also count as a phrase term.
-pub fn analyze_tool(analyzer: &Analyzer, tool: &ToolRecord) -> ToolDoc {
+/// Analyses a tool's fields, with `examples` (tasks known to have needed the tool, see
+/// [`super::examples`]) as the last. Adjacent words within one text also count as a
+/// phrase term.
+pub fn analyze_tool(analyzer: &Analyzer, tool: &ToolRecord, examples: &[String]) -> ToolDoc {
     let mut tf: HashMap<String, [u16; N_FIELDS]> = HashMap::new();
     let mut lens = [0u16; N_FIELDS];
     let mut texts: [Vec<&str>; N_FIELDS] = Default::default();
@@ -34,6 +37,7 @@ pub fn analyze_tool(analyzer: &Analyzer, tool: &ToolRecord) -> ToolDoc {
     texts[DESCRIPTION].push(tool.description());
     schema_texts(tool.input_schema(), 0, &mut texts[PARAMS]);
     texts[SERVER].push(&tool.id.server);
+    texts[EXAMPLES].extend(examples.iter().map(String::as_str));
     let (mut terms, mut words) = (Vec::new(), Vec::new());
     for (field, field_texts) in texts.iter().enumerate() {
         for text in field_texts {

@@ -9,6 +9,7 @@
 
 use super::dense::{top_k, EmbedIndex};
 use super::embedder::{EmbedError, Embedder};
+use super::examples::RouteExamples;
 use super::index::{Bm25fParams, RouteIndex};
 use super::Retriever;
 use crate::catalog::{Catalog, ToolId, ToolRecord};
@@ -85,9 +86,20 @@ impl HybridIndex {
         embedder: Arc<Embedder>,
         params: FusionParams,
     ) -> Result<Self, EmbedError> {
+        Self::with_examples(catalog, bm25, embedder, params, Arc::default())
+    }
+
+    /// Like [`Self::with_params`], with example tasks per tool on the BM25F side.
+    pub fn with_examples(
+        catalog: &Catalog,
+        bm25: Bm25fParams,
+        embedder: Arc<Embedder>,
+        params: FusionParams,
+        examples: Arc<RouteExamples>,
+    ) -> Result<Self, EmbedError> {
         Ok(Self {
-            lexical: RouteIndex::with_params(catalog, bm25),
-            dense: EmbedIndex::build(catalog, embedder)?,
+            lexical: RouteIndex::with_examples(catalog, bm25, examples.clone()),
+            dense: EmbedIndex::with_examples(catalog, embedder, examples)?,
             params,
         })
     }

@@ -9,6 +9,7 @@
 //! frequencies, so nothing else needs recomputing.
 
 use super::doc::{analyze_tool, N_FIELDS};
+use super::examples::RouteExamples;
 use super::text::{bigram, clauses, truncate, Analyzer, MAX_TASK_BYTES};
 use crate::catalog::{Catalog, ToolRecord};
 use serde::Deserialize;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Bm25fParams {
-    /// Field weights: name, title, description, parameters, server.
+    /// Field weights: name, title, description, parameters, server, example tasks.
     pub weights: [f32; N_FIELDS],
     /// Length normalisation per field (0 = none, 1 = full).
     pub b: [f32; N_FIELDS],
@@ -40,8 +41,8 @@ pub struct Bm25fParams {
 impl Default for Bm25fParams {
     fn default() -> Self {
         Self {
-            weights: [3.0, 2.0, 1.0, 0.4, 1.0],
-            b: [0.3, 0.3, 0.5, 0.5, 0.3],
+            weights: [3.0, 2.0, 1.0, 0.4, 1.0, EXAMPLES_WEIGHT],
+            b: [0.3, 0.3, 0.5, 0.5, 0.3, EXAMPLES_B],
             k1: 1.2,
             bigram_weight: 0.5,
             server_weight: 0.0,
@@ -49,6 +50,12 @@ impl Default for Bm25fParams {
         }
     }
 }
+
+/// Weight of the example-tasks field (see [`super::examples`]); chosen on a split of
+/// MetaTool's tuning queries, `docs/routing.md` has the sweep.
+pub const EXAMPLES_WEIGHT: f32 = 0.5;
+/// Length normalisation of the example-tasks field.
+pub const EXAMPLES_B: f32 = 0.5;
 
 /// One document's term frequencies per field.
 #[derive(Debug, Clone, Copy)]
@@ -88,6 +95,8 @@ struct Shard {
 #[derive(Debug, Clone)]
 pub struct RouteIndex {
     params: Bm25fParams,
+    /// Example tasks per tool, indexed with each tool (shared, never copied per shard).
+    examples: Arc<RouteExamples>,
     analyzer: Analyzer,
     /// Server slots; a removed server leaves `None` (slots in lists stay valid).
     shards: Vec<Option<Shard>>,
@@ -113,8 +122,19 @@ impl RouteIndex {
 
     /// Indexes every tool of `catalog` with `params`.
     pub fn with_params(catalog: &Catalog, params: Bm25fParams) -> Self {
+        Self::with_examples(catalog, params, Arc::default())
+    }
+
+    /// Indexes every tool of `catalog` with `params` and each tool's example tasks; a
+    /// later [`Self::replace_server`] indexes the new tools with theirs too.
+    pub fn with_examples(
+        catalog: &Catalog,
+        params: Bm25fParams,
+        examples: Arc<RouteExamples>,
+    ) -> Self {
         let mut index = Self {
             params,
+            examples,
             analyzer: Analyzer::new(),
             shards: Vec::new(),
             slots: HashMap::new(),
@@ -207,7 +227,8 @@ impl RouteIndex {
         let mut total_len = 0;
         for (doc, tool) in tools.iter().enumerate() {
             let doc = doc as u32;
-            let analysed = analyze_tool(&self.analyzer, tool);
+            let examples = self.examples.of(&tool.id.server, &tool.id.name);
+            let analysed = analyze_tool(&self.analyzer, tool, examples);
             for (term, tf) in analysed.tf {
                 postings.entry(term).or_default().push(Posting { doc, tf });
             }
@@ -251,6 +272,11 @@ impl RouteIndex {
 
     pub fn params(&self) -> &Bm25fParams {
         &self.params
+    }
+
+    /// The example tasks the index was built with.
+    pub fn examples(&self) -> &RouteExamples {
+        &self.examples
     }
 
     pub fn len(&self) -> usize {

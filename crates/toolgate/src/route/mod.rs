@@ -2,6 +2,7 @@
 //!
 //! - [`text`]: the analyzer shared by documents and queries.
 //! - [`doc`]: a tool as a document of weighted fields.
+//! - [`examples`]: example tasks per tool, indexed as one more field ([`RouteExamples`]).
 //! - [`index`]: the BM25F index, one shard per server ([`RouteIndex`]).
 //! - [`decide`]: exact names first, then select-or-clarify on the ranking ([`route`]).
 //! - [`eval`]: metrics and the labelled-query evaluation behind `toolgate eval route`.
@@ -17,6 +18,7 @@ mod embed_tests;
 #[cfg(feature = "embed")]
 pub mod embedder;
 pub mod eval;
+pub mod examples;
 #[cfg(feature = "embed")]
 pub mod hybrid;
 pub mod index;
@@ -25,7 +27,8 @@ pub mod text;
 pub use decide::{
     confidence, route, RouteDecision, RouteOptions, DEFAULT_LIMIT, DEFAULT_THRESHOLD,
 };
-pub use index::{Bm25fParams, RouteIndex};
+pub use examples::RouteExamples;
+pub use index::{Bm25fParams, RouteIndex, EXAMPLES_B, EXAMPLES_WEIGHT};
 #[cfg(feature = "embed")]
 pub use {
     dense::EmbedIndex,

@@ -1,0 +1,277 @@
+//! Running a skill: from execute (a selection route made, or `tool: "skills/<name>"`),
+//! whose answer is the run's, like execute_code's; and from a program
+//! (`await skills.run(name, input)`), as a nested run whose returned value the program
+//! receives. Either way the input is validated against the skill's `input_schema`, the
+//! program runs in its own worker with the caller's authorization (every tool call through
+//! the same gate as execute), and it can call only tools of the servers the skill names.
+//!
+//! A skill is offered to a caller only when every server it names is connected and shown
+//! by the caller's profile.
+
+use super::code::{run_program, show, Program};
+use super::{Engine, MetaResult};
+use crate::catalog::{Catalog, ToolId, ToolRecord};
+use crate::code::worker::ToolCall;
+use crate::exec::ValidationReport;
+use crate::policy::Caller;
+use crate::skills::{Skill, SKILLS_SERVER};
+use serde_json::{json, Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use toolgate_sandbox::protocol::CallFailure;
+
+/// How deep skills may run skills (a program the model wrote is depth 0).
+pub const MAX_DEPTH: u32 = 2;
+
+/// The skills this caller is offered: those whose servers are all connected and shown.
+pub fn offered(engine: &Engine, caller: &Caller, catalog: &Catalog) -> Vec<Arc<Skill>> {
+    let set = engine.skills.current();
+    if set.skills.is_empty() || !engine.code_for(caller) {
+        return Vec::new();
+    }
+    let servers = caller.policy.servers(caller, catalog);
+    set.skills
+        .values()
+        .filter(|s| s.servers.iter().all(|x| servers.contains(&x.as_str())))
+        .cloned()
+        .collect()
+}
+
+/// The skill `name`, if this caller is offered it; else what to do.
+pub fn find(engine: &Engine, caller: &Caller, name: &str) -> Result<Arc<Skill>, String> {
+    let set = engine.skills.current();
+    if !engine.code_for(caller) {
+        return Err(
+            "skills are programs, and code mode is not enabled for this key or profile: \
+             ask the operator (code.profiles / code.keys), or use route and execute"
+                .to_string(),
+        );
+    }
+    let unknown =
+        || format!("no skill named {name:?} is available: call route with the task to find one");
+    let skill = set.get(name).ok_or_else(unknown)?;
+    let catalog = engine.gw.catalog();
+    let connected = catalog.servers();
+    let shown = caller.policy.servers(caller, &catalog);
+    let down: Vec<&str> = skill
+        .servers
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !connected.contains(s))
+        .collect();
+    if !down.is_empty() {
+        return Err(format!(
+            "skill {name:?} needs {} which {} not connected now; try again later",
+            down.join(", "),
+            if down.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    // A server the caller's profile hides is not named.
+    if skill.servers.iter().any(|s| !shown.contains(&s.as_str())) {
+        return Err(unknown());
+    }
+    Ok(skill.clone())
+}
+
+/// The skill an execute call names, if it names one.
+pub fn target(engine: &Engine, session: &str, args: &Map<String, Value>) -> Option<String> {
+    if !engine.skills.configured() {
+        return None;
+    }
+    if let Some(Value::String(sel)) = args.get("selectionId") {
+        return engine
+            .recall(session, sel)
+            .ok()
+            .filter(|id| id.server == SKILLS_SERVER)
+            .map(|id| id.name);
+    }
+    match args.get("tool") {
+        Some(Value::String(t)) => ToolId::parse(t)
+            .filter(|id| id.server == SKILLS_SERVER)
+            .map(|id| id.name),
+        _ => None,
+    }
+}
+
+/// execute of a skill: `arguments` is its input.
+pub async fn execute(
+    engine: &Engine,
+    session: &str,
+    name: &str,
+    args: &Map<String, Value>,
+    cancel: CancellationToken,
+    caller: &Caller,
+) -> MetaResult {
+    let cfg = &engine.gw.config.code;
+    for key in args.keys() {
+        if !["selectionId", "tool", "arguments"].contains(&key.as_str()) {
+            return MetaResult::error(format!(
+                "execute: unknown argument {key:?} for a skill: it takes selectionId (or tool) and arguments (the skill's input)"
+            ));
+        }
+    }
+    let skill = match find(engine, caller, name) {
+        Ok(s) => s,
+        Err(e) => return MetaResult::error(format!("execute: {e}")),
+    };
+    let mut input = match args.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(other) => {
+            return MetaResult::error(format!(
+                "execute: \"arguments\" must be an object (the skill's input), got {other}"
+            ))
+        }
+    };
+    if cfg.pii {
+        if let Err(e) = engine.pii.restore(session, &mut input) {
+            return MetaResult::error(format!("execute: {e}"));
+        }
+    }
+    let id = skill.record.id.to_string();
+    if let Err(report) = check_input(engine, &skill.record, &input) {
+        return MetaResult {
+            structured: Some(
+                json!({"error": "invalid_arguments", "tool": id, "validation": report.structured()}),
+            ),
+            ..MetaResult::error(report.to_text(&id))
+        };
+    }
+    let program = Program {
+        code: skill.code.clone(),
+        input,
+        timeout: cfg.timeout,
+        max_calls: cfg.max_tool_calls,
+        skill: Some(&skill),
+        depth: 0,
+    };
+    let report = tokio::select! {
+        r = run_program(engine, session, caller, &program) => match r {
+            Ok(r) => r,
+            Err(e) => return MetaResult::error(format!("execute: {e}")),
+        },
+        _ = cancel.cancelled() => return MetaResult::error(
+            "execute: cancelled; tool calls the skill already made may have taken effect",
+        ),
+    };
+    let mut answer = show(engine, session, report);
+    if let Some(s) = answer.structured.as_mut() {
+        s["skill"] = json!(name);
+    }
+    answer
+}
+
+/// `skills.run(name, input)` from a program: a nested run with what is left of the
+/// parent's time; its value is the program's, its failure a ToolError.
+pub fn nested<'a>(
+    engine: &'a Engine,
+    session: &'a str,
+    caller: &'a Caller,
+    call: ToolCall,
+    deadline: Instant,
+    depth: u32,
+) -> Pin<Box<dyn Future<Output = Result<Value, CallFailure>> + Send + 'a>> {
+    Box::pin(async move {
+        let fail = |code: &str, message: String| CallFailure {
+            code: code.into(),
+            message,
+        };
+        let name = call.tool;
+        if depth > MAX_DEPTH {
+            return Err(fail(
+                "limit",
+                format!("skills may run other skills only {MAX_DEPTH} levels deep"),
+            ));
+        }
+        let skill = find(engine, caller, &name).map_err(|e| fail("denied", e))?;
+        let id = skill.record.id.to_string();
+        check_input(engine, &skill.record, &call.arguments)
+            .map_err(|r| fail("invalid_arguments", r.to_text(&id)))?;
+        let cfg = &engine.gw.config.code;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left < Duration::from_millis(50) {
+            return Err(fail("timeout", format!("no time left to run {id}")));
+        }
+        let program = Program {
+            code: skill.code.clone(),
+            input: call.arguments,
+            timeout: left.min(cfg.timeout),
+            max_calls: cfg.max_tool_calls,
+            skill: Some(&skill),
+            depth,
+        };
+        let report = run_program(engine, session, caller, &program)
+            .await
+            .map_err(|e| fail("limit", e))?;
+        if report.status == "ok" {
+            return Ok(report.result);
+        }
+        // The skill's own calls are not in the parent's list: name them, so the model
+        // knows which writes may have happened.
+        let calls: Vec<String> = report
+            .calls
+            .iter()
+            .map(|c| {
+                let how = match c.ok {
+                    Some(true) => "ok",
+                    Some(false) => "failed",
+                    None => "unfinished",
+                };
+                format!("{}/{} {how}", c.server, c.tool)
+            })
+            .collect();
+        let (code, what) = match &report.error {
+            Some(e) => (
+                e.code
+                    .clone()
+                    .unwrap_or_else(|| match report.status.as_str() {
+                        "timeout" => "timeout".into(),
+                        _ => "upstream".into(),
+                    }),
+                format!("{}: {}", e.name, e.message),
+            ),
+            None => ("upstream".into(), report.status.clone()),
+        };
+        Err(fail(
+            &code,
+            format!(
+                "{id} ended with {}: {what} (its tool calls: {})",
+                report.status,
+                if calls.is_empty() {
+                    "none".into()
+                } else {
+                    calls.join(", ")
+                }
+            ),
+        ))
+    })
+}
+
+/// The input against the skill's input schema.
+fn check_input(
+    engine: &Engine,
+    record: &ToolRecord,
+    input: &Value,
+) -> Result<(), ValidationReport> {
+    engine.validators.validate(record, input).map(drop)
+}
+
+/// The TypeScript a program needs to run the skill (route's `detail: "typescript"`).
+pub fn declare(record: &ToolRecord) -> String {
+    let name = &record.id.name;
+    let types = crate::code::typescript::input_type(name, record.input_schema());
+    let args = types
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("type "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or("Record<string, unknown>")
+        .to_string();
+    let doc = crate::code::clip(record.description(), 400).replace("*/", "*\\/");
+    format!(
+        "{types}declare namespace skills {{\n  /** {doc} */\n  function run(name: {name:?}, input: {args}): Promise<unknown>;\n}}\n"
+    )
+}

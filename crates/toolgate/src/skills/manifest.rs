@@ -1,0 +1,281 @@
+//! One skill folder read and checked: `SKILL.md` starts with YAML front matter between
+//! `---` lines (as Agent Skills write it) and `skill.js` holds the program.
+//!
+//! ```markdown
+//! ---
+//! name: weekly-report
+//! description: Sum this week's tickets per status and return five lines.
+//! servers: [tickets]
+//! input_schema:
+//!   type: object
+//!   properties:
+//!     week: {type: string, description: ISO week, e.g. 2026-W48}
+//!   required: [week]
+//! ---
+//! # weekly-report
+//! Documentation for the operator and the model.
+//! ```
+//!
+//! Every error names the file and what to fix.
+
+use super::{is_skill_name, name_rule, SKILLS_SERVER, SKILL_JS, SKILL_MD};
+use crate::catalog::{ToolId, ToolRecord};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The largest SKILL.md read.
+pub const MAX_SKILL_MD_BYTES: u64 = 64 << 10;
+/// The longest description (route ranks by it; the model reads it).
+pub const MAX_DESCRIPTION: usize = 1024;
+/// Servers one skill may name.
+pub const MAX_SERVERS: usize = 16;
+
+/// The front matter of a SKILL.md.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrontMatter {
+    pub name: String,
+    pub description: String,
+    /// The upstream servers the skill's program calls; it is offered only to callers who
+    /// see all of them connected, and its program can call only their tools.
+    #[serde(default)]
+    pub servers: Vec<String>,
+    /// JSON Schema of `input` (an object schema); absent: `{"type": "object"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    /// Agent Skills' optional fields, accepted and kept out of the way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub license: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+/// A loaded, checked skill.
+#[derive(Debug, Clone)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    pub servers: Vec<String>,
+    pub input_schema: Value,
+    /// `skill.js`.
+    pub code: String,
+    /// The markdown after the front matter.
+    pub body: String,
+    pub dir: PathBuf,
+    /// The skill as route sees it: a tool of the server `skills`.
+    pub record: Arc<ToolRecord>,
+}
+
+/// Reads and checks the skill in `dir`; `max_source` is code mode's program size limit.
+pub fn load(dir: &Path, max_source: usize) -> Result<Skill, String> {
+    let folder = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !is_skill_name(&folder) {
+        return Err(format!("{}: {}", dir.display(), name_rule(&folder)));
+    }
+    let md_path = dir.join(SKILL_MD);
+    let md = read_capped(&md_path, MAX_SKILL_MD_BYTES)?;
+    let (front, body) = split_front_matter(&md)
+        .ok_or_else(|| format!("{}: no front matter: start the file with a line `---`, then name, description, servers and input_schema, then a line `---`", md_path.display()))?;
+    let fm: FrontMatter = serde_yaml_ng::from_str(front)
+        .map_err(|e| format!("{}: front matter: {e}", md_path.display()))?;
+    let skill = check(fm, &folder, &md_path)?;
+    let js_path = dir.join(SKILL_JS);
+    let code = read_capped(&js_path, max_source as u64)?;
+    if code.trim().is_empty() {
+        return Err(format!(
+            "{}: the program is empty: write the skill's JavaScript here",
+            js_path.display()
+        ));
+    }
+    Ok(Skill {
+        code,
+        body: body.trim().to_string(),
+        dir: dir.to_path_buf(),
+        ..skill
+    })
+}
+
+/// The front matter checked against the folder it is in.
+fn check(fm: FrontMatter, folder: &str, file: &Path) -> Result<Skill, String> {
+    let at = file.display();
+    if fm.name != folder {
+        return Err(format!(
+            "{at}: name is {:?} but the folder is {folder:?}: make them the same",
+            fm.name
+        ));
+    }
+    let description = fm.description.trim().to_string();
+    if description.is_empty() || description.len() > MAX_DESCRIPTION {
+        return Err(format!(
+            "{at}: description must be 1 to {MAX_DESCRIPTION} characters (route finds the skill by it)"
+        ));
+    }
+    if fm.servers.len() > MAX_SERVERS {
+        return Err(format!("{at}: servers: at most {MAX_SERVERS}"));
+    }
+    for s in &fm.servers {
+        if !crate::config::is_simple_name(s) || s == SKILLS_SERVER {
+            return Err(format!(
+                "{at}: servers: {s:?} is not an upstream name (list the upstream servers the program calls)"
+            ));
+        }
+    }
+    let input_schema = fm.input_schema.unwrap_or_else(|| json!({"type": "object"}));
+    check_schema(&input_schema).map_err(|e| format!("{at}: input_schema: {e}"))?;
+    let mut servers = fm.servers;
+    servers.sort();
+    servers.dedup();
+    Ok(Skill {
+        record: Arc::new(record(&fm.name, &description, &input_schema)),
+        name: fm.name,
+        description,
+        servers,
+        input_schema,
+        code: String::new(),
+        body: String::new(),
+        dir: PathBuf::new(),
+    })
+}
+
+/// An input schema must describe an object (execute passes arguments, programs an object)
+/// and compile.
+pub fn check_schema(schema: &Value) -> Result<(), String> {
+    let Value::Object(o) = schema else {
+        return Err("must be a JSON Schema object, e.g. {type: object, properties: {...}}".into());
+    };
+    match o.get("type") {
+        None => {}
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "type is {other}: a skill's input is an object; put the values in its properties"
+            ))
+        }
+    }
+    crate::exec::validate::compile(schema).map(drop)
+}
+
+/// The skill as a tool record of the server `skills`, so route indexes and ranks it like
+/// any tool (name, description, parameters).
+pub fn record(name: &str, description: &str, input_schema: &Value) -> ToolRecord {
+    let mut tool = Map::new();
+    tool.insert("name".into(), json!(name));
+    tool.insert("description".into(), json!(description));
+    tool.insert("inputSchema".into(), input_schema.clone());
+    tool.insert(
+        "annotations".into(),
+        json!({"title": format!("skill {name}"), "openWorldHint": true}),
+    );
+    ToolRecord {
+        id: ToolId::new(SKILLS_SERVER, name),
+        exposed: format!("{SKILLS_SERVER}_{}", name.replace('.', "_")),
+        tool,
+    }
+}
+
+/// `(front matter, body)` of a file that starts with a `---` line; `None` when it does not.
+pub fn split_front_matter(text: &str) -> Option<(&str, &str)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))?;
+    let mut at = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return Some((&rest[..at], &rest[at + line.len()..]));
+        }
+        at += line.len();
+    }
+    None
+}
+
+fn read_capped(path: &Path, max: u64) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{}: missing", path.display()),
+        _ => format!("{}: {e}", path.display()),
+    })?;
+    if meta.len() > max {
+        return Err(format!(
+            "{}: {} bytes; the limit is {max}",
+            path.display(),
+            meta.len()
+        ));
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder(name: &str, md: &str, js: &str) -> (super::super::TempDir, PathBuf) {
+        let d = super::super::TempDir::new();
+        let dir = d.0.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(SKILL_MD), md).unwrap();
+        if !js.is_empty() {
+            std::fs::write(dir.join(SKILL_JS), js).unwrap();
+        }
+        (d, dir)
+    }
+
+    #[test]
+    fn a_good_skill_loads() {
+        let md = "---\nname: sum\ndescription: Add two numbers twice.\nservers: [alpha]\ninput_schema:\n  type: object\n  properties:\n    a: {type: integer}\n  required: [a]\n---\n# sum\nDocs.\n";
+        let (_d, dir) = folder("sum", md, "return input.a * 2");
+        let s = load(&dir, 1000).unwrap();
+        assert_eq!(s.name, "sum");
+        assert_eq!(s.servers, vec!["alpha"]);
+        assert_eq!(s.input_schema["required"], json!(["a"]));
+        assert_eq!(s.body, "# sum\nDocs.");
+        assert_eq!(s.record.id.to_string(), "skills/sum");
+        assert_eq!(s.record.description(), "Add two numbers twice.");
+    }
+
+    #[test]
+    fn bad_skills_say_which_file_and_what_to_fix() {
+        let ok_js = "return 1";
+        for (name, md, js, expect) in [
+            ("a", "no front matter", ok_js, "no front matter"),
+            ("a", "---\nname: b\ndescription: x\n---\n", ok_js, "the folder is \"a\""),
+            ("a", "---\nname: a\n---\n", ok_js, "description"),
+            ("a", "---\nname: a\ndescription: x\nserver: [s]\n---\n", ok_js, "unknown field `server`"),
+            ("a", "---\nname: a\ndescription: x\ninput_schema: {type: string}\n---\n", ok_js, "input_schema"),
+            ("a", "---\nname: a\ndescription: x\ninput_schema: {type: object, properties: {x: {type: 5}}}\n---\n", ok_js, "does not compile"),
+            ("a", "---\nname: a\ndescription: x\nservers: [\"../x\"]\n---\n", ok_js, "servers"),
+            ("a", "---\nname: a\ndescription: x\n---\n", "", "skill.js: missing"),
+            ("a", "---\nname: a\ndescription: x\n---\n", "   ", "empty"),
+            (".hidden", "---\nname: .hidden\ndescription: x\n---\n", ok_js, "not a skill name"),
+        ] {
+            let (_d, dir) = folder(name, md, js);
+            let e = load(&dir, 1000).unwrap_err();
+            assert!(e.contains(expect), "{md:?}: {e}");
+            assert!(e.contains(&dir.display().to_string()), "names the file: {e}");
+        }
+        let (_d, dir) = folder(
+            "a",
+            "---\nname: a\ndescription: x\n---\n",
+            &"x".repeat(2000),
+        );
+        assert!(load(&dir, 1000).unwrap_err().contains("limit is 1000"));
+    }
+
+    #[test]
+    fn front_matter_is_between_the_first_two_rules() {
+        assert_eq!(
+            split_front_matter("---\na: 1\n---\nbody\n---\n"),
+            Some(("a: 1\n", "body\n---\n"))
+        );
+        assert_eq!(
+            split_front_matter("---\r\na: 1\r\n---\r\nb"),
+            Some(("a: 1\r\n", "b"))
+        );
+        assert_eq!(split_front_matter("a: 1\n---\n"), None);
+        assert_eq!(split_front_matter("---\na: 1\n"), None);
+    }
+}
