@@ -224,7 +224,7 @@ fn nothing_outside_the_sandbox_is_reachable() {
     assert_eq!(v["frozen"], true);
     assert_eq!(
         v["ctor"],
-        json!(["ToolError", "console", "input", "state", "tools"])
+        json!(["ToolError", "console", "input", "skills", "state", "tools"])
     );
 }
 

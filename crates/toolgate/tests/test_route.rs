@@ -226,3 +226,32 @@ fn eval_metrics_match_a_known_ranking() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn example_tasks_rank_their_tool_and_survive_reindexing() {
+    use toolgate::catalog::LabelledQuery;
+    use toolgate::route::{Bm25fParams, RouteExamples};
+    let c = catalog(TOOLS);
+    let task = "bump the web pods to five";
+    // No tool's own text has these words.
+    assert!(RouteIndex::build(&c).rank(task, None, 5).is_empty());
+    let labelled: Vec<LabelledQuery> = serde_json::from_str(
+        r#"[{"query": "bump the api pods to three", "expected": ["kubernetes/kubectl_scale"]}]"#,
+    )
+    .unwrap();
+    let examples = Arc::new(RouteExamples::from_queries(&labelled));
+    let mut index = RouteIndex::with_examples(&c, Bm25fParams::default(), examples);
+    let top = |i: &RouteIndex| i.rank(task, None, 5).first().map(|(t, _)| t.id.to_string());
+    assert_eq!(top(&index).as_deref(), Some("kubernetes/kubectl_scale"));
+    // A list_changed of that server re-indexes its tools with their examples.
+    let k8s: Vec<_> = c
+        .tools()
+        .iter()
+        .filter(|t| t.id.server == "kubernetes")
+        .cloned()
+        .collect();
+    index.replace_server("kubernetes", Vec::new());
+    assert_eq!(top(&index), None);
+    index.replace_server("kubernetes", k8s);
+    assert_eq!(top(&index).as_deref(), Some("kubernetes/kubectl_scale"));
+}
