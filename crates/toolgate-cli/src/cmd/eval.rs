@@ -12,6 +12,7 @@ use toolgate::catalog::{load_catalog_file, load_queries_file, Catalog, LabelledQ
 use toolgate::route::eval::{evaluate, summarize, sweep, sweep_thresholds, Split, Summary};
 use toolgate::route::{
     Bm25fParams, Retriever, RouteExamples, RouteIndex, RouteOptions, DEFAULT_THRESHOLD,
+    EXAMPLES_THRESHOLD,
 };
 
 #[derive(Subcommand)]
@@ -35,7 +36,8 @@ pub struct RouteArgs {
     #[arg(long)]
     json: bool,
     /// Select when the confidence reaches this; below it, ask. Defaults to 0.99 for
-    /// BM25F and to the hybrid's own threshold with --embed-model.
+    /// BM25F (0.94 with example tasks, as in the gateway) and to the hybrid's own
+    /// threshold with --embed-model.
     #[arg(long)]
     threshold: Option<f32>,
     /// Also print precision and coverage for thresholds 0.20..=1.00.
@@ -106,7 +108,13 @@ fn route(args: RouteArgs) -> Result<()> {
                 bail!("--fusion applies to the hybrid: add --embed-model DIR or --hybrid");
             }
             let index = RouteIndex::with_examples(&catalog, params, examples.clone());
-            (Box::new(index), DEFAULT_THRESHOLD)
+            // The gateway's default: lower with example tasks (see guided.route_examples).
+            let threshold = if examples.is_empty() {
+                DEFAULT_THRESHOLD
+            } else {
+                EXAMPLES_THRESHOLD
+            };
+            (Box::new(index), threshold)
         };
     let build_ms = started.elapsed().as_secs_f64() * 1e3;
     let threshold = args.threshold.unwrap_or(default_threshold);

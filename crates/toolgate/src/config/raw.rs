@@ -157,7 +157,12 @@ impl RawGuided {
                 );
             }
         }
-        let threshold = self.route_threshold.unwrap_or(d.route_threshold);
+        // Example tasks make route surer of itself; its default threshold follows.
+        let default_threshold = match self.route_examples {
+            Some(_) => crate::route::EXAMPLES_THRESHOLD,
+            None => d.route_threshold,
+        };
+        let threshold = self.route_threshold.unwrap_or(default_threshold);
         if !(0.0..=1.0).contains(&threshold) {
             bail!(
                 "{}: guided.route_threshold = {threshold}: use a number from 0 to 1",
@@ -393,6 +398,37 @@ mod tests {
 
     fn parse(s: &str) -> Result<Config> {
         Config::from_toml_str(s, Path::new("toolgate.toml"))
+    }
+
+    #[test]
+    fn route_examples_load_relative_to_the_config_and_lower_the_default_threshold() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("ex.jsonl"),
+            "{\"query\": \"find coupons\", \"expected\": [\"shop/get_discounts\"]}\n",
+        )
+        .unwrap();
+        let file = dir.path().join("toolgate.toml");
+        let g = Config::from_toml_str("[guided]\nroute_examples = \"ex.jsonl\"\n", &file)
+            .unwrap()
+            .guided;
+        assert_eq!(
+            g.route_examples.of("shop", "get_discounts"),
+            ["find coupons"]
+        );
+        assert_eq!(g.route_threshold, crate::route::EXAMPLES_THRESHOLD);
+        let text = "[guided]\nroute_examples = \"ex.jsonl\"\nroute_threshold = 0.97\n";
+        let g = Config::from_toml_str(text, &file).unwrap().guided;
+        assert_eq!(g.route_threshold, 0.97);
+        let g = parse("").unwrap().guided;
+        assert!(g.route_examples.is_empty());
+        assert_eq!(g.route_threshold, crate::route::DEFAULT_THRESHOLD);
+        let err = Config::from_toml_str("[guided]\nroute_examples = \"missing.jsonl\"\n", &file)
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("guided.route_examples"),
+            "{err:#}"
+        );
     }
 
     #[test]

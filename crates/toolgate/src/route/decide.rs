@@ -16,6 +16,10 @@ use std::sync::Arc;
 /// mod 5 == 0) of MetaTool as the threshold where about 90% of selections are right
 /// (`docs/routing.md` has the sweep); lower it to ask less often and be wrong more often.
 pub const DEFAULT_THRESHOLD: f32 = 0.99;
+/// The default when example tasks are indexed (`guided.route_examples`): the lowest
+/// threshold where at least 90% of selections were right with examples, on a split of
+/// MetaTool's tuning queries (`docs/routing.md`, "Example tasks").
+pub const EXAMPLES_THRESHOLD: f32 = 0.94;
 /// Most candidates in a clarifying question.
 pub const DEFAULT_LIMIT: usize = 5;
 /// How many ranked tools the decision looks at and returns.

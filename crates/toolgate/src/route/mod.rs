@@ -26,6 +26,7 @@ pub mod text;
 
 pub use decide::{
     confidence, route, RouteDecision, RouteOptions, DEFAULT_LIMIT, DEFAULT_THRESHOLD,
+    EXAMPLES_THRESHOLD,
 };
 pub use examples::RouteExamples;
 pub use index::{Bm25fParams, RouteIndex, EXAMPLES_B, EXAMPLES_WEIGHT};
