@@ -103,6 +103,9 @@ pub struct GuidedConfig {
     pub expand_selected: bool,
     /// Example tasks per tool, indexed by route (`guided.route_examples`).
     pub route_examples: Arc<crate::route::RouteExamples>,
+    /// A sentence-embedding model folder: route fuses BM25F with it (`guided.route_model`,
+    /// builds with the `embed` feature).
+    pub route_model: Option<PathBuf>,
 }
 
 impl Default for GuidedConfig {
@@ -116,6 +119,7 @@ impl Default for GuidedConfig {
             pinned: Vec::new(),
             expand_selected: false,
             route_examples: Arc::default(),
+            route_model: None,
         }
     }
 }

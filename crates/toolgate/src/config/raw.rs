@@ -101,6 +101,35 @@ impl RawDirect {
     }
 }
 
+/// `guided.route_model`: a folder with `config.json`, `tokenizer.json` and
+/// `model.safetensors` (relative to the config file's folder), in a build with `embed`.
+fn model_dir(file: &Path, dir: &Path) -> Result<PathBuf> {
+    let full = match file.parent() {
+        Some(base) if dir.is_relative() => base.join(dir),
+        _ => dir.to_path_buf(),
+    };
+    if !cfg!(feature = "embed") {
+        bail!(
+            "{}: guided.route_model is set, but this toolgate was built without the `embed` \
+             feature: build it with `cargo build --release -p toolgate-cli --features embed`, \
+             or remove the key",
+            file.display()
+        );
+    }
+    for name in ["config.json", "tokenizer.json", "model.safetensors"] {
+        if !full.join(name).is_file() {
+            bail!(
+                "{}: guided.route_model = {:?}: {} is missing; fetch the model with \
+                 scripts/fetch-embed-model.sh DIR and give the folder it prints",
+                file.display(),
+                dir.display(),
+                full.join(name).display()
+            );
+        }
+    }
+    Ok(full)
+}
+
 /// `guided.route_examples`: a labelled query file, relative to the config file's folder.
 fn load_examples(file: &Path, path: &Path) -> Result<RouteExamples> {
     let full = match file.parent() {
@@ -132,6 +161,7 @@ pub struct RawGuided {
     #[serde(default)]
     pub expand_selected: bool,
     pub route_examples: Option<PathBuf>,
+    pub route_model: Option<PathBuf>,
 }
 
 impl RawGuided {
@@ -157,10 +187,16 @@ impl RawGuided {
                 );
             }
         }
-        // Example tasks make route surer of itself; its default threshold follows.
-        let default_threshold = match self.route_examples {
-            Some(_) => crate::route::EXAMPLES_THRESHOLD,
-            None => d.route_threshold,
+        let route_model = match &self.route_model {
+            Some(dir) => Some(model_dir(file, dir)?),
+            None => None,
+        };
+        // Example tasks make route surer of itself, and the hybrid's fused scores have a
+        // threshold of their own (0.94 both, chosen on the tuning splits): the default
+        // follows.
+        let default_threshold = match (&self.route_examples, &route_model) {
+            (None, None) => d.route_threshold,
+            _ => crate::route::EXAMPLES_THRESHOLD,
         };
         let threshold = self.route_threshold.unwrap_or(default_threshold);
         if !(0.0..=1.0).contains(&threshold) {
@@ -187,6 +223,7 @@ impl RawGuided {
                 Some(path) => Arc::new(load_examples(file, path)?),
                 None => d.route_examples,
             },
+            route_model,
         })
     }
 }

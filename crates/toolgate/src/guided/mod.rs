@@ -21,7 +21,7 @@ pub mod surface;
 use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::exec::{SessionStore, StoreLimits, Validators};
 use crate::gateway::Gateway;
-use crate::route::RouteIndex;
+use crate::route::{RouteIndex, SnapshotIndex};
 use crate::shape::{ProfileView, SurfaceOptions};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -72,7 +72,7 @@ struct Selection {
 pub struct Engine {
     pub gw: Arc<Gateway>,
     /// The catalog the index was built from, and the index.
-    index: Mutex<(Arc<Catalog>, Arc<RouteIndex>)>,
+    index: Mutex<(Arc<Catalog>, Arc<dyn SnapshotIndex>)>,
     /// The skills the index holds (as tools of the server `skills`).
     indexed_skills: Mutex<Arc<crate::skills::SkillSet>>,
     pub validators: Validators,
@@ -105,15 +105,8 @@ impl Engine {
         // Skills are programs: without code mode there is nothing to run them with.
         let skills_dir = code.skills_dir.clone().filter(|_| code.enabled);
         let skills = crate::skills::SkillLibrary::new(skills_dir, code.max_source_bytes);
-        Arc::new(Self {
-            index: Mutex::new((
-                empty.clone(),
-                Arc::new(RouteIndex::with_examples(
-                    &empty,
-                    Default::default(),
-                    gw.config.guided.route_examples.clone(),
-                )),
-            )),
+        let engine = Arc::new(Self {
+            index: Mutex::new((empty.clone(), Arc::from(initial_index(&gw.config.guided)))),
             // Not the library's own empty set, so the first index() adds the skills.
             indexed_skills: Mutex::new(Arc::default()),
             skills,
@@ -130,7 +123,29 @@ impl Engine {
             pii: Default::default(),
             code_state: Default::default(),
             gw,
-        })
+        });
+        engine.warm_index();
+        engine
+    }
+
+    /// Builds the route index once the upstreams have settled, in the background, so the
+    /// first route call does not pay for it (with embeddings, every tool is embedded).
+    fn warm_index(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let engine = Arc::downgrade(self);
+        let wait = self.gw.config.gateway.startup_wait;
+        let gw = self.gw.clone();
+        runtime.spawn(async move {
+            gw.wait_settled(wait).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                if let Some(engine) = engine.upgrade() {
+                    engine.index();
+                }
+            })
+            .await;
+        });
     }
 
     /// Whether `caller` gets code mode (`code.enabled`, narrowed by `code.profiles` and
@@ -144,20 +159,20 @@ impl Engine {
 
     /// The route index for the current catalog and skills. When the catalog changed, only
     /// the servers whose tools changed are re-indexed; when the skills changed, only them.
-    pub fn index(&self) -> (Arc<Catalog>, Arc<RouteIndex>) {
+    pub fn index(&self) -> (Arc<Catalog>, Arc<dyn SnapshotIndex>) {
         let catalog = self.gw.catalog();
         let skills = self.skills.current();
         let mut guard = self.index.lock().expect("index");
         let mut indexed = self.indexed_skills.lock().expect("skills");
         if !Arc::ptr_eq(&indexed, &skills) {
-            let mut index = (*guard.1).clone();
+            let mut index = guard.1.clone_box();
             let records = skills.skills.values().map(|s| s.record.clone()).collect();
             index.replace_server(crate::skills::SKILLS_SERVER, records);
-            guard.1 = Arc::new(index);
+            guard.1 = Arc::from(index);
             *indexed = skills;
         }
         if !Arc::ptr_eq(&guard.0, &catalog) {
-            let mut index = (*guard.1).clone();
+            let mut index = guard.1.clone_box();
             for server in changed_servers(&guard.0, &catalog) {
                 let tools = catalog
                     .tools()
@@ -167,7 +182,7 @@ impl Engine {
                     .collect();
                 index.replace_server(&server, tools);
             }
-            *guard = (catalog, Arc::new(index));
+            *guard = (catalog, Arc::from(index));
         }
         guard.clone()
     }
@@ -317,4 +332,34 @@ pub(crate) fn opt_uint(
             .map(Some)
             .ok_or_else(|| format!("\"{key}\" must be a non-negative integer, got {v}")),
     }
+}
+
+/// The empty route index the engine starts from: BM25F with the configured example tasks,
+/// or (built with the `embed` feature, `guided.route_model` set) the hybrid of BM25F and
+/// sentence embeddings. A model that cannot be loaded is logged and BM25F routes alone.
+fn initial_index(g: &crate::config::GuidedConfig) -> Box<dyn SnapshotIndex> {
+    let empty = Catalog::default();
+    let examples = g.route_examples.clone();
+    #[cfg(feature = "embed")]
+    if let Some(dir) = &g.route_model {
+        use crate::route::{Embedder, FusionParams, HybridIndex};
+        let built = Embedder::load(dir).and_then(|model| {
+            HybridIndex::with_examples(
+                &empty,
+                Default::default(),
+                Arc::new(model),
+                FusionParams::default(),
+                examples.clone(),
+            )
+        });
+        match built {
+            Ok(index) => return Box::new(index),
+            Err(e) => tracing::error!("route: guided.route_model: {e}; routing with BM25F alone"),
+        }
+    }
+    Box::new(RouteIndex::with_examples(
+        &empty,
+        Default::default(),
+        examples,
+    ))
 }

@@ -72,3 +72,50 @@ impl Retriever for RouteIndex {
         Some(RouteIndex::ceiling(self, query))
     }
 }
+
+/// A retriever the gateway keeps per catalog snapshot: re-indexed one server at a time
+/// when that server's tools change (the engine copies it, re-indexes, swaps it in).
+pub trait SnapshotIndex: Retriever {
+    /// Replaces one server's tools; an empty `tools` removes the server.
+    fn replace_server(&mut self, server: &str, tools: Vec<Arc<ToolRecord>>);
+    /// Number of indexed tools.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// A copy to re-index.
+    fn clone_box(&self) -> Box<dyn SnapshotIndex>;
+}
+
+impl SnapshotIndex for RouteIndex {
+    fn replace_server(&mut self, server: &str, tools: Vec<Arc<ToolRecord>>) {
+        RouteIndex::replace_server(self, server, tools)
+    }
+
+    fn len(&self) -> usize {
+        RouteIndex::len(self)
+    }
+
+    fn clone_box(&self) -> Box<dyn SnapshotIndex> {
+        Box::new(self.clone())
+    }
+}
+
+#[cfg(feature = "embed")]
+impl SnapshotIndex for HybridIndex {
+    /// Embeds the server's tools (and their example tasks); if the model fails, the
+    /// server keeps its previous entries and the failure is logged.
+    fn replace_server(&mut self, server: &str, tools: Vec<Arc<ToolRecord>>) {
+        if let Err(e) = HybridIndex::replace_server(self, server, tools) {
+            tracing::error!("route: re-indexing {server} failed, its previous entries stay: {e}");
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.lexical().len()
+    }
+
+    fn clone_box(&self) -> Box<dyn SnapshotIndex> {
+        Box::new(self.clone())
+    }
+}
