@@ -202,11 +202,7 @@ impl RawCode {
                 file.display()
             );
         }
-        // Relative to the configuration file, so the gateway finds it from any directory.
-        let skills_dir = self.skills_dir.map(|d| match file.parent() {
-            Some(base) if d.is_relative() => base.join(d),
-            _ => d,
-        });
+        let skills_dir = self.skills_dir.map(|d| super::relative_to_config(file, &d));
         let ms = |key: &str, v: Option<u64>, default: Duration, lo: u64, hi: u64| {
             v.map_or(Ok(default), |v| {
                 within(key, v, lo, hi).map(Duration::from_millis)

@@ -272,6 +272,15 @@ impl Default for GatewayConfig {
     }
 }
 
+/// `path` from a configuration key, relative to the configuration file's folder (absolute
+/// paths as they are), so the gateway finds it from any working directory.
+pub fn relative_to_config(file: &Path, path: &Path) -> PathBuf {
+    match file.parent() {
+        Some(base) if path.is_relative() => base.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
 /// True for a name fit for config keys, URLs and logs (upstreams, profiles, keys):
 /// 1 to 48 ASCII letters, digits, `_`, `-` or `.`.
 pub fn is_simple_name(name: &str) -> bool {

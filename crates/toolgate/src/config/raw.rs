@@ -104,10 +104,7 @@ impl RawDirect {
 /// `guided.route_model`: a folder with `config.json`, `tokenizer.json` and
 /// `model.safetensors` (relative to the config file's folder), in a build with `embed`.
 fn model_dir(file: &Path, dir: &Path) -> Result<PathBuf> {
-    let full = match file.parent() {
-        Some(base) if dir.is_relative() => base.join(dir),
-        _ => dir.to_path_buf(),
-    };
+    let full = super::relative_to_config(file, dir);
     if !cfg!(feature = "embed") {
         bail!(
             "{}: guided.route_model is set, but this toolgate was built without the `embed` \
@@ -132,10 +129,7 @@ fn model_dir(file: &Path, dir: &Path) -> Result<PathBuf> {
 
 /// `guided.route_examples`: a labelled query file, relative to the config file's folder.
 fn load_examples(file: &Path, path: &Path) -> Result<RouteExamples> {
-    let full = match file.parent() {
-        Some(dir) if path.is_relative() => dir.join(path),
-        _ => path.to_path_buf(),
-    };
+    let full = super::relative_to_config(file, path);
     let queries = crate::catalog::load_queries_file(&full).with_context(|| {
         format!(
             "{}: guided.route_examples = {:?}: give a file of JSON lines \
