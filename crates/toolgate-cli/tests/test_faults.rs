@@ -11,7 +11,7 @@ fn faulty_config(dir: &TestDir) -> std::path::PathBuf {
         .stdio_upstream("hung", "beta", &["--fault", "no-initialize"])
         .replace("connect_timeout_secs = 10", "connect_timeout_secs = 2");
     dir.config(
-        "mode = \"direct\"",
+        "mode = \"direct\"\nstartup_wait_ms = 1000",
         &[
             dir.stdio_upstream("alpha", "alpha", &[]),
             hung,
@@ -93,7 +93,7 @@ async fn check_reports_each_failure_clearly() {
         .replace("connect_timeout_secs = 10", "connect_timeout_secs = 1");
     let missing = "[upstreams.missing]\ncommand = \"/nonexistent/mcp-server\"\n".to_string();
     let config = dir.config(
-        "",
+        "startup_wait_ms = 1000",
         &[
             dir.stdio_upstream("alpha", "alpha", &[]),
             hung,

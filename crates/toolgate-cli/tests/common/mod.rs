@@ -84,9 +84,15 @@ impl TestDir {
         )
     }
 
-    /// Writes toolgate.toml with a `[gateway]` section and the given upstream tables.
+    /// Writes toolgate.toml with a `[gateway]` section and the given upstream tables. The
+    /// first request waits up to 30 s for the upstreams to connect (they settle well
+    /// before on an idle machine; a loaded CI machine can take more than the 1 s default)
+    /// unless `gateway` sets `startup_wait_ms` itself.
     pub fn config(&self, gateway: &str, upstreams: &[String]) -> PathBuf {
         let mut text = format!("[gateway]\n{gateway}\n");
+        if !gateway.contains("startup_wait_ms") {
+            text.push_str("startup_wait_ms = 30000\n");
+        }
         for u in upstreams {
             text.push_str(u);
             text.push('\n');
