@@ -84,7 +84,7 @@ async fn runs_are_limited_per_key_across_sessions() {
     let two = connect_as(&url, WRITER).await;
     let third = connect_as(&url, WRITER).await;
     let other = connect_as(&url, ADMIN).await;
-    assert!(names_on(&one).await.contains(&"execute_code".to_string()));
+    assert!(tool_names(&one).await.contains(&"execute_code".to_string()));
 
     // Two slow runs of the key "writer", from two sessions; while both are inside their
     // slow call, both of the key's slots are taken.

@@ -10,7 +10,7 @@ use serde_json::json;
 async fn reader_scenario<H: rmcp::ClientHandler>(c: &KeyedClient<H>, dir: &TestDir) {
     // Hidden (secret_dump) and shadow (forecast) tools are not listed.
     assert_eq!(
-        names_on(c).await,
+        tool_names(c).await,
         vec!["files_delete_file", "files_read_file", "files_write_file"]
     );
     // Listed, but the read-only key may not run a write tool.
@@ -82,7 +82,7 @@ async fn direct_over_http_with_a_read_only_key() {
     c.cancel().await.unwrap();
     // The /mcp/direct endpoint follows the same key and profile.
     let c = connect_as(&format!("{}/mcp/direct", gw.base()), READER).await;
-    assert_eq!(names_on(&c).await.len(), 3);
+    assert_eq!(tool_names(&c).await.len(), 3);
     c.cancel().await.unwrap();
 }
 
@@ -106,7 +106,7 @@ async fn a_write_key_runs_write_tools_and_pinned_tools_follow_the_key() {
     // Pinned tools are listed only when the profile shows them (and not in shadow)...
     let c = connect_as(&gw.url, READER).await;
     assert_eq!(
-        names_on(&c).await,
+        tool_names(&c).await,
         vec!["continue", "execute", "files_write_file", "route"]
     );
     // ...and calling one directly is judged by the key like any other call.
@@ -177,14 +177,14 @@ async fn the_token_report_and_auto_mode_see_the_profile() {
     let gw = HttpGateway::start(&config, &[]);
     let c = connect_as(&gw.url, READER).await;
     assert_eq!(
-        names_on(&c).await.len(),
+        tool_names(&c).await.len(),
         3,
         "the reader's session is direct"
     );
     c.cancel().await.unwrap();
     let c = connect_as(&gw.url, ADMIN).await;
     assert_eq!(
-        names_on(&c).await,
+        tool_names(&c).await,
         vec!["continue", "execute", "route"],
         "the whole catalog is guided"
     );

@@ -146,7 +146,7 @@ async fn guided_over_http_with_a_read_only_key() {
     let dir = TestDir::new();
     let gw = HttpGateway::start(&policy_config(&dir, "guided", ""), &[]);
     let c = connect_as(&gw.url, READER).await;
-    assert_eq!(names_on(&c).await, vec!["continue", "execute", "route"]);
+    assert_eq!(tool_names(&c).await, vec!["continue", "execute", "route"]);
     reader_scenario(&c, &dir).await;
     c.cancel().await.unwrap();
 }
@@ -252,7 +252,7 @@ async fn code_mode_only_for_the_keys_and_profiles_named() {
     let gw = HttpGateway::start(&config, &[]);
     let writer = connect_as(&gw.url, WRITER).await;
     let reader = connect_as(&gw.url, READER).await;
-    let names = names_on(&writer).await;
+    let names = tool_names(&writer).await;
     assert!(names.contains(&"execute_code".to_string()), "{names:?}");
     assert!(names.contains(&"describe_tools".to_string()), "{names:?}");
     let rules = |c: &KeyedClient<TestClient>| c.peer_info().unwrap().instructions.clone();
@@ -260,7 +260,7 @@ async fn code_mode_only_for_the_keys_and_profiles_named() {
     let r = call_on(&writer, "execute_code", json!({"code": "return 6 * 7"})).await;
     assert_eq!(structured(&r)["result"], 42, "{}", text(&r));
 
-    let names = names_on(&reader).await;
+    let names = tool_names(&reader).await;
     assert!(
         !names
             .iter()

@@ -318,7 +318,8 @@ pub fn text(r: &CallToolResult) -> String {
         .join("")
 }
 
-pub async fn tool_names(client: &Client) -> Vec<String> {
+/// Sorted tool names, listed by any client.
+pub async fn tool_names<H: ClientHandler>(client: &RunningService<RoleClient, H>) -> Vec<String> {
     let mut n: Vec<String> = client
         .list_all_tools()
         .await

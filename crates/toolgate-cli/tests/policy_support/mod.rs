@@ -224,19 +224,6 @@ pub async fn call_on<H: ClientHandler>(
         .unwrap_or_else(|e| panic!("calling {name}: {e}"))
 }
 
-/// Sorted tool names of any client.
-pub async fn names_on<H: ClientHandler>(client: &KeyedClient<H>) -> Vec<String> {
-    let mut n: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
-    n.sort();
-    n
-}
-
 /// The structured content of a result (null when absent).
 pub fn structured(r: &rmcp::model::CallToolResult) -> Value {
     r.structured_content.clone().unwrap_or(Value::Null)
