@@ -10,12 +10,9 @@ use super::tokens::{openai_form_of_tool, Encoding};
 use super::{Profile, SurfaceOptions};
 use crate::catalog::{Catalog, LabelledQuery, ToolId, ToolRecord};
 use crate::code::tools_for;
-use crate::guided::describe::{describe, MAX_TOOLS};
 use crate::guided::route::{respond, RouteContext};
 use crate::guided::schema_view::Detail;
-use crate::guided::surface::{
-    CODE_INSTRUCTIONS, DESCRIBE_TOOLS, EXECUTE, EXECUTE_CODE, INSTRUCTIONS, ROUTE,
-};
+use crate::guided::surface::{EXECUTE, INSTRUCTIONS, ROUTE};
 use crate::guided::MetaResult;
 use crate::route::RouteIndex;
 use crate::shape::ProfileView;
@@ -24,6 +21,9 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use toolgate_sandbox::protocol::ToolEntry;
+
+mod code;
+pub use code::{code_surface_tokens, oracle_program};
 
 /// The oracle, as the report states it.
 pub const ORACLE: &str = "For each expected tool, in the order the query file lists them: \
@@ -252,33 +252,6 @@ pub fn result_content(r: &MetaResult, form: ResultForm) -> String {
 pub fn guided_surface_tokens(enc: Encoding, prefix: &str) -> usize {
     super::report::meta_tool_tokens(enc, prefix)
         + enc.count_json(&json!({"role": "system", "content": INSTRUCTIONS}))
-}
-
-/// Tokens of the surface a guided session with code mode on carries per request: every
-/// meta-tool including execute_code and describe_tools, and the instructions with the
-/// code-mode sentence (as the front sends them).
-pub fn code_surface_tokens(enc: Encoding, prefix: &str) -> usize {
-    let instructions = format!("{INSTRUCTIONS}{CODE_INSTRUCTIONS}");
-    super::report::meta_tool_tokens(enc, prefix)
-        + super::report::code_tool_tokens(enc, prefix)
-        + enc.count_json(&json!({"role": "system", "content": instructions}))
-}
-
-/// The oracle's execute_code program: each call awaited in order, the results returned.
-/// Deterministic, so runs repeat exactly.
-pub fn oracle_program(calls: &[(&ToolEntry, Value)]) -> String {
-    let mut code = String::new();
-    for (i, (e, args)) in calls.iter().enumerate() {
-        code.push_str(&format!(
-            "const r{} = await tools.{}.{}({args});\n",
-            i + 1,
-            e.server_ident,
-            e.tool_ident
-        ));
-    }
-    let results: Vec<String> = (1..=calls.len()).map(|i| format!("r{i}")).collect();
-    code.push_str(&format!("return [{}];", results.join(", ")));
-    code
 }
 
 /// A selectionId as toolgate makes them (`sel-` and 16 hex digits), derived from the task
@@ -551,55 +524,6 @@ impl<'a> TaskSim<'a> {
             first_selected,
         };
         (row, loops)
-    }
-
-    /// Code mode: describe_tools for the task's tools, one execute_code whose program makes
-    /// every call, then the final answer.
-    fn code_loop(&self, q: &LabelledQuery, tools: &[&Arc<ToolRecord>]) -> Loop {
-        let enc = self.opts.encoding;
-        let prefix = &self.opts.surface.guided_prefix;
-        let mut code = Loop::new(enc, self.code_surface);
-        code.push(user_message(&q.query));
-        let entry = |t: &ToolRecord| {
-            self.entries
-                .iter()
-                .find(|e| e.server == t.id.server && e.tool == t.id.name)
-        };
-        let calls: Vec<(&ToolEntry, Value)> = tools
-            .iter()
-            .filter_map(|t| Some((entry(t)?, (self.arguments)(t.input_schema()))))
-            .collect();
-        if !calls.is_empty() {
-            let mut names: Vec<String> = Vec::new();
-            for t in tools {
-                let name = t.id.to_string();
-                if !names.contains(&name) {
-                    names.push(name);
-                }
-            }
-            for chunk in names.chunks(MAX_TOOLS) {
-                code.request();
-                let id = code.call(
-                    &format!("{prefix}{DESCRIBE_TOOLS}"),
-                    &json!({"tools": chunk}),
-                );
-                let asked: Vec<&str> = chunk.iter().map(String::as_str).collect();
-                let answer = describe(&self.catalog, &self.entries, &asked);
-                code.push(tool_message(
-                    &id,
-                    &result_content(&answer, self.opts.result_form),
-                ));
-            }
-            code.request();
-            let program = oracle_program(&calls);
-            code.call(
-                &format!("{prefix}{EXECUTE_CODE}"),
-                &json!({"code": program}),
-            );
-            // Its answer is the program's result: a tool result of the task, left out.
-        }
-        code.request();
-        code
     }
 }
 
