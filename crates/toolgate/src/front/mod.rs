@@ -272,17 +272,17 @@ impl ServerHandler for Session {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        resources::list(self.gw(), request).await
+        resources::list(self.gw(), &self.caller(&context), request).await
     }
 
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        resources::list_templates(self.gw(), request).await
+        resources::list_templates(self.gw(), &self.caller(&context), request).await
     }
 
     async fn read_resource(
@@ -290,7 +290,8 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let r = resources::read(self.gw(), &request.uri, &context).await;
+        let caller = self.caller(&context);
+        let r = resources::read(self.gw(), &caller, &request.uri, &context).await;
         r.map(Into::into)
     }
 
@@ -298,9 +299,10 @@ impl ServerHandler for Session {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        resources::subscribe(self.gw(), &request.uri, &self.state.subs).await
+        let caller = self.caller(&context);
+        resources::subscribe(self.gw(), &caller, &request.uri, &self.state.subs).await
     }
 
     #[allow(deprecated)]
@@ -315,9 +317,9 @@ impl ServerHandler for Session {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        prompts::list(self.gw(), request).await
+        prompts::list(self.gw(), &self.caller(&context), request).await
     }
 
     async fn get_prompt(
@@ -325,16 +327,17 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let r = prompts::get(self.gw(), request, &context).await;
+        let caller = self.caller(&context);
+        let r = prompts::get(self.gw(), &caller, request, &context).await;
         r.map(Into::into)
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        prompts::complete(self.gw(), request).await
+        prompts::complete(self.gw(), &self.caller(&context), request).await
     }
 
     #[allow(deprecated)]

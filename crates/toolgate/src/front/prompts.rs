@@ -1,12 +1,16 @@
 //! Prompts (named like tools, by `catalog::names`), completion routed to the owning
 //! upstream, and `logging/setLevel` applied to every upstream.
+//!
+//! Prompts follow the resources' policy (see `resources`): listed when the profile covers
+//! the whole server, got and completed when the key's scopes do.
 // Logging is deprecated by SEP-2577 but still what 2025-era servers and clients speak.
 #![allow(deprecated)]
 
 use super::relay::relay_for;
-use super::resources::{list_all, owners, page, typed, with_capability};
+use super::resources::{list_all, page, permitted_owners, try_owner, typed, with_capability};
 use crate::catalog::{names, ToolId};
 use crate::gateway::Gateway;
+use crate::policy::Caller;
 use crate::upstream::RequestOptions;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
@@ -49,11 +53,13 @@ async fn merged(gw: &Gateway) -> Vec<(String, String, String, Value)> {
 
 pub async fn list(
     gw: &Gateway,
+    caller: &Caller,
     request: Option<PaginatedRequestParams>,
 ) -> Result<ListPromptsResult, McpError> {
     let items = merged(gw)
         .await
         .into_iter()
+        .filter(|(_, up, ..)| caller.policy.shows_server(caller, up))
         .map(|(exposed, _, _, mut p)| {
             p["name"] = json!(exposed);
             p
@@ -62,13 +68,27 @@ pub async fn list(
     typed(page(items, "prompts", request)?)
 }
 
-/// (upstream, upstream prompt name) behind an exposed prompt name.
-async fn owner(gw: &Gateway, exposed: &str) -> Result<(String, String), McpError> {
+/// (upstream, upstream prompt name) behind an exposed prompt name, once the caller's key
+/// may use that server's prompts for `method` (audited).
+async fn owner(
+    gw: &Gateway,
+    caller: &Caller,
+    method: &str,
+    exposed: &str,
+) -> Result<(String, String), McpError> {
     let all = merged(gw).await;
     match all.iter().find(|(e, ..)| e == exposed) {
-        Some((_, up, name, _)) => Ok((up.clone(), name.clone())),
+        Some((_, up, name, _)) => {
+            try_owner(caller, method, up, exposed)?;
+            Ok((up.clone(), name.clone()))
+        }
         None => {
-            let known: Vec<&str> = all.iter().map(|(e, ..)| e.as_str()).take(20).collect();
+            let known: Vec<&str> = all
+                .iter()
+                .filter(|(_, up, ..)| caller.policy.shows_server(caller, up))
+                .map(|(e, ..)| e.as_str())
+                .take(20)
+                .collect();
             Err(McpError::invalid_params(
                 format!(
                     "unknown prompt {exposed:?}; prompts/list shows: {}",
@@ -82,10 +102,11 @@ async fn owner(gw: &Gateway, exposed: &str) -> Result<(String, String), McpError
 
 pub async fn get(
     gw: &Gateway,
+    caller: &Caller,
     request: GetPromptRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> Result<GetPromptResult, McpError> {
-    let (up, name) = owner(gw, &request.name).await?;
+    let (up, name) = owner(gw, caller, "prompts/get", &request.name).await?;
     let up = gw
         .upstream(&up)
         .ok_or_else(|| McpError::internal_error("upstream gone", None))?;
@@ -107,8 +128,10 @@ pub async fn get(
 /// `completion/complete` for a prompt argument or a resource template, on its upstream.
 pub async fn complete(
     gw: &Gateway,
+    caller: &Caller,
     request: CompleteRequestParams,
 ) -> Result<CompleteResult, McpError> {
+    const METHOD: &str = "completion/complete";
     let mut params = serde_json::to_value(&request)
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
     let up = match params.pointer("/ref/type").and_then(Value::as_str) {
@@ -117,7 +140,7 @@ pub async fn complete(
                 .pointer("/ref/name")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            let (up, name) = owner(gw, exposed).await?;
+            let (up, name) = owner(gw, caller, METHOD, exposed).await?;
             params["ref"]["name"] = json!(name);
             gw.upstream(&up).cloned()
         }
@@ -127,13 +150,14 @@ pub async fn complete(
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            let (up, uri) = owners(gw, &exposed)
-                .await
+            let (up, uri) = permitted_owners(gw, caller, METHOD, &exposed)
+                .await?
                 .into_iter()
                 .find(|(u, _)| u.has_capability("completions"))
                 .ok_or_else(|| {
                     McpError::invalid_params(format!("no upstream completes {exposed:?}"), None)
                 })?;
+            try_owner(caller, METHOD, up.name(), &exposed)?;
             params["ref"]["uri"] = json!(uri);
             Some(up)
         }

@@ -9,9 +9,18 @@
 //! such a URI decodes it back, so it round-trips. A URI nobody listed (a template
 //! instance, say) goes to the first upstream (by name) with a matching template, else to
 //! each upstream with resources in name order until one answers.
+//!
+//! # Policy
+//!
+//! Resources belong to their server as a whole. The lists show a server's items when the
+//! session's profile covers the whole server (`server/*`); reading and subscribing need a
+//! key whose scopes cover it, whatever the profile shows (see `Policy::access`), and are
+//! audited. Exposed URIs are assigned over every upstream, so a URI names the same resource
+//! for every caller.
 
 use super::relay::{relay_for, Subscriptions};
 use crate::gateway::Gateway;
+use crate::policy::Caller;
 use crate::upstream::{RequestOptions, Upstream};
 use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ReadResourceResult,
@@ -154,11 +163,13 @@ async fn merged(gw: &Gateway) -> Vec<(String, String, String, Value)> {
 
 pub async fn list(
     gw: &Gateway,
+    caller: &Caller,
     request: Option<PaginatedRequestParams>,
 ) -> Result<ListResourcesResult, McpError> {
     let items = merged(gw)
         .await
         .into_iter()
+        .filter(|(_, up, ..)| caller.policy.shows_server(caller, up))
         .map(|(exposed, _, _, mut r)| {
             r["uri"] = json!(exposed);
             r
@@ -167,8 +178,10 @@ pub async fn list(
     typed(page(items, "resources", request)?)
 }
 
-async fn templates(gw: &Gateway) -> Vec<(String, Value)> {
-    let ups = with_capability(gw, "resources").await;
+/// Every resource template of the upstreams `keep` lets through: (upstream, template).
+async fn templates(gw: &Gateway, keep: impl Fn(&str) -> bool) -> Vec<(String, Value)> {
+    let mut ups = with_capability(gw, "resources").await;
+    ups.retain(|u| keep(u.name()));
     let lists = futures::future::join_all(
         ups.iter()
             .map(|u| list_all(u, "resources/templates/list", "resourceTemplates")),
@@ -194,9 +207,15 @@ async fn templates(gw: &Gateway) -> Vec<(String, Value)> {
 
 pub async fn list_templates(
     gw: &Gateway,
+    caller: &Caller,
     request: Option<PaginatedRequestParams>,
 ) -> Result<ListResourceTemplatesResult, McpError> {
-    let items = templates(gw).await.into_iter().map(|(_, t)| t).collect();
+    let shown = |up: &str| caller.policy.shows_server(caller, up);
+    let items = templates(gw, shown)
+        .await
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
     typed(page(items, "resourceTemplates", request)?)
 }
 
@@ -232,7 +251,7 @@ fn matches_template(template: &str, uri: &str) -> bool {
 }
 
 /// The upstreams that may own `exposed`, most likely first, with the URI to send them.
-pub async fn owners(gw: &Gateway, exposed: &str) -> Vec<(Arc<Upstream>, String)> {
+async fn owners(gw: &Gateway, exposed: &str) -> Vec<(Arc<Upstream>, String)> {
     if let Some((up, uri)) = parse_shared(exposed) {
         return gw
             .upstream(&up)
@@ -244,7 +263,7 @@ pub async fn owners(gw: &Gateway, exposed: &str) -> Vec<(Arc<Upstream>, String)>
         return by_name(&up).map(|u| vec![(u, uri)]).unwrap_or_default();
     }
     let mut out: Vec<(Arc<Upstream>, String)> = Vec::new();
-    for (up, t) in templates(gw).await {
+    for (up, t) in templates(gw, |_| true).await {
         let tpl = t
             .get("uriTemplate")
             .and_then(Value::as_str)
@@ -261,13 +280,54 @@ pub async fn owners(gw: &Gateway, exposed: &str) -> Vec<(Arc<Upstream>, String)>
     out
 }
 
+/// The owners of `exposed` (see [`owners`]) whose server the caller's key may use. When
+/// some exist and the key may use none, the refusal for the likeliest (audited) is the
+/// error. Each caller audits the owner it then asks, with [`try_owner`].
+pub(super) async fn permitted_owners(
+    gw: &Gateway,
+    caller: &Caller,
+    method: &str,
+    exposed: &str,
+) -> Result<Vec<(Arc<Upstream>, String)>, McpError> {
+    let all = owners(gw, exposed).await;
+    let Some((first, _)) = all.first() else {
+        return Ok(all);
+    };
+    let first = first.name().to_string();
+    let allowed: Vec<_> = (all.into_iter())
+        .filter(|(u, _)| caller.grant.missing_server(u.name()).is_none())
+        .collect();
+    if allowed.is_empty() {
+        try_owner(caller, method, &first, exposed)?;
+    }
+    Ok(allowed)
+}
+
+/// Judges and audits one request to `server` (see `Policy::access`).
+pub(super) fn try_owner(
+    caller: &Caller,
+    method: &str,
+    server: &str,
+    target: &str,
+) -> Result<(), McpError> {
+    (caller.policy.access(caller, method, server, target)).map_err(|why| refused(why, target))
+}
+
+/// A refused request for a resource: a JSON-RPC error whose message says what is missing.
+fn refused(why: String, target: &str) -> McpError {
+    McpError::invalid_request(why, Some(json!({"target": target})))
+}
+
 pub async fn read(
     gw: &Gateway,
+    caller: &Caller,
     exposed: &str,
     context: &RequestContext<RoleServer>,
 ) -> Result<ReadResourceResult, McpError> {
     let mut last = None;
-    for (up, uri) in owners(gw, exposed).await {
+    const METHOD: &str = "resources/read";
+    for (up, uri) in permitted_owners(gw, caller, METHOD, exposed).await? {
+        try_owner(caller, METHOD, up.name(), exposed)?;
         let opts = RequestOptions {
             relay: Some(relay_for(context)),
             ..Default::default()
@@ -296,13 +356,21 @@ pub async fn read(
     ))
 }
 
-pub async fn subscribe(gw: &Gateway, exposed: &str, subs: &Subscriptions) -> Result<(), McpError> {
-    let Some((up, uri)) = owners(gw, exposed).await.into_iter().next() else {
+pub async fn subscribe(
+    gw: &Gateway,
+    caller: &Caller,
+    exposed: &str,
+    subs: &Subscriptions,
+) -> Result<(), McpError> {
+    const METHOD: &str = "resources/subscribe";
+    let owners = permitted_owners(gw, caller, METHOD, exposed).await?;
+    let Some((up, uri)) = owners.into_iter().next() else {
         return Err(McpError::resource_not_found(
             format!("no upstream serves resource {exposed:?}"),
             None,
         ));
     };
+    try_owner(caller, METHOD, up.name(), exposed)?;
     let key = (up.name().to_string(), uri.clone());
     if subs.0.lock().expect("subscriptions").contains_key(&key) {
         return Ok(());

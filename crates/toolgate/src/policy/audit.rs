@@ -1,6 +1,7 @@
-//! The audit trail: one JSON line per call (allowed or refused) and per route decision,
-//! appended to a file that survives restarts. Records name the key, never the key itself,
-//! and the arguments' hash unless the arguments themselves are asked for.
+//! The audit trail: one JSON line per call (allowed or refused), per route decision and per
+//! request for a server's resources or prompts, appended to a file that survives restarts.
+//! Records name the key, never the key itself, and the arguments' hash unless the arguments
+//! themselves are asked for.
 
 use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
@@ -67,6 +68,19 @@ pub struct CallRecord<'a> {
     pub error: Option<String>,
     pub latency: Option<Duration>,
     pub result_tokens: Option<usize>,
+}
+
+/// One request for a server's resources or prompts, as the audit log records it.
+#[derive(Debug, Clone)]
+pub struct AccessRecord<'a> {
+    pub session: &'a str,
+    pub key: &'a str,
+    pub profile: Option<&'a str>,
+    /// `resources/read`, `resources/subscribe`, `prompts/get` or `completion/complete`.
+    pub method: &'a str,
+    pub server: &'a str,
+    /// The URI or prompt name asked for.
+    pub target: &'a str,
 }
 
 impl AuditLog {
@@ -160,6 +174,26 @@ impl AuditLog {
             "candidates": candidates,
         });
         self.write(&line, false);
+    }
+
+    /// Records a request for resources or prompts: allowed, or refused with `refusal`
+    /// (synced, as every refusal is).
+    pub fn access(&self, r: &AccessRecord<'_>, refusal: Option<&str>) {
+        let mut line = json!({
+            "time": now_rfc3339(),
+            "type": "access",
+            "session": r.session,
+            "key": r.key,
+            "profile": r.profile,
+            "method": r.method,
+            "server": r.server,
+            "target": r.target,
+            "decision": if refusal.is_some() { "refused" } else { "allowed" },
+        });
+        if let Some(reason) = refusal {
+            line["reason"] = json!(reason);
+        }
+        self.write(&line, refusal.is_some());
     }
 
     /// Records a request turned away for its key (401). Synced: it is a refusal.

@@ -79,6 +79,23 @@ impl Grant {
     }
 }
 
+impl Grant {
+    /// Why this key may not use the resources and prompts of `server`, or `None` when it
+    /// may. They belong to the server as a whole, so the key's scopes must cover
+    /// `server/*` (as `server/*` or `*` do; `server/get_*` does not). Resources and prompts
+    /// only read, so every tier may.
+    pub fn missing_server(&self, server: &str) -> Option<String> {
+        let whole = super::whole_server(server);
+        if self.scopes.matches(&whole) {
+            return None;
+        }
+        Some(format!(
+            "key {:?} may not use the resources and prompts of server {server:?}: they belong to the whole server and the key's scopes do not cover it; the missing permission is scope \"{whole}\"",
+            self.name
+        ))
+    }
+}
+
 /// One configured key.
 #[derive(Debug, Clone)]
 pub struct KeyEntry {
@@ -247,5 +264,29 @@ mod tests {
         assert!(Grant::full("local")
             .missing_permission("x/y", Tier::Destructive)
             .is_none());
+    }
+
+    #[test]
+    fn resources_and_prompts_need_the_whole_server() {
+        let g = entry("k", "ci", false).grant;
+        assert!(g.missing_server("alpha").is_none(), "alpha/* less one tool");
+        let e = g.missing_server("beta").unwrap();
+        assert!(
+            e.contains("scope \"beta/*\"") && e.contains("\"ci\""),
+            "{e}"
+        );
+        let one_tool = Grant {
+            scopes: PatternList::parse(&["alpha/echo"]),
+            ..(*g).clone()
+        };
+        assert!(one_tool.missing_server("alpha").is_some());
+        let everything_but_beta = Grant {
+            scopes: PatternList::parse(&["*", "!beta/*"]),
+            ..(*g).clone()
+        };
+        assert!(everything_but_beta.missing_server("alpha").is_none());
+        assert!(everything_but_beta.missing_server("beta").is_some());
+        assert!(Grant::full("local").missing_server("x").is_none());
+        assert!(Grant::nothing().missing_server("x").is_some());
     }
 }

@@ -1,7 +1,9 @@
-//! Policy: profiles decide what a session sees (tools/list, route); keys, scopes and tiers
-//! decide what it may call; destructive calls may need the user's approval; everything is
-//! audited. The two questions are independent: visibility never grants, and a permitted
-//! tool stays callable by exact name even when its profile hides it.
+//! Policy: profiles decide what a session sees (tools/list, route, and the resources and
+//! prompts of the servers they cover whole); keys, scopes and tiers decide what it may call
+//! (and whose resources and prompts it may read); destructive calls may need the user's
+//! approval; every call is audited. The two questions are independent: visibility never
+//! grants, and a permitted tool stays callable by exact name (a resource readable by URI)
+//! even when its profile hides it.
 //!
 //! - [`glob`]: `server/tool` globs and `!` exclusions.
 //! - [`tiers`]: read / write / destructive from annotations and per-tool rules (tags, shadow).
@@ -37,6 +39,12 @@ use std::sync::Arc;
 pub const LOCAL_IDENTITY: &str = "local";
 /// The identity HTTP sessions have when no keys are configured (open, loopback by default).
 pub const OPEN_IDENTITY: &str = "anonymous";
+
+/// What a scope or profile pattern must match to cover a whole server (its resources and
+/// prompts): `server/*`, taken literally.
+pub fn whole_server(server: &str) -> String {
+    format!("{server}/*")
+}
 
 /// The policy of a running gateway.
 pub struct Policy {
@@ -187,6 +195,16 @@ impl Policy {
         }
     }
 
+    /// Whether this caller's resources/list, resources/templates/list and prompts/list
+    /// show `server`'s items: the profile covers the whole server. As with tools, the key
+    /// is not asked: reading is judged by [`Grant::missing_server`].
+    pub fn shows_server(&self, caller: &Caller, server: &str) -> bool {
+        caller
+            .profile
+            .as_ref()
+            .is_none_or(|p| p.shows_server(server))
+    }
+
     /// Whether `tool` belongs in this caller's tools/list: shown, and not a shadow tool
     /// (listing what cannot run would only invite failing calls).
     pub fn lists(&self, caller: &Caller, tool: &ToolRecord) -> bool {
@@ -287,6 +305,46 @@ impl Policy {
             return Err(permit.refuse(Verdict::Refused, format!("{missing}.{who}")));
         }
         Ok(permit)
+    }
+
+    /// Judges a request for `server`'s resources or prompts (`method` is `resources/read`,
+    /// `resources/subscribe`, `prompts/get` or `completion/complete`; `target` the URI or
+    /// prompt name): the audit log works and the key's scopes cover the whole server. Both
+    /// outcomes are audited; a refusal is synced and comes back as the message to show.
+    pub fn access(
+        &self,
+        caller: &Caller,
+        method: &str,
+        server: &str,
+        target: &str,
+    ) -> Result<(), String> {
+        let broken =
+            (self.audit_broken.clone()).or_else(|| self.audit.as_ref().and_then(|a| a.failure()));
+        if let Some(e) = &broken {
+            return Err(format!(
+                "{method} {target:?} was refused: the audit log cannot be written ({e}); ask the gateway's administrator"
+            ));
+        }
+        let refusal = caller.grant.missing_server(server).map(|missing| {
+            let who = (self.config.contact.as_deref())
+                .map(|c| format!(" To widen the key, ask {c}."))
+                .unwrap_or_default();
+            format!("{missing}.{who}")
+        });
+        if let Some(log) = &self.audit {
+            log.access(
+                &audit::AccessRecord {
+                    session: &caller.session,
+                    key: &caller.grant.name,
+                    profile: caller.profile_name(),
+                    method,
+                    server,
+                    target,
+                },
+                refusal.as_deref(),
+            );
+        }
+        refusal.map_or(Ok(()), Err)
     }
 
     /// Audits a request turned away for its key.

@@ -33,6 +33,15 @@ impl Profile {
     }
 }
 
+impl Profile {
+    /// Whether this profile lists the resources and prompts of `server`: its `tools` list
+    /// covers the whole server (`server/*`, `*`, or no list). The annotation, tag and tier
+    /// lists describe tools, so they do not apply.
+    pub fn shows_server(&self, server: &str) -> bool {
+        self.tools.matches(&super::whole_server(server))
+    }
+}
+
 /// A retriever that only finds what a predicate lets through: route over a profile's view.
 /// Ranking asks the full index for enough extra results to cover every hidden tool, so the
 /// `k` visible ones returned are exactly the `k` best visible ones.
@@ -133,5 +142,26 @@ mod tests {
             &tool("a", "b", json!({})),
             &facts(&[], &tool("a", "b", json!({})))
         ));
+    }
+
+    #[test]
+    fn a_profile_shows_resources_of_the_servers_it_covers_whole() {
+        let p = |tools: &[&str]| Profile {
+            tools: PatternList::parse(tools),
+            ..Default::default()
+        };
+        assert!(p(&[]).shows_server("github"), "no list: everything");
+        assert!(p(&["github/*", "!github/delete_*"]).shows_server("github"));
+        assert!(!p(&["github/*"]).shows_server("docs"));
+        assert!(
+            !p(&["github/list_*"]).shows_server("github"),
+            "some tools only"
+        );
+        assert!(!p(&["*", "!github/*"]).shows_server("github"));
+        let read_only = Profile {
+            tiers: vec![Tier::Read],
+            ..Default::default()
+        };
+        assert!(read_only.shows_server("github"), "tiers describe tools");
     }
 }
