@@ -335,6 +335,56 @@ async fn everything_but_tools_over_http_and_subscriptions_per_session() {
     two.cancel().await.unwrap();
 }
 
+#[tokio::test]
+async fn guided_execute_and_programs_relay_sampling_and_elicitation_to_their_client() {
+    let dir = TestDir::new();
+    let up = format!(
+        "[upstreams.a]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--server\", \"a-fx\"]\n",
+        toolgate().display().to_string()
+    );
+    let code = "[code]\nenabled = true\ntimeout_ms = 10000\n".to_string();
+    let gw = HttpGateway::start(&dir.config("mode = \"guided\"", &[code, up]), &[]);
+    let connect = |capable: bool| {
+        let url = gw.url.clone();
+        async move {
+            let (handler, _events) = recorder(capable);
+            let t = StreamableHttpClientTransport::from_uri(url);
+            handler.serve(t).await.unwrap()
+        }
+    };
+    let (one, two) = (connect(true).await, connect(false).await);
+    let execute = |tool: &str, args: Value| json!({"tool": tool, "arguments": args});
+    let (err, text) = call_text(
+        &one,
+        "execute",
+        execute("a/test_sampling", json!({"prompt": "hi"})),
+    )
+    .await;
+    assert!(!err && text.contains("sampled by the client"), "{text}");
+    let (err, text) = call_text(
+        &one,
+        "execute",
+        execute("a/test_elicitation", json!({"message": "who?"})),
+    )
+    .await;
+    assert!(!err && text.contains("ann"), "{text}");
+    // A program's calls ask the program's client too.
+    let program = r#"const r = await tools.a.test_sampling({prompt: "hi"});
+        return JSON.stringify(r);"#;
+    let (err, text) = call_text(&one, "execute_code", json!({"code": program})).await;
+    assert!(!err && text.contains("sampled by the client"), "{text}");
+    // A client that cannot answer gets the upstream's error; the other client is not asked.
+    let (err, text) = call_text(
+        &two,
+        "execute",
+        execute("a/test_sampling", json!({"prompt": "hi"})),
+    )
+    .await;
+    assert!(!text.contains("sampled by the client"), "{err} {text}");
+    one.cancel().await.unwrap();
+    two.cancel().await.unwrap();
+}
+
 /// A client that speaks only the first protocol revision.
 struct OldClient;
 impl ClientHandler for OldClient {

@@ -94,6 +94,7 @@ impl Gate<'_> {
             .map_or(left, |u| u.config.call_timeout);
         let opts = CallOptions {
             timeout: Some(upstream.min(left).max(Duration::from_millis(1))),
+            relay: self.caller.relay.clone(),
             ..Default::default()
         };
         let result = admitted.run(opts).await;

@@ -136,6 +136,7 @@ impl Session {
             approver: Some(Arc::new(approve::ElicitApprover {
                 peer: context.peer.clone(),
             })),
+            relay: Some(relay::relay_for(context)),
             policy,
         }
     }

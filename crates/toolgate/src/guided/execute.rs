@@ -53,10 +53,13 @@ pub async fn run(
     if let Err(refusal) = permit.confirm(caller).await {
         return MetaResult::error(format!("execute: {refusal}"));
     }
+    let relay = caller.relay.clone();
     let started = engine.store.start(session, move |ct, progress| async move {
         let opts = CallOptions {
             progress: Some(progress),
             cancel: Some(ct),
+            // The upstream's sampling and elicitation go to this session's client.
+            relay,
             ..Default::default()
         };
         let result = call.run(opts).await;

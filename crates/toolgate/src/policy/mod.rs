@@ -67,6 +67,9 @@ pub struct Caller {
     pub surface: &'static str,
     /// How to ask this session's user (absent: no way to ask).
     pub approver: Option<Arc<dyn Approver>>,
+    /// Where an upstream's sampling, elicitation and roots requests during this caller's
+    /// calls go: this session's client (absent: outside any session).
+    pub relay: Option<Arc<dyn crate::upstream::ClientRelay>>,
 }
 
 impl Caller {
@@ -79,6 +82,7 @@ impl Caller {
             profile,
             surface: "direct",
             approver: None,
+            relay: None,
         }
     }
 
