@@ -1,7 +1,8 @@
 """The whole protocol through toolgate, driven by the Python MCP SDK against the reference
 @modelcontextprotocol/server-everything: progress of a long-running operation, a sampling
 request answered by this client, an elicitation answered by this client, resource read and
-subscribe, and a prompt get, over stdio and over Streamable HTTP.
+subscribe, and a prompt get, over stdio and over Streamable HTTP; and sampling and
+elicitation relayed for a guided `execute`.
 
 Self-contained: TOOLGATE_BIN names the toolgate binary (default target/debug/toolgate,
 or $CARGO_TARGET_DIR/debug/toolgate), TOOLGATE_PEERS the folder the peers are installed
@@ -173,6 +174,24 @@ async def exercise(session: ClientSession, recorder: Recorder):
     assert "everything_simple-prompt" in prompts, prompts
     got = await session.get_prompt("everything_simple-prompt")
     assert got.messages and got.messages[0].role == "user"
+
+
+async def test_guided_execute_relays_sampling_and_elicitation(config: Path):
+    config.write_text(config.read_text().replace('mode = "direct"', 'mode = "guided"'))
+    recorder = Recorder()
+    params = StdioServerParameters(command=toolgate_bin(), args=["serve", "--stdio", "--config", str(config)])
+    with anyio.fail_after(90):
+        async with stdio_client(params) as streams, session_over(streams, recorder) as session:
+            result = await session.call_tool(
+                "execute",
+                {"tool": "everything/trigger-sampling-request", "arguments": {"prompt": "say hi", "maxTokens": 20}},
+            )
+            assert not result.is_error and SAMPLED in text_of(result), text_of(result)
+            result = await session.call_tool(
+                "execute", {"tool": "everything/trigger-elicitation-request", "arguments": {}}
+            )
+            assert not result.is_error and "Ada Lovelace" in text_of(result), text_of(result)
+            assert (recorder.sampled, recorder.elicited) == (1, 1)
 
 
 async def test_everything_over_stdio(config: Path):
