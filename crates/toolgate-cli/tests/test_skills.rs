@@ -5,52 +5,16 @@
 
 mod common;
 use common::code::*;
+use common::skills::*;
 use common::*;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
-
-const GREET_MD: &str = "---
-name: greet
-description: Greet a person by name through the alpha echo service.
-servers: [alpha]
-input_schema:
-  type: object
-  properties:
-    who: {type: string, description: The person's name}
-  required: [who]
----
-# greet
-Says hello.
-";
-const GREET_JS: &str = "const r = await tools.alpha.echo({message: 'hi ' + input.who});
-return {said: r.arguments.message};";
-
-/// Writes `skills/<name>/SKILL.md` and `skill.js`.
-fn write_skill(dir: &TestDir, name: &str, md: &str, js: &str) -> PathBuf {
-    let folder = dir.path("skills").join(name);
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(folder.join("SKILL.md"), md).unwrap();
-    std::fs::write(folder.join("skill.js"), js).unwrap();
-    folder
-}
 
 /// A skill that calls `server/tool` and names `servers`.
 fn calling_skill(dir: &TestDir, name: &str, servers: &str, body: &str) {
     let md = format!("---\nname: {name}\ndescription: Test skill {name} that calls tools.\nservers: {servers}\n---\n");
     write_skill(dir, name, &md, body);
-}
-
-/// Code mode with skills on, `greet` installed; `extra` goes under `[code]`, `more` after.
-fn skills_setup(extra: &str, more: &str) -> (TestDir, PathBuf) {
-    // A generous deadline: a skill run from a program starts a second worker.
-    let (dir, _) = setup_with(10_000, &format!("skills_dir = \"skills\"\n{extra}"));
-    write_skill(&dir, "greet", GREET_MD, GREET_JS);
-    let path = dir.path("toolgate.toml");
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    text.push_str(more);
-    std::fs::write(&path, text).unwrap();
-    (dir, path)
 }
 
 fn skill_cli(config: &Path, args: &[&str]) -> (bool, String) {

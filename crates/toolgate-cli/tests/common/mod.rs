@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod code;
+pub mod skills;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,

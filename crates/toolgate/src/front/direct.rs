@@ -1,14 +1,17 @@
-//! The direct surface: every visible tool under its exposed name, calls forwarded as they are.
+//! The direct surface: every visible tool under its exposed name, calls forwarded as they
+//! are; and, for callers with code mode, the skills they are offered, as `skills_<name>`.
 
 use super::convert::{result_from, tool_error, tool_named};
 use crate::catalog::Catalog;
 use crate::gateway::Gateway;
 use crate::guided::Engine;
 use crate::policy::Caller;
+use crate::skills::Skill;
 use crate::upstream::{CallOptions, Progress};
 use rmcp::model::{CallToolResult, ProgressNotificationParam, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// The tools/list of the direct surface: the catalog under the configured profile (raw,
@@ -22,6 +25,33 @@ pub fn list(engine: &Engine) -> Vec<Tool> {
             tool_named(&t.tool, name)
         })
         .collect()
+}
+
+/// The skills this caller is offered (see `guided::skill::offered`), as tools under their
+/// exposed names (`skills_<name>`) with their input schemas. A name an upstream tool
+/// already has stays the tool's.
+pub fn skill_tools(engine: &Engine, caller: &Caller) -> Vec<Tool> {
+    let catalog = engine.gw.catalog();
+    crate::guided::skill::offered(engine, caller, &catalog)
+        .iter()
+        .filter(|s| catalog.by_exposed(&s.record.exposed).is_none())
+        .filter_map(|s| tool_named(&s.record.tool, &s.record.exposed))
+        .collect()
+}
+
+/// The skill a direct tools/call names, when this caller is offered it and no upstream
+/// tool has that name.
+pub fn skill_named(engine: &Engine, caller: &Caller, name: &str) -> Option<Arc<Skill>> {
+    if !engine.skills.configured() || !name.starts_with(crate::skills::SKILLS_SERVER) {
+        return None;
+    }
+    let catalog = engine.gw.catalog();
+    if catalog.by_exposed(name).is_some() {
+        return None;
+    }
+    crate::guided::skill::offered(engine, caller, &catalog)
+        .into_iter()
+        .find(|s| s.record.exposed == name)
 }
 
 /// Forwards a tools/call, passing the client's progress token and cancellation through.

@@ -142,6 +142,23 @@ fn audit_route(caller: &Caller, args: &Map<String, Value>, r: &MetaResult) {
         .audit_route(caller, task, decision, tool.as_deref(), &candidates);
 }
 
+/// A skill called by name on the direct surface: the same run as `execute` of
+/// `skills/<name>`, with the call's arguments as the skill's input.
+pub async fn run_skill(
+    session: &Session,
+    skill: &crate::skills::Skill,
+    arguments: Map<String, Value>,
+    context: &RequestContext<RoleServer>,
+    caller: &Caller,
+) -> CallToolResult {
+    let mut args = Map::new();
+    args.insert("tool".into(), Value::String(skill.record.id.to_string()));
+    args.insert("arguments".into(), Value::Object(arguments));
+    let (engine, id, ct) = (&session.engine, session.id(), context.ct.clone());
+    let result = crate::guided::skill::execute(engine, id, &skill.name, &args, ct, caller).await;
+    to_result(result)
+}
+
 fn to_result(r: MetaResult) -> CallToolResult {
     let content: Vec<ContentBlock> = r
         .content

@@ -243,6 +243,7 @@ impl ServerHandler for Session {
                         .by_exposed(&t.name)
                         .is_some_and(|r| caller.policy.lists(&caller, r))
                 });
+                tools.extend(direct::skill_tools(&self.engine, &caller));
                 tools
             }
             Surface::Guided => guided::list(self, &caller),
@@ -262,9 +263,10 @@ impl ServerHandler for Session {
         let args = request.arguments.unwrap_or_default();
         let caller = self.caller(&context);
         let result = match self.surface() {
-            Surface::Direct => {
-                direct::call(self.gw(), &request.name, args, &context, &caller).await
-            }
+            Surface::Direct => match direct::skill_named(&self.engine, &caller, &request.name) {
+                Some(skill) => guided::run_skill(self, &skill, args, &context, &caller).await,
+                None => direct::call(self.gw(), &request.name, args, &context, &caller).await,
+            },
             Surface::Guided => guided::call(self, &request.name, args, &context, &caller).await,
         };
         Ok(result.into())
