@@ -7,7 +7,6 @@ mod common;
 mod policy_support;
 use common::*;
 use policy_support::*;
-use rmcp::model::{ClientRequest, ServerResult};
 use serde_json::{json, Value};
 
 const ALL: &str = "tg_all_servers_key_for_tests";
@@ -18,7 +17,6 @@ const A_TOOL: &str = "tg_one_tool_of_a_key_for_tests";
 const B_SHARED: &str = "toolgate://b/test%3A%2F%2Fstatic-text";
 
 fn config(dir: &TestDir) -> std::path::PathBuf {
-    let hash = |k: &str| format!("sha256:{}", hex(&toolgate::policy::keys::hash_key(k)));
     let policy = format!(
         r#"[policy]
 contact = "the platform team"
@@ -50,19 +48,8 @@ scopes = ["a/test_simple_text"]
     dir.config("mode = \"direct\"", &[policy, up("a"), up("b")])
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Sends any request; the result as JSON, or `{"error": message}`.
 async fn req(client: &KeyedClient<TestClient>, method: &str, params: Value) -> Value {
-    let r: ClientRequest =
-        serde_json::from_value(json!({"method": method, "params": params})).unwrap();
-    match client.send_request(r).await {
-        Ok(ServerResult::EmptyResult(_)) => json!({}),
-        Ok(v) => serde_json::to_value(v).unwrap(),
-        Err(e) => json!({"error": e.to_string()}),
-    }
+    request(client, method, params).await
 }
 
 /// The `key` field of every list item.

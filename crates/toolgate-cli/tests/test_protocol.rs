@@ -9,7 +9,7 @@ use common::{toolgate, HttpGateway, TestDir};
 use rmcp::model::{
     ClientConfig, ClientRequest, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, Implementation, LoggingMessageNotificationParam,
-    ResourceUpdatedNotificationParam, ServerResult,
+    ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -102,15 +102,8 @@ fn config(dir: &TestDir) -> std::path::PathBuf {
     dir.config("mode = \"direct\"", &[up("a"), up("b")])
 }
 
-/// Sends any request and returns the result as JSON (errors as `{"error": message}`).
 async fn req(client: &Client, method: &str, params: Value) -> Value {
-    let r: ClientRequest =
-        serde_json::from_value(json!({"method": method, "params": params})).unwrap();
-    match client.send_request(r).await {
-        Ok(ServerResult::EmptyResult(_)) => json!({}),
-        Ok(v) => serde_json::to_value(v).unwrap(),
-        Err(e) => json!({"error": e.to_string()}),
-    }
+    common::request(client, method, params).await
 }
 
 async fn call_text(client: &Client, name: &str, args: Value) -> (bool, String) {

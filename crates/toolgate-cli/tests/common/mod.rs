@@ -331,3 +331,18 @@ pub async fn tool_names<H: ClientHandler>(client: &RunningService<RoleClient, H>
     n.sort();
     n
 }
+
+/// Sends any request and returns the result as JSON (errors as `{"error": message}`).
+pub async fn request<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    method: &str,
+    params: Value,
+) -> Value {
+    let r: rmcp::model::ClientRequest =
+        serde_json::from_value(json!({"method": method, "params": params})).unwrap();
+    match client.send_request(r).await {
+        Ok(rmcp::model::ServerResult::EmptyResult(_)) => json!({}),
+        Ok(v) => serde_json::to_value(v).unwrap(),
+        Err(e) => json!({"error": e.to_string()}),
+    }
+}

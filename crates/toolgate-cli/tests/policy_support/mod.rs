@@ -41,7 +41,7 @@ pub fn policy_catalog() -> Value {
     ])
 }
 
-fn hash(key: &str) -> String {
+pub fn hash(key: &str) -> String {
     format!("sha256:{}", hex(&toolgate::policy::keys::hash_key(key)))
 }
 

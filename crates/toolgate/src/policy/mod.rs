@@ -286,8 +286,7 @@ impl Policy {
             .profile
             .as_ref()
             .is_none_or(|p| p.shows(tool, &facts));
-        let broken =
-            (self.audit_broken.clone()).or_else(|| self.audit.as_ref().and_then(|a| a.failure()));
+        let broken = self.audit_failure();
         if let Some(e) = &broken {
             return Err(format!(
                 "{id} was not run: the audit log cannot be written ({e}); ask the gateway's administrator"
@@ -322,8 +321,7 @@ impl Policy {
         server: &str,
         target: &str,
     ) -> Result<(), String> {
-        let broken =
-            (self.audit_broken.clone()).or_else(|| self.audit.as_ref().and_then(|a| a.failure()));
+        let broken = self.audit_failure();
         if let Some(e) = &broken {
             return Err(format!(
                 "{method} {target:?} was refused: the audit log cannot be written ({e}); ask the gateway's administrator"
@@ -349,6 +347,12 @@ impl Policy {
             );
         }
         refusal.map_or(Ok(()), Err)
+    }
+
+    /// Why the audit log cannot be written (it could not be opened, or a write failed), if
+    /// so: nothing is allowed to run unrecorded.
+    fn audit_failure(&self) -> Option<String> {
+        (self.audit_broken.clone()).or_else(|| self.audit.as_ref().and_then(|a| a.failure()))
     }
 
     /// Audits a request turned away for its key.
