@@ -366,7 +366,9 @@ fn an_interval_that_is_never_cleared_ends_at_the_deadline() {
 
 #[test]
 fn a_timer_callback_that_throws_ends_the_run_with_its_error() {
-    let r = run("setTimeout(() => { throw new TypeError('from the timer') }, 0); await sleep(50); return 1");
+    let r = run(
+        "setTimeout(() => { throw new TypeError('from the timer') }, 0); await sleep(50); return 1",
+    );
     assert_eq!(r.done.status, "error", "{:?}", r.done);
     let e = r.done.error.unwrap();
     assert_eq!(e.name, "TypeError");
@@ -379,5 +381,10 @@ fn timers_need_functions_and_are_bounded() {
          try { setTimeout('return 1', 1) } catch (e) { out.push(e.name) }
          try { for (let i = 0; i < 2000; i++) setTimeout(() => {}, 1e9) } catch (e) { out.push(e.name) }
          return out");
-    assert_eq!(r.done.result, json!(["TypeError", "RangeError"]), "{:?}", r.done);
+    assert_eq!(
+        r.done.result,
+        json!(["TypeError", "RangeError"]),
+        "{:?}",
+        r.done
+    );
 }

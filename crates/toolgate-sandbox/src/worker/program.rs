@@ -45,7 +45,10 @@ pub fn run(fresh: Fresh, run: Run, input: &Receiver<String>, out: &Rc<RefCell<Ou
     // The first defence against a busy program: QuickJS polls this while running bytecode.
     rt.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
     let mut done = ctx.with(|ctx| in_context(&ctx, &run, deadline, input, out));
-    let explained = done.error.as_ref().is_some_and(|e| e.name == "TimeoutError" && e.message != "deadline");
+    let explained = done
+        .error
+        .as_ref()
+        .is_some_and(|e| e.name == "TimeoutError" && e.message != "deadline");
     if explained {
         done.status = "timeout".into();
     }

@@ -25,6 +25,8 @@ pub struct Gate<'a> {
     pub allowed: HashMap<(String, String), Arc<ToolRecord>>,
     /// When the run's own deadline passes (calls get no more time than the run has).
     pub deadline: Instant,
+    /// PII the run's results held, for `[code.flows]` (tracked only when rules exist).
+    pub flows: super::flows::RunFlows,
 }
 
 fn fail(code: &str, message: impl Into<String>) -> CallFailure {
@@ -61,7 +63,7 @@ impl Gate<'_> {
                 format!("{name} is marked destructive: make this call with execute, where the user can confirm it"),
             ));
         }
-        let Value::Object(arguments) = call.arguments else {
+        let Value::Object(mut arguments) = call.arguments else {
             return Err(fail(
                 "invalid_arguments",
                 format!("{name} takes an object of arguments"),
@@ -72,6 +74,21 @@ impl Gate<'_> {
             Ok(p) => p,
             Err(refusal) => return Err(fail("denied", refusal)),
         };
+        // A value an earlier result of this run held, going where a flow rule forbids.
+        if !config.flows.is_empty() {
+            let args = Value::Object(arguments);
+            let refused =
+                self.flows
+                    .check(&config.flows, &tool.id.server, &args, &config.pii_fields);
+            let Value::Object(a) = args else {
+                unreachable!("made above")
+            };
+            arguments = a;
+            if let Some((rule, message)) = refused {
+                permit.not_run(&format!("flow rule {rule}"));
+                return Err(fail("denied", message));
+            }
+        }
         let admitted = match admit(self.engine, self.session, tool, arguments) {
             Ok(a) => a,
             Err(Refusal::InvalidArguments(report)) => {
@@ -81,6 +98,10 @@ impl Gate<'_> {
             Err(Refusal::Token(e)) => {
                 permit.not_run("unknown or foreign PII token");
                 return Err(fail("invalid_arguments", e));
+            }
+            Err(Refusal::Flow { rule, message }) => {
+                permit.not_run(&format!("flow rule {rule}"));
+                return Err(fail("denied", message));
             }
         };
         if let Err(refusal) = permit.confirm(self.caller).await {
@@ -103,6 +124,9 @@ impl Gate<'_> {
             Ok(outcome) if outcome.is_error => Err(fail("upstream", text_of(&outcome))),
             Ok(outcome) => {
                 let value = value_of(outcome);
+                if !config.flows.is_empty() {
+                    self.flows.saw(&tool.id.server, &value, &config.pii_fields);
+                }
                 let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
                 if size > config.max_tool_result_bytes {
                     return Err(fail(
