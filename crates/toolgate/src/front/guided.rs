@@ -99,7 +99,7 @@ pub async fn call(
         EXECUTE_CODE if engine.code_for(caller) => {
             code::run(engine, id, &args, context.ct.clone(), caller).await
         }
-        DESCRIBE_TOOLS if engine.code_for(caller) => describe::run(engine, &args),
+        DESCRIBE_TOOLS if engine.code_for(caller) => describe::run(engine, &args, caller),
         PROPOSE_SKILL if engine.code_for(caller) && engine.skills.configured() => {
             propose::run(engine, id, &args, caller)
         }

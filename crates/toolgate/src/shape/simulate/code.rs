@@ -69,7 +69,7 @@ impl TaskSim<'_> {
                     &json!({"tools": chunk}),
                 );
                 let asked: Vec<&str> = chunk.iter().map(String::as_str).collect();
-                let answer = describe(&self.catalog, &self.entries, &asked);
+                let answer = describe(&self.catalog, &self.entries, &asked, "typescript");
                 code.push(tool_message(
                     &id,
                     &result_content(&answer, self.opts.result_form),
