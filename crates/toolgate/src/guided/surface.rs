@@ -27,6 +27,33 @@ pub const SKILL_INSTRUCTIONS: &str = " Route also finds skills (reviewed program
 `skills`): run one with execute, or from a program with `await skills.run(name, input)`. When \
 a program worked and would help again, propose_skill saves it as a draft for an operator to review.";
 
+/// The standing rule a guided session gets: with code mode's sentence when `code` is on,
+/// and skills' when they are configured too.
+pub fn instructions(code: bool, skills: bool) -> String {
+    let mut text = INSTRUCTIONS.to_string();
+    if code {
+        text.push_str(CODE_INSTRUCTIONS);
+        if skills {
+            text.push_str(SKILL_INSTRUCTIONS);
+        }
+    }
+    text
+}
+
+/// The meta-tools a guided session lists (before pinned and expanded tools): the three,
+/// code mode's two when `code` is on, and `propose_skill` when skills are configured too.
+/// The front lists exactly these, and `toolgate tokens` counts exactly these.
+pub fn session_tools(prefix: &str, code: bool, skills: bool) -> Vec<Value> {
+    let mut tools = meta_tools(prefix);
+    if code {
+        tools.extend(code_tools(prefix));
+        if skills {
+            tools.extend(skill_tools(prefix));
+        }
+    }
+    tools
+}
+
 /// The `propose_skill` meta-tool (listed when code mode and skills are on).
 pub fn skill_tools(prefix: &str) -> Vec<Value> {
     vec![json!({
