@@ -79,7 +79,7 @@ pub fn code_tools(prefix: &str) -> Vec<Value> {
     vec![
         json!({
             "name": format!("{prefix}{EXECUTE_CODE}"),
-            "description": "Run a JavaScript program in a sandbox. Each tool is an async function: `await tools.<server>.<tool>(args)` or `await tools.call(\"server\", \"tool\", args)`; it returns the tool's structured result (else its JSON, else its text) and throws ToolError {code, message} on failure. Top-level await and return work; `input` holds the input argument; console.log lines come back. `await sleep(ms)` and setTimeout/setInterval wait within the run's time limit. `fs.readFile/writeFile/readdir/rm` keep text files in ./workspace/ between runs; `fs.readdir(\"./servers\")` and `fs.readFile(\"./servers/<server>/<tool>.d.ts\")` describe the tools. `await state.get(key)`/`state.set(key, value)` keep small JSON values in this session. Only the returned value and logs reach you, not the intermediate data. No network or modules.",
+            "description": "Run a JavaScript program in a sandbox. Each tool is an async function: `await tools.<server>.<tool>(args)` or `await tools.call(\"server\", \"tool\", args)`; it returns the tool's structured result (else its JSON, else its text) and throws ToolError {code, message} on failure. Top-level await and return work; `input` holds the input argument; console.log lines come back. `await sleep(ms)` and setTimeout work. `fs.readFile/writeFile/readdir/rm` keep text files in ./workspace/ between runs; ./servers/<server>/<tool>.d.ts describe the tools. `await state.get(key)`/`state.set(key, value)` keep small JSON values in this session. Only the returned value and logs reach you, not the intermediate data. No network or modules.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -94,15 +94,15 @@ pub fn code_tools(prefix: &str) -> Vec<Value> {
         }),
         json!({
             "name": format!("{prefix}{DESCRIBE_TOOLS}"),
-            "description": "The tools an execute_code program can call: TypeScript declarations of named tools, a server's tools, or a search; with no arguments, the servers.",
+            "description": "Tools for an execute_code program: TypeScript of named tools, a server's tools, or a search; no arguments: the servers.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "tools": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 20, "description": "Tool names, server/tool as route returns them"},
-                    "server": {"type": "string", "description": "List this server's tools"},
-                    "search": {"type": "string", "description": "Find tools by what they do, in a few words"},
-                    "detail": {"type": "string", "enum": ["names", "summary", "typescript"], "description": "names, summary (default for lists) or typescript (default for tools)"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Most tools listed (default 10 for search, 50 for server)"}
+                    "server": {"type": "string"},
+                    "search": {"type": "string", "description": "What the tools do, in a few words"},
+                    "detail": {"type": "string", "enum": ["names", "summary", "typescript"]},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100}
                 }
             },
             "annotations": {"readOnlyHint": true, "openWorldHint": false}
