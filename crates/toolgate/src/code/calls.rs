@@ -1,5 +1,6 @@
 //! A program's tool call, through the same gate as execute ([`admit`]): only tools the
-//! caller may use, destructive ones refused (`approval_required`) unless configured,
+//! caller may use, `[code.flows]` rules on values earlier results of the run held,
+//! destructive ones refused (`approval_required`) unless configured,
 //! arguments validated against the full schema, the upstream's timeout capped by the
 //! run's deadline, and a result too large for the program refused (`limit`).
 
@@ -63,7 +64,16 @@ impl Gate<'_> {
                 format!("{name} is marked destructive: make this call with execute, where the user can confirm it"),
             ));
         }
-        let Value::Object(mut arguments) = call.arguments else {
+        // A value an earlier result of this run held, going where a flow rule forbids
+        // (refused after the permit below, so it is audited like any refusal).
+        let flow_refusal = if config.flows.is_empty() {
+            None
+        } else {
+            let (rules, fields) = (&config.flows, &config.pii_fields);
+            self.flows
+                .check(rules, &tool.id.server, &call.arguments, fields)
+        };
+        let Value::Object(arguments) = call.arguments else {
             return Err(fail(
                 "invalid_arguments",
                 format!("{name} takes an object of arguments"),
@@ -74,20 +84,9 @@ impl Gate<'_> {
             Ok(p) => p,
             Err(refusal) => return Err(fail("denied", refusal)),
         };
-        // A value an earlier result of this run held, going where a flow rule forbids.
-        if !config.flows.is_empty() {
-            let args = Value::Object(arguments);
-            let refused =
-                self.flows
-                    .check(&config.flows, &tool.id.server, &args, &config.pii_fields);
-            let Value::Object(a) = args else {
-                unreachable!("made above")
-            };
-            arguments = a;
-            if let Some((rule, message)) = refused {
-                permit.not_run(&format!("flow rule {rule}"));
-                return Err(fail("denied", message));
-            }
+        if let Some((rule, message)) = flow_refusal {
+            permit.not_run(&format!("flow rule {rule}"));
+            return Err(fail("denied", message));
         }
         let admitted = match admit(self.engine, self.session, tool, arguments) {
             Ok(a) => a,

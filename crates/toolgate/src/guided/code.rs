@@ -32,22 +32,7 @@ pub async fn run(
         Err(e) => return MetaResult::error(format!("execute_code: {e}")),
     };
     if cfg.pii {
-        // A token a flow rule covers stays a token inside the program: the gate restores
-        // it at the call that sends it, where the rule can see the destination.
-        let rules = &cfg.flows;
-        let mut keep_covered =
-            |_: &str, class: &str, origins: &std::collections::BTreeSet<String>| {
-                let origins: Vec<String> = origins.iter().cloned().collect();
-                if rules.iter().any(|r| r.covers(class, &origins)) {
-                    crate::code::pii::Decision::Keep
-                } else {
-                    crate::code::pii::Decision::Restore
-                }
-            };
-        if let Err(e) = engine
-            .pii
-            .restore_with(session, &mut input, &mut keep_covered)
-        {
+        if let Err(e) = restore_input(engine, session, &mut input) {
             return MetaResult::error(format!("execute_code: input: {e}"));
         }
     }
@@ -94,6 +79,29 @@ pub async fn run(
         }
     }
     answer
+}
+
+/// Restores the PII tokens in a program's (or a skill's) input, except those a
+/// `[code.flows]` rule covers: they stay tokens inside the program and are restored (or
+/// refused) by the gate at the call that sends them, where the destination is known.
+pub(crate) fn restore_input(
+    engine: &Engine,
+    session: &str,
+    input: &mut Value,
+) -> Result<(), String> {
+    let rules = &engine.gw.config.code.flows;
+    let mut keep_covered = |_: &str, class: &str, origins: &std::collections::BTreeSet<String>| {
+        let origins: Vec<String> = origins.iter().cloned().collect();
+        if rules.iter().any(|r| r.covers(class, &origins)) {
+            crate::code::pii::Decision::Keep
+        } else {
+            crate::code::pii::Decision::Restore
+        }
+    };
+    engine
+        .pii
+        .restore_with(session, input, &mut keep_covered)
+        .map_err(|e| e.to_string())
 }
 
 /// One program to run: from execute_code, or a skill (from execute or a program).
