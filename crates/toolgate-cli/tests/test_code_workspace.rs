@@ -252,3 +252,51 @@ async fn the_tree_and_describe_tools_show_only_what_the_profile_shows() {
         text(&r)
     );
 }
+
+/// Runs `code` in a real worker process whose CPU limit is one second, with a deadline of
+/// `timeout_ms`; returns the `Done` line, or `None` when the process died without one.
+fn worker_with_one_cpu_second(code: &str, timeout_ms: u64) -> Option<Value> {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(toolgate())
+        .arg("sandbox-worker")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = json!({"code": code, "input": null, "tools": [], "limits": {
+        "timeout_ms": timeout_ms, "heap_bytes": 32 << 20, "stack_bytes": 1 << 20, "max_calls": 0,
+        "max_log_bytes": 1000, "max_result_bytes": 1000, "max_args_bytes": 1000,
+        "address_space_bytes": 512u64 << 20, "cpu_secs": 1}});
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{run}").unwrap();
+    let done = std::io::BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+        .find(|m| m["type"] == "done");
+    drop(stdin);
+    child.wait().unwrap();
+    done
+}
+
+#[test]
+fn sleeping_costs_no_cpu_time() {
+    // Two and a half seconds asleep under a one-second CPU limit: the run finishes.
+    let done = worker_with_one_cpu_second("await sleep(2500); return 'slept'", 60_000)
+        .expect("a sleeping worker is not killed by RLIMIT_CPU");
+    assert_eq!(
+        (done["status"].as_str(), done["result"].as_str()),
+        (Some("ok"), Some("slept")),
+        "{done}"
+    );
+    // Work that needs far more than a CPU second is stopped by the limit (the kernel kills
+    // the worker) long before its deadline, however loaded the machine is.
+    let busy = worker_with_one_cpu_second(
+        "let x = 0; for (let i = 0; i < 1e10; i++) { x += i } return x",
+        60_000,
+    );
+    assert!(
+        busy.is_none(),
+        "a busy worker outlived its CPU limit: {busy:?}"
+    );
+}
