@@ -44,6 +44,9 @@ enum Command {
     /// Skills: list them, show one, approve or reject a model's draft.
     #[command(subcommand)]
     Skill(cmd::skill::SkillCommand),
+    /// Code mode's workspaces: list, print or remove the files programs keep.
+    #[command(subcommand)]
+    Workspace(cmd::workspace::WorkspaceCommand),
     /// Run one code-mode program (the gateway starts this; it speaks JSON lines on stdio).
     #[cfg(feature = "code-mode")]
     #[command(hide = true)]
@@ -77,6 +80,7 @@ pub fn run() -> ExitCode {
             Command::Lint(a) => cmd::lint::run(a).await.map(|()| true),
             Command::Key(a) => cmd::key::run(a).map(|()| true),
             Command::Skill(a) => cmd::skill::run(a),
+            Command::Workspace(a) => cmd::workspace::run(a),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
             Command::ConformanceClient(a) => cmd::conformance_client::run(a).await,
             #[cfg(feature = "code-mode")]

@@ -83,13 +83,15 @@ pub const STATE_SERVER: &str = "";
 pub const SKILLS_SERVER: &str = "skills";
 
 /// The `code` values a `ToolError` can carry.
-pub const ERROR_CODES: [&str; 6] = [
+pub const ERROR_CODES: [&str; 7] = [
     "invalid_arguments",
     "denied",
     "upstream",
     "timeout",
     "limit",
     "approval_required",
+    // A workspace or tool-tree path that is not there.
+    "not_found",
 ];
 
 /// Worker to gateway.

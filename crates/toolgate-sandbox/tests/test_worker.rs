@@ -224,7 +224,20 @@ fn nothing_outside_the_sandbox_is_reachable() {
     assert_eq!(v["frozen"], true);
     assert_eq!(
         v["ctor"],
-        json!(["ToolError", "console", "input", "skills", "state", "tools"])
+        json!([
+            "ToolError",
+            "clearInterval",
+            "clearTimeout",
+            "console",
+            "fs",
+            "input",
+            "setInterval",
+            "setTimeout",
+            "skills",
+            "sleep",
+            "state",
+            "tools"
+        ])
     );
 }
 
@@ -301,4 +314,77 @@ fn syntax_errors_name_the_problem() {
     let r = run("return (1 +");
     assert_eq!(r.done.status, "error");
     assert_eq!(r.done.error.unwrap().name, "SyntaxError");
+}
+
+#[test]
+fn timers_run_in_due_order_and_can_be_cleared() {
+    // Only orders that hold however late the loop wakes: the earlier due time first.
+    let r = run("const seen = [];
+         setTimeout((x) => seen.push(x), 30, 'late');
+         setTimeout(() => seen.push('soon'), 0);
+         const gone = setTimeout(() => seen.push('cleared'), 10);
+         clearTimeout(gone);
+         let n = 0;
+         const every = setInterval(() => { if (++n === 3) clearInterval(every); }, 5);
+         while (n < 3 || seen.length < 2) await sleep(10);
+         await sleep(20);
+         const a = await tools.alpha.echo({after: seen.length});
+         return [seen, n, a.after]");
+    assert_eq!(r.done.status, "ok", "{:?}", r.done);
+    assert_eq!(
+        r.done.result,
+        json!([["soon", "late"], 3, 2]),
+        "{:?}",
+        r.done
+    );
+}
+
+#[test]
+fn a_sleep_past_the_deadline_ends_the_run_with_a_timeout() {
+    let r = run("await tools.alpha.echo({}); await sleep(60000); return 'never'");
+    assert_eq!(r.done.status, "timeout", "{:?}", r.done);
+    let e = r.done.error.unwrap();
+    assert_eq!(e.name, "TimeoutError");
+    assert!(
+        e.message.contains("deadline of 2000 ms") && e.message.contains("timer"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn an_interval_that_is_never_cleared_ends_at_the_deadline() {
+    let mut l = limits();
+    l.timeout_ms = 300;
+    let r = run_with(
+        "let n = 0; setInterval(() => n++, 1); await new Promise(() => {})",
+        l,
+        echo,
+    );
+    assert_eq!(r.done.status, "timeout", "{:?}", r.done);
+}
+
+#[test]
+fn a_timer_callback_that_throws_ends_the_run_with_its_error() {
+    let r = run(
+        "setTimeout(() => { throw new TypeError('from the timer') }, 0); await sleep(50); return 1",
+    );
+    assert_eq!(r.done.status, "error", "{:?}", r.done);
+    let e = r.done.error.unwrap();
+    assert_eq!(e.name, "TypeError");
+    assert!(e.message.contains("from the timer"), "{}", e.message);
+}
+
+#[test]
+fn timers_need_functions_and_are_bounded() {
+    let r = run("const out = [];
+         try { setTimeout('return 1', 1) } catch (e) { out.push(e.name) }
+         try { for (let i = 0; i < 2000; i++) setTimeout(() => {}, 1e9) } catch (e) { out.push(e.name) }
+         return out");
+    assert_eq!(
+        r.done.result,
+        json!(["TypeError", "RangeError"]),
+        "{:?}",
+        r.done
+    );
 }

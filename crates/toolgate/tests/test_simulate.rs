@@ -210,8 +210,12 @@ fn tiny_case_by_hand() {
                 .to_string(),
         );
     let (entries, _) = toolgate::code::tools_for(&catalog);
-    let described =
-        toolgate::guided::describe::describe(&catalog, &entries, &["wx/alerts", "wx/forecast"]);
+    let described = toolgate::guided::describe::describe(
+        &catalog,
+        &entries,
+        &["wx/alerts", "wx/forecast"],
+        "typescript",
+    );
     let ts = described.structured.clone().unwrap()["typescript"]
         .as_str()
         .unwrap()

@@ -12,3 +12,4 @@ pub mod simulate;
 pub mod skill;
 pub mod tokens;
 pub mod tools;
+pub mod workspace;

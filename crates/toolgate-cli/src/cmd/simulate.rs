@@ -56,6 +56,7 @@ pub fn run(
             "text" => ResultForm::Text,
             _ => ResultForm::Mcp,
         },
+        skills: config.is_some_and(|c| c.code.skills_dir.is_some()),
     };
     let report = simulate(
         catalog,

@@ -126,7 +126,9 @@ pub async fn run(args: Args) -> Result<()> {
             args.json,
         );
     }
-    let report = TokenReport::build(&catalog, enc, &opts);
+    // The code column as a code-mode session of this configuration lists itself.
+    let skills = config.as_ref().is_some_and(|c| c.code.skills_dir.is_some());
+    let report = TokenReport::build_with(&catalog, enc, &opts, skills);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -167,12 +169,17 @@ pub async fn run(args: Args) -> Result<()> {
         ("slim", t.slim, m.slim),
         ("local", t.local, m.local),
         ("guided", t.guided, m.guided),
+        ("code", t.code, m.code),
     ] {
         println!("{name:<8} {oai:>10} {mcp:>10} {:>7.1}%", s[name]);
     }
     println!(
-        "\nguided = {} tokens of meta-tool definitions + {} of instructions; savings are against direct, OpenAI form",
-        report.guided_tools, report.guided_instructions
+        "\nguided = {} tokens of meta-tool definitions + {} of instructions; code = a code-mode session's list, {} + {}{}; savings are against direct, OpenAI form",
+        report.guided_tools,
+        report.guided_instructions,
+        report.code_tools,
+        report.code_instructions,
+        if report.code_skills { " (with skills)" } else { " (without skills: no code.skills_dir)" }
     );
     Ok(())
 }

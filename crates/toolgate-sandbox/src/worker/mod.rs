@@ -12,18 +12,21 @@
 mod bridge;
 mod convert;
 mod program;
+mod timers;
 
 use crate::protocol::{Done, Limits, Run, ToGateway};
 use std::cell::RefCell;
 use std::io::BufWriter;
 use std::io::{BufRead, Write};
+
 use std::process::ExitCode;
 use std::rc::Rc;
 
 /// Entry point of the worker process (`toolgate sandbox-worker`): stdin and stdout are the
 /// gateway's pipes.
 pub fn main() -> ExitCode {
-    let stdin = std::io::stdin().lock();
+    // Owned (not a lock), so the answers thread can take it over after the first line.
+    let stdin = std::io::BufReader::new(std::io::stdin());
     let stdout = std::io::stdout();
     match serve(stdin, Box::new(stdout), true) {
         Ok(()) => {
@@ -41,7 +44,7 @@ pub fn main() -> ExitCode {
 /// Serves one run over `input`/`output`. `os_limits` applies [`apply_os_limits`] first
 /// (a worker process does; in-process tests do not, so they do not limit the test runner).
 pub fn serve(
-    mut input: impl BufRead,
+    mut input: impl BufRead + Send + 'static,
     mut output: Box<dyn Write>,
     os_limits: bool,
 ) -> std::io::Result<()> {
@@ -57,6 +60,20 @@ pub fn serve(
     let run: Run = serde_json::from_str(&line)
         .map_err(|e| std::io::Error::other(format!("the first line is not a run: {e}")))?;
     // Before any program text is compiled.
+    // Answers arrive on a thread of their own, so the run can wait for an answer or its
+    // next timer, whichever comes first (spawned before the limits: no program has run).
+    let (tx, answers) = std::sync::mpsc::channel::<String>();
+    std::thread::Builder::new()
+        .name("answers".into())
+        .stack_size(256 << 10)
+        .spawn(move || loop {
+            let mut line = String::new();
+            match input.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) if tx.send(line).is_err() => return,
+                Ok(_) => {}
+            }
+        })?;
     if os_limits {
         apply_os_limits(&run.limits)?;
     }
@@ -64,7 +81,7 @@ pub fn serve(
         output,
         run.limits.max_log_bytes,
     )));
-    let done: Done = program::run(fresh, run, &mut input, &out);
+    let done: Done = program::run(fresh, run, &answers, &out);
     let result = out.borrow_mut().send(&ToGateway::Done(done));
     result
 }

@@ -3,14 +3,15 @@
 
 use super::bridge::{Calls, Output, Waiting};
 use super::convert::{to_json, ConvertError};
+use super::timers::Timers;
 use crate::protocol::{CallAnswer, Done, ProgramError, Run, ToGateway, STATE_SERVER};
 use rquickjs::function::Opt;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Array, Context, Ctx, Function, Object, Runtime, Value};
 use serde_json::Value as Json;
 use std::cell::RefCell;
-use std::io::BufRead;
 use std::rc::Rc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -33,8 +34,8 @@ impl Fresh {
 }
 
 /// Runs `run` in `fresh` and says how it ended. Console lines and tool calls go out through
-/// `out` as they happen; tool answers come in on `input`.
-pub fn run(fresh: Fresh, run: Run, input: &mut dyn BufRead, out: &Rc<RefCell<Output>>) -> Done {
+/// `out` as they happen; tool answers come in on `input`, one line each.
+pub fn run(fresh: Fresh, run: Run, input: &Receiver<String>, out: &Rc<RefCell<Output>>) -> Done {
     let timeout = Duration::from_millis(run.limits.timeout_ms);
     let deadline = Instant::now() + timeout;
     let Fresh { rt, ctx } = fresh;
@@ -44,7 +45,14 @@ pub fn run(fresh: Fresh, run: Run, input: &mut dyn BufRead, out: &Rc<RefCell<Out
     // The first defence against a busy program: QuickJS polls this while running bytecode.
     rt.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
     let mut done = ctx.with(|ctx| in_context(&ctx, &run, deadline, input, out));
-    if done.status != "ok" && Instant::now() >= deadline {
+    let explained = done
+        .error
+        .as_ref()
+        .is_some_and(|e| e.name == "TimeoutError" && e.message != "deadline");
+    if explained {
+        done.status = "timeout".into();
+    }
+    if done.status != "ok" && Instant::now() >= deadline && !explained {
         done.status = "timeout".into();
         done.error = Some(ProgramError {
             name: "TimeoutError".into(),
@@ -87,28 +95,55 @@ fn in_context<'js>(
     ctx: &Ctx<'js>,
     run: &Run,
     deadline: Instant,
-    input: &mut dyn BufRead,
+    input: &Receiver<String>,
     out: &Rc<RefCell<Output>>,
 ) -> Done {
     let calls: Rc<RefCell<Calls<'js>>> = Rc::default();
-    let done = match setup(ctx, run, &calls, out) {
+    let timers: Rc<RefCell<Timers>> = Rc::default();
+    let done = match setup(ctx, run, &calls, &timers, out) {
         Err(e) => failed_with(ctx, e),
-        Ok(make_error) => match start(ctx, &run.code) {
+        Ok(made) => match start(ctx, &run.code) {
             Err(e) => failed_with(ctx, e),
-            Ok(value) => drive(ctx, value, deadline, input, &calls, &make_error, run),
+            Ok(value) => {
+                let loop_ = Loop {
+                    deadline,
+                    input,
+                    calls: &calls,
+                    timers: &timers,
+                    made: &made,
+                };
+                drive(ctx, value, &loop_, run)
+            }
         },
     };
     calls.borrow_mut().waiting.clear();
     done
 }
 
-/// Installs `tools`, `console`, `ToolError` and `input`; returns the ToolError factory.
+/// What the prelude hands back to the loop: the ToolError factory and the timer trigger.
+struct Made<'js> {
+    make_error: Function<'js>,
+    fire: Function<'js>,
+}
+
+/// What the loop waits on.
+struct Loop<'a, 'js> {
+    deadline: Instant,
+    input: &'a Receiver<String>,
+    calls: &'a Rc<RefCell<Calls<'js>>>,
+    timers: &'a Rc<RefCell<Timers>>,
+    made: &'a Made<'js>,
+}
+
+/// Installs the globals (`tools`, `console`, `ToolError`, `state`, `skills`, `fs`, the
+/// timers, `input`).
 fn setup<'js>(
     ctx: &Ctx<'js>,
     run: &Run,
     calls: &Rc<RefCell<Calls<'js>>>,
+    timers: &Rc<RefCell<Timers>>,
     out: &Rc<RefCell<Output>>,
-) -> rquickjs::Result<Function<'js>> {
+) -> rquickjs::Result<Made<'js>> {
     let prelude: Function = ctx.eval(PRELUDE)?;
     let bridge = {
         let (calls, out, limits) = (calls.clone(), out.clone(), run.limits.clone());
@@ -197,6 +232,24 @@ fn setup<'js>(
             },
         )?
     };
+    let arm = {
+        let timers = timers.clone();
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, ms: f64, repeat: bool| -> rquickjs::Result<f64> {
+                match timers.borrow_mut().arm(ms, repeat) {
+                    Ok(id) => Ok(id as f64),
+                    Err(e) => Err(rquickjs::Exception::throw_range(&ctx, &e)),
+                }
+            },
+        )?
+    };
+    let disarm = {
+        let timers = timers.clone();
+        Function::new(ctx.clone(), move |id: f64| {
+            timers.borrow_mut().disarm(id as u64)
+        })?
+    };
     let spec = Array::new(ctx.clone())?;
     for (i, t) in run.tools.iter().enumerate() {
         let row = Array::new(ctx.clone())?;
@@ -208,16 +261,31 @@ fn setup<'js>(
         }
         spec.set(i, row)?;
     }
-    let made: Object = prelude.call((bridge, log, spec))?;
+    let made: Object = prelude.call((bridge, log, spec, arm, disarm))?;
     let globals = ctx.globals();
     // A high-resolution clock serves timing attacks better than it serves tool scripts.
     globals.remove("performance")?;
-    for key in ["tools", "console", "ToolError", "state", "skills"] {
+    for key in [
+        "tools",
+        "console",
+        "ToolError",
+        "state",
+        "skills",
+        "fs",
+        "setTimeout",
+        "setInterval",
+        "clearTimeout",
+        "clearInterval",
+        "sleep",
+    ] {
         globals.set(key, made.get::<_, Value>(key)?)?;
     }
     let input = serde_json::to_string(&run.input).unwrap_or_else(|_| "null".into());
     globals.set("input", ctx.json_parse(input)?)?;
-    made.get("makeError")
+    Ok(Made {
+        make_error: made.get("makeError")?,
+        fire: made.get("fire")?,
+    })
 }
 
 /// A JS string's text, or `None` for anything else.
@@ -267,22 +335,13 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> rquickjs::Result<Value<'js>> {
     f.call((input,))
 }
 
-fn drive<'js>(
-    ctx: &Ctx<'js>,
-    value: Value<'js>,
-    deadline: Instant,
-    input: &mut dyn BufRead,
-    calls: &Rc<RefCell<Calls<'js>>>,
-    make_error: &Function<'js>,
-    run: &Run,
-) -> Done {
+fn drive<'js>(ctx: &Ctx<'js>, value: Value<'js>, l: &Loop<'_, 'js>, run: &Run) -> Done {
     let Some(promise) = value.as_promise().cloned() else {
         return finished(value, run);
     };
-    let mut line = String::new();
     loop {
         while ctx.execute_pending_job() {
-            if Instant::now() >= deadline {
+            if Instant::now() >= l.deadline {
                 return failed("TimeoutError", "deadline".into());
             }
         }
@@ -299,27 +358,51 @@ fn drive<'js>(
             }
             PromiseState::Pending => {}
         }
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= l.deadline {
             return failed("TimeoutError", "deadline".into());
         }
-        if calls.borrow().waiting.is_empty() {
-            return failed(
-                "Error",
-                "the program is waiting for a promise that nothing will settle (no tool call is running)".into(),
-            );
+        // A timer that is due runs before anything else is waited for; what it throws
+        // ends the run, as an uncaught error in a timer callback does elsewhere.
+        let due = l.timers.borrow_mut().take_due(now);
+        if let Some(id) = due {
+            if let Err(e) = l.made.fire.call::<_, ()>((id as f64,)) {
+                return failed_with(ctx, e);
+            }
+            continue;
         }
-        line.clear();
-        match input.read_line(&mut line) {
-            Ok(0) | Err(_) => return failed("Error", "the gateway closed the pipe".into()),
-            Ok(_) => {}
+        let next = l.timers.borrow().next_due();
+        if l.calls.borrow().waiting.is_empty() {
+            match next {
+                None => return failed(
+                    "Error",
+                    "the program is waiting for a promise that nothing will settle (no tool call or timer is running)".into(),
+                ),
+                Some(due) if due > l.deadline => {
+                    return failed("TimeoutError", format!(
+                        "the program ran past its deadline of {} ms waiting for a timer due {} ms after it",
+                        run.limits.timeout_ms,
+                        due.duration_since(l.deadline).as_millis()
+                    ));
+                }
+                Some(_) => {}
+            }
         }
+        let until = next.map_or(l.deadline, |due| due.min(l.deadline));
+        let line = match l.input.recv_timeout(until.saturating_duration_since(now)) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => {
+                return failed("Error", "the gateway closed the pipe".into())
+            }
+        };
         let Ok(answer) = serde_json::from_str::<CallAnswer>(&line) else {
             return failed("Error", "the gateway sent something unreadable".into());
         };
-        let Some(w) = calls.borrow_mut().waiting.remove(&answer.id) else {
+        let Some(w) = l.calls.borrow_mut().waiting.remove(&answer.id) else {
             continue;
         };
-        settle(ctx, w, answer, make_error);
+        settle(ctx, w, answer, &l.made.make_error);
     }
 }
 

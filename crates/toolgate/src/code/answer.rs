@@ -135,6 +135,7 @@ mod tests {
                 ms: 3,
             }],
             truncated: false,
+            origins: Default::default(),
         }
     }
 

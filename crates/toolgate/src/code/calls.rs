@@ -1,5 +1,6 @@
 //! A program's tool call, through the same gate as execute ([`admit`]): only tools the
-//! caller may use, destructive ones refused (`approval_required`) unless configured,
+//! caller may use, `[code.flows]` rules on values earlier results of the run held,
+//! destructive ones refused (`approval_required`) unless configured,
 //! arguments validated against the full schema, the upstream's timeout capped by the
 //! run's deadline, and a result too large for the program refused (`limit`).
 
@@ -25,6 +26,8 @@ pub struct Gate<'a> {
     pub allowed: HashMap<(String, String), Arc<ToolRecord>>,
     /// When the run's own deadline passes (calls get no more time than the run has).
     pub deadline: Instant,
+    /// PII the run's results held, for `[code.flows]` (tracked only when rules exist).
+    pub flows: super::flows::RunFlows,
 }
 
 fn fail(code: &str, message: impl Into<String>) -> CallFailure {
@@ -61,6 +64,15 @@ impl Gate<'_> {
                 format!("{name} is marked destructive: make this call with execute, where the user can confirm it"),
             ));
         }
+        // A value an earlier result of this run held, going where a flow rule forbids
+        // (refused after the permit below, so it is audited like any refusal).
+        let flow_refusal = if config.flows.is_empty() {
+            None
+        } else {
+            let (rules, fields) = (&config.flows, &config.pii_fields);
+            self.flows
+                .check(rules, &tool.id.server, &call.arguments, fields)
+        };
         let Value::Object(arguments) = call.arguments else {
             return Err(fail(
                 "invalid_arguments",
@@ -72,6 +84,10 @@ impl Gate<'_> {
             Ok(p) => p,
             Err(refusal) => return Err(fail("denied", refusal)),
         };
+        if let Some((rule, message)) = flow_refusal {
+            permit.not_run(&format!("flow rule {rule}"));
+            return Err(fail("denied", message));
+        }
         let admitted = match admit(self.engine, self.session, tool, arguments) {
             Ok(a) => a,
             Err(Refusal::InvalidArguments(report)) => {
@@ -81,6 +97,10 @@ impl Gate<'_> {
             Err(Refusal::Token(e)) => {
                 permit.not_run("unknown or foreign PII token");
                 return Err(fail("invalid_arguments", e));
+            }
+            Err(Refusal::Flow { rule, message }) => {
+                permit.not_run(&format!("flow rule {rule}"));
+                return Err(fail("denied", message));
             }
         };
         if let Err(refusal) = permit.confirm(self.caller).await {
@@ -103,6 +123,9 @@ impl Gate<'_> {
             Ok(outcome) if outcome.is_error => Err(fail("upstream", text_of(&outcome))),
             Ok(outcome) => {
                 let value = value_of(outcome);
+                if !config.flows.is_empty() {
+                    self.flows.saw(&tool.id.server, &value, &config.pii_fields);
+                }
                 let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
                 if size > config.max_tool_result_bytes {
                     return Err(fail(

@@ -12,18 +12,24 @@
 //! - [`state`]: `state.get/set`, small values kept per session between runs.
 //! - [`history`]: finished runs kept a while, so one can be proposed as a skill.
 //! - [`pii`]: session-scoped tokens for PII leaving a run, restored when passed back.
+//! - [`flows`]: `[code.flows]` rules, where restored PII may go.
+//! - [`workspace`]: files kept per principal between runs (`fs` over `./workspace`).
+//! - [`tree`]: the tool tree (`fs` over `./servers`), TypeScript per tool.
 //!
 //! The sandbox itself (QuickJS, the OS limits) is the `toolgate-sandbox` crate.
 
 pub mod answer;
 pub mod calls;
+pub mod flows;
 pub mod history;
 pub mod names;
 pub mod pii;
 pub mod pool;
 pub mod state;
+pub mod tree;
 pub mod typescript;
 pub mod worker;
+pub mod workspace;
 
 /// `text` on one line (whitespace collapsed), cut to at most `max` bytes with an ellipsis.
 pub fn clip(text: &str, max: usize) -> String {

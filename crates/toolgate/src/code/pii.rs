@@ -10,7 +10,7 @@
 
 use regex::Regex;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,80 @@ struct Entry {
     session: String,
     value: String,
     made: Instant,
+    /// The servers whose results held the value (for `[code.flows]` rules).
+    origins: BTreeSet<String>,
+}
+
+/// PII values seen in a run's tool results, each with the servers whose results held it.
+pub type Origins = HashMap<String, BTreeSet<String>>;
+
+/// What to do with a token found in arguments (see [`Vault::restore_with`]).
+pub enum Decision {
+    Restore,
+    /// Leave the token as it is (a program's `input`: the gate decides at the call).
+    Keep,
+    /// Refuse the whole value, saying why.
+    Refuse(String),
+}
+
+/// Why tokens could not be restored.
+#[derive(Debug)]
+pub enum RestoreError {
+    /// Unknown, expired or another session's token.
+    Token(String),
+    /// A flow rule forbids where the value would go.
+    Flow(String),
+}
+
+impl std::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Token(m) | Self::Flow(m) => f.write_str(m),
+        }
+    }
+}
+
+/// The PII in `v` as (class, value) pairs: what [`Vault::tokenize`] would replace.
+pub fn found(v: &Value, fields: &[String]) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    collect(v, fields, &mut out);
+    out
+}
+
+fn collect(v: &Value, fields: &[String], out: &mut Vec<(&'static str, String)>) {
+    match v {
+        Value::String(s) => {
+            for (kind, re) in PATTERNS.iter() {
+                for m in re.find_iter(s) {
+                    if real(kind, m.as_str()) {
+                        out.push((kind, m.as_str().to_string()));
+                    }
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect(x, fields, out)),
+        Value::Object(o) => {
+            for (k, x) in o {
+                let named = fields.iter().any(|f| f.eq_ignore_ascii_case(k));
+                match x {
+                    Value::String(s) if named => out.push(("FIELD", s.clone())),
+                    Value::Number(n) if named => out.push(("FIELD", n.to_string())),
+                    _ => collect(x, fields, out),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether a pattern's match is the real thing (checksums, digit counts).
+fn real(kind: &str, m: &str) -> bool {
+    match kind {
+        "CARD" => luhn(m),
+        "IBAN" => iban(m),
+        "PHONE" => (7..=15).contains(&m.chars().filter(char::is_ascii_digit).count()),
+        _ => true,
+    }
 }
 
 /// The tokens handed out, per session.
@@ -57,9 +131,23 @@ impl Vault {
     /// Replaces PII in every string of `v` (and the whole value of fields named in
     /// `fields`) with this session's tokens.
     pub fn tokenize(&self, session: &str, v: &mut Value, fields: &[String]) {
+        self.tokenize_from(session, v, fields, &Origins::new())
+    }
+
+    /// Like [`Vault::tokenize`], each token remembering the servers `origins` names for
+    /// its value.
+    pub fn tokenize_from(
+        &self,
+        session: &str,
+        v: &mut Value,
+        fields: &[String],
+        origins: &Origins,
+    ) {
         match v {
-            Value::String(s) => *s = self.tokenize_text(session, s),
-            Value::Array(a) => a.iter_mut().for_each(|x| self.tokenize(session, x, fields)),
+            Value::String(s) => *s = self.tokenize_text_from(session, s, origins),
+            Value::Array(a) => a
+                .iter_mut()
+                .for_each(|x| self.tokenize_from(session, x, fields, origins)),
             Value::Object(o) => {
                 for (k, x) in o.iter_mut() {
                     let named = fields.iter().any(|f| f.eq_ignore_ascii_case(k));
@@ -69,9 +157,9 @@ impl Vault {
                                 Value::String(s) => s.clone(),
                                 other => other.to_string(),
                             };
-                            *x = Value::String(self.token(session, "FIELD", &text));
+                            *x = Value::String(self.token(session, "FIELD", &text, origins));
                         }
-                        _ => self.tokenize(session, x, fields),
+                        _ => self.tokenize_from(session, x, fields, origins),
                     }
                 }
             }
@@ -81,6 +169,10 @@ impl Vault {
 
     /// PII in `text` replaced by tokens.
     pub fn tokenize_text(&self, session: &str, text: &str) -> String {
+        self.tokenize_text_from(session, text, &Origins::new())
+    }
+
+    pub fn tokenize_text_from(&self, session: &str, text: &str, origins: &Origins) -> String {
         let mut out = text.to_string();
         for (kind, re) in PATTERNS.iter() {
             if !re.is_match(&out) {
@@ -89,17 +181,9 @@ impl Vault {
             out = re
                 .replace_all(&out, |c: &regex::Captures| {
                     let m = &c[0];
-                    let real = match *kind {
-                        "CARD" => luhn(m),
-                        "IBAN" => iban(m),
-                        "PHONE" => {
-                            (7..=15).contains(&m.chars().filter(char::is_ascii_digit).count())
-                        }
-                        _ => true,
-                    };
                     // Never tokenize inside a token already made.
-                    if real && !m.contains("[[") {
-                        self.token(session, kind, m)
+                    if real(kind, m) && !m.contains("[[") {
+                        self.token(session, kind, m, origins)
                     } else {
                         m.to_string()
                     }
@@ -112,14 +196,34 @@ impl Vault {
     /// Puts back the values of this session's tokens found in the strings of `v`; an
     /// unknown, expired or other session's token is an error naming it.
     pub fn restore(&self, session: &str, v: &mut Value) -> Result<(), String> {
+        self.restore_with(session, v, &mut |_, _, _| Decision::Restore)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Like [`Vault::restore`], asking `decide` about each token (its text, its class and
+    /// the servers its value came from) before it is put back.
+    pub fn restore_with(
+        &self,
+        session: &str,
+        v: &mut Value,
+        decide: &mut dyn FnMut(&str, &str, &BTreeSet<String>) -> Decision,
+    ) -> Result<(), RestoreError> {
         match v {
             Value::String(s) if s.contains("[[") => {
                 let tokens = self.tokens.lock().expect("pii tokens");
                 let mut bad = None;
+                let mut refused = None;
                 let restored =
                     TOKEN.replace_all(s, |c: &regex::Captures| match tokens.get(&c[0]) {
                         Some(e) if e.session == session && e.made.elapsed() <= TOKEN_TTL => {
-                            e.value.clone()
+                            match decide(&c[0], &c[1], &e.origins) {
+                                Decision::Restore => e.value.clone(),
+                                Decision::Keep => c[0].to_string(),
+                                Decision::Refuse(why) => {
+                                    refused.get_or_insert(why);
+                                    c[0].to_string()
+                                }
+                            }
                         }
                         _ => {
                             bad.get_or_insert_with(|| c[0].to_string());
@@ -127,15 +231,22 @@ impl Vault {
                         }
                     });
                 if let Some(t) = bad {
-                    return Err(format!(
+                    return Err(RestoreError::Token(format!(
                         "{t} is not a token of this session (unknown, expired or from another session): use the value itself, or run the step that produced the token again"
-                    ));
+                    )));
+                }
+                if let Some(why) = refused {
+                    return Err(RestoreError::Flow(why));
                 }
                 *s = restored.into_owned();
                 Ok(())
             }
-            Value::Array(a) => a.iter_mut().try_for_each(|x| self.restore(session, x)),
-            Value::Object(o) => o.values_mut().try_for_each(|x| self.restore(session, x)),
+            Value::Array(a) => a
+                .iter_mut()
+                .try_for_each(|x| self.restore_with(session, x, decide)),
+            Value::Object(o) => o
+                .values_mut()
+                .try_for_each(|x| self.restore_with(session, x, decide)),
             _ => Ok(()),
         }
     }
@@ -152,13 +263,15 @@ impl Vault {
             .retain(|(s, _), _| s != session);
     }
 
-    fn token(&self, session: &str, kind: &str, value: &str) -> String {
+    fn token(&self, session: &str, kind: &str, value: &str, origins: &Origins) -> String {
         let key = (session.to_string(), value.to_string());
+        let from = origins.get(value).cloned().unwrap_or_default();
         let mut by_value = self.by_value.lock().expect("pii values");
         let mut tokens = self.tokens.lock().expect("pii tokens");
         if let Some(t) = by_value.get(&key) {
             if let Some(e) = tokens.get_mut(t) {
                 e.made = Instant::now();
+                e.origins.extend(from);
                 return t.clone();
             }
         }
@@ -187,6 +300,7 @@ impl Vault {
                 session: session.to_string(),
                 value: value.to_string(),
                 made: Instant::now(),
+                origins: from,
             },
         );
         by_value.insert(key, token.clone());

@@ -49,6 +49,9 @@ pub struct RunReport {
     pub logs: Vec<String>,
     pub calls: Vec<CallRecord>,
     pub truncated: bool,
+    /// PII values the run's tool results held, and from which servers (set by the
+    /// caller of [`run`]; tokens made from the answer remember them for flow rules).
+    pub origins: super::pii::Origins,
 }
 
 /// The largest returned value a worker sends (what the model sees is cut far below).
@@ -173,6 +176,7 @@ where
         logs: Vec::new(),
         calls: Vec::new(),
         truncated: false,
+        origins: Default::default(),
     };
     let Worker {
         mut child,

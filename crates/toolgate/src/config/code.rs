@@ -20,9 +20,16 @@
 //! profiles = ["analyst"]      # only sessions with these profiles get code mode ...
 //! keys = ["ci"]               # ... or with these keys (both empty: every session)
 //! ```
+//!
+//! `[code.workspace]` (see [`super::code_workspace`]) and `[code.flows.NAME]` (see
+//! [`super::code_flows`]) are tables of their own.
 
+use super::code_flows::{FlowRule, RawFlow};
+use super::code_workspace::RawWorkspace;
+pub use super::code_workspace::WorkspaceConfig;
 use anyhow::{bail, Result};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -68,6 +75,10 @@ pub struct CodeConfig {
     pub profiles: Vec<String>,
     /// ... or one of these keys (`[policy.keys]`); both empty: every session.
     pub keys: Vec<String>,
+    /// Programs' files between runs, per principal (`fs` over `./workspace`).
+    pub workspace: WorkspaceConfig,
+    /// Where restored PII tokens may go (`[code.flows.NAME]`), checked at the gate.
+    pub flows: Vec<FlowRule>,
 }
 
 impl CodeConfig {
@@ -104,6 +115,8 @@ impl Default for CodeConfig {
             skills_dir: None,
             profiles: Vec::new(),
             keys: Vec::new(),
+            workspace: WorkspaceConfig::default(),
+            flows: Vec::new(),
         }
     }
 }
@@ -143,10 +156,15 @@ pub struct RawCode {
     pub profiles: Vec<String>,
     #[serde(default)]
     pub keys: Vec<String>,
+    #[serde(default)]
+    pub workspace: RawWorkspace,
+    #[serde(default)]
+    pub flows: BTreeMap<String, RawFlow>,
 }
 
 impl RawCode {
-    pub fn validate(self, file: &Path) -> Result<CodeConfig> {
+    /// `servers`: the configured upstreams (flow rules name them).
+    pub fn validate(self, file: &Path, servers: &[&str]) -> Result<CodeConfig> {
         let d = CodeConfig::default();
         let within = |key: &str, v: u64, lo: u64, hi: u64| -> Result<u64> {
             if !(lo..=hi).contains(&v) {
@@ -208,6 +226,15 @@ impl RawCode {
                 within(key, v, lo, hi).map(Duration::from_millis)
             })
         };
+        let max_tool_result_bytes = within(
+            "max_tool_result_bytes",
+            self.max_tool_result_bytes
+                .unwrap_or(d.max_tool_result_bytes) as u64,
+            1024,
+            1 << 30,
+        )? as usize;
+        let workspace = self.workspace.validate(file, max_tool_result_bytes)?;
+        let flows = super::code_flows::validate(self.flows, file, self.pii, servers)?;
         Ok(CodeConfig {
             enabled: self.enabled,
             worker: self.worker,
@@ -252,19 +279,15 @@ impl RawCode {
                 0,
                 64,
             )? as usize,
-            max_tool_result_bytes: within(
-                "max_tool_result_bytes",
-                self.max_tool_result_bytes
-                    .unwrap_or(d.max_tool_result_bytes) as u64,
-                1024,
-                1 << 30,
-            )? as usize,
+            max_tool_result_bytes,
             allow_destructive: self.allow_destructive,
             pii: self.pii,
             pii_fields: self.pii_fields,
             skills_dir,
             profiles: self.profiles,
             keys: self.keys,
+            workspace,
+            flows,
         })
     }
 }

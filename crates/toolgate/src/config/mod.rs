@@ -6,6 +6,8 @@
 //! Every error names the file, the key and what to do about it.
 
 pub mod code;
+pub mod code_flows;
+pub mod code_workspace;
 mod env;
 pub mod mcp_json;
 pub mod raw;

@@ -386,7 +386,8 @@ impl RawConfig {
             let key = format!("upstreams.{name}");
             upstreams.insert(name.clone(), raw.validate(&name, file, &key)?);
         }
-        let code = self.code.validate(file)?;
+        let servers: Vec<&str> = upstreams.keys().map(String::as_str).collect();
+        let code = self.code.validate(file, &servers)?;
         if code.skills_dir.is_some() && upstreams.contains_key(crate::skills::SKILLS_SERVER) {
             bail!(
                 "{}: upstreams.{}: that name is reserved for skills while code.skills_dir is set: rename the upstream",

@@ -4,8 +4,7 @@
 use super::convert::{tool_error, tool_from, tool_named};
 use super::{direct, Session};
 use crate::guided::surface::{
-    code_tools, meta_tools, skill_tools, CONTINUE, DESCRIBE_TOOLS, EXECUTE, EXECUTE_CODE,
-    PROPOSE_SKILL, ROUTE,
+    session_tools, CONTINUE, DESCRIBE_TOOLS, EXECUTE, EXECUTE_CODE, PROPOSE_SKILL, ROUTE,
 };
 use crate::guided::{code, describe, execute, propose, resume, route, MetaResult};
 use crate::policy::Caller;
@@ -24,25 +23,12 @@ pub struct GuidedState {
 
 pub fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
     let gw = &session.engine.gw;
-    let mut tools: Vec<Tool> = meta_tools(&gw.config.gateway.meta_prefix)
+    let code = session.engine.code_for(caller);
+    let skills = code && session.engine.skills.configured();
+    let mut tools: Vec<Tool> = session_tools(&gw.config.gateway.meta_prefix, code, skills)
         .iter()
         .map(tool_from)
         .collect();
-    let code = session.engine.code_for(caller);
-    if code {
-        tools.extend(
-            code_tools(&gw.config.gateway.meta_prefix)
-                .iter()
-                .map(tool_from),
-        );
-    }
-    if code && session.engine.skills.configured() {
-        tools.extend(
-            skill_tools(&gw.config.gateway.meta_prefix)
-                .iter()
-                .map(tool_from),
-        );
-    }
     let catalog = gw.catalog();
     let view = session.engine.view(&catalog);
     let expanded = session
@@ -99,7 +85,7 @@ pub async fn call(
         EXECUTE_CODE if engine.code_for(caller) => {
             code::run(engine, id, &args, context.ct.clone(), caller).await
         }
-        DESCRIBE_TOOLS if engine.code_for(caller) => describe::run(engine, &args),
+        DESCRIBE_TOOLS if engine.code_for(caller) => describe::run(engine, &args, caller),
         PROPOSE_SKILL if engine.code_for(caller) && engine.skills.configured() => {
             propose::run(engine, id, &args, caller)
         }

@@ -147,14 +147,7 @@ impl Session {
 
     /// The guided standing rule, with code mode's (and skills') when `code` is on.
     fn instructions(&self, code: bool) -> String {
-        let mut text = crate::guided::surface::INSTRUCTIONS.to_string();
-        if code {
-            text.push_str(crate::guided::surface::CODE_INSTRUCTIONS);
-            if self.engine.skills.configured() {
-                text.push_str(crate::guided::surface::SKILL_INSTRUCTIONS);
-            }
-        }
-        text
+        crate::guided::surface::instructions(code, self.engine.skills.configured())
     }
 
     fn id(&self) -> &str {

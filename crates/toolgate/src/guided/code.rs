@@ -4,14 +4,17 @@
 
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::code::calls::Gate;
+use crate::code::tree::ToolTree;
 use crate::code::worker::{self, RunReport, WorkerSettings, MAX_RESULT_BYTES};
+use crate::code::workspace::paths::{self, Tree};
+use crate::code::workspace::principal;
 use crate::code::{answer, strip_fences};
 use crate::policy::Caller;
 use crate::skills::{Skill, SKILLS_SERVER};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use toolgate_sandbox::protocol::{Limits, Run, STATE_SERVER};
+use toolgate_sandbox::protocol::{CallFailure, Limits, Run, STATE_SERVER};
 
 /// QuickJS stack: deep recursion throws a RangeError well before the thread's 8 MiB.
 const STACK_BYTES: usize = 1 << 20;
@@ -29,7 +32,7 @@ pub async fn run(
         Err(e) => return MetaResult::error(format!("execute_code: {e}")),
     };
     if cfg.pii {
-        if let Err(e) = engine.pii.restore(session, &mut input) {
+        if let Err(e) = restore_input(engine, session, &mut input) {
             return MetaResult::error(format!("execute_code: input: {e}"));
         }
     }
@@ -78,6 +81,29 @@ pub async fn run(
     answer
 }
 
+/// Restores the PII tokens in a program's (or a skill's) input, except those a
+/// `[code.flows]` rule covers: they stay tokens inside the program and are restored (or
+/// refused) by the gate at the call that sends them, where the destination is known.
+pub(crate) fn restore_input(
+    engine: &Engine,
+    session: &str,
+    input: &mut Value,
+) -> Result<(), String> {
+    let rules = &engine.gw.config.code.flows;
+    let mut keep_covered = |_: &str, class: &str, origins: &std::collections::BTreeSet<String>| {
+        let origins: Vec<String> = origins.iter().cloned().collect();
+        if rules.iter().any(|r| r.covers(class, &origins)) {
+            crate::code::pii::Decision::Keep
+        } else {
+            crate::code::pii::Decision::Restore
+        }
+    };
+    engine
+        .pii
+        .restore_with(session, input, &mut keep_covered)
+        .map_err(|e| e.to_string())
+}
+
 /// One program to run: from execute_code, or a skill (from execute or a program).
 pub(crate) struct Program<'a> {
     pub code: String,
@@ -95,14 +121,14 @@ pub(crate) fn show(engine: &Engine, session: &str, mut report: RunReport) -> Met
     let cfg = &engine.gw.config.code;
     if cfg.pii {
         // Only what leaves for the model is tokenized; inside the run values stayed real.
-        engine
-            .pii
-            .tokenize(session, &mut report.result, &cfg.pii_fields);
+        // Each token remembers which servers' results held its value (for flow rules).
+        let (pii, from) = (&engine.pii, &report.origins);
+        pii.tokenize_from(session, &mut report.result, &cfg.pii_fields, from);
         for line in &mut report.logs {
-            *line = engine.pii.tokenize_text(session, line);
+            *line = pii.tokenize_text_from(session, line, from);
         }
         if let Some(e) = &mut report.error {
-            e.message = engine.pii.tokenize_text(session, &e.message);
+            e.message = pii.tokenize_text_from(session, &e.message, from);
         }
     }
     answer::render(report, cfg.output_bytes)
@@ -159,6 +185,16 @@ pub(crate) async fn run_program(
                 .missing_permission(&t.id.to_string(), tier)
                 .is_none()
     });
+    // The tool tree shows what the run may call and the caller's profile shows.
+    let tree = ToolTree::new(
+        entries.iter().filter_map(|e| {
+            allowed
+                .get(&(e.server.clone(), e.tool.clone()))
+                .map(|r| (e, r))
+        }),
+        |t| engine.policy.shows(caller, t),
+    );
+    let owner = principal(caller);
     let (timeout, max_calls) = (program.timeout, program.max_calls);
     let kill_after = timeout + cfg.grace;
     let run = Run {
@@ -184,6 +220,7 @@ pub(crate) async fn run_program(
         caller,
         allowed,
         deadline: Instant::now() + timeout,
+        flows: Default::default(),
     };
     let settings = WorkerSettings {
         kill_after,
@@ -191,19 +228,50 @@ pub(crate) async fn run_program(
         max_in_flight: cfg.max_in_flight,
         max_log_bytes: cfg.output_bytes,
     };
-    let (gate, depth) = (&gate, program.depth);
+    let (gate, depth, tree, owner) = (&gate, program.depth, &tree, owner.as_str());
     // A warm worker from the pool when one is waiting; either way it serves this run only.
     let process = engine.gw.code_workers.take();
-    Ok(worker::run(&settings, process, &run, move |c| async move {
+    let mut report = worker::run(&settings, process, &run, move |c| async move {
         if c.server == STATE_SERVER {
-            engine.code_state.request(session, &c.tool, &c.arguments)
+            match c.tool.strip_prefix("fs.") {
+                Some(op) => files(engine, tree, owner, op, &c.arguments),
+                None => engine.code_state.request(session, &c.tool, &c.arguments),
+            }
         } else if c.server == SKILLS_SERVER && engine.skills.configured() {
             super::skill::nested(engine, session, caller, c, gate.deadline, depth + 1).await
         } else {
             gate.call(c).await
         }
     })
-    .await)
+    .await;
+    report.origins = gate.flows.origins();
+    Ok(report)
+}
+
+/// A program's `fs` call: `./workspace` is the principal's files, `./servers` the tree.
+fn files(
+    engine: &Engine,
+    tree: &ToolTree,
+    owner: &str,
+    op: &str,
+    args: &Value,
+) -> Result<Value, CallFailure> {
+    let Some(path) = args.get("path").and_then(Value::as_str) else {
+        return Err(CallFailure {
+            code: "invalid_arguments".into(),
+            message: format!(
+                "fs.{op} takes a path as its first argument, e.g. \"./workspace/notes.txt\""
+            ),
+        });
+    };
+    let checked = paths::check(path).map_err(|message| CallFailure {
+        code: "invalid_arguments".into(),
+        message,
+    })?;
+    match checked.tree {
+        Tree::Workspace => engine.workspace.request(owner, op, &checked, args),
+        Tree::Servers => tree.request(op, &checked),
+    }
 }
 
 type Parsed = (String, Value, Duration, u32);

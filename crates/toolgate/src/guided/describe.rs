@@ -1,42 +1,214 @@
-//! The `describe_tools` meta-tool: TypeScript declarations of the named tools, so a model
-//! writing a program reads exactly the signatures it needs.
+//! The `describe_tools` meta-tool: what a model needs before it writes a program, over
+//! exactly the tools the caller may use and its profile shows (the same tree a program
+//! sees under `./servers`).
+//!
+//! - `{tools: ["server/tool", ...]}`: their TypeScript declarations.
+//! - `{server}`: that server's tools; `{search}` (optionally with `server`): the best
+//!   matches for a few words, ranked by route's index; `{}`: the servers.
+//! - `detail`: `names`, `summary` (the default for lists: name and first sentence) or
+//!   `typescript` (the default for `tools`).
 
-use super::{Engine, MetaResult};
-use crate::catalog::Catalog;
-use crate::code::{tools_for, typescript};
+use super::{opt_str, opt_uint, Engine, MetaResult};
+use crate::catalog::{Catalog, ToolRecord};
+use crate::code::{tools_where, typescript, ToolSet};
+use crate::policy::profiles::Visible;
+use crate::policy::Caller;
+use crate::route::Retriever;
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use toolgate_sandbox::protocol::ToolEntry;
 
-/// Most tools described in one call.
+/// Most tools described as TypeScript in one call.
 pub const MAX_TOOLS: usize = 20;
+/// Most tools listed by name or summary in one call.
+const MAX_LISTED: usize = 100;
+/// Tools a search, and a server's listing, return unless `limit` says otherwise.
+const SEARCH_LIMIT: usize = 10;
+const SERVER_LIMIT: usize = 50;
+/// Longest one-line summary of a tool.
+const SUMMARY_BYTES: usize = 160;
 
-pub fn run(engine: &Engine, args: &Map<String, Value>) -> MetaResult {
-    if let Some(key) = args.keys().find(|k| k.as_str() != "tools") {
-        return MetaResult::error(format!(
-            "describe_tools: unknown argument {key:?}: describe_tools takes tools, a list of tool names"
+const ARGS: [&str; 5] = ["tools", "server", "search", "detail", "limit"];
+
+pub fn run(engine: &Engine, args: &Map<String, Value>, caller: &Caller) -> MetaResult {
+    match answer(engine, args, caller) {
+        Ok(r) => r,
+        Err(e) => MetaResult::error(format!("describe_tools: {e}")),
+    }
+}
+
+/// The tools this caller's programs may call and its profile shows, with their run
+/// layout (the same as `code::tree`'s).
+fn visible(engine: &Engine, catalog: &Catalog, caller: &Caller) -> ToolSet {
+    tools_where(catalog, |t| {
+        let tier = engine.policy.facts(t).tier;
+        caller
+            .grant
+            .missing_permission(&t.id.to_string(), tier)
+            .is_none()
+            && engine.policy.shows(caller, t)
+    })
+}
+
+fn answer(
+    engine: &Engine,
+    args: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<MetaResult, String> {
+    if let Some(key) = args.keys().find(|k| !ARGS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown argument {key:?}: describe_tools takes tools, or server and/or search, with detail and limit"
         ));
     }
-    let names: Vec<&str> = match args.get("tools") {
-        Some(Value::Array(a)) if !a.is_empty() && a.len() <= MAX_TOOLS => {
-            match a.iter().map(Value::as_str).collect::<Option<Vec<_>>>() {
-                Some(n) => n,
-                None => return MetaResult::error("describe_tools: \"tools\" must be a list of tool names (server/tool)"),
-            }
+    let detail = opt_str(args, "detail")?;
+    if let Some(d) = detail.filter(|d| !["names", "summary", "typescript"].contains(d)) {
+        return Err(format!("detail {d:?}: use names, summary or typescript"));
+    }
+    let (catalog, index) = engine.index();
+    let (entries, allowed) = visible(engine, &catalog, caller);
+    if let Some(tools) = args.get("tools") {
+        if args.contains_key("server") || args.contains_key("search") {
+            return Err("give tools, or server/search, not both".into());
         }
-        _ => {
-            return MetaResult::error(format!(
-                "describe_tools: \"tools\" must be a list of 1 to {MAX_TOOLS} tool names (server/tool, as route returns them)"
-            ))
+        let names = tool_names(tools)?;
+        return Ok(describe(
+            &catalog,
+            &entries,
+            &names,
+            detail.unwrap_or("typescript"),
+        ));
+    }
+    let server = opt_str(args, "server")?;
+    let search = opt_str(args, "search")?.filter(|s| !s.trim().is_empty());
+    let detail = detail.unwrap_or("summary");
+    let cap = if detail == "typescript" {
+        MAX_TOOLS
+    } else {
+        MAX_LISTED
+    };
+    let default = if search.is_some() {
+        SEARCH_LIMIT
+    } else {
+        SERVER_LIMIT
+    };
+    let limit = opt_uint(args, "limit")?
+        .map_or(default, |n| n as usize)
+        .clamp(1, cap);
+    let pick = |e: &ToolEntry| allowed.get(&(e.server.clone(), e.tool.clone())).cloned();
+    let found: Vec<(ToolEntry, Arc<ToolRecord>)> = match (server, search) {
+        (None, None) => return Ok(servers(&entries)),
+        (Some(s), None) => {
+            let on: Vec<_> = entries
+                .iter()
+                .filter(|e| e.server == s)
+                .filter_map(|e| pick(e).map(|r| (e.clone(), r)))
+                .collect();
+            if on.is_empty() {
+                return Err(format!(
+                    "no server {s:?} among this caller's tools: describe_tools {{}} lists the servers"
+                ));
+            }
+            on
+        }
+        (server, Some(query)) => {
+            let keep =
+                |t: &ToolRecord| allowed.contains_key(&(t.id.server.clone(), t.id.name.clone()));
+            let hidden = catalog.len().saturating_sub(allowed.len())
+                + index.len().saturating_sub(catalog.len());
+            let ranked = Visible {
+                inner: index.as_ref(),
+                keep: &keep,
+                hidden,
+            }
+            .rank(query, server, limit);
+            ranked
+                .into_iter()
+                .filter_map(|(t, _)| {
+                    entries
+                        .iter()
+                        .find(|e| e.server == t.id.server && e.tool == t.id.name)
+                        .map(|e| (e.clone(), t))
+                })
+                .collect()
         }
     };
-    let catalog = engine.gw.catalog();
-    let (entries, _) = tools_for(&catalog);
-    describe(&catalog, &entries, &names)
+    let total = found.len();
+    let shown: Vec<(ToolEntry, &ToolRecord)> = found
+        .iter()
+        .take(limit)
+        .map(|(e, r)| (e.clone(), r.as_ref()))
+        .collect();
+    Ok(listing(&shown, total, detail))
+}
+
+fn tool_names(tools: &Value) -> Result<Vec<&str>, String> {
+    match tools {
+        Value::Array(a) if !a.is_empty() && a.len() <= MAX_TOOLS => a
+            .iter()
+            .map(Value::as_str)
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| "\"tools\" must be a list of tool names (server/tool)".into()),
+        _ => Err(format!(
+            "\"tools\" must be a list of 1 to {MAX_TOOLS} tool names (server/tool, as route returns them)"
+        )),
+    }
+}
+
+/// `describe_tools {}`: each server with its number of tools.
+fn servers(entries: &[ToolEntry]) -> MetaResult {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in entries {
+        *counts.entry(e.server.as_str()).or_default() += 1;
+    }
+    let text: String = counts
+        .iter()
+        .map(|(s, n)| format!("{s}: {n} tool{}\n", if *n == 1 { "" } else { "s" }))
+        .collect::<String>()
+        + "describe_tools {server} lists a server's tools; {search} finds tools by what they do.\n";
+    let list: Vec<Value> = counts
+        .iter()
+        .map(|(s, n)| json!({"server": s, "tools": n}))
+        .collect();
+    MetaResult::text(text, Some(json!({"servers": list})))
+}
+
+/// A list of tools at `detail`; `total` is how many matched before the cut.
+fn listing(found: &[(ToolEntry, &ToolRecord)], total: usize, detail: &str) -> MetaResult {
+    let calls = calls(found);
+    let mut text = match detail {
+        "typescript" => typescript::declare(found),
+        "names" => found.iter().map(|(_, r)| format!("{}\n", r.id)).collect(),
+        _ => found
+            .iter()
+            .map(|(_, r)| format!("{}: {}\n", r.id, r.summary(SUMMARY_BYTES)))
+            .collect(),
+    };
+    if total > found.len() {
+        text.push_str(&format!(
+            "// {} of {total} shown: narrow with search, or raise limit\n",
+            found.len()
+        ));
+    }
+    let structured = json!({"detail": detail, "tools": calls, "total": total, "text": text});
+    MetaResult::text(text, Some(structured))
+}
+
+fn calls(found: &[(ToolEntry, &ToolRecord)]) -> Vec<Value> {
+    found
+        .iter()
+        .map(|(e, _)| json!({"server": e.server, "tool": e.tool, "call": format!("tools.{}.{}", e.server_ident, e.tool_ident)}))
+        .collect()
 }
 
 /// The answer for `names` in `catalog` whose run layout is `entries` (see
 /// [`crate::code::tools_for`]); the whole-task simulation asks this too.
-pub fn describe(catalog: &Catalog, entries: &[ToolEntry], names: &[&str]) -> MetaResult {
+pub fn describe(
+    catalog: &Catalog,
+    entries: &[ToolEntry],
+    names: &[&str],
+    detail: &str,
+) -> MetaResult {
     let mut found = Vec::new();
     let mut unknown = Vec::new();
     for &name in names {
@@ -54,21 +226,24 @@ pub fn describe(catalog: &Catalog, entries: &[ToolEntry], names: &[&str]) -> Met
     }
     if found.is_empty() {
         return MetaResult::error(format!(
-            "describe_tools: no tool named {}: call route with the task to find tools, then describe them by server/name",
+            "describe_tools: no tool named {} that this caller may use: describe_tools {{search}} or route finds tools, then describe them by server/name",
             unknown.join(", ")
         ));
     }
+    if detail != "typescript" {
+        let mut r = listing(&found, found.len(), detail);
+        if let Some(s) = r.structured.as_mut() {
+            s["unknown"] = json!(unknown);
+        }
+        return r;
+    }
     let text = typescript::declare(&found);
-    let calls: Vec<Value> = found
-        .iter()
-        .map(|(e, _)| json!({"server": e.server, "tool": e.tool, "call": format!("tools.{}.{}", e.server_ident, e.tool_ident)}))
-        .collect();
     let mut shown = text.clone();
     if !unknown.is_empty() {
         shown.push_str(&format!("// not found: {}\n", unknown.join(", ")));
     }
     MetaResult::text(
         shown,
-        Some(json!({"typescript": text, "tools": calls, "unknown": unknown})),
+        Some(json!({"typescript": text, "tools": calls(&found), "unknown": unknown})),
     )
 }

@@ -39,6 +39,10 @@ pub async fn run(
             permit.not_run("unknown or foreign PII token");
             return MetaResult::error(format!("execute: {e}"));
         }
+        Err(Refusal::Flow { rule, message }) => {
+            permit.not_run(&format!("flow rule {rule}"));
+            return MetaResult::error(format!("execute: {message}"));
+        }
         Err(Refusal::InvalidArguments(report)) => {
             permit.not_run("invalid arguments");
             return MetaResult {
@@ -88,6 +92,8 @@ pub enum Refusal {
     InvalidArguments(crate::exec::ValidationReport),
     /// A PII token in the arguments is not this session's (`code.pii`).
     Token(String),
+    /// A `[code.flows]` rule keeps a token's value from this tool's server.
+    Flow { rule: String, message: String },
 }
 
 /// A call that passed [`admit`]: the only way to reach an upstream from a meta-tool or a
@@ -108,11 +114,31 @@ pub fn admit(
     arguments: Map<String, Value>,
 ) -> Result<Admitted, Refusal> {
     let mut value = Value::Object(arguments);
-    if engine.gw.config.code.pii {
-        engine
-            .pii
-            .restore(session, &mut value)
-            .map_err(Refusal::Token)?;
+    let code = &engine.gw.config.code;
+    if code.pii {
+        let server = tool.id.server.as_str();
+        let mut rule = None;
+        let mut decide =
+            |token: &str, class: &str, origins: &std::collections::BTreeSet<String>| {
+                match crate::code::flows::forbidden(&code.flows, class, origins, server, token) {
+                    Some((name, message)) => {
+                        rule = Some(name);
+                        crate::code::pii::Decision::Refuse(message)
+                    }
+                    None => crate::code::pii::Decision::Restore,
+                }
+            };
+        let restored = engine.pii.restore_with(session, &mut value, &mut decide);
+        match restored {
+            Ok(()) => {}
+            Err(crate::code::pii::RestoreError::Token(e)) => return Err(Refusal::Token(e)),
+            Err(crate::code::pii::RestoreError::Flow(message)) => {
+                return Err(Refusal::Flow {
+                    rule: rule.unwrap_or_default(),
+                    message,
+                })
+            }
+        }
     }
     match engine.validators.validate(tool, &value) {
         Ok(Checked::Valid) => {}

@@ -87,6 +87,8 @@ pub struct Engine {
     pub pii: crate::code::pii::Vault,
     /// Code mode's `state.get/set` values, per session.
     pub code_state: crate::code::state::StateStore,
+    /// Code mode's workspace files, per principal (`code.workspace`).
+    pub workspace: crate::code::workspace::Workspace,
     /// The skills folder (`code.skills_dir`), re-read when it changes.
     pub skills: crate::skills::SkillLibrary,
     /// Finished code-mode runs, so a model can propose one as a skill.
@@ -122,6 +124,7 @@ impl Engine {
             policy: crate::policy::Policy::new(&gw.config.policy),
             pii: Default::default(),
             code_state: Default::default(),
+            workspace: crate::code::workspace::Workspace::new(&gw.config.code.workspace),
             gw,
         });
         engine.warm_index();

@@ -127,7 +127,7 @@ pub async fn execute(
         }
     };
     if cfg.pii {
-        if let Err(e) = engine.pii.restore(session, &mut input) {
+        if let Err(e) = super::code::restore_input(engine, session, &mut input) {
             return MetaResult::error(format!("execute: {e}"));
         }
     }

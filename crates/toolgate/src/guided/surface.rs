@@ -27,6 +27,33 @@ pub const SKILL_INSTRUCTIONS: &str = " Route also finds skills (reviewed program
 `skills`): run one with execute, or from a program with `await skills.run(name, input)`. When \
 a program worked and would help again, propose_skill saves it as a draft for an operator to review.";
 
+/// The standing rule a guided session gets: with code mode's sentence when `code` is on,
+/// and skills' when they are configured too.
+pub fn instructions(code: bool, skills: bool) -> String {
+    let mut text = INSTRUCTIONS.to_string();
+    if code {
+        text.push_str(CODE_INSTRUCTIONS);
+        if skills {
+            text.push_str(SKILL_INSTRUCTIONS);
+        }
+    }
+    text
+}
+
+/// The meta-tools a guided session lists (before pinned and expanded tools): the three,
+/// code mode's two when `code` is on, and `propose_skill` when skills are configured too.
+/// The front lists exactly these, and `toolgate tokens` counts exactly these.
+pub fn session_tools(prefix: &str, code: bool, skills: bool) -> Vec<Value> {
+    let mut tools = meta_tools(prefix);
+    if code {
+        tools.extend(code_tools(prefix));
+        if skills {
+            tools.extend(skill_tools(prefix));
+        }
+    }
+    tools
+}
+
 /// The `propose_skill` meta-tool (listed when code mode and skills are on).
 pub fn skill_tools(prefix: &str) -> Vec<Value> {
     vec![json!({
@@ -52,7 +79,7 @@ pub fn code_tools(prefix: &str) -> Vec<Value> {
     vec![
         json!({
             "name": format!("{prefix}{EXECUTE_CODE}"),
-            "description": "Run a JavaScript program in a sandbox. Each tool is an async function: `await tools.<server>.<tool>(args)` or `await tools.call(\"server\", \"tool\", args)`; it returns the tool's structured result (else its JSON, else its text) and throws ToolError {code, message} on failure. Top-level await and return work; `input` holds the input argument; console.log lines come back; `await state.get(key)`/`state.set(key, value)` keep small JSON values between runs of this session. Only the returned value and logs reach you, not the intermediate data. No network, files or modules.",
+            "description": "Run a JavaScript program in a sandbox. Each tool is an async function: `await tools.<server>.<tool>(args)` or `await tools.call(\"server\", \"tool\", args)`; it returns the tool's structured result (else its JSON, else its text) and throws ToolError {code, message} on failure. Top-level await and return work; `input` holds the input argument; console.log lines come back. `await sleep(ms)` and setTimeout work. `fs.readFile/writeFile/readdir/rm` keep text files in ./workspace/ between runs; ./servers/<server>/<tool>.d.ts describe the tools. `await state.get(key)`/`state.set(key, value)` keep small JSON values in this session. Only the returned value and logs reach you, not the intermediate data. No network or modules.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -67,13 +94,16 @@ pub fn code_tools(prefix: &str) -> Vec<Value> {
         }),
         json!({
             "name": format!("{prefix}{DESCRIBE_TOOLS}"),
-            "description": "TypeScript declarations of the named tools (input and output types, descriptions), for writing an execute_code program.",
+            "description": "Tools for an execute_code program: TypeScript of named tools, a server's tools, or a search; no arguments: the servers.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
-                    "tools": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 20, "description": "Tool names, server/tool as route returns them"}
-                },
-                "required": ["tools"]
+                    "tools": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 20, "description": "Tool names, server/tool as route returns them"},
+                    "server": {"type": "string"},
+                    "search": {"type": "string", "description": "What the tools do, in a few words"},
+                    "detail": {"type": "string", "enum": ["names", "summary", "typescript"]},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100}
+                }
             },
             "annotations": {"readOnlyHint": true, "openWorldHint": false}
         }),

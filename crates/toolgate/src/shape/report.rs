@@ -22,6 +22,10 @@ pub struct SurfaceTotals {
     pub local: usize,
     /// The three meta-tools plus the standing instructions.
     pub guided: usize,
+    /// A guided session with code mode on, as it lists itself: the meta-tools plus
+    /// execute_code and describe_tools (and propose_skill with skills), and the
+    /// instructions with code mode's (and skills') sentences.
+    pub code: usize,
 }
 
 impl SurfaceTotals {
@@ -38,6 +42,7 @@ impl SurfaceTotals {
             ("slim", pct(self.slim)),
             ("local", pct(self.local)),
             ("guided", pct(self.guided)),
+            ("code", pct(self.code)),
         ])
     }
 }
@@ -83,10 +88,38 @@ pub struct TokenReport {
     /// The guided surface's parts: meta-tool definitions and instructions (OpenAI form).
     pub guided_tools: usize,
     pub guided_instructions: usize,
+    /// The code-mode surface's parts, the same way; `code_skills` says whether skills
+    /// were counted in (a configuration with `code.skills_dir`).
+    pub code_tools: usize,
+    pub code_instructions: usize,
+    pub code_skills: bool,
+}
+
+/// A code-mode session's surface: its tools' tokens (OpenAI form, MCP form) and its
+/// instructions' text. The report's code column and the simulation both count this.
+pub fn code_surface(enc: Encoding, prefix: &str, skills: bool) -> (usize, usize, String) {
+    let tools = crate::guided::surface::session_tools(prefix, true, skills);
+    let mcp = tools.iter().map(|t| enc.count_json(t)).sum();
+    (
+        definition_tokens(enc, &tools),
+        mcp,
+        crate::guided::surface::instructions(true, skills),
+    )
 }
 
 impl TokenReport {
+    /// The report, the code column without skills (see [`TokenReport::build_with`]).
     pub fn build(catalog: &Catalog, enc: Encoding, opts: &SurfaceOptions) -> Self {
+        Self::build_with(catalog, enc, opts, false)
+    }
+
+    /// The report; `skills`: the code column counts what a session lists with skills on.
+    pub fn build_with(
+        catalog: &Catalog,
+        enc: Encoding,
+        opts: &SurfaceOptions,
+        skills: bool,
+    ) -> Self {
         let raw = listing(catalog, Profile::Raw, opts);
         let slim = listing(catalog, Profile::Slim, opts);
         let local = listing(catalog, Profile::Local, opts);
@@ -121,18 +154,22 @@ impl TokenReport {
         let guided_tools = meta_tool_tokens(enc, &opts.guided_prefix);
         let guided_mcp: usize = meta.iter().map(|t| enc.count_json(t)).sum();
         let guided_instructions = enc.count(INSTRUCTIONS);
+        let (code_tools, code_mcp, code_text) = code_surface(enc, &opts.guided_prefix, skills);
+        let code_instructions = enc.count(&code_text);
         let sum = |f: &dyn Fn(&ServerRow) -> usize| servers.iter().map(f).sum::<usize>();
         let totals = SurfaceTotals {
             direct: sum(&|r| r.direct.openai),
             slim: sum(&|r| r.slim.openai),
             local: sum(&|r| r.local.openai),
             guided: guided_tools + guided_instructions,
+            code: code_tools + code_instructions,
         };
         let totals_mcp = SurfaceTotals {
             direct: sum(&|r| r.direct.mcp),
             slim: sum(&|r| r.slim.mcp),
             local: sum(&|r| r.local.mcp),
             guided: guided_mcp + guided_instructions,
+            code: code_mcp + code_instructions,
         };
         Self {
             encoding: enc.name(),
@@ -143,6 +180,9 @@ impl TokenReport {
             totals_mcp,
             guided_tools,
             guided_instructions,
+            code_tools,
+            code_instructions,
+            code_skills: skills,
         }
     }
 }
@@ -207,12 +247,6 @@ impl LintReport {
 /// report and the whole-task simulation both charge per request).
 pub fn meta_tool_tokens(enc: Encoding, prefix: &str) -> usize {
     definition_tokens(enc, &meta_tools(prefix))
-}
-
-/// Tokens of code mode's meta-tools (`execute_code`, `describe_tools`) in the same form:
-/// what a guided session with code mode on lists besides [`meta_tool_tokens`].
-pub fn code_tool_tokens(enc: Encoding, prefix: &str) -> usize {
-    definition_tokens(enc, &crate::guided::surface::code_tools(prefix))
 }
 
 fn definition_tokens(enc: Encoding, tools: &[Value]) -> usize {

@@ -56,6 +56,9 @@ pub struct SimOptions {
     pub threshold: f32,
     /// What a route answer puts in the model's context.
     pub result_form: ResultForm,
+    /// Whether the code loop's sessions have skills (`code.skills_dir`): they list
+    /// propose_skill and a longer instruction.
+    pub skills: bool,
 }
 
 impl Default for SimOptions {
@@ -67,6 +70,7 @@ impl Default for SimOptions {
             detail: Detail::Signature,
             threshold: crate::route::DEFAULT_THRESHOLD,
             result_form: ResultForm::Mcp,
+            skills: false,
         }
     }
 }
@@ -398,7 +402,7 @@ impl<'a> TaskSim<'a> {
         Self {
             index: RouteIndex::build(&catalog),
             entries,
-            code_surface: code_surface_tokens(enc, &opts.surface.guided_prefix),
+            code_surface: code_surface_tokens(enc, &opts.surface.guided_prefix, opts.skills),
             catalog,
             view,
             opts,

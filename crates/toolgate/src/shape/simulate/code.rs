@@ -4,20 +4,19 @@
 use super::{result_content, tool_message, user_message, Loop, TaskSim};
 use crate::catalog::{LabelledQuery, ToolRecord};
 use crate::guided::describe::{describe, MAX_TOOLS};
-use crate::guided::surface::{CODE_INSTRUCTIONS, DESCRIBE_TOOLS, EXECUTE_CODE, INSTRUCTIONS};
+use crate::guided::surface::{DESCRIBE_TOOLS, EXECUTE_CODE};
 use crate::shape::tokens::Encoding;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use toolgate_sandbox::protocol::ToolEntry;
 
-/// Tokens of the surface a guided session with code mode on carries per request: every
-/// meta-tool including execute_code and describe_tools, and the instructions with the
-/// code-mode sentence (as the front sends them).
-pub fn code_surface_tokens(enc: Encoding, prefix: &str) -> usize {
-    let instructions = format!("{INSTRUCTIONS}{CODE_INSTRUCTIONS}");
-    crate::shape::report::meta_tool_tokens(enc, prefix)
-        + crate::shape::report::code_tool_tokens(enc, prefix)
-        + enc.count_json(&json!({"role": "system", "content": instructions}))
+/// Tokens of the surface a guided session with code mode on carries per request, as the
+/// session lists it (`shape::report::code_surface`: every meta-tool including
+/// execute_code and describe_tools, propose_skill with `skills`), and its instructions
+/// as a system message.
+pub fn code_surface_tokens(enc: Encoding, prefix: &str, skills: bool) -> usize {
+    let (tools, _, instructions) = crate::shape::report::code_surface(enc, prefix, skills);
+    tools + enc.count_json(&json!({"role": "system", "content": instructions}))
 }
 
 /// The oracle's execute_code program: each call awaited in order, the results returned.
@@ -69,7 +68,7 @@ impl TaskSim<'_> {
                     &json!({"tools": chunk}),
                 );
                 let asked: Vec<&str> = chunk.iter().map(String::as_str).collect();
-                let answer = describe(&self.catalog, &self.entries, &asked);
+                let answer = describe(&self.catalog, &self.entries, &asked, "typescript");
                 code.push(tool_message(
                     &id,
                     &result_content(&answer, self.opts.result_form),

@@ -1,0 +1,310 @@
+//! Where workspace files are kept: the [`WorkspaceStore`] interface and its two stores,
+//! in memory ([`MemoryStore`], the default; gone with the process) and a directory
+//! ([`DirStore`], `code.workspace.dir`; survives restarts, and the operator's
+//! `toolgate workspace` reads it). A durable shared store (the gateway's store, once it
+//! has one) plugs in by implementing the same five methods.
+//!
+//! Stores only keep bytes: paths arrive checked (see `paths`), and quotas and expiry are
+//! the [`super::Workspace`]'s, so every store enforces the same ones.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// One stored file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileMeta {
+    /// Relative to the workspace, `/`-separated (`leads.csv`, `runs/2026-12-01.json`).
+    pub path: String,
+    pub bytes: u64,
+    /// Last written (expiry counts from here).
+    pub modified: SystemTime,
+}
+
+/// The files of each principal. Implementations are shared by every session.
+pub trait WorkspaceStore: Send + Sync {
+    /// Every file of `owner`, in path order.
+    fn list(&self, owner: &str) -> io::Result<Vec<FileMeta>>;
+    /// A file's bytes, `None` when there is none.
+    fn read(&self, owner: &str, path: &str) -> io::Result<Option<Vec<u8>>>;
+    /// Creates or replaces a file.
+    fn write(&self, owner: &str, path: &str, data: &[u8]) -> io::Result<()>;
+    /// Removes a file; whether there was one.
+    fn remove(&self, owner: &str, path: &str) -> io::Result<bool>;
+    /// The principals that have files.
+    fn owners(&self) -> io::Result<Vec<String>>;
+}
+
+/// One owner's files in memory: path -> (bytes, last written).
+type OwnerFiles = BTreeMap<String, (Vec<u8>, SystemTime)>;
+
+/// Files in the gateway's memory: lost on restart, seen by this process only.
+#[derive(Default)]
+pub struct MemoryStore {
+    files: Mutex<HashMap<String, OwnerFiles>>,
+}
+
+impl WorkspaceStore for MemoryStore {
+    fn list(&self, owner: &str) -> io::Result<Vec<FileMeta>> {
+        let files = self.files.lock().expect("workspace");
+        Ok(files.get(owner).map_or_else(Vec::new, |m| {
+            m.iter()
+                .map(|(path, (data, modified))| FileMeta {
+                    path: path.clone(),
+                    bytes: data.len() as u64,
+                    modified: *modified,
+                })
+                .collect()
+        }))
+    }
+
+    fn read(&self, owner: &str, path: &str) -> io::Result<Option<Vec<u8>>> {
+        let files = self.files.lock().expect("workspace");
+        Ok(files
+            .get(owner)
+            .and_then(|m| m.get(path))
+            .map(|(d, _)| d.clone()))
+    }
+
+    fn write(&self, owner: &str, path: &str, data: &[u8]) -> io::Result<()> {
+        let mut files = self.files.lock().expect("workspace");
+        files
+            .entry(owner.to_string())
+            .or_default()
+            .insert(path.to_string(), (data.to_vec(), SystemTime::now()));
+        Ok(())
+    }
+
+    fn remove(&self, owner: &str, path: &str) -> io::Result<bool> {
+        let mut files = self.files.lock().expect("workspace");
+        let Some(m) = files.get_mut(owner) else {
+            return Ok(false);
+        };
+        let had = m.remove(path).is_some();
+        if m.is_empty() {
+            files.remove(owner);
+        }
+        Ok(had)
+    }
+
+    fn owners(&self) -> io::Result<Vec<String>> {
+        let mut v: Vec<String> = self
+            .files
+            .lock()
+            .expect("workspace")
+            .keys()
+            .cloned()
+            .collect();
+        v.sort();
+        Ok(v)
+    }
+}
+
+/// Files under a directory: `<dir>/<owner, %-encoded>/<path>`. Writes go to a temporary
+/// file first and are renamed into place, so a reader never sees half a file.
+pub struct DirStore {
+    dir: PathBuf,
+}
+
+impl DirStore {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    fn owner_dir(&self, owner: &str) -> PathBuf {
+        self.dir.join(encode(owner))
+    }
+
+    fn file(&self, owner: &str, path: &str) -> PathBuf {
+        let mut p = self.owner_dir(owner);
+        p.extend(path.split('/'));
+        p
+    }
+}
+
+/// An owner as one safe file name: letters, digits, `-`, `_` and `.` kept, the rest `%XX`.
+fn encode(owner: &str) -> String {
+    let mut out = String::new();
+    for b in owner.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' => out.push(b as char),
+            b'.' if !out.is_empty() => out.push('.'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+fn decode(name: &str) -> Option<String> {
+    let bytes = name.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Regular files under `dir` (symbolic links and anything else are not workspace files).
+fn walk(root: &Path, dir: &Path, out: &mut Vec<FileMeta>) -> io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let meta = entry.path().symlink_metadata()?;
+        if meta.is_dir() {
+            walk(root, &entry.path(), out)?;
+        } else if meta.is_file() {
+            let rel = entry.path();
+            let rel = rel.strip_prefix(root).unwrap_or(&rel);
+            let parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            out.push(FileMeta {
+                path: parts.join("/"),
+                bytes: meta.len(),
+                modified: meta.modified()?,
+            });
+        }
+    }
+    Ok(())
+}
+
+impl WorkspaceStore for DirStore {
+    fn list(&self, owner: &str) -> io::Result<Vec<FileMeta>> {
+        let root = self.owner_dir(owner);
+        let mut out = Vec::new();
+        walk(&root, &root, &mut out)?;
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    fn read(&self, owner: &str, path: &str) -> io::Result<Option<Vec<u8>>> {
+        let file = self.file(owner, path);
+        match file.symlink_metadata() {
+            Ok(m) if m.is_file() => std::fs::read(file).map(Some),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write(&self, owner: &str, path: &str, data: &[u8]) -> io::Result<()> {
+        let file = self.file(owner, path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let tmp_dir = self.dir.join(".tmp");
+        std::fs::create_dir_all(&tmp_dir)?;
+        let tmp = tmp_dir.join(format!("{:032x}", rand::random::<u128>()));
+        std::fs::write(&tmp, data)?;
+        std::fs::rename(&tmp, &file).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    }
+
+    fn remove(&self, owner: &str, path: &str) -> io::Result<bool> {
+        let file = self.file(owner, path);
+        match std::fs::remove_file(&file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        // Empty folders left behind go too, up to the owner's own.
+        let root = self.owner_dir(owner);
+        let mut dir = file.parent();
+        while let Some(d) = dir.filter(|d| d.starts_with(&root)) {
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+        Ok(true)
+    }
+
+    fn owners(&self) -> io::Result<Vec<String>> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || !entry.file_type()?.is_dir() {
+                continue;
+            }
+            out.extend(decode(&name));
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exercise(store: &dyn WorkspaceStore) {
+        assert_eq!(store.list("key:ci").unwrap(), vec![]);
+        store.write("key:ci", "leads.csv", b"a,b\n").unwrap();
+        store.write("key:ci", "runs/1.json", b"{}").unwrap();
+        store.write("local", "x", b"1").unwrap();
+        store.write("key:ci", "leads.csv", b"a,b\n1,2\n").unwrap();
+        let paths: Vec<_> = store
+            .list("key:ci")
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.path, f.bytes))
+            .collect();
+        assert_eq!(
+            paths,
+            vec![("leads.csv".to_string(), 8), ("runs/1.json".to_string(), 2)]
+        );
+        assert_eq!(
+            store.read("key:ci", "leads.csv").unwrap().as_deref(),
+            Some(&b"a,b\n1,2\n"[..])
+        );
+        assert_eq!(store.read("local", "leads.csv").unwrap(), None);
+        assert_eq!(store.owners().unwrap(), vec!["key:ci", "local"]);
+        assert!(store.remove("key:ci", "runs/1.json").unwrap());
+        assert!(!store.remove("key:ci", "runs/1.json").unwrap());
+        assert!(store.remove("local", "x").unwrap());
+        assert_eq!(store.owners().unwrap(), vec!["key:ci"]);
+    }
+
+    #[test]
+    fn both_stores_keep_files_per_owner() {
+        exercise(&MemoryStore::default());
+        let dir = tempfile::tempdir().unwrap();
+        exercise(&DirStore::new(dir.path()));
+        // On disk, owners are one safe folder name each.
+        assert!(dir.path().join("key%3Aci").join("leads.csv").is_file());
+        // A second store over the same folder (a restarted gateway) sees the same files.
+        let again = DirStore::new(dir.path());
+        assert!(again.read("key:ci", "leads.csv").unwrap().is_some());
+    }
+
+    #[test]
+    fn owner_names_round_trip() {
+        for o in ["key:ci", "local", "session:ab-12", "key:../x", ".hidden"] {
+            let e = encode(o);
+            assert!(!e.contains('/') && !e.starts_with('.'), "{e}");
+            assert_eq!(decode(&e).as_deref(), Some(o));
+        }
+    }
+}
