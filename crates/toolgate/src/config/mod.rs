@@ -6,7 +6,7 @@
 //! Every error names the file, the key and what to do about it.
 
 pub mod code;
-mod env;
+pub(crate) mod env;
 pub mod mcp_json;
 pub mod raw;
 

@@ -26,7 +26,15 @@ pub async fn run(
     }
     let request = match parse(engine, session, args) {
         Ok(r) => r,
-        Err(e) => return MetaResult::error(format!("execute: {e}")),
+        Err(e) => {
+            // A call of a tool that does not exist (or whose server is down) is audited too.
+            if let Some(name) = args.get("tool").and_then(Value::as_str) {
+                if engine.gw.catalog().resolve(name).is_none() {
+                    engine.policy.audit_unavailable(caller, name, &e);
+                }
+            }
+            return MetaResult::error(format!("execute: {e}"));
+        }
     };
     let tool = request.tool;
     let mut permit = match engine.policy.check(caller, &tool, &request.arguments) {
