@@ -38,6 +38,9 @@ enum Command {
     /// The upstream client as the conformance suite's client under test.
     #[command(hide = true)]
     ConformanceClient(cmd::conformance_client::ConformanceClientArgs),
+    /// The audit log: verify its hash chain.
+    #[command(subcommand)]
+    Audit(cmd::audit::AuditCommand),
     /// API keys for HTTP clients.
     #[command(subcommand)]
     Key(cmd::key::KeyCommand),
@@ -79,6 +82,7 @@ pub fn run() -> ExitCode {
             Command::Tokens(a) => cmd::tokens::run(a).await.map(|()| true),
             Command::Lint(a) => cmd::lint::run(a).await.map(|()| true),
             Command::Key(a) => cmd::key::run(a).map(|()| true),
+            Command::Audit(a) => cmd::audit::run(a),
             Command::Skill(a) => cmd::skill::run(a),
             Command::Workspace(a) => cmd::workspace::run(a),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),

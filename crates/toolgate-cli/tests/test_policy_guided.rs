@@ -123,7 +123,7 @@ async fn reader_scenario<H: rmcp::ClientHandler>(c: &KeyedClient<H>, dir: &TestD
     let read = one("files/read_file");
     assert_eq!(read["decision"], "allowed");
     assert!(read["resultTokens"].as_u64().unwrap() > 0 && read["latencyMs"].is_number());
-    assert_eq!(read["argumentsSha256"].as_str().unwrap().len(), 64);
+    assert_eq!(read["argumentsHmac"].as_str().unwrap().len(), 64);
     assert!(
         read.get("arguments").is_none(),
         "arguments only when configured"
@@ -138,7 +138,7 @@ async fn reader_scenario<H: rmcp::ClientHandler>(c: &KeyedClient<H>, dir: &TestD
         .any(|r| r["decision"] == "select" && r["tool"] == "newsrv/forecast"));
     assert!(routes
         .iter()
-        .all(|r| r["taskSha256"].as_str().unwrap().len() == 64));
+        .all(|r| r["taskHmac"].as_str().unwrap().len() == 64));
 }
 
 #[tokio::test]

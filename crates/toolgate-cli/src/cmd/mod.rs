@@ -1,6 +1,7 @@
 //! One module per subcommand; `common` holds what several share (loading configuration,
 //! logging, the built-in demo).
 
+pub mod audit;
 pub mod check;
 pub mod common;
 pub mod conformance_client;

@@ -55,6 +55,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             _ = stop.cancelled() => Ok(()),
         };
         gw.shutdown().await;
+        toolgate::policy::audit::flush_all();
         return served;
     }
     let addr: SocketAddr = match args.http.as_deref() {
@@ -82,6 +83,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let served = toolgate::front::serve_http(listener, gw.clone(), stop.clone()).await;
     banner.abort();
     gw.shutdown().await;
+    toolgate::policy::audit::flush_all();
     served
 }
 
@@ -188,12 +190,20 @@ fn set_sandbox_worker(config: &mut toolgate::config::Config) -> Result<()> {
 }
 
 fn spawn_signal_handler(stop: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
     tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        // SIGHUP is what logrotate sends: reopen the audit log, never stop.
+        let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => break,
+                _ = term.recv() => break,
+                _ = hup.recv() => {
+                    tracing::info!("SIGHUP: reopening the audit log");
+                    toolgate::policy::audit::reopen_all();
+                }
+            }
         }
         tracing::info!("shutting down");
         stop.cancel();

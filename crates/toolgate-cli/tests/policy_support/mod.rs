@@ -120,12 +120,14 @@ pub fn audit(dir: &TestDir) -> Vec<Value> {
         .collect()
 }
 
-/// The call records for `server/tool`.
+/// The call records for `server/tool`, one per call: how it ended (a call that ran also has
+/// a `phase: "start"` record, written before it ran; those are left out here).
 pub fn calls(dir: &TestDir, tool: &str) -> Vec<Value> {
     audit(dir)
         .into_iter()
         .filter(|r| {
             r["type"] == "call"
+                && r["phase"] != "start"
                 && format!(
                     "{}/{}",
                     r["server"].as_str().unwrap(),
@@ -165,7 +167,11 @@ impl ClientHandler for Approving {
         let ran_before = std::fs::read_to_string(&self.audit)
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.contains("\"delete_file\"") && l.contains("\"allowed\""))
+            .filter(|l| {
+                l.contains("\"delete_file\"")
+                    && l.contains("\"allowed\"")
+                    && !l.contains("\"phase\":\"start\"")
+            })
             .count();
         self.asked.lock().unwrap().push((message, ran_before));
         Ok(ElicitResult::new(

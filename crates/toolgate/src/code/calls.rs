@@ -48,6 +48,11 @@ impl Gate<'_> {
     pub async fn call(&self, call: ToolCall) -> Result<Value, CallFailure> {
         let key = (call.server, call.tool);
         let Some(tool) = self.allowed.get(&key) else {
+            let name = format!("{}/{}", key.0, key.1);
+            let reason = "not a tool this program's caller may use";
+            self.engine
+                .policy
+                .audit_unavailable(self.caller, &name, reason);
             return Err(fail(
                 "denied",
                 format!(

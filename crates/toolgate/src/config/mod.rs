@@ -8,7 +8,7 @@
 pub mod code;
 pub mod code_flows;
 pub mod code_workspace;
-mod env;
+pub(crate) mod env;
 pub mod mcp_json;
 pub mod raw;
 

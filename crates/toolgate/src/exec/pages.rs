@@ -1,11 +1,15 @@
 //! Cutting text into pages that each fit a token budget, at clean boundaries.
 //!
-//! Each page is the longest prefix of the rest that fits (found by binary search over
-//! char boundaries, counting with the caller's tokenizer), then pulled back to the last
-//! line break in its second half, else the last sentence end, else the last whitespace,
-//! else left where it is (always on a char boundary). Only the cut points move: the
-//! pages concatenated are exactly the input. A single character that alone exceeds the
-//! budget still becomes a page of its own, so paging always ends.
+//! Each page is (nearly) the longest prefix of the rest that fits, then pulled back to the
+//! last line break in its second half, else the last sentence end, else the last whitespace,
+//! else left where it is (always on a char boundary). Only the cut points move: the pages
+//! concatenated are exactly the input. A single character that alone exceeds the budget
+//! still becomes a page of its own, so paging always ends.
+//!
+//! One pass: the search for a page's end starts from a guess (the budget times the bytes per
+//! token seen so far) and only ever counts text about a page long, so a result is counted a
+//! few times over in all, never once per page as a whole. (Counting the whole rest for every
+//! page made 4 MiB take half a minute.)
 
 /// Splits `text` into pages of at most `budget` tokens each (by `count`).
 /// An empty text is one empty page.
@@ -23,20 +27,23 @@ pub fn split_pages_with(
 ) -> Vec<String> {
     let mut pages: Vec<String> = Vec::new();
     let mut start = 0;
+    // Bytes per token, learned from each page (about 4 for English text in o200k).
+    let mut per_token = 4.0_f64;
     loop {
         let budget = if pages.is_empty() { first } else { budget };
         let rest = &text[start..];
         if rest.is_empty() && !pages.is_empty() {
             return pages;
         }
-        if count(rest) <= budget {
+        let guess = (budget as f64 * per_token) as usize;
+        let Some((fit, tokens)) = longest_fit(rest, budget, guess, count) else {
             pages.push(rest.to_string());
             return pages;
-        }
-        let fit = longest_fit(rest, budget, count);
+        };
+        per_token = (fit as f64 / tokens.max(1) as f64).clamp(0.25, 64.0);
         let cut = clean_cut(rest, fit);
         // Tokenizers are not strictly monotonic: keep the clean cut only if it fits.
-        let end = if count(&rest[..cut]) <= budget {
+        let end = if cut == fit || count(&rest[..cut]) <= budget {
             cut
         } else {
             fit
@@ -46,32 +53,64 @@ pub fn split_pages_with(
     }
 }
 
-/// The largest char boundary `end > 0` with `count(&text[..end]) <= budget`, or the end
-/// of the first char if even that does not fit.
-fn longest_fit(text: &str, budget: usize, count: &dyn Fn(&str) -> usize) -> usize {
+/// `None` when all of `text` fits in `budget`; else a char boundary `end > 0` with
+/// `count(&text[..end]) <= budget` and that count, within 1/64 of the longest such prefix
+/// (exact for short texts), or the end of the first char if even that does not fit.
+/// `guess` is where to start looking.
+fn longest_fit(
+    text: &str,
+    budget: usize,
+    guess: usize,
+    count: &dyn Fn(&str) -> usize,
+) -> Option<(usize, usize)> {
+    let len = text.len();
     let first = next_boundary(text, 1);
-    if count(&text[..first]) > budget {
-        return first;
+    // Gallop from the guess until `lo` fits and `hi` does not (`lo` 0: none found yet;
+    // `hi` past the end: none found yet).
+    let mut lo = (0, 0);
+    let mut hi = len + 1;
+    let mut probe = next_boundary(text, guess.clamp(1, len.max(1)));
+    loop {
+        let n = count(&text[..probe]);
+        if n <= budget {
+            lo = (probe, n);
+            if probe >= len {
+                return None;
+            }
+            if hi <= len {
+                break;
+            }
+            probe = next_boundary(text, probe + probe / 4 + 1);
+        } else {
+            hi = probe;
+            if lo.0 > 0 {
+                break;
+            }
+            if probe <= first {
+                return Some((first, n));
+            }
+            probe = floor_boundary(text, probe - probe / 5 - 1).max(first);
+        }
     }
-    // Invariant: lo fits, hi does not (the caller checked the whole text does not).
-    let (mut lo, mut hi) = (first, text.len());
-    while hi - lo > 1 {
-        let half = lo + (hi - lo) / 2;
+    // Halve the gap until it is within 1/64 of what fits.
+    while hi - lo.0 > 1 && hi - lo.0 > lo.0 / 64 {
+        let half = lo.0 + (hi - lo.0) / 2;
         let mut mid = floor_boundary(text, half);
-        if mid <= lo {
+        if mid <= lo.0 {
             // No boundary in (lo, half]: try the first one after it.
             mid = next_boundary(text, half);
             if mid >= hi {
                 break;
             }
         }
-        if count(&text[..mid]) <= budget {
-            lo = mid;
+        let n = count(&text[..mid]);
+        if n <= budget {
+            lo = (mid, n);
         } else {
             hi = mid;
         }
     }
-    lo
+    Some(lo)
 }
 
 /// The best place at or before `fit` to end a page: after a line break, a sentence end or
@@ -159,8 +198,15 @@ mod tests {
     fn finds_the_longest_fit_among_wide_chars() {
         // Boundaries at 4, 8, 9, 10: a 4-byte char first, then more.
         let text = "🎉🎉ab";
-        assert_eq!(longest_fit(text, 9, &bytes), 9);
-        assert_eq!(longest_fit(text, 3, &bytes), 4, "one char even over budget");
+        for guess in [0, 1, 5, 9, 100] {
+            assert_eq!(longest_fit(text, 9, guess, &bytes), Some((9, 9)));
+            assert_eq!(
+                longest_fit(text, 3, guess, &bytes),
+                Some((4, 4)),
+                "one char even over budget"
+            );
+            assert_eq!(longest_fit(text, 10, guess, &bytes), None, "all of it fits");
+        }
     }
 
     #[test]
@@ -204,6 +250,26 @@ mod tests {
             }
         }
         s
+    }
+
+    #[test]
+    fn paging_counts_each_byte_a_few_times_not_once_per_page() {
+        // 1 MiB of text cut into ~250 pages: counting the whole rest for each page would
+        // count about 125 MiB; one pass counts a small multiple of the text.
+        let line = "The quick brown fox jumps over the lazy dog, again and again.\n";
+        let text = line.repeat((1 << 20) / line.len());
+        let counted = std::cell::Cell::new(0usize);
+        let count = |s: &str| {
+            counted.set(counted.get() + s.len());
+            chars4(s)
+        };
+        let pages = split_pages(&text, 1000, &count);
+        assert!(pages.len() > 200, "{} pages", pages.len());
+        assert_eq!(pages.concat(), text);
+        let times = counted.get() as f64 / text.len() as f64;
+        assert!(times < 20.0, "counted the text {times:.1} times over");
+        // Pages are nearly full: the search stops within 1/64 of the longest fit.
+        assert!(pages[..pages.len() - 1].iter().all(|p| chars4(p) > 900));
     }
 
     #[test]

@@ -26,7 +26,15 @@ pub async fn run(
     }
     let request = match parse(engine, session, args) {
         Ok(r) => r,
-        Err(e) => return MetaResult::error(format!("execute: {e}")),
+        Err(e) => {
+            // A call of a tool that does not exist (or whose server is down) is audited too.
+            if let Some(name) = args.get("tool").and_then(Value::as_str) {
+                if engine.gw.catalog().resolve(name).is_none() {
+                    engine.policy.audit_unavailable(caller, name, &e);
+                }
+            }
+            return MetaResult::error(format!("execute: {e}"));
+        }
     };
     let tool = request.tool;
     let mut permit = match engine.policy.check(caller, &tool, &request.arguments) {
@@ -229,6 +237,17 @@ fn parse(engine: &Engine, session: &str, args: &Map<String, Value>) -> Result<Re
     })
 }
 
+/// Runs CPU-bound `f` where it does not stall the async runtime: on a multi-threaded
+/// runtime the worker hands its other tasks to another thread first (`block_in_place`);
+/// a current-thread runtime (tests) runs it as is.
+fn off_async_worker<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 /// Shapes a finished call for the model: fields, budget, and a cursor for the rest.
 pub fn shaped_answer(
     engine: &Engine,
@@ -238,6 +257,8 @@ pub fn shaped_answer(
     budget: usize,
 ) -> MetaResult {
     let count = |s: &str| Encoding::O200k.count(s);
+    // Counting and cutting a large result takes real CPU time: off the async worker, so
+    // other sessions' calls are not held up behind it.
     let Shaped {
         page,
         remaining,
@@ -245,7 +266,7 @@ pub fn shaped_answer(
         original_tokens,
         field_note,
         ..
-    } = shape(outcome, fields.as_deref(), budget, &count);
+    } = off_async_worker(|| shape(outcome, fields.as_deref(), budget, &count));
     let mut content = page.content;
     let mut structured = page.structured_content;
     if let Some(note) = field_note {

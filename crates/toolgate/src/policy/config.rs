@@ -11,7 +11,8 @@
 //!
 //! [policy.audit]
 //! path = "/var/log/toolgate/audit.jsonl"
-//! arguments = false                 # log the arguments themselves, not only their hash
+//! arguments = false                 # log the arguments themselves, not only their keyed hash
+//! secret = "${TOOLGATE_AUDIT_SECRET}" # HMAC secret (default: made once, kept in <path>.secret)
 //!
 //! [policy.tools."github/delete_*"]
 //! tier = "destructive"              # read | write | destructive; overrides annotations
@@ -69,6 +70,8 @@ pub struct RawAudit {
     pub path: Option<PathBuf>,
     #[serde(default)]
     pub arguments: bool,
+    /// The HMAC secret for argument hashes and the chain (`${VAR}` allowed).
+    pub secret: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -119,6 +122,8 @@ pub struct PolicyConfig {
     pub stdio_profile: Option<String>,
     pub audit_path: Option<PathBuf>,
     pub audit_arguments: bool,
+    /// Keys the audit log's hashes and chain; `None`: a secret kept in `<path>.secret`.
+    pub audit_secret: Option<String>,
     pub tools: Vec<ToolRule>,
     pub profiles: BTreeMap<String, Arc<Profile>>,
     pub keys: Vec<KeyEntry>,
@@ -145,6 +150,16 @@ fn check_name(kind: &str, name: &str, file: &Path) -> Result<()> {
 impl RawPolicy {
     pub fn validate(self, file: &Path) -> Result<PolicyConfig> {
         let f = file.display();
+        let audit_secret = match &self.audit.secret {
+            None => None,
+            Some(s) => {
+                let s = crate::config::env::substitute(s, file, "policy.audit.secret")?;
+                if s.len() < 16 {
+                    bail!("{f}: policy.audit.secret is {} characters: use at least 16 (e.g. `openssl rand -hex 32`), or leave it out to have one made beside the log", s.len());
+                }
+                Some(s)
+            }
+        };
         let mut tools = Vec::new();
         for (pattern, r) in self.tools {
             if !pattern.contains('/') && pattern != "*" {
@@ -248,6 +263,7 @@ impl RawPolicy {
             stdio_profile: self.stdio_profile,
             audit_path: self.audit.path,
             audit_arguments: self.audit.arguments,
+            audit_secret,
             tools,
             profiles,
             keys,

@@ -115,13 +115,15 @@ impl Policy {
     pub fn new(config: &PolicyConfig) -> Arc<Self> {
         let (audit, audit_broken) = match &config.audit_path {
             None => (None, None),
-            Some(p) => match AuditLog::open(p, config.audit_arguments) {
-                Ok(log) => (Some(Arc::new(log)), None),
-                Err(e) => {
-                    tracing::error!("{e:#}");
-                    (None, Some(format!("{e:#}")))
+            Some(p) => {
+                match AuditLog::open(p, config.audit_arguments, config.audit_secret.as_deref()) {
+                    Ok(log) => (Some(log), None),
+                    Err(e) => {
+                        tracing::error!("{e:#}");
+                        (None, Some(format!("{e:#}")))
+                    }
                 }
-            },
+            }
         };
         Arc::new(Self {
             config: config.clone(),
@@ -133,7 +135,9 @@ impl Policy {
     /// Fails when the audit log is configured but cannot be opened (for `serve` to stop early).
     pub fn preflight(config: &PolicyConfig) -> anyhow::Result<()> {
         match &config.audit_path {
-            Some(p) => AuditLog::open(p, config.audit_arguments).map(drop),
+            Some(p) => {
+                AuditLog::open(p, config.audit_arguments, config.audit_secret.as_deref()).map(drop)
+            }
             None => Ok(()),
         }
     }
@@ -286,8 +290,9 @@ impl Policy {
             .profile
             .as_ref()
             .is_none_or(|p| p.shows(tool, &facts));
-        let broken = self.audit_failure();
-        if let Some(e) = &broken {
+        // A log that could not be opened refuses everything; a write that fails is found by
+        // the call's own `start` record (`Permit::confirm`), so the log recovers with the disk.
+        if let Some(e) = &self.audit_broken {
             return Err(format!(
                 "{id} was not run: the audit log cannot be written ({e}); ask the gateway's administrator"
             ));
@@ -321,11 +326,13 @@ impl Policy {
         server: &str,
         target: &str,
     ) -> Result<(), String> {
-        let broken = self.audit_failure();
-        if let Some(e) = &broken {
-            return Err(format!(
+        let unrecorded = |e: &str| {
+            format!(
                 "{method} {target:?} was refused: the audit log cannot be written ({e}); ask the gateway's administrator"
-            ));
+            )
+        };
+        if let Some(e) = &self.audit_broken {
+            return Err(unrecorded(e));
         }
         let refusal = caller.grant.missing_server(server).map(|missing| {
             let who = (self.config.contact.as_deref())
@@ -334,7 +341,7 @@ impl Policy {
             format!("{missing}.{who}")
         });
         if let Some(log) = &self.audit {
-            log.access(
+            let written = log.access(
                 &audit::AccessRecord {
                     session: &caller.session,
                     key: &caller.grant.name,
@@ -345,14 +352,42 @@ impl Policy {
                 },
                 refusal.as_deref(),
             );
+            // Nothing is read unrecorded.
+            if let (Err(e), None) = (written, &refusal) {
+                return Err(unrecorded(&e));
+            }
         }
         refusal.map_or(Ok(()), Err)
     }
 
-    /// Why the audit log cannot be written (it could not be opened, or a write failed), if
-    /// so: nothing is allowed to run unrecorded.
-    fn audit_failure(&self) -> Option<String> {
-        (self.audit_broken.clone()).or_else(|| self.audit.as_ref().and_then(|a| a.failure()))
+    /// Audits a call that reached no tool: no tool of that name is visible, or its server is
+    /// down. `name` is what the caller asked for; nothing was run.
+    pub fn audit_unavailable(&self, caller: &Caller, name: &str, reason: &str) {
+        let Some(log) = &self.audit else { return };
+        let (server, tool) = name.split_once('/').unwrap_or(("", name));
+        let _ = log.call(
+            &audit::CallRecord {
+                session: &caller.session,
+                key: &caller.grant.name,
+                profile: caller.profile_name(),
+                surface: caller.surface,
+                server,
+                tool,
+                call_id: &crate::guided::random_hex(8),
+                phase: None,
+                visible: false,
+                tier: "",
+                arguments: &serde_json::Map::new(),
+                verdict: Verdict::Unavailable,
+                reason: Some(reason.to_string()),
+                approved: None,
+                outcome: None,
+                error: None,
+                latency: None,
+                result_tokens: None,
+            },
+            false,
+        );
     }
 
     /// Audits a request turned away for its key.

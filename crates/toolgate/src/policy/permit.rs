@@ -1,5 +1,6 @@
 //! One judged call: refused (audited at once, synced), or permitted, then confirmed by
-//! the user when destructive and approval applies, then audited with its outcome.
+//! the user when destructive and approval applies, recorded as started before it runs
+//! (a call whose start cannot be recorded does not run), then audited with its outcome.
 
 use super::approval::{self, Answer};
 use super::audit::{AuditLog, CallRecord, Verdict};
@@ -21,6 +22,8 @@ pub struct Permit {
     surface: &'static str,
     server: String,
     tool: String,
+    /// Links the call's `start` and `end` records.
+    call_id: String,
     visible: bool,
     tier: Tier,
     arguments: Map<String, Value>,
@@ -46,6 +49,7 @@ impl Permit {
             surface: caller.surface,
             server: tool.id.server.clone(),
             tool: tool.id.name.clone(),
+            call_id: crate::guided::random_hex(8),
             visible,
             tier,
             arguments: arguments.clone(),
@@ -56,13 +60,29 @@ impl Permit {
 
     /// Audits a refusal (synced: it must be on disk before the answer) and returns its message.
     pub(super) fn refuse(&self, verdict: Verdict, reason: String) -> String {
-        self.record(verdict, Some(reason.clone()), None, None, None);
+        // Refused either way; a record that cannot be written is logged by the audit log.
+        let _ = self.record(None, verdict, Some(reason.clone()), None, None, None);
         reason
     }
 
-    /// For a destructive call under approval, asks the user and waits; anything but an
-    /// acceptance (a decline, a dismissal, a client that cannot ask) is a refusal.
+    /// The last step before the call runs. For a destructive call under approval, asks the
+    /// user and waits; anything but an acceptance (a decline, a dismissal, a client that
+    /// cannot ask) is a refusal. Then writes the call's `start` record: a call that cannot be
+    /// recorded does not run.
     pub async fn confirm(&mut self, caller: &Caller) -> Result<(), String> {
+        self.approve(caller).await?;
+        self.started = Instant::now();
+        let reason = self.hidden_reason();
+        self.record(Some("start"), Verdict::Allowed, reason, None, None, None)
+            .map_err(|e| {
+                format!(
+                    "{}/{} was not run: the audit log cannot be written ({e}); ask the gateway's administrator",
+                    self.server, self.tool
+                )
+            })
+    }
+
+    async fn approve(&mut self, caller: &Caller) -> Result<(), String> {
         if self.tier != Tier::Destructive || !self.needs_approval {
             return Ok(());
         }
@@ -76,7 +96,6 @@ impl Permit {
         };
         if answer == Answer::Accepted {
             self.approved = Some(true);
-            self.started = Instant::now();
             return Ok(());
         }
         self.approved = Some(false);
@@ -99,13 +118,25 @@ impl Permit {
             }
             Err(e) => ("error", Some(e.to_string()), None),
         };
-        let reason = (!self.visible).then(|| "hidden by the profile; called by exact name".into());
-        self.record(Verdict::Allowed, reason, Some(outcome), error, tokens);
+        let reason = self.hidden_reason();
+        let _ = self.record(
+            Some("end"),
+            Verdict::Allowed,
+            reason,
+            Some(outcome),
+            error,
+            tokens,
+        );
+    }
+
+    fn hidden_reason(&self) -> Option<String> {
+        (!self.visible).then(|| "hidden by the profile; called by exact name".into())
     }
 
     /// Audits a permitted call that never reached the upstream (e.g. invalid arguments).
     pub fn not_run(self, why: &str) {
-        self.record(
+        let _ = self.record(
+            None,
             Verdict::Allowed,
             None,
             Some("not_run"),
@@ -114,15 +145,19 @@ impl Permit {
         );
     }
 
+    /// Writes one record of this call; an error says why it could not be written.
     fn record(
         &self,
+        phase: Option<&str>,
         verdict: Verdict,
         reason: Option<String>,
         outcome: Option<&str>,
         error: Option<String>,
         result_tokens: Option<usize>,
-    ) {
-        let Some(log) = &self.audit else { return };
+    ) -> Result<(), String> {
+        let Some(log) = &self.audit else {
+            return Ok(());
+        };
         let ran = outcome.is_some_and(|o| o != "not_run");
         log.call(
             &CallRecord {
@@ -132,6 +167,8 @@ impl Permit {
                 surface: self.surface,
                 server: &self.server,
                 tool: &self.tool,
+                call_id: &self.call_id,
+                phase,
                 visible: self.visible,
                 tier: self.tier.as_str(),
                 arguments: &self.arguments,
@@ -144,6 +181,6 @@ impl Permit {
                 result_tokens,
             },
             verdict != Verdict::Allowed || self.tier == Tier::Destructive,
-        );
+        )
     }
 }

@@ -1,0 +1,541 @@
+//! The audit trail: one JSON line per call (a record when it starts, one when it ends; a
+//! refusal is one record), per route decision and per request for a server's resources or
+//! prompts, appended to a file that survives restarts. Records name the key, never the key
+//! itself, and a keyed hash of the arguments unless the arguments themselves are asked for.
+//! Every record is sealed into a hash chain (`chain.rs`, checked by `toolgate audit verify`).
+//!
+//! Writing never gives up: a failed write (a full disk) is reported to the caller, which
+//! refuses what it would have recorded, and the next write tries again; a line torn by the
+//! failure is closed before the next record. SIGHUP (`reopen_all`) reopens the file, for
+//! log rotation. Refusals of unauthenticated requests are bounded: past
+//! [`AUTH_RECORDS_PER_WINDOW`] in [`AUTH_WINDOW`], they are counted and written as one
+//! summary record.
+
+pub mod chain;
+
+use anyhow::{Context, Result};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// At most this many refusals of unauthenticated requests are written one by one per window.
+pub const AUTH_RECORDS_PER_WINDOW: u64 = 20;
+/// The window for [`AUTH_RECORDS_PER_WINDOW`].
+pub const AUTH_WINDOW: Duration = Duration::from_secs(10);
+
+/// Bumped by [`reopen_all`]; each log compares it with the generation it opened.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Makes every open audit log reopen its file before its next record (on SIGHUP, after
+/// logrotate moved the file away). The chain continues into the new file.
+pub fn reopen_all() {
+    GENERATION.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Every open log, for [`flush_all`].
+static OPEN: Mutex<Vec<Weak<AuditLog>>> = Mutex::new(Vec::new());
+
+/// Writes what every open log holds back (the summary of counted auth refusals), e.g.
+/// before the gateway exits.
+pub fn flush_all() {
+    let logs: Vec<Arc<AuditLog>> = OPEN
+        .lock()
+        .expect("audit logs")
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+    for log in logs {
+        log.flush();
+    }
+}
+
+/// An open audit log.
+pub struct AuditLog {
+    path: PathBuf,
+    /// Log the call's arguments themselves (they may hold secrets or personal data).
+    arguments: bool,
+    /// The HMAC secret for argument and task hashes and for the chain.
+    secret: Vec<u8>,
+    /// The file and the chain's position; the mutex keeps each line whole and in order.
+    writer: Mutex<Writer>,
+}
+
+struct Writer {
+    /// `None` after a reopen failed; the next record tries again.
+    file: Option<File>,
+    /// Which [`GENERATION`] `file` was opened in.
+    generation: u64,
+    /// The last record's `seq` and MAC (the next record's `prev`).
+    seq: u64,
+    prev: String,
+    /// The last write failed, maybe part-way: the next record starts on a new line.
+    torn: bool,
+    /// Why the last write failed, until one succeeds.
+    failure: Option<String>,
+    auth: AuthWindow,
+}
+
+/// Refusals of unauthenticated requests in the current window.
+struct AuthWindow {
+    started: Instant,
+    started_at: String,
+    written: u64,
+    /// Counted past the limit, per path.
+    suppressed: BTreeMap<String, u64>,
+}
+
+impl AuthWindow {
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            started_at: now_rfc3339(),
+            written: 0,
+            suppressed: BTreeMap::new(),
+        }
+    }
+}
+
+/// How a call was judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    Refused,
+    Shadow,
+    ApprovalDeclined,
+    ApprovalUnavailable,
+    /// No tool of that name, or its server is down: nothing was run.
+    Unavailable,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allowed => "allowed",
+            Verdict::Refused => "refused",
+            Verdict::Shadow => "shadow",
+            Verdict::ApprovalDeclined => "approval_declined",
+            Verdict::ApprovalUnavailable => "approval_unavailable",
+            Verdict::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// One call, as the audit log records it.
+#[derive(Debug, Clone)]
+pub struct CallRecord<'a> {
+    pub session: &'a str,
+    pub key: &'a str,
+    pub profile: Option<&'a str>,
+    pub surface: &'a str,
+    pub server: &'a str,
+    pub tool: &'a str,
+    /// Links a call's `start` and `end` records.
+    pub call_id: &'a str,
+    /// `start` (written before the upstream is called), `end`, or `None` for a call that
+    /// was refused or never ran (one record).
+    pub phase: Option<&'a str>,
+    /// Whether the session's profile shows the tool (false: called by exact name).
+    pub visible: bool,
+    pub tier: &'a str,
+    pub arguments: &'a Map<String, Value>,
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+    /// Whether the user approved it (destructive calls under approval).
+    pub approved: Option<bool>,
+    /// `ok`, `isError` or `error`; `None` when the call never ran.
+    pub outcome: Option<&'a str>,
+    pub error: Option<String>,
+    pub latency: Option<Duration>,
+    pub result_tokens: Option<usize>,
+}
+
+/// One request for a server's resources or prompts, as the audit log records it.
+#[derive(Debug, Clone)]
+pub struct AccessRecord<'a> {
+    pub session: &'a str,
+    pub key: &'a str,
+    pub profile: Option<&'a str>,
+    /// `resources/read`, `resources/subscribe`, `prompts/get` or `completion/complete`.
+    pub method: &'a str,
+    pub server: &'a str,
+    /// The URI or prompt name asked for.
+    pub target: &'a str,
+}
+
+impl AuditLog {
+    /// Opens (creating if needed) the log at `path` for appending, and continues its chain.
+    /// `secret` keys the hashes and the chain; without one, a random secret is kept beside
+    /// the log in `<path>.secret` (mode 0600), made on first use.
+    pub fn open(path: &Path, arguments: bool, secret: Option<&str>) -> Result<Arc<Self>> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the audit log folder {}", dir.display()))?;
+        }
+        let secret = match secret {
+            Some(s) => s.as_bytes().to_vec(),
+            None => secret_file(&secret_path(path))?,
+        };
+        let mut file = open_append(path)?;
+        let (seq, prev, torn) = chain_end(&mut file);
+        let log = Arc::new(Self {
+            path: path.to_path_buf(),
+            arguments,
+            secret,
+            writer: Mutex::new(Writer {
+                file: Some(file),
+                generation: GENERATION.load(Ordering::SeqCst),
+                seq,
+                prev,
+                torn,
+                failure: None,
+                auth: AuthWindow::new(),
+            }),
+        });
+        let mut open = OPEN.lock().expect("audit logs");
+        open.retain(|w| w.strong_count() > 0);
+        open.push(Arc::downgrade(&log));
+        Ok(log)
+    }
+
+    /// Writes the summary of the auth refusals counted so far, and starts a new window.
+    pub fn flush(&self) {
+        let mut w = self.writer.lock().expect("audit log");
+        let old = std::mem::replace(&mut w.auth, AuthWindow::new());
+        if let Some(summary) = auth_summary(&old) {
+            let _ = self.append(&mut w, summary, false);
+        }
+    }
+
+    /// The log's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records a call. `sync` forces it to disk before returning (refused and destructive
+    /// calls, whose record must exist before the client hears the answer). An error says why
+    /// the record could not be written: what it records must then not happen.
+    pub fn call(&self, r: &CallRecord<'_>, sync: bool) -> Result<(), String> {
+        let mut line = json!({
+            "time": now_rfc3339(),
+            "type": "call",
+            "session": r.session,
+            "key": r.key,
+            "profile": r.profile,
+            "surface": r.surface,
+            "server": r.server,
+            "tool": r.tool,
+            "callId": r.call_id,
+            "visible": r.visible,
+            "tier": r.tier,
+            "argumentsHmac": self.keyed(&Value::Object(r.arguments.clone()).to_string()),
+            "decision": r.verdict.as_str(),
+        });
+        let o = line.as_object_mut().expect("object");
+        if let Some(phase) = r.phase {
+            o.insert("phase".into(), json!(phase));
+        }
+        if self.arguments {
+            o.insert("arguments".into(), Value::Object(r.arguments.clone()));
+        }
+        if let Some(reason) = &r.reason {
+            o.insert("reason".into(), json!(reason));
+        }
+        if let Some(a) = r.approved {
+            o.insert("approved".into(), json!(a));
+        }
+        if let Some(out) = r.outcome {
+            o.insert("outcome".into(), json!(out));
+        }
+        if let Some(e) = &r.error {
+            o.insert("error".into(), json!(e));
+        }
+        if let Some(l) = r.latency {
+            o.insert("latencyMs".into(), json!(l.as_secs_f64() * 1000.0));
+        }
+        if let Some(t) = r.result_tokens {
+            o.insert("resultTokens".into(), json!(t));
+        }
+        self.write(line, sync)
+    }
+
+    /// Records a route decision: the task's keyed hash and what was chosen or asked.
+    #[allow(clippy::too_many_arguments)]
+    pub fn route(
+        &self,
+        session: &str,
+        key: &str,
+        profile: Option<&str>,
+        task: &str,
+        decision: &str,
+        tool: Option<&str>,
+        candidates: &[String],
+    ) {
+        let line = json!({
+            "time": now_rfc3339(),
+            "type": "route",
+            "session": session,
+            "key": key,
+            "profile": profile,
+            "surface": "guided",
+            "taskHmac": self.keyed(task),
+            "decision": decision,
+            "tool": tool,
+            "candidates": candidates,
+        });
+        // A route decision runs nothing: a failed write is logged, and the next call that
+        // needs the log refuses on its own record.
+        let _ = self.write(line, false);
+    }
+
+    /// Records a request for resources or prompts: allowed, or refused with `refusal`
+    /// (synced, as every refusal is). An error: the record could not be written.
+    pub fn access(&self, r: &AccessRecord<'_>, refusal: Option<&str>) -> Result<(), String> {
+        let mut line = json!({
+            "time": now_rfc3339(),
+            "type": "access",
+            "session": r.session,
+            "key": r.key,
+            "profile": r.profile,
+            "method": r.method,
+            "server": r.server,
+            "target": r.target,
+            "decision": if refusal.is_some() { "refused" } else { "allowed" },
+        });
+        if let Some(reason) = refusal {
+            line["reason"] = json!(reason);
+        }
+        self.write(line, refusal.is_some())
+    }
+
+    /// Records a request turned away for its key (401). Not synced, and bounded: past
+    /// [`AUTH_RECORDS_PER_WINDOW`] a window, refusals are only counted, per path, and
+    /// written as one summary when the window ends (or the log closes).
+    pub fn rejected_key(&self, key: Option<&str>, reason: &str, path: &str) {
+        {
+            let mut w = self.writer.lock().expect("audit log");
+            if w.auth.written >= AUTH_RECORDS_PER_WINDOW && w.auth.started.elapsed() < AUTH_WINDOW {
+                *w.auth.suppressed.entry(path.to_string()).or_default() += 1;
+                return;
+            }
+        }
+        let line = json!({
+            "time": now_rfc3339(),
+            "type": "auth",
+            "key": key,
+            "path": path,
+            "decision": "refused",
+            "reason": reason,
+        });
+        let _ = self.write(line, false);
+        self.writer.lock().expect("audit log").auth.written += 1;
+    }
+
+    /// Seals `line` into the chain and appends it.
+    fn write(&self, line: Value, sync: bool) -> Result<(), String> {
+        let mut w = self.writer.lock().expect("audit log");
+        self.roll_auth_window(&mut w);
+        self.append(&mut w, line, sync)
+    }
+
+    /// Ends an auth window that is over, writing its summary if refusals were counted.
+    fn roll_auth_window(&self, w: &mut Writer) {
+        if w.auth.started.elapsed() < AUTH_WINDOW {
+            return;
+        }
+        let old = std::mem::replace(&mut w.auth, AuthWindow::new());
+        if let Some(summary) = auth_summary(&old) {
+            let _ = self.append(w, summary, false);
+        }
+    }
+
+    fn append(&self, w: &mut Writer, mut line: Value, sync: bool) -> Result<(), String> {
+        if w.generation != GENERATION.load(Ordering::SeqCst) || w.file.is_none() {
+            w.generation = GENERATION.load(Ordering::SeqCst);
+            match open_append(&self.path) {
+                Ok(f) => w.file = Some(f),
+                Err(e) => return Err(self.failed(w, format!("{e:#}"))),
+            }
+        }
+        let o = line.as_object_mut().expect("records are objects");
+        o.insert("seq".into(), json!(w.seq + 1));
+        o.insert("prev".into(), json!(w.prev));
+        let (sealed, tag) = chain::seal(&self.secret, &line.to_string());
+        let mut text = String::with_capacity(sealed.len() + 2);
+        if w.torn {
+            text.push('\n');
+        }
+        text.push_str(&sealed);
+        text.push('\n');
+        let file = w.file.as_mut().expect("opened above");
+        // A full line in one write on an O_APPEND file: no interleaving, no buffer to lose.
+        let written =
+            file.write_all(text.as_bytes())
+                .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
+        match written {
+            Ok(()) => {
+                if w.failure.take().is_some() {
+                    tracing::warn!("the audit log {} can be written again", self.path.display());
+                }
+                w.torn = false;
+                w.seq += 1;
+                w.prev = tag;
+                Ok(())
+            }
+            Err(e) => {
+                w.torn = true;
+                Err(self.failed(w, e.to_string()))
+            }
+        }
+    }
+
+    fn failed(&self, w: &mut Writer, e: String) -> String {
+        if w.failure.is_none() {
+            tracing::error!("cannot write the audit log {}: {e}", self.path.display());
+        }
+        w.failure = Some(e.clone());
+        e
+    }
+
+    /// Why the last write failed, until a write succeeds again.
+    pub fn failure(&self) -> Option<String> {
+        self.writer.lock().expect("audit log").failure.clone()
+    }
+
+    /// A keyed hash (HMAC-SHA256 under the log's secret): equal inputs are recognisable in
+    /// the log, and a short secret in the arguments cannot be recovered by trying values.
+    fn keyed(&self, text: &str) -> String {
+        chain::mac(&self.secret, text.as_bytes())
+    }
+}
+
+impl Drop for AuditLog {
+    fn drop(&mut self) {
+        if self.writer.lock().is_ok() {
+            self.flush();
+        }
+    }
+}
+
+/// The summary of an auth window's counted refusals, if any were counted.
+fn auth_summary(window: &AuthWindow) -> Option<Value> {
+    let total: u64 = window.suppressed.values().sum();
+    (total > 0).then(|| {
+        json!({
+            "time": now_rfc3339(),
+            "type": "auth",
+            "decision": "refused",
+            "aggregated": total,
+            "since": window.started_at,
+            "paths": window.suppressed,
+            "reason": format!(
+                "more than {AUTH_RECORDS_PER_WINDOW} requests with a missing or wrong key in {} s: counted, not recorded one by one",
+                AUTH_WINDOW.as_secs()
+            ),
+        })
+    })
+}
+
+/// Where the secret is kept when the configuration names none.
+pub fn secret_path(log: &Path) -> PathBuf {
+    let mut name = log.as_os_str().to_owned();
+    name.push(".secret");
+    PathBuf::from(name)
+}
+
+/// Reads the secret at `path`, making a random one (mode 0600) if there is none.
+fn secret_file(path: &Path) -> Result<Vec<u8>> {
+    match std::fs::read_to_string(path) {
+        Ok(s) if !s.trim().is_empty() => return Ok(s.trim().as_bytes().to_vec()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("cannot read the audit log's secret {}", path.display()))
+        }
+    }
+    let secret = crate::guided::random_hex(32);
+    let mut f = OpenOptions::new();
+    f.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut f, 0o600);
+    f.open(path)
+        .and_then(|mut file| file.write_all(secret.as_bytes()))
+        .with_context(|| {
+            format!(
+                "cannot write the audit log's secret {} (or set policy.audit.secret)",
+                path.display()
+            )
+        })?;
+    Ok(secret.into_bytes())
+}
+
+fn open_append(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(path)
+        .with_context(|| {
+            format!(
+                "cannot open the audit log {} (policy.audit.path)",
+                path.display()
+            )
+        })
+}
+
+/// The chain's end in an existing file (`seq`, MAC), read from its last 64 KiB, and whether
+/// its last line is torn (no newline at the end).
+fn chain_end(file: &mut File) -> (u64, String, bool) {
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = len.saturating_sub(64 * 1024);
+    let mut tail = String::new();
+    let read = file
+        .seek(SeekFrom::Start(from))
+        .and_then(|_| (&mut *file).take(64 * 1024).read_to_string(&mut tail));
+    if read.is_err() {
+        tail.clear();
+    }
+    let torn = !tail.is_empty() && !tail.ends_with('\n');
+    match chain::tail(&tail) {
+        Some((mac, seq)) => (seq, mac, torn),
+        None => (0, chain::GENESIS.to_string(), torn),
+    }
+}
+
+/// The current UTC time as RFC 3339 with milliseconds.
+pub fn now_rfc3339() -> String {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339(d)
+}
+
+fn rfc3339(d: Duration) -> String {
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests;
