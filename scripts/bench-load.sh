@@ -180,9 +180,10 @@ for n in "${NAMES[@]}"; do
   IDLE[$n]=$(rss_kib "${PID[$n]}")
 done
 
-echo "toolgate: $TOOLGATE_BIN${BENCH_BEFORE:+ (before: $BENCH_BEFORE)}; mcp-proxy $PROXY_VERSION; wrk ${SECS} s per row, keep-alive; $(nproc) cores"
+echo "toolgate: $TOOLGATE_BIN${BENCH_BEFORE:+ (before: $BENCH_BEFORE)}; mcp-proxy $PROXY_VERSION; wrk ${SECS} s per row, keep-alive; $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
 echo "upstream: the fixture's echo tool over stdio behind each proxy; the fixture rows call its own HTTP endpoint"
 declare -A RPS P50 P99
+BAD=0
 for era in $ERAS; do
   echo
   echo "era $era"
@@ -196,6 +197,7 @@ for era in $ERAS; do
         continue
       fi
       read -r rps p50 p99 bad <<<"$out"
+      BAD=$((BAD + bad))
       RPS[$n.$era.$c]=$rps P50[$n.$era.$c]=$p50 P99[$n.$era.$c]=$p99
       vs_proxy=$(awk -v a="$rps" -v b="${RPS[mcp-proxy.$era.$c]:-}" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }')
       base=fixture; [[ $n == *-before ]] && base=fixture-before
@@ -233,3 +235,6 @@ for n in "${NAMES[@]}"; do
   fi
   echo "| $n | ${IDLE[$n]} | ${AFTER[$n]} | $many | $per | ${AGAIN[$n]} |"
 done
+
+# Figures from a run with errors or wrong answers are not figures.
+[ "$BAD" -eq 0 ] || die "$BAD requests failed or were answered wrongly (column bad)"

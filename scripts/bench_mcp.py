@@ -93,7 +93,11 @@ def initialize(conn, path):
 
 def session(url, tool, era):
     conn, path = connect(url)
-    hdrs = {"MCP-Protocol-Version": MODERN} if era == "modern" else initialize(conn, path)
+    if era == "modern":
+        # No session; the standard headers (SEP-2243) name the method and the tool.
+        hdrs = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    else:
+        hdrs = initialize(conn, path)
     status, _, body = post(conn, path, call_body(tool, era), hdrs)
     msgs = messages(body) if status == 200 else []
     result = msgs[-1].get("result") if msgs else None

@@ -55,7 +55,10 @@ pub async fn serve_listener(
                 move || Ok(server.clone())
             },
             Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token()),
+            // Plain JSON answers where rmcp serves statelessly (2026-07-28), as the gateway.
+            StreamableHttpServerConfig::default()
+                .with_json_response(true)
+                .with_cancellation_token(shutdown.child_token()),
         );
         axum::Router::new()
             .nest_service("/mcp", service)
