@@ -212,7 +212,6 @@ done
 declare -A AFTER MANY AGAIN
 for n in "${NAMES[@]}"; do AFTER[$n]=$(rss_kib "${PID[$n]}"); done
 for n in "${NAMES[@]}"; do
-  [ "$n" = mcp-proxy ] && continue # it starts one upstream child per session: not 1,000 of them
   python3 "$HELPER" sessions "${URL[$n]}" "$SESSIONS" >/dev/null
   MANY[$n]=$(rss_kib "${PID[$n]}")
 done
