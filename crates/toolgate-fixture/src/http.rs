@@ -7,6 +7,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
+use axum::serve::ListenerExt;
 use futures::StreamExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -28,6 +29,23 @@ pub async fn serve_http(
 ) -> anyhow::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
+    // Tests and the gateway read the real port from this line: it is the only stdout line.
+    let mut stdout = tokio::io::stdout();
+    stdout
+        .write_all(format!("listening http://{local}/mcp\n").as_bytes())
+        .await?;
+    stdout.flush().await?;
+    serve_listener(server, listener, hang, shutdown).await
+}
+
+/// Serves `/mcp` on `listener` until `shutdown` (for embedding: prints nothing).
+pub async fn serve_listener(
+    server: FixtureServer,
+    listener: TcpListener,
+    hang: bool,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let local = listener.local_addr()?;
     let router = if hang {
         axum::Router::new().fallback(std::future::pending::<String>)
     } else {
@@ -37,19 +55,23 @@ pub async fn serve_http(
                 move || Ok(server.clone())
             },
             Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token()),
+            // Plain JSON answers where rmcp serves statelessly (2026-07-28), as the gateway.
+            StreamableHttpServerConfig::default()
+                .with_json_response(true)
+                .with_cancellation_token(shutdown.child_token()),
         );
         axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn_with_state(server, restore_layer))
     };
-    // Tests and the gateway read the real port from this line: it is the only stdout line.
-    let mut stdout = tokio::io::stdout();
-    stdout
-        .write_all(format!("listening http://{local}/mcp\n").as_bytes())
-        .await?;
-    stdout.flush().await?;
     tracing::info!(%local, "serving Streamable HTTP at /mcp");
+    // Each write goes out at once: see `toolgate::front::http::set_nodelay` for the 40 ms
+    // a streamed answer otherwise waits on a keep-alive connection.
+    let listener = listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY on an accepted connection: {e}");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await?;

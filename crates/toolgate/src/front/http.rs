@@ -5,11 +5,12 @@ use super::Session;
 use crate::config::Mode;
 use crate::gateway::Gateway;
 use crate::guided::Engine;
+use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::{
     session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
 use std::sync::Arc;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 /// The axum router with every MCP endpoint.
@@ -29,6 +30,10 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
         .enforce_origin_validation();
     config.cancellation_token = shutdown;
     config.max_request_body_bytes = g.max_body_bytes;
+    // A request served statelessly (protocol 2026-07-28) whose handler sends nothing before
+    // its answer gets plain JSON, not an SSE stream; rmcp falls back to SSE when it must.
+    // Session-mode (legacy) answers are always SSE in rmcp 3.11.
+    config.json_response = true;
     // One engine for every endpoint: pages and operations are shared state.
     let engine = Engine::new(gw.clone());
     let policy = engine.policy.clone();
@@ -82,8 +87,17 @@ pub async fn serve_http(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let app = router(gw, shutdown.child_token());
-    axum::serve(listener, app)
+    axum::serve(listener.tap_io(set_nodelay), app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await?;
     Ok(())
+}
+
+/// Every accepted connection sends each write at once. Without it, Nagle holds the later
+/// small writes of a streamed (SSE) answer until the client ACKs the first, and a client
+/// with delayed ACKs waits ~40 ms per call on a keep-alive connection.
+fn set_nodelay(stream: &mut TcpStream) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!("TCP_NODELAY on an accepted connection: {e}");
+    }
 }

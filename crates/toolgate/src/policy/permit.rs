@@ -40,9 +40,14 @@ impl Permit {
         visible: bool,
         arguments: &Map<String, Value>,
     ) -> Self {
+        let needs_approval = caller.grant.approval.unwrap_or(policy.config.approval);
+        // The arguments are read only by the audit record and the approval question; a
+        // call with neither does not copy them.
+        let keep_arguments =
+            policy.audit.is_some() || (tier == Tier::Destructive && needs_approval);
         Self {
             audit: policy.audit.clone(),
-            needs_approval: caller.grant.approval.unwrap_or(policy.config.approval),
+            needs_approval,
             session: caller.session.clone(),
             key: caller.grant.name.clone(),
             profile: caller.profile_name().map(str::to_string),
@@ -52,7 +57,11 @@ impl Permit {
             call_id: crate::guided::random_hex(8),
             visible,
             tier,
-            arguments: arguments.clone(),
+            arguments: if keep_arguments {
+                arguments.clone()
+            } else {
+                Map::new()
+            },
             approved: None,
             started: Instant::now(),
         }
@@ -109,9 +118,14 @@ impl Permit {
     /// Audits the finished call: outcome, latency and result tokens (o200k). Destructive
     /// calls are synced to disk before the caller answers.
     pub fn finish(self, result: &Result<CallOutcome, CallError>) {
+        // Without an audit log nothing reads the figures: the token count (a BPE pass over
+        // the whole result) is not made on the request path for nothing.
+        if self.audit.is_none() {
+            return;
+        }
         let (outcome, error, tokens) = match result {
             Ok(o) => {
-                let text = Value::Array(o.content.clone()).to_string();
+                let text = serde_json::to_string(&o.content).unwrap_or_default();
                 let tokens = crate::shape::tokens::Encoding::O200k.count(&text);
                 let outcome = if o.is_error { "isError" } else { "ok" };
                 (outcome, None, Some(tokens))

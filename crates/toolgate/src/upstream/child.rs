@@ -60,15 +60,15 @@ pub fn spawn(
         let mut stdout = lines(stdout, MAX_LINE);
         while let Some(line) = stdout.next_line().await {
             match line {
-                Ok(line) => {
+                Ok(mut line) => {
                     let t = line.trim_start();
                     if t.starts_with('{') || t.starts_with('[') {
                         if line.contains("\"tools\"") {
                             capture_tools(&line, &raw_tools);
                         }
-                        let ok = to_rmcp.write_all(line.as_bytes()).await.is_ok()
-                            && to_rmcp.write_all(b"\n").await.is_ok();
-                        if !ok {
+                        // One write per message: rmcp's reader wakes once, not twice.
+                        line.push('\n');
+                        if to_rmcp.write_all(line.as_bytes()).await.is_err() {
                             break;
                         }
                     } else if !t.is_empty() {

@@ -83,7 +83,7 @@ pub(crate) async fn connect(
             let mut retry = FixedInterval::default();
             retry.max_times = Some(3);
             config.retry_config = Arc::new(retry);
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let transport = StreamableHttpClientTransport::with_client(http_client()?, config);
             let service = handler
                 .serve(transport)
                 .await
@@ -119,6 +119,34 @@ pub(crate) async fn connect(
         tools,
         server_info,
     })
+}
+
+/// The client an HTTP upstream is dialed with. `TCP_NODELAY` is said here rather than left
+/// to reqwest's default, so a change there cannot bring back Nagle's wait on small writes.
+/// The rest is rmcp's own default client: no idle connections kept (a reused connection
+/// can stall ~40 ms on a server's delayed ACK), and only same-origin 307/308 redirects,
+/// which keep the POST body, and never replay the session id or headers to another host.
+fn http_client() -> Result<reqwest::Client, String> {
+    let redirects = reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > 10 {
+            attempt.error("more than 10 redirects")
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(0)
+        .redirect(redirects)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
 /// Every tool, following `nextCursor` to the end (bounded, against a looping server).

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The HTTP load benchmark: toolgate and npm mcp-proxy in front of the same fixture upstream
+# (a stdio child), and the fixture's own HTTP endpoint as the no-gateway baseline, driven by
+# wrk with keep-alive at 1, 8 and 64 connections. Prints requests/s, p50, p99 and ratios in
+# one table, then resident memory: idle, with 1,000 open sessions, after the load.
+#
+#     scripts/bench-load.sh
+#
+# Environment (all optional):
+#   TOOLGATE_BIN    the toolgate binary (default: `cargo build --release`, target/release/toolgate)
+#   BENCH_BEFORE    a second toolgate binary measured in the same run (e.g. the previous commit)
+#   BENCH_SECS      seconds per wrk run (default 10)
+#   BENCH_CONNS     connection counts (default "1 8 64")
+#   BENCH_ERAS      "legacy" (default), "modern" (2026-07-28) or "legacy modern"
+#   BENCH_SESSIONS  sessions opened for the memory table (default 1000)
+#   MCP_PROXY       mcp-proxy's bin (default: .peers-extra, installed pinned if missing)
+# Needs wrk (Debian: apt-get install wrk), node + npm, python3. Everything listens on
+# 127.0.0.1 and is stopped when the script ends.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO=$(pwd)
+SECS=${BENCH_SECS:-10}
+CONNS=${BENCH_CONNS:-"1 8 64"}
+ERAS=${BENCH_ERAS:-legacy}
+SESSIONS=${BENCH_SESSIONS:-1000}
+PROXY_VERSION=6.7.19
+die() { printf 'bench-load: %s\n' "$*" >&2; exit 1; }
+
+command -v wrk >/dev/null || die "wrk is not installed (Debian: apt-get install wrk)"
+command -v python3 >/dev/null || die "python3 is not installed"
+if [ -z "${TOOLGATE_BIN:-}" ]; then
+  cargo build --release -q -p toolgate-cli
+  TOOLGATE_BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/toolgate"
+fi
+[ -x "$TOOLGATE_BIN" ] || die "no toolgate binary at $TOOLGATE_BIN"
+[ -z "${BENCH_BEFORE:-}" ] || [ -x "$BENCH_BEFORE" ] || die "BENCH_BEFORE=$BENCH_BEFORE is not an executable"
+if [ -z "${MCP_PROXY:-}" ]; then
+  MCP_PROXY="$REPO/.peers-extra/node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs"
+  have=$(node -p "try { require('$REPO/.peers-extra/node_modules/mcp-proxy/package.json').version } catch { '' }")
+  if [ "$have" != "$PROXY_VERSION" ]; then
+    npm install --prefix "$REPO/.peers-extra" --save-exact --no-audit --no-fund --no-progress \
+      --loglevel=error "mcp-proxy@$PROXY_VERSION" >&2
+  fi
+fi
+[ -f "$MCP_PROXY" ] || die "no mcp-proxy at $MCP_PROXY"
+HELPER="$REPO/scripts/bench_mcp.py"
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+CATALOG="$WORK/catalog.json"
+cat >"$CATALOG" <<'EOF'
+[{"server":"bench","tool":{"name":"echo","description":"Echo the message.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}}}]
+EOF
+# One fixture binary for every upstream, so only the HTTP side differs between rows.
+FIXTURE=("$TOOLGATE_BIN" fixture --catalog "$CATALOG")
+
+# wait_line FILE PATTERN: the first match of PATTERN (a sed -n regex with one group) in FILE.
+wait_line() {
+  local i
+  for i in $(seq 1 600); do
+    local m
+    m=$(sed -nE "s|^.*$2.*$|\1|p" "$1" | head -n 1)
+    if [ -n "$m" ]; then echo "$m"; return 0; fi
+    sleep 0.1
+  done
+  die "no line matching '$2' in $1 after 60 s: $(tail -n 5 "$1")"
+}
+
+declare -A URL PID TOOL
+NAMES=()
+
+start_fixture() { # NAME BIN
+  "$2" fixture --catalog "$CATALOG" --http 127.0.0.1:0 >"$WORK/$1.out" 2>"$WORK/$1.err" &
+  PIDS+=($!); PID[$1]=$!
+  URL[$1]=$(wait_line "$WORK/$1.out" 'listening (http://[^ ]+)')
+  TOOL[$1]=echo; NAMES+=("$1")
+}
+
+start_toolgate() { # NAME BIN
+  cat >"$WORK/$1.toml" <<EOF
+[gateway]
+mode = "direct"
+[upstreams.bench]
+command = "${FIXTURE[0]}"
+args = ["fixture", "--catalog", "$CATALOG"]
+EOF
+  "$2" serve --config "$WORK/$1.toml" --http 127.0.0.1:0 >/dev/null 2>"$WORK/$1.err" &
+  PIDS+=($!); PID[$1]=$!
+  URL[$1]=$(wait_line "$WORK/$1.err" 'MCP endpoint: (http://[^ ]+)')
+  TOOL[$1]=bench_echo; NAMES+=("$1")
+}
+
+start_proxy() { # NAME
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  node "$MCP_PROXY" --host 127.0.0.1 --port "$port" --server stream -- "${FIXTURE[@]}" \
+    >"$WORK/$1.out" 2>&1 &
+  PIDS+=($!); PID[$1]=$!
+  URL[$1]="http://127.0.0.1:$port/mcp"
+  local i
+  for i in $(seq 1 300); do
+    python3 "$HELPER" session "${URL[$1]}" echo legacy >/dev/null 2>&1 && break
+    [ "$i" -lt 300 ] || die "mcp-proxy did not answer in 30 s: $(tail -n 5 "$WORK/$1.out")"
+    sleep 0.1
+  done
+  TOOL[$1]=echo; NAMES+=("$1")
+}
+
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+# wrk_run NAME ERA CONNS -> "requests/s p50_us p99_us bad" (bad: errors + wrong answers)
+wrk_run() {
+  local name=$1 era=$2 conns=$3 lua="$WORK/$1.$2.lua"
+  if [ ! -f "$lua" ]; then
+    local headers body
+    headers=$(python3 "$HELPER" session "${URL[$name]}" "${TOOL[$name]}" "$era") || return 1
+    body=$(python3 "$HELPER" body "${TOOL[$name]}" "$era")
+    {
+      echo 'wrk.method = "POST"'
+      echo 'wrk.headers["Content-Type"] = "application/json"'
+      echo 'wrk.headers["Accept"] = "application/json, text/event-stream"'
+      while IFS= read -r h; do
+        echo "wrk.headers[\"${h%%: *}\"] = \"${h#*: }\""
+      done <<<"$headers"
+      # A JSON-RPC id must be unique among a session's requests in flight: each request
+      # gets "<thread>-<n>" in place of the helper's id.
+      printf 'local head, tail = [[%s]], [[%s]]\n' "${body%%\"__ID__\"*}" "${body#*\"__ID__\"}"
+      cat <<'EOF'
+local threads, n = {}, 0
+function setup(thread)
+  table.insert(threads, thread)
+  thread:set("tid", #threads)
+end
+function request()
+  n = n + 1
+  return wrk.format(nil, nil, nil, head .. '"' .. tid .. '-' .. n .. '"' .. tail)
+end
+function init(args) bad = 0 end
+function response(status, headers, body)
+  if status ~= 200 or not body:find('"result"', 1, true) or body:find('"isError":true', 1, true) then
+    bad = bad + 1
+  end
+end
+function done(summary, latency, requests)
+  local bad = 0
+  for _, t in ipairs(threads) do bad = bad + t:get("bad") end
+  local e = summary.errors
+  bad = bad + e.connect + e.read + e.write + e.timeout
+  io.write(string.format("RESULT %.1f %d %d %d\n", summary.requests / (summary.duration / 1e6),
+    latency:percentile(50), latency:percentile(99), bad))
+end
+EOF
+    } >"$lua"
+  fi
+  local threads=$((conns < 2 ? conns : 2))
+  wrk -t "$threads" -c "$conns" -d "${SECS}s" --timeout 10s -s "$lua" "${URL[$name]}" \
+    | awk '/^RESULT/ {print $2, $3, $4, $5}'
+}
+
+# Run order within each block: mcp-proxy and the fixture first, for the ratios.
+start_proxy mcp-proxy
+start_fixture fixture "$TOOLGATE_BIN"
+start_toolgate toolgate "$TOOLGATE_BIN"
+if [ -n "${BENCH_BEFORE:-}" ]; then
+  start_fixture fixture-before "$BENCH_BEFORE"
+  start_toolgate toolgate-before "$BENCH_BEFORE"
+fi
+
+declare -A IDLE
+for n in "${NAMES[@]}"; do
+  python3 "$HELPER" session "${URL[$n]}" "${TOOL[$n]}" legacy >/dev/null
+  IDLE[$n]=$(rss_kib "${PID[$n]}")
+done
+
+echo "toolgate: $TOOLGATE_BIN${BENCH_BEFORE:+ (before: $BENCH_BEFORE)}; mcp-proxy $PROXY_VERSION; wrk ${SECS} s per row, keep-alive; $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
+echo "upstream: the fixture's echo tool over stdio behind each proxy; the fixture rows call its own HTTP endpoint"
+declare -A RPS P50 P99
+BAD=0
+for era in $ERAS; do
+  echo
+  echo "era $era"
+  echo
+  echo "| target | connections | requests/s | p50 | p99 | p99/p50 | requests/s vs mcp-proxy | p50 vs fixture | bad |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  for c in $CONNS; do
+    for n in "${NAMES[@]}"; do
+      if ! out=$(wrk_run "$n" "$era" "$c" 2>"$WORK/$n.$era.why"); then
+        echo "| $n | $c | skipped: $(tail -n 1 "$WORK/$n.$era.why" | cut -c1-120) | | | | | | |"
+        continue
+      fi
+      read -r rps p50 p99 bad <<<"$out"
+      BAD=$((BAD + bad))
+      RPS[$n.$era.$c]=$rps P50[$n.$era.$c]=$p50 P99[$n.$era.$c]=$p99
+      vs_proxy=$(awk -v a="$rps" -v b="${RPS[mcp-proxy.$era.$c]:-}" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }')
+      base=fixture; [[ $n == *-before ]] && base=fixture-before
+      vs_fix=$(awk -v a="$p50" -v b="${P50[$base.$era.$c]:-}" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }')
+      printf '| %s | %s | %s | %s µs | %s µs | %s | %s | %s | %s |\n' "$n" "$c" \
+        "$(printf '%.0f' "$rps")" "$p50" "$p99" \
+        "$(awk -v a="$p99" -v b="$p50" 'BEGIN { printf "%.2f", a / b }')" "$vs_proxy" "$vs_fix" "$bad"
+    done
+  done
+done
+
+declare -A AFTER MANY AGAIN
+for n in "${NAMES[@]}"; do AFTER[$n]=$(rss_kib "${PID[$n]}"); done
+for n in "${NAMES[@]}"; do
+  python3 "$HELPER" sessions "${URL[$n]}" "$SESSIONS" >/dev/null
+  MANY[$n]=$(rss_kib "${PID[$n]}")
+done
+for n in "${NAMES[@]}"; do
+  wrk_run "$n" legacy 8 >/dev/null
+  AGAIN[$n]=$(rss_kib "${PID[$n]}")
+done
+
+echo
+echo "resident memory of the serving process (KiB; toolgate and mcp-proxy without their upstream child)"
+echo
+echo "| target | idle | after the load | with $SESSIONS more sessions open | per session | after a second load (8 connections) |"
+echo "|---|---|---|---|---|---|"
+for n in "${NAMES[@]}"; do
+  if [ -n "${MANY[$n]:-}" ]; then
+    many=${MANY[$n]}
+    per=$(awk -v a="$many" -v b="${AFTER[$n]}" -v s="$SESSIONS" 'BEGIN { printf "%.1f KiB", (a - b) / s }')
+  else
+    many="not measured" per="–"
+  fi
+  echo "| $n | ${IDLE[$n]} | ${AFTER[$n]} | $many | $per | ${AGAIN[$n]} |"
+done
+
+# Figures from a run with errors or wrong answers are not figures.
+[ "$BAD" -eq 0 ] || die "$BAD requests failed or were answered wrongly (column bad)"

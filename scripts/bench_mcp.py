@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""The MCP side of scripts/bench-load.sh: sessions and one checked call (stdlib only).
+
+    bench_mcp.py session URL TOOL legacy|modern   print the headers wrk sends (one per line)
+    bench_mcp.py sessions URL N                   open N sessions and leave them open
+    bench_mcp.py body TOOL legacy|modern          print the tools/call body wrk sends
+
+`session` opens a session (legacy: initialize + notifications/initialized, the session id
+header) and makes one tools/call with those headers, so a wrong tool name or a server that
+does not speak the era stops the benchmark with its answer instead of a wrk run of errors.
+"""
+
+import http.client
+import json
+import sys
+import urllib.parse
+
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+
+
+def connect(url):
+    u = urllib.parse.urlsplit(url)
+    return http.client.HTTPConnection(u.hostname, u.port, timeout=30), u.path or "/"
+
+
+def post(conn, path, payload, headers):
+    conn.request(
+        "POST",
+        path,
+        body=json.dumps(payload),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **headers,
+        },
+    )
+    resp = conn.getresponse()
+    return resp.status, dict(resp.getheaders()), resp.read().decode("utf-8", "replace")
+
+
+def messages(body):
+    """JSON-RPC messages of a plain JSON body or an SSE stream."""
+    body = body.strip()
+    if body.startswith("{"):
+        return [json.loads(body)]
+    out = []
+    for line in body.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            out.append(json.loads(line[5:]))
+    return out
+
+
+def call_body(tool, era):
+    params = {"name": tool, "arguments": {"message": "hello"}}
+    if era == "modern":
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientInfo": {"name": "bench-load", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    return {"jsonrpc": "2.0", "id": "__ID__", "method": "tools/call", "params": params}
+
+
+def initialize(conn, path):
+    status, headers, body = post(
+        conn,
+        path,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY,
+                "capabilities": {},
+                "clientInfo": {"name": "bench-load", "version": "1"},
+            },
+        },
+        {},
+    )
+    sid = {k.lower(): v for k, v in headers.items()}.get("mcp-session-id")
+    if status != 200 or not sid:
+        sys.exit(f"initialize at {path}: HTTP {status}, no session id: {body[:300]}")
+    version = messages(body)[-1]["result"]["protocolVersion"]
+    hdrs = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": version}
+    status, _, body = post(
+        conn, path, {"jsonrpc": "2.0", "method": "notifications/initialized"}, hdrs
+    )
+    if status not in (200, 202):
+        sys.exit(f"notifications/initialized: HTTP {status}: {body[:300]}")
+    return hdrs
+
+
+def session(url, tool, era):
+    conn, path = connect(url)
+    if era == "modern":
+        # No session; the standard headers (SEP-2243) name the method and the tool.
+        hdrs = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    else:
+        hdrs = initialize(conn, path)
+    status, _, body = post(conn, path, call_body(tool, era), hdrs)
+    msgs = messages(body) if status == 200 else []
+    result = msgs[-1].get("result") if msgs else None
+    if not result or result.get("isError"):
+        sys.exit(f"tools/call {tool} at {url} ({era}): HTTP {status}: {body[:400]}")
+    for k, v in hdrs.items():
+        print(f"{k}: {v}")
+
+
+def sessions(url, n):
+    conn, path = connect(url)
+    for _ in range(n):
+        initialize(conn, path)
+    print(n)
+
+
+def main():
+    cmd = sys.argv[1:2]
+    if cmd == ["session"] and len(sys.argv) == 5:
+        session(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif cmd == ["sessions"] and len(sys.argv) == 4:
+        sessions(sys.argv[2], int(sys.argv[3]))
+    elif cmd == ["body"] and len(sys.argv) == 4:
+        print(json.dumps(call_body(sys.argv[2], sys.argv[3])))
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
