@@ -5,6 +5,7 @@
 //! internal representation here, so nothing else knows which file a setting came from.
 //! Every error names the file, the key and what to do about it.
 
+mod checks;
 pub mod code;
 mod env;
 pub mod mcp_json;
@@ -36,6 +37,17 @@ pub enum Mode {
     Auto,
 }
 
+impl Mode {
+    /// The name as written in configuration and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Guided => "guided",
+            Mode::Direct => "direct",
+            Mode::Auto => "auto",
+        }
+    }
+}
+
 impl std::str::FromStr for Mode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -63,6 +75,9 @@ pub struct Config {
     pub upstreams: BTreeMap<String, UpstreamConfig>,
     /// Profiles, keys, approval and audit.
     pub policy: crate::policy::PolicyConfig,
+    /// What was read but not used (keys other clients write in an mcpServers file, other
+    /// folders' project entries): shown once when the configuration is loaded.
+    pub warnings: Vec<String>,
 }
 
 /// Settings of the front (what clients talk to).
@@ -154,7 +169,12 @@ pub enum Transport {
     Stdio {
         command: String,
         args: Vec<String>,
+        /// Set for the child on top of its minimal environment.
         env: BTreeMap<String, String>,
+        /// Names of the gateway's own variables passed to the child besides the minimal
+        /// ones (`upstream::environment::BASE`); nothing else of the gateway's
+        /// environment reaches it.
+        inherit_env: Vec<String>,
         cwd: Option<PathBuf>,
     },
     /// A Streamable HTTP endpoint.
@@ -192,6 +212,7 @@ impl Config {
             code: code::CodeConfig::default(),
             upstreams: BTreeMap::new(),
             policy: Default::default(),
+            warnings: Vec::new(),
         }
     }
 
@@ -208,10 +229,12 @@ impl Config {
             anyhow::anyhow!(
                 "{}: {}",
                 path.display(),
-                e.to_string().trim_end().replace('\n', "\n  ")
+                human_serde(e.to_string().trim_end()).replace('\n', "\n  ")
             )
         })?;
-        raw.validate(path)
+        let config = raw.validate(path)?;
+        config.check_names()?;
+        Ok(config)
     }
 
     /// Reads an `mcpServers` JSON file (Claude Desktop, Claude Code `.mcp.json`, Cursor, VS Code).
@@ -243,7 +266,8 @@ impl Config {
             }
             self.upstreams.insert(name, up);
         }
-        Ok(())
+        self.warnings.extend(other.warnings);
+        self.check_names()
     }
 
     pub fn source_name(&self) -> String {
@@ -300,4 +324,31 @@ pub(crate) fn check_upstream_name(name: &str, file: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// serde's words for a wrong type, in the words a person writing the file uses
+/// (`expected f64` -> `expected a number`; under a `*_secs` key, a number of seconds).
+pub(crate) fn human_serde(message: &str) -> String {
+    let seconds = message.contains("_secs");
+    let mut out = message.to_string();
+    for (serde, human) in [
+        ("expected a sequence", "expected an array of strings"),
+        ("expected a map", "expected a table of keys and values"),
+        ("expected a boolean", "expected true or false"),
+        ("expected usize", "expected a whole number"),
+        ("expected u64", "expected a whole number"),
+        ("expected u32", "expected a whole number"),
+        ("expected u16", "expected a whole number"),
+        ("expected u8", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+    ] {
+        out = out.replace(serde, human);
+    }
+    let number = if seconds {
+        "expected a number of seconds"
+    } else {
+        "expected a number"
+    };
+    out.replace("expected f64", number)
+        .replace("expected f32", number)
 }

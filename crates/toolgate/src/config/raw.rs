@@ -243,6 +243,9 @@ pub struct RawUpstream {
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Variables of the gateway's environment to pass to the child besides the minimal set.
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
     pub cwd: Option<PathBuf>,
     pub url: Option<String>,
     #[serde(default)]
@@ -303,12 +306,30 @@ impl RawUpstream {
                     )?)),
                     None => None,
                 };
-                Transport::Stdio { command, args, env, cwd }
+                for name in &self.inherit_env {
+                    if name.is_empty() || name.contains('=') || name.contains('\0') {
+                        bail!(
+                            "{}: {key}.inherit_env: {name:?} is not a variable name: list names such as \"AWS_PROFILE\"",
+                            file.display()
+                        );
+                    }
+                }
+                Transport::Stdio {
+                    command,
+                    args,
+                    env,
+                    inherit_env: self.inherit_env,
+                    cwd,
+                }
             }
             (None, Some(url)) => {
-                if !self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some() {
+                if !self.args.is_empty()
+                    || !self.env.is_empty()
+                    || !self.inherit_env.is_empty()
+                    || self.cwd.is_some()
+                {
                     bail!(
-                        "{}: {key}: `args`, `env` and `cwd` only apply to `command` upstreams",
+                        "{}: {key}: `args`, `env`, `inherit_env` and `cwd` only apply to `command` upstreams",
                         file.display()
                     );
                 }
@@ -419,6 +440,7 @@ impl RawConfig {
             code,
             upstreams,
             policy,
+            warnings: Vec::new(),
         })
     }
 }
