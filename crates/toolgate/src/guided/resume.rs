@@ -46,20 +46,22 @@ pub async fn run(engine: &Engine, session: &str, args: &Map<String, Value>) -> M
     }
 }
 
+/// One page: its text, then where it stands. The text is in the structured part too, since
+/// Claude Code and Codex show the model only `structuredContent` when a result has it.
 fn page_answer(page: String, next: Option<String>, number: usize, of: usize) -> MetaResult {
-    let mut content = vec![crate::exec::shape::text_block(page)];
+    let mut content = vec![crate::exec::shape::text_block(page.clone())];
     let structured = match &next {
         Some(cursor) => {
             content.push(crate::exec::shape::text_block(format!(
                 "[toolgate] page {number} of {of}; call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
             )));
-            json!({"nextCursor": cursor, "page": number, "pages": of})
+            json!({"text": page, "nextCursor": cursor, "page": number, "pages": of})
         }
         None => {
             content.push(crate::exec::shape::text_block(format!(
                 "[toolgate] page {number} of {of}, the last"
             )));
-            json!({"nextCursor": null, "done": true, "page": number, "pages": of})
+            json!({"text": page, "nextCursor": null, "done": true, "page": number, "pages": of})
         }
     };
     MetaResult {
