@@ -21,6 +21,9 @@ def claude_env(model: FakeModel) -> dict[str, str]:
         "DISABLE_AUTOUPDATER": "1",
         # MCP tools in the request itself (not behind ToolSearch), as a scripted model expects.
         "ENABLE_TOOL_SEARCH": "false",
+        # `claude -p` waits for MCP servers to connect before the first request (by default
+        # it starts without those still connecting, which a loaded machine makes likely).
+        "MCP_CONNECTION_NONBLOCKING": "0",
     }
 
 
