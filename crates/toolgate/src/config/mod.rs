@@ -10,6 +10,8 @@ pub mod code;
 mod env;
 pub mod mcp_json;
 pub mod raw;
+#[cfg(test)]
+mod raw_tests;
 
 use crate::shape::{LocalOptions, Profile, SlimOptions, SurfaceOptions};
 use anyhow::{bail, Context, Result};
