@@ -251,7 +251,7 @@ impl Gateway {
                 continue;
             }
             let server = p.split_once('/').map_or(p.as_str(), |(s, _)| s);
-            if server == crate::skills::SKILLS_SERVER && self.config.code.skills_dir.is_some() {
+            if self.config.is_skills_server(server) {
                 continue;
             }
             match self.upstreams.get(server) {

@@ -278,6 +278,11 @@ impl Config {
             .map_or("the built-in demo".into(), |p| p.display().to_string())
     }
 
+    /// True for the reserved server name of skills, while skills are on.
+    pub fn is_skills_server(&self, name: &str) -> bool {
+        self.code.skills_dir.is_some() && name == crate::skills::SKILLS_SERVER
+    }
+
     /// The upstreams that are switched on.
     pub fn enabled_upstreams(&self) -> impl Iterator<Item = &UpstreamConfig> {
         self.upstreams.values().filter(|u| u.enabled)
