@@ -165,10 +165,14 @@ def _toml_value(v: Any) -> str:
 
 
 def write_config(path: Path, upstreams: dict[str, dict[str, Any]], gateway: dict[str, Any] | None = None) -> Path:
-    """Writes a toolgate.toml: a `[gateway]` table and one `[upstreams.NAME]` table each."""
+    """Writes a toolgate.toml: a `[gateway]` table and one `[upstreams.NAME]` table each.
+    Stdio upstreams start with a minimal environment, so each is given the marker on
+    purpose (`inherit_env`) unless its table says otherwise: the leftover check finds them."""
     lines = ["[gateway]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in (gateway or {}).items()]
     for name, table in upstreams.items():
+        if "command" in table and "inherit_env" not in table:
+            table = {**table, "inherit_env": [MARKER_VAR]}
         lines += ["", f"[upstreams.{json.dumps(name)}]"]
         lines += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
     path.write_text("\n".join(lines) + "\n")
@@ -236,7 +240,9 @@ async def stdio_session(
     params = StdioServerParameters(
         command=str(toolgate),
         args=["serve", "--stdio", "--config", str(config), "--mode", mode, *(extra or [])],
-        env={MARKER_VAR: marker, **{k: v for k, v in os.environ.items() if k.startswith("RUST_")}},
+        # The SDK passes only a minimal environment: add the marker, RUST_LOG and the
+        # variables a test sets for the gateway itself (TOOLGATE_TEST_*).
+        env={MARKER_VAR: marker, **{k: v for k, v in os.environ.items() if k.startswith(("RUST_", "TOOLGATE_TEST_"))}},
         cwd=str(work.dir),
     )
     with open(work.path("toolgate-stdio.log"), "a") as errlog:

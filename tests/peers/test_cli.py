@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from gateway import (
+    MARKER_VAR,
     TEST_GATEWAY,
     all_tools,
     http_client,
@@ -68,8 +69,8 @@ async def test_mcp_json_import_serves_the_same_servers(toolgate_bin, peers, work
     servers = {}
     for name, up in stdio_upstreams(peers, work).items():
         servers[name] = {"command": str(up["command"]), "args": [str(a) for a in up["args"]]}
-        if "env" in up:
-            servers[name]["env"] = up["env"]
+        # Children start with a minimal environment: pass the leftover check's marker on.
+        servers[name]["env"] = {**up.get("env", {}), MARKER_VAR: "${" + MARKER_VAR + "}"}
     mcp_json = work.path(".mcp.json")
     mcp_json.write_text(json.dumps({"mcpServers": servers}))
     cfg = write_config(work.path("toolgate.toml"), {}, TEST_GATEWAY)

@@ -76,7 +76,7 @@ pub fn run() -> ExitCode {
     let result: anyhow::Result<bool> = runtime.block_on(async {
         match cli.command {
             Command::Serve(a) => cmd::serve::run(a).await.map(|()| true),
-            Command::Tools(a) => cmd::tools::run(a).await.map(|()| true),
+            Command::Tools(a) => cmd::tools::run(a).await,
             Command::Check(a) => cmd::check::run(a).await,
             Command::Eval(a) => cmd::eval::run(a).map(|()| true),
             Command::Tokens(a) => cmd::tokens::run(a).await.map(|()| true),

@@ -52,6 +52,7 @@ async fn hangs_and_call_limits() {
         .as_str()
         .unwrap()
         .contains("nothing will settle"));
+    wait_for_tool(&client, "alpha", "echo").await;
     // 10,000 calls at once: the first 50 run, the rest throw `limit`.
     let s = expect(
         &client,

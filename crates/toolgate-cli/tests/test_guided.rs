@@ -137,6 +137,14 @@ async fn scenario(client: &Client) {
         assert_ne!(r.is_error, Some(true), "{}", text(&r));
         joined.push_str(&body(&r));
         pages += 1;
+        // Every page says where it stands, the last one too.
+        let total = structured(&r)["pages"].as_u64().expect("pages");
+        assert_eq!(structured(&r)["page"], pages, "{}", text(&r));
+        assert!(
+            text(&r).contains(&format!("page {pages} of {total}")),
+            "{}",
+            text(&r)
+        );
         match structured(&r)["nextCursor"].as_str() {
             Some(c) => cursor = c.to_string(),
             None => break,

@@ -43,7 +43,10 @@ pub async fn serve_stdio(
         _ = shutdown.cancelled() => return Ok(()),
     };
     tokio::select! {
-        quit = serving.waiting() => { tracing::info!(?quit, "stdio session ended"); }
+        quit = serving.waiting() => match quit {
+            Ok(_) => tracing::info!("stdio session ended"),
+            Err(e) => tracing::warn!("stdio session ended: {e}"),
+        },
         _ = shutdown.cancelled() => { tracing::info!("shutting down"); }
     }
     // rmcp's side of the duplex is dropped with the service; the pump drains and ends.

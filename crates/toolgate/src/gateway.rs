@@ -32,6 +32,9 @@ pub struct Gateway {
     /// Code mode's sandbox workers, `code.pool_size` of them started ahead and waiting;
     /// shutdown kills the waiting ones.
     pub code_workers: Arc<crate::code::pool::WorkerPool>,
+    /// The configuration warnings last logged (`config_warnings`), so each is logged once
+    /// when it appears rather than on every rebuild.
+    warned: std::sync::Mutex<Vec<String>>,
 }
 
 impl Gateway {
@@ -52,6 +55,7 @@ impl Gateway {
             settled: Default::default(),
             code_runs: Default::default(),
             code_workers: crate::code::pool::WorkerPool::new(&config.code),
+            warned: Default::default(),
             config,
         });
         if gw.code_workers.keeps_workers() {
@@ -183,7 +187,7 @@ impl Gateway {
             }
         }
         let next = Catalog::build(inputs);
-        self.catalog.send_if_modified(|cur| {
+        let changed = self.catalog.send_if_modified(|cur| {
             if same_tools(cur, &next) {
                 false
             } else {
@@ -191,6 +195,95 @@ impl Gateway {
                 true
             }
         });
+        if changed {
+            self.log_new_warnings();
+        }
+    }
+
+    /// Configuration that names what the upstreams do not have, or asks for a name another
+    /// tool owns: a `rename` of a tool its upstream does not list, a `rename` (or
+    /// `[direct.slim.tools]` name) that was not applied because the name is taken, a
+    /// `guided.pinned` tool that is not there. Only connected upstreams can be judged.
+    /// `toolgate check` exits non-zero when there are any; `serve` logs each once.
+    pub fn config_warnings(&self) -> Vec<String> {
+        let catalog = self.catalog();
+        let file = self.config.source_name();
+        let mut out = Vec::new();
+        for up in self.upstreams.values() {
+            if !matches!(up.status(), UpstreamStatus::Ready { .. }) {
+                continue;
+            }
+            let server = up.name();
+            let mut renames: Vec<_> = up.config.rename.iter().collect();
+            renames.sort();
+            for (tool, wanted) in renames {
+                match catalog.by_id(&ToolId::new(server, tool.clone())) {
+                    None => out.push(format!(
+                        "{file}: upstreams.{server}.rename: {server} has no tool {tool:?}: \
+                         fix the name (`toolgate tools` lists them) or remove the entry"
+                    )),
+                    Some(t) if t.exposed != *wanted => out.push(format!(
+                        "{file}: upstreams.{server}.rename: {tool:?} = {wanted:?} is not applied, \
+                         because {} already has that name ({server}/{tool} stays {}): choose another name",
+                        catalog
+                            .by_exposed(wanted)
+                            .map_or("another tool".to_string(), |h| h.id.to_string()),
+                        t.exposed
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+        for (key, o) in &self.config.direct.slim.tools {
+            let (Some(wanted), Some(t)) = (&o.name, catalog.resolve(key)) else {
+                continue;
+            };
+            if t.exposed != *wanted && !self.has_rename(&t.id) {
+                out.push(format!(
+                    "{file}: direct.slim.tools.{key:?}.name = {wanted:?} is not applied, because \
+                     another tool already has that name ({key} stays {}): choose another name",
+                    t.exposed
+                ));
+            }
+        }
+        for p in &self.config.guided.pinned {
+            if catalog.resolve(p).is_some() {
+                continue;
+            }
+            let server = p.split_once('/').map_or(p.as_str(), |(s, _)| s);
+            if self.config.is_skills_server(server) {
+                continue;
+            }
+            match self.upstreams.get(server) {
+                None => out.push(format!(
+                    "{file}: guided.pinned: {p:?}: there is no upstream {server:?}: \
+                     fix the name or remove the entry"
+                )),
+                Some(up) if matches!(up.status(), UpstreamStatus::Ready { .. }) => {
+                    out.push(format!(
+                        "{file}: guided.pinned: {p:?}: {server} has no such tool: \
+                         fix the name (`toolgate tools` lists them) or remove the entry"
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        out
+    }
+
+    fn has_rename(&self, id: &ToolId) -> bool {
+        self.upstreams
+            .get(&id.server)
+            .is_some_and(|u| u.config.rename.contains_key(&id.name))
+    }
+
+    fn log_new_warnings(&self) {
+        let now = self.config_warnings();
+        let mut warned = self.warned.lock().expect("warned");
+        for w in now.iter().filter(|w| !warned.contains(w)) {
+            tracing::warn!("{w}");
+        }
+        *warned = now;
     }
 }
 

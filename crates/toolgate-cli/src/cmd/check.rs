@@ -17,6 +17,7 @@ pub struct CheckArgs {
 
 /// Exits non-zero when an enabled upstream is not ready.
 pub async fn run(args: CheckArgs) -> Result<bool> {
+    super::common::init_logging("warn");
     let config = args.config.load()?;
     let source = config.source_name();
     let (config_skills, max_source) =
@@ -63,6 +64,17 @@ pub async fn run(args: CheckArgs) -> Result<bool> {
             );
         }
     }
+    // Configuration the upstreams' tool lists contradict (a rename of a missing tool, a
+    // pinned tool that is not there): the gateway serves on, but check fails.
+    let warnings = gw.config_warnings();
+    for w in &warnings {
+        if args.json {
+            println!("{}", json!({"config": "warning", "detail": w}));
+        } else {
+            println!("warning: {w}");
+        }
+    }
+    all_ok &= warnings.is_empty();
     gw.shutdown().await;
     // Skills: a bad one is skipped by the gateway (the rest keep working); reported here.
     if let Some(dir) = &config_skills {

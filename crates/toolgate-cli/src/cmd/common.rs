@@ -45,10 +45,14 @@ impl ConfigArgs {
                 None => config = Some(imported),
             }
         }
-        match config {
-            Some(c) => Ok(c),
-            None => demo_config(),
+        let config = match config {
+            Some(c) => c,
+            None => demo_config()?,
+        };
+        for w in &config.warnings {
+            tracing::warn!("{w}");
         }
+        Ok(config)
     }
 }
 
@@ -72,6 +76,7 @@ pub fn demo_config() -> Result<Config> {
                         server.clone(),
                     ],
                     env: Default::default(),
+                    inherit_env: Vec::new(),
                     cwd: None,
                 },
                 enabled: true,
@@ -86,12 +91,19 @@ pub fn demo_config() -> Result<Config> {
 }
 
 /// Logs go to stderr (stdout may be the protocol). `RUST_LOG` overrides the default.
+/// rmcp's own lines (Debug dumps of peers and errors, which toolgate reports in its own
+/// words) are off unless `RUST_LOG` asks for them (`RUST_LOG=info,rmcp=debug`);
+/// colour only when stderr is a terminal and `NO_COLOR` is unset, so clients that record
+/// a server's stderr (Claude Code, Codex) get plain lines.
 pub fn init_logging(default: &str) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},rmcp=off")));
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_target(false)
         .try_init();
 }

@@ -147,7 +147,7 @@ fn print_banner(gw: &Arc<Gateway>, addr: SocketAddr) {
         };
         eprintln!("  {:<16} {:<9} {detail}", up.name(), up.status().label());
     }
-    eprintln!("{} tools; mode {mode:?}", catalog.len());
+    eprintln!("{} tools; mode {}", catalog.len(), mode.as_str());
     eprintln!("MCP endpoint: http://{addr}/mcp   (also /mcp/guided and /mcp/direct)");
     let policy = &gw.config.policy;
     if !policy.profiles.is_empty() {

@@ -14,8 +14,11 @@ pub struct ToolsArgs {
     pub json: bool,
 }
 
-pub async fn run(args: ToolsArgs) -> Result<()> {
+/// Exits non-zero when an enabled upstream is not ready (its tools are missing from the list).
+pub async fn run(args: ToolsArgs) -> Result<bool> {
+    super::common::init_logging("warn");
     let gw = start_and_settle(args.config.load()?).await;
+    let mut all_ok = true;
     let catalog = gw.catalog();
     if !args.json {
         println!("{:<20} {:<40} {:<45} STATUS", "SERVER", "TOOL", "EXPOSED");
@@ -39,14 +42,21 @@ pub async fn run(args: ToolsArgs) -> Result<()> {
         if up.tools().is_empty()
             && !matches!(status, toolgate::upstream::UpstreamStatus::Ready { .. })
         {
+            let detail = match &status {
+                toolgate::upstream::UpstreamStatus::Retrying { error, .. } => error.clone(),
+                toolgate::upstream::UpstreamStatus::Starting => "still connecting".into(),
+                toolgate::upstream::UpstreamStatus::Disabled => "enabled = false".into(),
+                _ => String::new(),
+            };
+            all_ok &= !up.config.enabled;
             if args.json {
                 println!(
                     "{}",
-                    json!({"server": up.name(), "tool": null, "exposed": null, "status": status.label()})
+                    json!({"server": up.name(), "tool": null, "exposed": null, "status": status.label(), "detail": detail})
                 );
             } else {
                 println!(
-                    "{:<20} {:<40} {:<45} {}",
+                    "{:<20} {:<40} {:<45} {}: {detail}",
                     up.name(),
                     "-",
                     "-",
@@ -61,5 +71,8 @@ pub async fn run(args: ToolsArgs) -> Result<()> {
         gw.upstreams().count()
     );
     gw.shutdown().await;
-    Ok(())
+    if !all_ok {
+        eprintln!("some upstreams are not connected: `toolgate check` says why");
+    }
+    Ok(all_ok)
 }

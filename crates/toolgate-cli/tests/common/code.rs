@@ -78,6 +78,23 @@ pub async fn expect(client: &Client, code: &str, status: &str) -> Value {
     s
 }
 
+/// Waits (bounded, generous) until programs see `tools.<server>.<tool>`: on a loaded machine
+/// an upstream can miss the startup wait (a first connect that fails counts as settled)
+/// and join a little later.
+pub async fn wait_for_tool(client: &Client, server: &str, tool: &str) {
+    let probe = format!("return typeof tools.{server}?.{tool}");
+    let mut last = String::new();
+    for _ in 0..120 {
+        let (s, t) = run(client, &probe).await;
+        if s["result"] == "function" {
+            return;
+        }
+        last = t;
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    panic!("tools.{server}.{tool} never appeared: {last}");
+}
+
 pub async fn healthy(client: &Client) {
     let (s, t) = run(client, "return 40 + 2").await;
     assert_eq!(s["result"], 42, "{t}");

@@ -346,3 +346,18 @@ pub async fn request<H: ClientHandler>(
         Err(e) => json!({"error": e.to_string()}),
     }
 }
+
+/// A shared dataset, or `None` (after saying why on stderr, past the test harness's capture,
+/// so `cargo test` shows it) when it is missing outside CI; in CI (`CI` set) a missing
+/// dataset fails the test.
+pub fn dataset_or_skip(relative: &str) -> Option<std::path::PathBuf> {
+    match toolgate::catalog::file::dataset(relative) {
+        Ok(path) => Some(path),
+        Err(why) if std::env::var_os("CI").is_none() => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: {why}");
+            None
+        }
+        Err(why) => panic!("{why}"),
+    }
+}

@@ -66,6 +66,21 @@ pub fn load_queries_file(path: &Path) -> Result<Vec<LabelledQuery>> {
         .collect()
 }
 
+/// A file or folder under the datasets folder, or a sentence saying it is missing and how
+/// to provide it. Tests and benchmarks that need the shared datasets (which a plain clone
+/// does not have) skip with that sentence, except in CI (`CI` set), where it is present.
+pub fn dataset(relative: &str) -> Result<std::path::PathBuf, String> {
+    let path = datasets_dir().join(relative);
+    if path.exists() {
+        return Ok(path);
+    }
+    Err(format!(
+        "needs the shared datasets: {} is missing; put the project's shared/ folder beside \
+         the repository (as ../shared) or set TOOLGATE_DATASETS to its datasets folder",
+        path.display()
+    ))
+}
+
 /// The datasets folder: `TOOLGATE_DATASETS`, else `../shared/datasets` from the workspace.
 pub fn datasets_dir() -> std::path::PathBuf {
     if let Some(p) = std::env::var_os("TOOLGATE_DATASETS") {

@@ -67,18 +67,27 @@ pub fn candidate(prefix: &str, id: &ToolId) -> String {
 }
 
 /// Assigns a unique exposed name to every tool. `tools` is (id, prefix, override);
-/// an override (from configuration) is used as the candidate when it is valid.
+/// an override (from configuration) is used when it is valid and is not the name another
+/// tool gets on its own: a rename never takes a name from a tool that did not ask for one
+/// (the gateway warns about refused overrides, see `Gateway::config_warnings`).
 /// Returns names in the same order as the input.
 pub fn assign(tools: &[(ToolId, String, Option<String>)]) -> Vec<String> {
     let mut order: Vec<usize> = (0..tools.len()).collect();
     order.sort_by(|&a, &b| tools[a].0.cmp(&tools[b].0));
     let mut taken = HashSet::new();
     let mut out = vec![String::new(); tools.len()];
-    // Overrides first: an operator's explicit name wins over a generated one.
+    // The names tools without an override get on their own: an override may not take them.
+    let own: HashSet<String> = tools
+        .iter()
+        .filter(|(_, _, over)| over.is_none())
+        .map(|(id, prefix, _)| candidate(prefix, id))
+        .collect();
+    // Overrides first: an operator's explicit name wins over a generated collision suffix.
     let mut pending = BTreeMap::new();
     for &i in &order {
         let (id, prefix, over) = &tools[i];
-        match over.as_deref().filter(|o| is_valid(o)) {
+        let usable = over.as_deref().filter(|o| is_valid(o) && !own.contains(*o));
+        match usable {
             Some(o) if taken.insert(o.to_string()) => out[i] = o.to_string(),
             _ => {
                 pending.insert(i, candidate(prefix, id));
@@ -149,12 +158,26 @@ mod tests {
     }
 
     #[test]
-    fn overrides_win_when_valid() {
+    fn overrides_win_when_valid_and_free() {
         let mut t = ids(&[("github", "create_issue"), ("gitlab", "create_issue")]);
-        t[1].2 = Some("github_create_issue".into());
+        t[1].2 = Some("open_issue".into());
         t[0].2 = Some("bad name!".into());
         let n = assign(&t);
-        assert_eq!(n[1], "github_create_issue");
-        assert_ne!(n[0], n[1]);
+        assert_eq!(n, vec!["github_create_issue", "open_issue"]);
+    }
+
+    #[test]
+    fn an_override_never_takes_the_name_of_a_tool_that_did_not_ask() {
+        let mut t = ids(&[("github", "create_issue"), ("gitlab", "create_issue")]);
+        t[1].2 = Some("github_create_issue".into());
+        let n = assign(&t);
+        assert_eq!(
+            n[0], "github_create_issue",
+            "the tool that owns the name keeps it"
+        );
+        assert_eq!(
+            n[1], "gitlab_create_issue",
+            "the refused override falls back"
+        );
     }
 }

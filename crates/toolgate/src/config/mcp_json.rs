@@ -12,8 +12,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// One server entry: the keys toolgate uses. Other keys (`autoApprove`, `timeout`,
+/// `description`, ... that other clients write) are skipped with a warning, not refused:
+/// the file belongs to another program.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct McpServer {
     command: Option<String>,
     #[serde(default)]
@@ -28,10 +30,14 @@ struct McpServer {
     headers: BTreeMap<String, String>,
     /// Cursor and others allow disabling an entry.
     disabled: Option<bool>,
-    /// VS Code's `envFile` and similar are not supported; named here so the error is clear.
+    /// VS Code's `envFile` is not supported; named here so the error is clear.
     #[serde(rename = "envFile")]
     env_file: Option<String>,
 }
+
+const KNOWN_KEYS: &[&str] = &[
+    "command", "args", "env", "cwd", "url", "type", "headers", "disabled", "envFile",
+];
 
 /// A map that refuses duplicate keys (serde_json would silently keep the last one).
 struct Servers(Vec<(String, serde_json::Value)>);
@@ -61,41 +67,109 @@ impl<'de> Deserialize<'de> for Servers {
     }
 }
 
+/// One project of Claude Code's `~/.claude.json`: `claude mcp add` (local scope, the
+/// default) writes its servers here, under the project's folder.
+#[derive(Deserialize)]
+struct Project {
+    #[serde(rename = "mcpServers")]
+    mcp_servers: Option<Servers>,
+}
+
 #[derive(Deserialize)]
 struct File {
     #[serde(rename = "mcpServers")]
     mcp_servers: Option<Servers>,
     /// VS Code's `.vscode/mcp.json` uses `servers`.
     servers: Option<Servers>,
+    /// Claude Code's `~/.claude.json`: per-folder servers (`projects[<dir>].mcpServers`).
+    #[serde(default)]
+    projects: BTreeMap<String, Project>,
 }
 
-/// Parses mcpServers JSON; `file` is used in messages only.
+/// Parses mcpServers JSON; `file` is used in messages only. Project-scope entries of
+/// `~/.claude.json` are read for the current folder, as Claude Code does.
 pub fn parse(text: &str, file: &Path) -> Result<Config> {
-    let parsed: File =
-        serde_json::from_str(text).map_err(|e| anyhow!("{}: {e}", file.display()))?;
-    let (servers, top) = match (parsed.mcp_servers, parsed.servers) {
-        (Some(s), _) => (s, "mcpServers"),
-        (None, Some(s)) => (s, "servers"),
-        (None, None) => bail!(
-            "{}: no \"mcpServers\" (or VS Code \"servers\") object found: is this an MCP client configuration file?",
-            file.display()
-        ),
+    parse_in(text, file, std::env::current_dir().ok().as_deref())
+}
+
+/// `parse` as if run in `folder`.
+pub fn parse_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Config> {
+    let f = file.display();
+    let parsed: File = serde_json::from_str(text)
+        .map_err(|e| anyhow!("{f}: {}", super::human_serde(&e.to_string())))?;
+    let mut warnings = Vec::new();
+    let mut entries: Vec<(String, String, serde_json::Value)> = Vec::new();
+    let top = match (parsed.mcp_servers, parsed.servers) {
+        (Some(s), _) => Some((s, "mcpServers")),
+        (None, Some(s)) => Some((s, "servers")),
+        (None, None) => None,
     };
+    if let Some((servers, top)) = top {
+        entries.extend(
+            servers
+                .0
+                .into_iter()
+                .map(|(n, v)| (format!("{top}.{n}"), n, v)),
+        );
+    }
+    let here = folder.map(|d| d.to_string_lossy().trim_end_matches('/').to_string());
+    let mut elsewhere = 0;
+    for (dir, project) in parsed.projects {
+        let Some(servers) = project.mcp_servers.filter(|s| !s.0.is_empty()) else {
+            continue;
+        };
+        if here.as_deref() != Some(dir.trim_end_matches('/')) {
+            elsewhere += servers.0.len();
+            continue;
+        }
+        for (name, value) in servers.0 {
+            // The project's entry wins over a user-scope one of the same name, as in Claude Code.
+            if entries.iter().any(|(_, n, _)| *n == name) {
+                warnings.push(format!(
+                    "{f}: projects[{dir:?}].mcpServers.{name} replaces the user-scope entry of the same name"
+                ));
+                entries.retain(|(_, n, _)| *n != name);
+            }
+            entries.push((format!("projects[{dir:?}].mcpServers.{name}"), name, value));
+        }
+    }
+    if elsewhere > 0 {
+        warnings.push(format!(
+            "{f}: skipped {elsewhere} project-scope servers of other folders (projects[<dir>].mcpServers); \
+             run toolgate from the project's folder to use them"
+        ));
+    }
+    if entries.is_empty() && elsewhere == 0 {
+        bail!(
+            "{f}: no \"mcpServers\" (or VS Code \"servers\") object found: is this an MCP client configuration file?"
+        );
+    }
     let mut upstreams = BTreeMap::new();
-    for (name, value) in servers.0 {
-        let key = format!("{top}.{name}");
-        let s: McpServer =
-            serde_json::from_value(value).map_err(|e| anyhow!("{}: {key}: {e}", file.display()))?;
+    for (key, name, value) in entries {
+        if let Some(obj) = value.as_object() {
+            let unused: Vec<&str> = obj
+                .keys()
+                .map(String::as_str)
+                .filter(|k| !KNOWN_KEYS.contains(k))
+                .collect();
+            if !unused.is_empty() {
+                warnings.push(format!(
+                    "{f}: {key}: {} not used by toolgate (skipped)",
+                    unused.join(", ")
+                ));
+            }
+        }
+        let s: McpServer = serde_json::from_value(value)
+            .map_err(|e| anyhow!("{f}: {key}: {}", super::human_serde(&e.to_string())))?;
         if s.env_file.is_some() {
-            bail!("{}: {key}.envFile is not supported: put the variables in \"env\" as \"${{VAR}}\" references", file.display());
+            bail!("{f}: {key}.envFile is not supported: put the variables in \"env\" as \"${{VAR}}\" references");
         }
         match s.kind.as_deref() {
             None | Some("stdio") | Some("http") | Some("streamable-http") | Some("streamableHttp") => {}
             Some("sse") => bail!(
-                "{}: {key}: type \"sse\" (the old HTTP+SSE transport) is not supported: use the server's Streamable HTTP endpoint (type \"http\")",
-                file.display()
+                "{f}: {key}: type \"sse\" (the old HTTP+SSE transport) is not supported: use the server's Streamable HTTP endpoint (type \"http\")"
             ),
-            Some(other) => bail!("{}: {key}.type {other:?}: use \"stdio\" or \"http\"", file.display()),
+            Some(other) => bail!("{f}: {key}.type {other:?}: use \"stdio\" or \"http\""),
         }
         let raw = RawUpstream {
             command: s.command,
@@ -109,7 +183,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config> {
         };
         upstreams.insert(name.clone(), raw.validate(&name, file, &key)?);
     }
-    Ok(Config {
+    let config = Config {
         source: Some(file.to_path_buf()),
         gateway: GatewayConfig::default(),
         guided: Default::default(),
@@ -117,7 +191,10 @@ pub fn parse(text: &str, file: &Path) -> Result<Config> {
         code: Default::default(),
         upstreams,
         policy: Default::default(),
-    })
+        warnings,
+    };
+    config.check_names()?;
+    Ok(config)
 }
 
 #[cfg(test)]
@@ -160,12 +237,73 @@ mod tests {
         let e = p(r#"{"mcpServers": {"a": {"comand": "x"}}}"#)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("mcpServers.a") && e.contains("comand"), "{e}");
+        assert!(
+            e.contains("mcpServers.a") && e.contains("needs `command`"),
+            "{e}"
+        );
+        let e = p(r#"{"mcpServers": {"a": {"command": "x", "args": "-v"}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mcpServers.a") && e.contains("an array of strings"),
+            "{e}"
+        );
         let e = p(r#"{"mcpServers": {"a": {"url": "http://h/sse", "type": "sse"}}}"#)
             .unwrap_err()
             .to_string();
         assert!(e.contains("Streamable HTTP"), "{e}");
         let e = p(r#"{"other": 1}"#).unwrap_err().to_string();
         assert!(e.contains("mcpServers"), "{e}");
+    }
+
+    #[test]
+    fn keys_other_clients_write_are_skipped_with_a_warning() {
+        let c = p(
+            r#"{"mcpServers": {"a": {"command": "x", "autoApprove": [], "timeout": 60,
+            "disabled": false}}}"#,
+        )
+        .unwrap();
+        assert!(c.upstreams["a"].enabled);
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+        assert!(
+            c.warnings[0].contains("mcpServers.a: autoApprove, timeout not used"),
+            "{:?}",
+            c.warnings
+        );
+    }
+
+    #[test]
+    fn claude_json_project_entries_of_this_folder_are_read() {
+        let text = r#"{"mcpServers": {"user": {"command": "u"}, "both": {"command": "old"}},
+            "projects": {
+              "/work/app": {"mcpServers": {"proj": {"command": "p"}, "both": {"command": "new"}}},
+              "/work/other": {"mcpServers": {"far": {"command": "f"}}},
+              "/work/empty": {"allowedTools": []}
+            }}"#;
+        let file = Path::new("/home/u/.claude.json");
+        let c = parse_in(text, file, Some(Path::new("/work/app"))).unwrap();
+        let names: Vec<&str> = c.upstreams.keys().map(String::as_str).collect();
+        assert_eq!(names, ["both", "proj", "user"]);
+        match &c.upstreams["both"].transport {
+            Transport::Stdio { command, .. } => assert_eq!(command, "new"),
+            t => panic!("{t:?}"),
+        }
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("skipped 1 project-scope")),
+            "{:?}",
+            c.warnings
+        );
+        // From another folder: the user scope only, and a word about the rest.
+        let c = parse_in(text, file, Some(Path::new("/elsewhere"))).unwrap();
+        assert_eq!(c.upstreams.len(), 2);
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("skipped 3 project-scope")),
+            "{:?}",
+            c.warnings
+        );
     }
 }

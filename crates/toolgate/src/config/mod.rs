@@ -5,12 +5,15 @@
 //! internal representation here, so nothing else knows which file a setting came from.
 //! Every error names the file, the key and what to do about it.
 
+mod checks;
 pub mod code;
 pub mod code_flows;
 pub mod code_workspace;
 pub(crate) mod env;
 pub mod mcp_json;
 pub mod raw;
+#[cfg(test)]
+mod raw_tests;
 
 use crate::shape::{LocalOptions, Profile, SlimOptions, SurfaceOptions};
 use anyhow::{bail, Context, Result};
@@ -36,6 +39,17 @@ pub enum Mode {
     Direct,
     /// Direct when the visible catalog is small (under `auto_threshold_tokens`), else guided.
     Auto,
+}
+
+impl Mode {
+    /// The name as written in configuration and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Guided => "guided",
+            Mode::Direct => "direct",
+            Mode::Auto => "auto",
+        }
+    }
 }
 
 impl std::str::FromStr for Mode {
@@ -65,6 +79,9 @@ pub struct Config {
     pub upstreams: BTreeMap<String, UpstreamConfig>,
     /// Profiles, keys, approval and audit.
     pub policy: crate::policy::PolicyConfig,
+    /// What was read but not used (keys other clients write in an mcpServers file, other
+    /// folders' project entries): shown once when the configuration is loaded.
+    pub warnings: Vec<String>,
 }
 
 /// Settings of the front (what clients talk to).
@@ -156,7 +173,12 @@ pub enum Transport {
     Stdio {
         command: String,
         args: Vec<String>,
+        /// Set for the child on top of its minimal environment.
         env: BTreeMap<String, String>,
+        /// Names of the gateway's own variables passed to the child besides the minimal
+        /// ones (`upstream::environment::BASE`); nothing else of the gateway's
+        /// environment reaches it.
+        inherit_env: Vec<String>,
         cwd: Option<PathBuf>,
     },
     /// A Streamable HTTP endpoint.
@@ -194,6 +216,7 @@ impl Config {
             code: code::CodeConfig::default(),
             upstreams: BTreeMap::new(),
             policy: Default::default(),
+            warnings: Vec::new(),
         }
     }
 
@@ -210,10 +233,12 @@ impl Config {
             anyhow::anyhow!(
                 "{}: {}",
                 path.display(),
-                e.to_string().trim_end().replace('\n', "\n  ")
+                human_serde(e.to_string().trim_end()).replace('\n', "\n  ")
             )
         })?;
-        raw.validate(path)
+        let config = raw.validate(path)?;
+        config.check_names()?;
+        Ok(config)
     }
 
     /// Reads an `mcpServers` JSON file (Claude Desktop, Claude Code `.mcp.json`, Cursor, VS Code).
@@ -245,13 +270,19 @@ impl Config {
             }
             self.upstreams.insert(name, up);
         }
-        Ok(())
+        self.warnings.extend(other.warnings);
+        self.check_names()
     }
 
     pub fn source_name(&self) -> String {
         self.source
             .as_deref()
             .map_or("the built-in demo".into(), |p| p.display().to_string())
+    }
+
+    /// True for the reserved server name of skills, while skills are on.
+    pub fn is_skills_server(&self, name: &str) -> bool {
+        self.code.skills_dir.is_some() && name == crate::skills::SKILLS_SERVER
     }
 
     /// The upstreams that are switched on.
@@ -302,4 +333,31 @@ pub(crate) fn check_upstream_name(name: &str, file: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// serde's words for a wrong type, in the words a person writing the file uses
+/// (`expected f64` -> `expected a number`; under a `*_secs` key, a number of seconds).
+pub(crate) fn human_serde(message: &str) -> String {
+    let seconds = message.contains("_secs");
+    let mut out = message.to_string();
+    for (serde, human) in [
+        ("expected a sequence", "expected an array of strings"),
+        ("expected a map", "expected a table of keys and values"),
+        ("expected a boolean", "expected true or false"),
+        ("expected usize", "expected a whole number"),
+        ("expected u64", "expected a whole number"),
+        ("expected u32", "expected a whole number"),
+        ("expected u16", "expected a whole number"),
+        ("expected u8", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+    ] {
+        out = out.replace(serde, human);
+    }
+    let number = if seconds {
+        "expected a number of seconds"
+    } else {
+        "expected a number"
+    };
+    out.replace("expected f64", number)
+        .replace("expected f32", number)
 }

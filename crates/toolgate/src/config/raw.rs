@@ -243,6 +243,9 @@ pub struct RawUpstream {
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Variables of the gateway's environment to pass to the child besides the minimal set.
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
     pub cwd: Option<PathBuf>,
     pub url: Option<String>,
     #[serde(default)]
@@ -303,12 +306,30 @@ impl RawUpstream {
                     )?)),
                     None => None,
                 };
-                Transport::Stdio { command, args, env, cwd }
+                for name in &self.inherit_env {
+                    if name.is_empty() || name.contains('=') || name.contains('\0') {
+                        bail!(
+                            "{}: {key}.inherit_env: {name:?} is not a variable name: list names such as \"AWS_PROFILE\"",
+                            file.display()
+                        );
+                    }
+                }
+                Transport::Stdio {
+                    command,
+                    args,
+                    env,
+                    inherit_env: self.inherit_env,
+                    cwd,
+                }
             }
             (None, Some(url)) => {
-                if !self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some() {
+                if !self.args.is_empty()
+                    || !self.env.is_empty()
+                    || !self.inherit_env.is_empty()
+                    || self.cwd.is_some()
+                {
                     bail!(
-                        "{}: {key}: `args`, `env` and `cwd` only apply to `command` upstreams",
+                        "{}: {key}: `args`, `env`, `inherit_env` and `cwd` only apply to `command` upstreams",
                         file.display()
                     );
                 }
@@ -420,172 +441,7 @@ impl RawConfig {
             code,
             upstreams,
             policy,
+            warnings: Vec::new(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(s: &str) -> Result<Config> {
-        Config::from_toml_str(s, Path::new("toolgate.toml"))
-    }
-
-    #[test]
-    fn route_examples_load_relative_to_the_config_and_lower_the_default_threshold() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("ex.jsonl"),
-            "{\"query\": \"find coupons\", \"expected\": [\"shop/get_discounts\"]}\n",
-        )
-        .unwrap();
-        let file = dir.path().join("toolgate.toml");
-        let g = Config::from_toml_str("[guided]\nroute_examples = \"ex.jsonl\"\n", &file)
-            .unwrap()
-            .guided;
-        assert_eq!(
-            g.route_examples.of("shop", "get_discounts"),
-            ["find coupons"]
-        );
-        assert_eq!(g.route_threshold, crate::route::EXAMPLES_THRESHOLD);
-        let text = "[guided]\nroute_examples = \"ex.jsonl\"\nroute_threshold = 0.97\n";
-        let g = Config::from_toml_str(text, &file).unwrap().guided;
-        assert_eq!(g.route_threshold, 0.97);
-        let g = parse("").unwrap().guided;
-        assert!(g.route_examples.is_empty());
-        assert_eq!(g.route_threshold, crate::route::DEFAULT_THRESHOLD);
-        let err = Config::from_toml_str("[guided]\nroute_examples = \"missing.jsonl\"\n", &file)
-            .unwrap_err();
-        assert!(
-            format!("{err:#}").contains("guided.route_examples"),
-            "{err:#}"
-        );
-    }
-
-    #[test]
-    fn full_example_parses() {
-        std::env::set_var("TG_TEST_TOKEN", "abc");
-        let c = parse(
-            r#"
-            [gateway]
-            listen = "127.0.0.1:9999"
-            mode = "direct"
-            [upstreams.gh]
-            command = "gh-mcp"
-            args = ["stdio"]
-            env = { TOKEN = "${TG_TEST_TOKEN}" }
-            [upstreams.docs]
-            url = "http://127.0.0.1:1/mcp"
-            headers = { Authorization = "Bearer ${TG_TEST_TOKEN}" }
-            call_timeout_secs = 5
-            enabled = false
-            "#,
-        )
-        .unwrap();
-        assert_eq!(c.gateway.mode, Mode::Direct);
-        assert_eq!(c.gateway.listen.port(), 9999);
-        let gh = &c.upstreams["gh"];
-        match &gh.transport {
-            Transport::Stdio { env, .. } => assert_eq!(env["TOKEN"], "abc"),
-            t => panic!("{t:?}"),
-        }
-        assert!(!c.upstreams["docs"].enabled);
-        assert_eq!(c.upstreams["docs"].call_timeout, Duration::from_secs(5));
-        assert_eq!(c.enabled_upstreams().count(), 1);
-    }
-
-    #[test]
-    fn unknown_keys_and_wrong_types_name_the_key() {
-        let e = parse("[upstreams.a]\ncommand = \"x\"\ncomand = \"y\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("toolgate.toml") && e.contains("comand"), "{e}");
-        let e = parse("[gateway]\nmode = 3\n").unwrap_err().to_string();
-        assert!(e.contains("mode"), "{e}");
-        let e = parse("[gateway]\nmode = \"fast\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("fast") && e.contains("guided"), "{e}");
-    }
-
-    #[test]
-    fn bad_upstreams_say_what_to_fix() {
-        let e = parse("[upstreams.a]\n").unwrap_err().to_string();
-        assert!(
-            e.contains("upstreams.a") && e.contains("command") && e.contains("url"),
-            "{e}"
-        );
-        let e = parse("[upstreams.a]\ncommand='x'\nurl='http://h'\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("both"), "{e}");
-        let e = parse("[upstreams.a]\nurl='ftp://h'\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("http://"), "{e}");
-        let e = parse("[upstreams.\"a b\"]\ncommand='x'\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("not allowed"), "{e}");
-        let e = parse("[upstreams.a]\ncommand='x'\nenv={A='${TG_SURELY_UNSET_VAR}'}\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("upstreams.a.env.A") && e.contains("TG_SURELY_UNSET_VAR"),
-            "{e}"
-        );
-        let e = parse("[upstreams.a]\ncommand='x'\n[upstreams.a]\ncommand='y'\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("duplicate"), "{e}");
-        let e = parse("[upstreams.a]\ncommand='x'\ncall_timeout_secs=0\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("call_timeout_secs"), "{e}");
-    }
-
-    #[test]
-    fn direct_profile_and_options() {
-        let c = parse("").unwrap();
-        assert_eq!(c.direct.profile, Profile::Raw);
-        assert_eq!(c.direct.slim, SlimOptions::default());
-        let c = parse(
-            "[direct]\nprofile = \"local\"\n[direct.slim]\ndescription_max = 300\n\
-             [direct.slim.tools.\"gh/create_issue\"]\ndescription = \"Open an issue.\"\n\
-             [direct.local]\nmax_bound = 16\n",
-        )
-        .unwrap();
-        assert_eq!(c.direct.profile, Profile::Local);
-        assert_eq!(c.direct.slim.description_max, 300);
-        assert_eq!(c.direct.slim.property_description_max, 200, "defaults kept");
-        assert_eq!(
-            c.direct.slim.tools["gh/create_issue"]
-                .description
-                .as_deref(),
-            Some("Open an issue.")
-        );
-        assert_eq!(c.direct.local.max_bound, 16);
-        let e = parse("[direct]\nprofile = \"tiny\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("tiny") && e.contains("slim"), "{e}");
-        let e = parse("[direct.slim]\ndescription_maxx = 3\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("description_maxx") && e.contains("toolgate.toml"),
-            "{e}"
-        );
-        let e = parse("[direct]\nslimm = {}\n").unwrap_err().to_string();
-        assert!(e.contains("slimm"), "{e}");
-        let e = parse("[direct.slim]\ndescription_max = 5\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("direct.slim.description_max"), "{e}");
-        let e = parse("[direct.slim.tools.x]\nname = \"a b\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("direct.slim.tools"), "{e}");
     }
 }

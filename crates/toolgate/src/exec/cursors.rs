@@ -8,6 +8,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::time::Instant;
 
+/// Where a page stands among the pages kept for one result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PagePosition {
+    /// 0 for the first page kept.
+    pub index: usize,
+    /// How many pages were kept.
+    pub stored: usize,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Cursors {
     /// Result id -> its pages.
@@ -73,13 +82,15 @@ impl Cursors {
         Ok(cursor(&id, 0))
     }
 
+    /// The page a cursor names, the cursor of the one after it (none after the last),
+    /// and where it stands among the stored pages.
     pub fn next(
         &mut self,
         session: &str,
         cursor_text: &str,
         now: Instant,
         limits: &StoreLimits,
-    ) -> Result<(String, Option<String>), StoreError> {
+    ) -> Result<(String, Option<String>, PagePosition), StoreError> {
         let ttl = limits.cursor_ttl;
         let unknown = || StoreError::Unknown {
             kind: IdKind::Cursor,
@@ -110,7 +121,11 @@ impl Cursors {
         set.used = now;
         // Reading on keeps the rest alive; the last page read leaves a short grace for retries.
         set.expires = now + if last { limits.grace } else { ttl };
-        Ok((page, (!last).then(|| cursor(id, n + 1))))
+        let position = PagePosition {
+            index: n,
+            stored: set.pages.len(),
+        };
+        Ok((page, (!last).then(|| cursor(id, n + 1)), position))
     }
 
     pub fn purge(&mut self, now: Instant, limits: &StoreLimits) {

@@ -150,6 +150,16 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
         session: &str,
         cursor: &str,
     ) -> Result<(String, Option<String>), StoreError> {
+        self.next_page_at(session, cursor)
+            .map(|(page, next, _)| (page, next))
+    }
+
+    /// `next_page`, with where the page stands among the pages kept (for "page N of M").
+    pub fn next_page_at(
+        &self,
+        session: &str,
+        cursor: &str,
+    ) -> Result<(String, Option<String>, super::PagePosition), StoreError> {
         let now = self.purge_if_due();
         self.cursors
             .lock()

@@ -1,5 +1,6 @@
 //! Streamable HTTP: `/mcp` (the configured surface), `/mcp/guided`, `/mcp/direct`, and
-//! `/mcp/p/<profile>` (the configured surface under a profile), all behind the key check.
+//! `/mcp/p/<profile>` (the configured surface under a profile), all behind the key check;
+//! `GET /` says what this is and where the endpoints are.
 
 use super::Session;
 use crate::config::Mode;
@@ -54,12 +55,50 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
         app = app.nest_service(&path, endpoint(g.mode, Some(profile.clone())));
     }
     let unknown = axum::routing::any(unknown_profile).with_state(policy.clone());
+    let index = index_page(g.mode, !policy.config.profiles.is_empty());
     app.route("/mcp/p/{profile}", unknown.clone())
         .route("/mcp/p/{profile}/{*rest}", unknown)
+        .layer(axum::middleware::from_fn(session_end_is_ok))
         .layer(axum::middleware::from_fn_with_state(
             policy,
             super::auth::require_key,
         ))
+        .route("/", axum::routing::get(move || async move { index }))
+}
+
+/// `GET /`: a person (or a client pointed at the wrong path) learns what answers here.
+/// Nothing secret: no profile names, no tools.
+fn index_page(mode: Mode, profiles: bool) -> String {
+    let mut text = format!(
+        "toolgate {}: an MCP gateway (Streamable HTTP)\n\n\
+         POST /mcp           MCP, the configured surface ({})\n\
+         POST /mcp/guided    MCP, the guided surface (route, execute, continue)\n\
+         POST /mcp/direct    MCP, every tool under its exposed name\n",
+        env!("CARGO_PKG_VERSION"),
+        mode.as_str()
+    );
+    if profiles {
+        text.push_str("POST /mcp/p/<profile> MCP, the configured surface under a profile\n");
+    }
+    text.push_str(
+        "\nConnect an MCP client to one of these URLs, e.g.\n  \
+         claude mcp add --transport http toolgate http://<this address>/mcp\n",
+    );
+    text
+}
+
+/// A session ended with `DELETE` answers 200: rmcp answers 202, and the Python SDK (and
+/// others) accept only 200 or 204, printing "Session termination failed: 202" on every exit.
+async fn session_end_is_ok(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let delete = req.method() == axum::http::Method::DELETE;
+    let mut response = next.run(req).await;
+    if delete && response.status() == axum::http::StatusCode::ACCEPTED {
+        *response.status_mut() = axum::http::StatusCode::OK;
+    }
+    response
 }
 
 /// `/mcp/p/<name>` for a profile that is not configured: 404 naming the ones that are.

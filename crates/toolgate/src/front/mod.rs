@@ -7,6 +7,7 @@
 
 mod approve;
 mod auth;
+mod auto;
 mod convert;
 mod direct;
 mod guided;
@@ -161,8 +162,22 @@ impl Session {
 
     /// `auto`: direct while the catalog's definitions cost less than the threshold.
     /// With a profile, what counts is the cost of the tools that profile lists.
-    fn resolve_auto(&self, context: &RequestContext<RoleServer>) {
+    /// An old client that declares no capabilities gets direct whatever the cost
+    /// (`auto::old_plain_client`).
+    fn resolve_auto(
+        &self,
+        context: &RequestContext<RoleServer>,
+        request: &InitializeRequestParams,
+    ) {
         if self.mode == Mode::Auto {
+            if let Some(client) = auto::old_plain_client(request) {
+                tracing::warn!(
+                    "auto mode: {client} declares protocol {} and no capabilities: serving it the direct surface (every tool); point it at /mcp/guided to use the meta-tools",
+                    request.protocol_version
+                );
+                let _ = self.state.surface.set(Surface::Direct);
+                return;
+            }
             let caller = self.caller(context);
             let tokens = match caller.profile {
                 Some(_) => caller.policy.listing_tokens(&caller, &self.gw().catalog()),
@@ -207,7 +222,7 @@ impl ServerHandler for Session {
             self.gw()
                 .wait_settled(self.gw().config.gateway.startup_wait)
                 .await;
-            self.resolve_auto(&context);
+            self.resolve_auto(&context, &request);
         }
         let mut result = self.negotiate_initialize(&request)?;
         if self.surface() == Surface::Guided {

@@ -53,11 +53,13 @@ pub async fn run(
         }
         Err(Refusal::InvalidArguments(report)) => {
             permit.not_run("invalid arguments");
+            // The message in the structured part too: some clients show only that.
+            let message = report.to_text(&tool.id.to_string());
             return MetaResult {
                 structured: Some(
-                    json!({"error": "invalid_arguments", "tool": tool.id.to_string(), "validation": report.structured()}),
+                    json!({"error": "invalid_arguments", "tool": tool.id.to_string(), "message": message, "validation": report.structured()}),
                 ),
-                ..MetaResult::error(report.to_text(&tool.id.to_string()))
+                ..MetaResult::error(message)
             };
         }
     };
@@ -278,8 +280,11 @@ pub fn shaped_answer(
                 content.push(crate::exec::shape::text_block(format!(
                     "[toolgate] page 1 of {total_pages} ({original_tokens} tokens in all); call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
                 )));
+                // The page's text goes in the structured part too: Claude Code and Codex
+                // show the model only `structuredContent` when a result has it.
+                let text = crate::exec::shape::joined_text(&content);
                 structured = Some(
-                    json!({"nextCursor": cursor, "page": 1, "pages": total_pages, "tokens": original_tokens}),
+                    json!({"text": text, "nextCursor": cursor, "page": 1, "pages": total_pages, "tokens": original_tokens}),
                 );
             }
             Err(e) => content.push(crate::exec::shape::text_block(format!(

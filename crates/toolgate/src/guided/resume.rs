@@ -23,8 +23,9 @@ pub async fn run(engine: &Engine, session: &str, args: &Map<String, Value>) -> M
     let cancel = args.get("cancel").and_then(Value::as_bool).unwrap_or(false);
     match parsed {
         (Err(e), _) | (_, Err(e)) => MetaResult::error(format!("continue: {e}")),
-        (Ok(Some(cursor)), Ok(None)) => match engine.store.next_page(session, cursor) {
-            Ok((page, next)) => page_answer(page, next),
+        (Ok(Some(cursor)), Ok(None)) => match engine.store.next_page_at(session, cursor) {
+            // execute answered page 1 itself and kept the rest: kept page i is page i + 2.
+            Ok((page, next, at)) => page_answer(page, next, at.index + 2, at.stored + 1),
             Err(e) => store_error(e),
         },
         (Ok(None), Ok(Some(op))) => {
@@ -45,16 +46,23 @@ pub async fn run(engine: &Engine, session: &str, args: &Map<String, Value>) -> M
     }
 }
 
-fn page_answer(page: String, next: Option<String>) -> MetaResult {
-    let mut content = vec![crate::exec::shape::text_block(page)];
+/// One page: its text, then where it stands. The text is in the structured part too, since
+/// Claude Code and Codex show the model only `structuredContent` when a result has it.
+fn page_answer(page: String, next: Option<String>, number: usize, of: usize) -> MetaResult {
+    let mut content = vec![crate::exec::shape::text_block(page.clone())];
     let structured = match &next {
         Some(cursor) => {
             content.push(crate::exec::shape::text_block(format!(
-                "[toolgate] more follows; call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
+                "[toolgate] page {number} of {of}; call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
             )));
-            json!({"nextCursor": cursor})
+            json!({"text": page, "nextCursor": cursor, "page": number, "pages": of})
         }
-        None => json!({"nextCursor": null, "done": true}),
+        None => {
+            content.push(crate::exec::shape::text_block(format!(
+                "[toolgate] page {number} of {of}, the last"
+            )));
+            json!({"text": page, "nextCursor": null, "done": true, "page": number, "pages": of})
+        }
     };
     MetaResult {
         content,

@@ -22,20 +22,57 @@ pub struct ChildProcess {
     child: Child,
     /// The process group id (= the child's pid, since it leads its own group).
     pgid: Option<Pid>,
+    /// The last stderr lines, for the error when the child dies before it answers: that
+    /// is where it says why (a missing module, a bad flag, a missing token).
+    stderr_tail: StderrTail,
 }
 
-/// Spawns `command`; returns the child, a reader yielding only its JSON lines, and its stdin.
+type StderrTail = std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>;
+/// How many stderr lines the tail keeps.
+const TAIL_LINES: usize = 5;
+
+/// What a stdio upstream is started with.
+pub struct Spawn<'a> {
+    pub command: &'a str,
+    pub args: &'a [String],
+    /// The upstream's own `env`, on top of the minimal environment.
+    pub env: &'a BTreeMap<String, String>,
+    /// Names of the gateway's variables passed besides the minimal ones (`inherit_env`).
+    pub inherit_env: &'a [String],
+    pub cwd: Option<&'a PathBuf>,
+}
+
+/// Spawns the command with a minimal environment (`environment::child_env`); returns the
+/// child, a reader yielding only its JSON lines, and its stdin.
 pub fn spawn(
     upstream: &str,
-    command: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    cwd: Option<&PathBuf>,
+    what: Spawn<'_>,
     raw_tools: super::RawTools,
 ) -> std::io::Result<(ChildProcess, DuplexStream, ChildStdin)> {
+    let Spawn {
+        command,
+        args,
+        env,
+        inherit_env,
+        cwd,
+    } = what;
+    if let Some(dir) = cwd.filter(|d| !d.is_dir()) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "cannot start {command:?}: its folder (upstreams.{upstream}.cwd) {} is not a directory: create it or fix `cwd`",
+                dir.display()
+            ),
+        ));
+    }
     let mut cmd = Command::new(command);
     cmd.args(args)
-        .envs(env)
+        .env_clear()
+        .envs(super::environment::child_env(
+            std::env::vars(),
+            inherit_env,
+            env,
+        ))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -45,10 +82,12 @@ pub fn spawn(
         cmd.current_dir(dir);
     }
     let mut child = cmd.spawn().map_err(|e| {
-        std::io::Error::new(
-            e.kind(),
-            format!("cannot start {command:?}: {e} (is it installed and on PATH?)"),
-        )
+        let hint = match e.kind() {
+            std::io::ErrorKind::NotFound => " (is it installed and on PATH?)",
+            std::io::ErrorKind::PermissionDenied => " (is it executable?)",
+            _ => "",
+        };
+        std::io::Error::new(e.kind(), format!("cannot start {command:?}: {e}{hint}"))
     })?;
     let pgid = child.id().map(|p| Pid::from_raw(p as i32));
     let stdin = child.stdin.take().expect("stdin piped");
@@ -80,12 +119,25 @@ pub fn spawn(
         }
     });
     let name = upstream.to_string();
+    let stderr_tail = StderrTail::default();
+    let tail = stderr_tail.clone();
     tokio::spawn(async move {
         let mut stderr = lines(stderr, 64 * 1024);
         let mut window = tokio::time::Instant::now();
         let (mut logged, mut dropped) = (0u32, 0u64);
         while let Some(line) = stderr.next_line().await {
             let Ok(line) = line else { continue };
+            let line = plain_log_line(&line);
+            if line.trim().is_empty() {
+                continue;
+            }
+            {
+                let mut tail = tail.lock().expect("stderr tail");
+                if tail.len() == TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(clip(&line).to_string());
+            }
             if window.elapsed() >= Duration::from_secs(1) {
                 if dropped > 0 {
                     tracing::warn!(upstream = %name, "stderr: {dropped} more lines not logged (rate limit)");
@@ -101,7 +153,53 @@ pub fn spawn(
             }
         }
     });
-    Ok((ChildProcess { child, pgid }, from_filter, stdin))
+    let proc = ChildProcess {
+        child,
+        pgid,
+        stderr_tail,
+    };
+    Ok((proc, from_filter, stdin))
+}
+
+/// A child's stderr line as one of our log lines: colour codes removed, and a leading time
+/// stamp (ISO 8601 or `YYYY-MM-DD HH:MM:SS`, as tracing, Python logging and most loggers
+/// write it) dropped, since our own log line carries one.
+fn plain_log_line(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters final-byte (@ to ~).
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for f in chars.by_ref() {
+                    if ('@'..='~').contains(&f) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    let t = out.trim_start();
+    let b = t.as_bytes();
+    let stamped = b.len() > 19
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && (b[10] == b'T' || b[10] == b' ')
+        && b[13] == b':'
+        && b[16] == b':';
+    if !stamped {
+        return out;
+    }
+    // The stamp ends at the first space (ISO 8601), or at the second (date, space, time).
+    let spaces = if b[10] == b' ' { 2 } else { 1 };
+    match t.match_indices(' ').nth(spaces - 1) {
+        Some((end, _)) => t[end..].trim_start().to_string(),
+        None => out,
+    }
 }
 
 /// Keeps the tool objects of a `tools/list` result exactly as the server wrote them: rmcp's
@@ -161,6 +259,23 @@ impl ChildProcess {
             Ok(status) => format!("the process exited ({status})"),
             Err(e) => format!("waiting for the process failed: {e}"),
         }
+    }
+
+    /// `message` with the last lines the child wrote to stderr, where a dying program
+    /// says why (called once it has exited, so the pipe is drained or about to be).
+    pub async fn with_stderr(&self, message: String) -> String {
+        for _ in 0..20 {
+            if !self.stderr_tail.lock().expect("stderr tail").is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let tail = self.stderr_tail.lock().expect("stderr tail");
+        if tail.is_empty() {
+            return message;
+        }
+        let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+        format!("{message}; its stderr ended with: {}", lines.join(" | "))
     }
 }
 
@@ -242,6 +357,24 @@ mod tokio_stream_lines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn child_log_lines_lose_colour_and_their_own_time_stamp() {
+        assert_eq!(
+            plain_log_line("2026-12-01T08:38:15.123456Z  INFO fixture: ready"),
+            "INFO fixture: ready"
+        );
+        assert_eq!(
+            plain_log_line("\u{1b}[2m2026-12-01T08:38:15Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m up"),
+            "INFO up"
+        );
+        assert_eq!(
+            plain_log_line("2026-12-01 08:38:15,123 - mcp - INFO - started"),
+            "- mcp - INFO - started"
+        );
+        assert_eq!(plain_log_line("Error: no token"), "Error: no token");
+        assert_eq!(plain_log_line("2026 was a year"), "2026 was a year");
+    }
 
     #[test]
     fn tools_list_results_are_kept_as_written() {

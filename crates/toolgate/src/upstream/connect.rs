@@ -39,20 +39,23 @@ pub(crate) async fn connect(
             command,
             args,
             env,
+            inherit_env,
             cwd,
         } => {
-            let (mut proc, stdout, stdin) = child::spawn(
-                up.name(),
+            let what = child::Spawn {
                 command,
                 args,
                 env,
-                cwd.as_ref(),
-                up.raw_tools.clone(),
-            )
-            .map_err(|e| e.to_string())?;
+                inherit_env,
+                cwd: cwd.as_ref(),
+            };
+            let (mut proc, stdout, stdin) =
+                child::spawn(up.name(), what, up.raw_tools.clone()).map_err(|e| e.to_string())?;
             let service = tokio::select! {
                 s = handler.serve((stdout, stdin)) => s,
-                why = proc.wait() => return Err(format!("{why} before answering initialize")),
+                why = proc.wait() => {
+                    return Err(proc.with_stderr(format!("{why} before answering initialize")).await)
+                }
             };
             match service {
                 Ok(s) => (s, Some(proc)),
@@ -63,8 +66,11 @@ pub(crate) async fn connect(
                             .await;
                     proc.terminate(std::time::Duration::from_millis(200)).await;
                     return Err(match exited {
-                        Ok(why) => format!("{why} before answering initialize"),
-                        Err(_) => format!("initialize failed: {e}"),
+                        Ok(why) => {
+                            proc.with_stderr(format!("{why} before answering initialize"))
+                                .await
+                        }
+                        Err(_) => format!("initialize failed: {}", plain_error(&e)),
                     });
                 }
             }
@@ -84,10 +90,10 @@ pub(crate) async fn connect(
             retry.max_times = Some(3);
             config.retry_config = Arc::new(retry);
             let transport = StreamableHttpClientTransport::with_client(http_client()?, config);
-            let service = handler
-                .serve(transport)
-                .await
-                .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+            let service = match handler.serve(transport).await {
+                Ok(s) => s,
+                Err(e) => return Err(http_failure(url, plain_error(&e)).await),
+            };
             (service, None)
         }
     };
@@ -147,6 +153,57 @@ fn http_client() -> Result<reqwest::Client, String> {
         .redirect(redirects)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// An error as a person reads it: rmcp's transport errors display the transport's Rust
+/// type (`WorkerTransport<StreamableHttpClientWorker<reqwest::Client>>`); the causes
+/// below it (connection refused, a status code) are what matter.
+fn plain_error(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(e);
+    while let Some(err) = next {
+        let text = err.to_string();
+        let typeish = text.contains("::") && text.contains('<');
+        if !typeish && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = err.source();
+    }
+    if parts.is_empty() {
+        return "the connection failed".into();
+    }
+    parts.join(": ")
+}
+
+/// Why an HTTP upstream could not be reached. rmcp reports a refused connection only as a
+/// closed channel (the cause goes to its log), so a failed dial is asked again directly.
+async fn http_failure(url: &str, error: String) -> String {
+    let authority = url.parse::<http::Uri>().ok().and_then(|u| {
+        let port = u.port_u16().unwrap_or(if u.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+        u.host()
+            .map(|h| format!("{}:{port}", h.trim_start_matches('[').trim_end_matches(']')))
+    });
+    if let Some(addr) = authority {
+        let dial = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            tokio::net::TcpStream::connect(&addr),
+        )
+        .await;
+        match dial {
+            Ok(Err(io)) => {
+                return format!(
+                    "cannot connect to {url}: {io}: is the server running and listening on {addr}?"
+                )
+            }
+            Err(_) => return format!("cannot connect to {url}: no answer from {addr} within 5 s"),
+            Ok(Ok(_)) => {}
+        }
+    }
+    format!("cannot connect to {url}: {error}")
 }
 
 /// Every tool, following `nextCursor` to the end (bounded, against a looping server).

@@ -9,6 +9,7 @@
 mod child;
 mod client;
 mod connect;
+pub mod environment;
 mod requests;
 mod supervisor;
 

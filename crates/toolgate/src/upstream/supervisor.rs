@@ -53,7 +53,10 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                 let why = loop {
                     let child_exit = async {
                         match child.as_mut() {
-                            Some(c) => c.wait().await,
+                            Some(c) => {
+                                let ended = c.wait().await;
+                                c.with_stderr(ended).await
+                            }
                             None => std::future::pending().await,
                         }
                     };

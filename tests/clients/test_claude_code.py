@@ -1,0 +1,72 @@
+"""Claude Code (`@anthropic-ai/claude-code`, pinned in .ci/run) with a throwaway HOME,
+connected by the README's `claude mcp add` lines, runs `claude -p` against the scripted
+Messages API; the test checks what Claude Code showed the model."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from conftest import personalise, readme_block
+from fake_models import FakeModel
+from tasks import check_direct, check_guided, direct_task, guided_task
+
+
+def claude_env(model: FakeModel) -> dict[str, str]:
+    return {
+        "ANTHROPIC_BASE_URL": model.url,
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        # MCP tools in the request itself (not behind ToolSearch), as a scripted model expects.
+        "ENABLE_TOOL_SEARCH": "false",
+        # `claude -p` waits for MCP servers to connect before the first request (by default
+        # it starts without those still connecting, which a loaded machine makes likely).
+        "MCP_CONNECTION_NONBLOCKING": "0",
+    }
+
+
+def readme_line(kind: str) -> list[str]:
+    """The README's `claude mcp add` line for `http` or `stdio`."""
+    lines = [l for l in readme_block("Claude Code").splitlines() if l.startswith("claude mcp add")]
+    assert len(lines) == 2, lines
+    names = [shlex.split(l)[3 if "--transport" not in l else 5] for l in lines]
+    assert len(set(names)) == 2, f"both README lines use one name: {names}"
+    return next(shlex.split(l) for l in lines if ("--transport http" in l) == (kind == "http"))
+
+
+def run_claude(world, model: FakeModel, server: str, task: str):
+    p = world.run(["claude", "-p", task, "--allowedTools", f"mcp__{server}", "--output-format", "json"],
+                  timeout=180, **claude_env(model))
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return p
+
+
+def test_claude_code_over_stdio_routes_executes_and_continues(world):
+    args = readme_line("stdio")
+    args = shlex.split(personalise(shlex.join(args), world))
+    added = world.run(args)
+    assert added.returncode == 0, added.stdout + added.stderr
+    listed = world.run(["claude", "mcp", "list"])
+    assert "toolgate-stdio" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
+    model = FakeModel(guided_task())
+    try:
+        run_claude(world, model, "toolgate-stdio", "Echo hi through toolgate, all of it")
+    finally:
+        model.close()
+    check_guided(model.script.t)
+
+
+def test_claude_code_over_http_calls_a_tool_on_the_direct_surface(world, gateway):
+    args = readme_line("http")
+    # The README's endpoint, on this gateway's port, and its direct surface.
+    args = shlex.split(personalise(shlex.join(args), world, gateway.url.removesuffix("/mcp") + "/mcp/direct"))
+    added = world.run(args)
+    assert added.returncode == 0, added.stdout + added.stderr
+    model = FakeModel(direct_task())
+    try:
+        run_claude(world, model, "toolgate", "Add 2 and 40")
+    finally:
+        model.close()
+    check_direct(model.script.t)
