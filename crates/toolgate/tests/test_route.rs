@@ -119,8 +119,9 @@ fn ambiguous_catalog_asks_with_at_most_limit_candidates() {
     assert_eq!(candidates.len(), 2);
     assert_eq!(ranked.len(), 3);
     assert!(*confidence < opts.threshold);
+    // The same tool on two servers: the question names the servers.
     assert!(
-        question.starts_with("Which of these do you mean: "),
+        question.contains("search_files is on 2 servers: a, b"),
         "{question}"
     );
     // A clear task on the same catalog selects.
