@@ -111,14 +111,13 @@ fn ambiguous_catalog_asks_with_at_most_limit_candidates() {
         question,
         candidates,
         ranked,
-        confidence,
+        ..
     } = &d
     else {
         panic!("expected a question, got {d:?}");
     };
     assert_eq!(candidates.len(), 2);
     assert_eq!(ranked.len(), 3);
-    assert!(*confidence < opts.threshold);
     // The same tool on two servers: the question names the servers.
     assert!(
         question.contains("search_files is on 2 servers: a, b"),
