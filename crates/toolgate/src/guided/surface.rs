@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 /// The standing rule sent as the initialize result's `instructions`.
 pub const INSTRUCTIONS: &str = "Tools are reached through a gateway. For a new task, call \
 route with the task in a few words; then run the nextCall it returns with execute. If route \
-asks a question, pick a candidate (or ask the user) and route again with its name. When a \
+asks a question, pick a candidate (or ask the user) and run that candidate's nextCall. When a \
 result carries nextCursor or operationId, call continue with it to get the rest.";
 
 /// Meta-tool names without a prefix.
@@ -86,16 +86,16 @@ pub fn meta_tools(prefix: &str) -> Vec<Value> {
     vec![
         json!({
             "name": format!("{prefix}{ROUTE}"),
-            "description": "Find the one tool for a task. Returns the tool, its input schema and a nextCall to run with execute; or a short question with candidates when the task is ambiguous. An exact tool name always wins.",
+            "description": "Find the one tool for a task. Returns the tool, its input schema and a nextCall to run with execute; or, when the task is ambiguous, a short question whose candidates each carry a selectionId and nextCall (answer by calling execute). An exact tool name always wins. detail \"names\" lists matching tools instead; server alone lists that server's tools, a page at a time.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "task": {"type": "string", "description": "What to do, in a few words, or an exact tool name"},
-                    "server": {"type": "string", "description": "Only consider this server's tools"},
-                    "detail": {"type": "string", "enum": ["summary", "signature", "full", "typescript"], "description": "How much of the input schema to return (default signature; typescript: a declaration for execute_code)"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 5, "description": "Most candidates in a question (default 5)"}
-                },
-                "required": ["task"]
+                    "server": {"type": "string", "description": "Only consider this server's tools; alone, list them"},
+                    "detail": {"type": "string", "enum": ["names", "summary", "signature", "full", "typescript"], "description": "names: list names and summaries, select nothing; else how much of the input schema to return (default signature; typescript: a declaration for execute_code)"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Most candidates in a question (default 5) or tools in a list (default 10)"},
+                    "cursor": {"type": "string", "description": "The nextCursor of a server's listing, for its next page"}
+                }
             },
             "annotations": {"readOnlyHint": true, "openWorldHint": false}
         }),

@@ -335,19 +335,9 @@ pub fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
     }
 }
 
-/// `a (summary), b (summary) or c (summary)`, with short summaries so the model can choose.
+/// `a, b or c`: the candidates' exposed names (each candidate carries its own summary).
 fn choice_list(tools: &[Arc<ToolRecord>]) -> String {
-    let items: Vec<String> = tools
-        .iter()
-        .map(|t| {
-            let summary = t.summary(60);
-            if summary.is_empty() {
-                t.exposed.clone()
-            } else {
-                format!("{} ({})", t.exposed, summary.trim_end_matches('.'))
-            }
-        })
-        .collect();
+    let items: Vec<String> = tools.iter().map(|t| t.exposed.clone()).collect();
     match items.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         Some((last, _)) => last.clone(),
