@@ -87,8 +87,10 @@ impl Retriever for RouteIndex {
         Some(RouteIndex::ceiling(self, query))
     }
 
+    /// Calibrated without example tasks only: the model was fitted on catalogs alone, and
+    /// an example's words explain a task that no feature of the tool's own text sees.
     fn calibrated(&self) -> bool {
-        true
+        self.examples().is_empty()
     }
 }
 
