@@ -162,10 +162,8 @@ fn unclosed(text: &str) -> String {
             '(' => open.push(')'),
             '[' => open.push(']'),
             '{' => open.push('}'),
-            ')' | ']' | '}' => {
-                if open.last() == Some(&c) {
-                    open.pop();
-                }
+            ')' | ']' | '}' if open.last() == Some(&c) => {
+                open.pop();
             }
             _ => {}
         }

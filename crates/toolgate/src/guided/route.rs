@@ -365,7 +365,7 @@ fn clarify(
     confidence: f32,
 ) -> MetaResult {
     let execute = format!("{}{EXECUTE}", cx.meta_prefix);
-    let question = if !candidates.is_empty() || question.starts_with("No tool named") {
+    let question = if !candidates.is_empty() || question.starts_with("No tool of that name") {
         question.to_string()
     } else if cx.catalog.is_empty() {
         "No tools are available yet: the upstream servers are not connected.".to_string()

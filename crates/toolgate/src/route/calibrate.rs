@@ -228,12 +228,14 @@ fn solve<const D: usize>(mut a: [[f64; D]; D], mut b: [f64; D]) -> Option<[f64; 
         }
         a.swap(col, pivot);
         b.swap(col, pivot);
-        for r in col + 1..D {
-            let f = a[r][col] / a[col][col];
-            for c in col..D {
-                a[r][c] -= f * a[col][c];
+        let (head, tail) = a.split_at_mut(col + 1);
+        let pivot_row = &head[col];
+        for (r, row) in tail.iter_mut().enumerate() {
+            let f = row[col] / pivot_row[col];
+            for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                *x -= f * p;
             }
-            b[r] -= f * b[col];
+            b[col + 1 + r] -= f * b[col];
         }
     }
     let mut x = [0f64; D];

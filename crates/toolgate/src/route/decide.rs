@@ -303,15 +303,22 @@ pub fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
                 ranked,
             }
         }
-        Basis::NoSuchName => RouteDecision::Clarify {
-            question: format!(
-                "No tool named {} is visible to this caller. Check the name, describe the task in words, or pick one of these.",
-                task.trim()
-            ),
-            candidates: ranked.iter().take(limit).map(|(t, _)| t.clone()).collect(),
-            confidence: 0.0,
-            ranked,
-        },
+        Basis::NoSuchName => {
+            let candidates: Vec<_> = ranked.iter().take(limit).map(|(t, _)| t.clone()).collect();
+            // The name is not echoed: the answer says nothing of what the caller cannot see.
+            let mut question = "No tool of that name is visible to this caller. Check the name, or describe the task in words".to_string();
+            question.push_str(if candidates.is_empty() {
+                "."
+            } else {
+                "; or pick one of these."
+            });
+            RouteDecision::Clarify {
+                question,
+                candidates,
+                confidence: 0.0,
+                ranked,
+            }
+        }
         Basis::Ranked { .. } if selects => RouteDecision::Select {
             tool: ranked[0].0.clone(),
             confidence: conf,
@@ -323,8 +330,10 @@ pub fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
                 "No tool matches that task. Describe it in other words, or name the server to look in."
                     .to_string()
             } else if twins > 0 {
-                let servers: Vec<&str> =
-                    ranked[..=twins].iter().map(|(t, _)| t.id.server.as_str()).collect();
+                let servers: Vec<&str> = ranked[..=twins]
+                    .iter()
+                    .map(|(t, _)| t.id.server.as_str())
+                    .collect();
                 format!(
                     "{} is on {} servers: {}. Which server do you mean?",
                     ranked[0].0.id.name,
@@ -334,7 +343,12 @@ pub fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
             } else {
                 format!("Which of these do you mean: {}?", choice_list(&candidates))
             };
-            RouteDecision::Clarify { question, candidates, confidence: conf, ranked }
+            RouteDecision::Clarify {
+                question,
+                candidates,
+                confidence: conf,
+                ranked,
+            }
         }
     }
 }
