@@ -40,8 +40,8 @@ pub struct RouteArgs {
     /// One JSON line per query, then a JSON summary line.
     #[arg(long)]
     json: bool,
-    /// Select when the confidence reaches this; below it, ask. Defaults to 0.99 for
-    /// BM25F (0.94 with example tasks, as in the gateway) and to the hybrid's own
+    /// Select when the confidence reaches this; below it, ask. Defaults to 0.82 for
+    /// BM25F, calibrated (0.94 with example tasks, as in the gateway) and to the hybrid's own
     /// threshold with --embed-model.
     #[arg(long)]
     threshold: Option<f32>,
@@ -351,12 +351,13 @@ fn hybrid(
 }
 
 fn print_table(out: &mut impl Write, s: &Summary) -> Result<()> {
-    let rows: [(&str, String); 10] = [
+    let rows: [(&str, String); 11] = [
         ("queries", s.queries.to_string()),
         ("threshold", format!("{:.2}", s.threshold)),
         ("P@1", format!("{:.3}", s.p_at_1)),
         ("R@5", format!("{:.3}", s.r_at_5)),
         ("nDCG@5", format!("{:.3}", s.ndcg_at_5)),
+        ("select rate", format!("{:.3}", 1.0 - s.clarify_rate)),
         ("clarify rate", format!("{:.3}", s.clarify_rate)),
         ("wrong-select rate", format!("{:.3}", s.wrong_select_rate)),
         (
