@@ -228,7 +228,13 @@ fn browse_server(cx: &RouteContext, server: &str, limit: usize, cursor: usize) -
 /// `detail: "names"`: the best `limit` tools for the task, names and summaries only.
 fn browse_task(cx: &RouteContext, task: &str, server: Option<&str>, limit: usize) -> MetaResult {
     let ranked = cx.retriever.rank(task, server, limit);
-    let page: Vec<&Arc<ToolRecord>> = ranked.iter().map(|(t, _)| t).collect();
+    // The gateway's retriever already leaves hidden tools out; `shows` is checked again so
+    // a listing never depends on which retriever a caller passed.
+    let page: Vec<&Arc<ToolRecord>> = ranked
+        .iter()
+        .map(|(t, _)| t)
+        .filter(|t| cx.visible(t))
+        .collect();
     let mut text = if page.is_empty() {
         "No tool matches that task. Describe it differently, or name a server.".to_string()
     } else {
