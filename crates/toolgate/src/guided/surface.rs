@@ -86,15 +86,15 @@ pub fn meta_tools(prefix: &str) -> Vec<Value> {
     vec![
         json!({
             "name": format!("{prefix}{ROUTE}"),
-            "description": "Find the one tool for a task. Returns the tool, its input schema and a nextCall to run with execute; or, when the task is ambiguous, a short question whose candidates each carry a selectionId and nextCall (answer by calling execute). An exact tool name always wins. detail \"names\" lists matching tools instead; server alone lists that server's tools, a page at a time.",
+            "description": "Find the one tool for a task: returns it with its input schema and a nextCall for execute, or a question whose candidates each carry a selectionId and nextCall. An exact tool name always wins. detail \"names\" lists matches; server alone lists that server's tools.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "task": {"type": "string", "description": "What to do, in a few words, or an exact tool name"},
-                    "server": {"type": "string", "description": "Only consider this server's tools; alone, list them"},
-                    "detail": {"type": "string", "enum": ["names", "summary", "signature", "full", "typescript"], "description": "names: list names and summaries, select nothing; else how much of the input schema to return (default signature; typescript: a declaration for execute_code)"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Most candidates in a question (default 5) or tools in a list (default 10)"},
-                    "cursor": {"type": "string", "description": "The nextCursor of a server's listing, for its next page"}
+                    "server": {"type": "string", "description": "Only this server's tools; alone, list them"},
+                    "detail": {"type": "string", "enum": ["names", "summary", "signature", "full", "typescript"], "description": "names: list matches, select nothing; else how much schema to return (default signature; typescript for execute_code)"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Most candidates (default 5) or listed tools (default 10)"},
+                    "cursor": {"type": "string", "description": "From a server listing's nextCall"}
                 }
             },
             "annotations": {"readOnlyHint": true, "openWorldHint": false}
