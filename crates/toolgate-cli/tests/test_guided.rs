@@ -290,8 +290,7 @@ async fn the_guided_surface_is_the_same_for_any_catalog() {
     // a 10,000-tool upstream may take longer than the startup wait in a debug build).
     let mut name = Value::Null;
     for _ in 0..120 {
-        name = structured(&call(&c2, "route", json!({"task": "bulk/tool_9876"})).await)["name"]
-            .clone();
+        name = structured(&call(&c2, "route", json!({"task": "tool_9876"})).await)["name"].clone();
         if name == "tool_9876" {
             break;
         }

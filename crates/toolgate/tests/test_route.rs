@@ -111,16 +111,16 @@ fn ambiguous_catalog_asks_with_at_most_limit_candidates() {
         question,
         candidates,
         ranked,
-        confidence,
+        ..
     } = &d
     else {
         panic!("expected a question, got {d:?}");
     };
     assert_eq!(candidates.len(), 2);
     assert_eq!(ranked.len(), 3);
-    assert!(*confidence < opts.threshold);
+    // The same tool on two servers: the question names the servers.
     assert!(
-        question.starts_with("Which of these do you mean: "),
+        question.contains("search_files is on 2 servers: a, b"),
         "{question}"
     );
     // A clear task on the same catalog selects.
@@ -254,4 +254,48 @@ fn example_tasks_rank_their_tool_and_survive_reindexing() {
     assert_eq!(top(&index), None);
     index.replace_server("kubernetes", k8s);
     assert_eq!(top(&index).as_deref(), Some("kubernetes/kubectl_scale"));
+}
+
+#[test]
+fn a_name_no_tool_has_never_selects_another_tool() {
+    let index = RouteIndex::build(&catalog(TOOLS));
+    let opts = RouteOptions::default();
+    // Shaped like a name, close to real ones: offered as candidates, never selected.
+    for name in ["github/create_issues", "kubectl_scale_up", "gitStatus"] {
+        let d = route(&index, name, &opts);
+        let RouteDecision::Clarify { question, .. } = &d else {
+            panic!("{name} selected: {d:?}");
+        };
+        assert!(
+            question.starts_with("No tool of that name is visible"),
+            "{question}"
+        );
+    }
+    // Prose still ranks and selects.
+    let d = route(&index, "scale the web deployment to 5 replicas", &opts);
+    assert_eq!(name_of(&d).as_deref(), Some("kubernetes/kubectl_scale"));
+}
+
+#[test]
+fn chinese_tasks_find_livemcpbench_chinese_tools() {
+    let path = toolgate::catalog::file::datasets_dir().join("livemcpbench/catalog.json");
+    assert!(
+        path.exists(),
+        "livemcpbench is missing at {}: set TOOLGATE_DATASETS",
+        path.display()
+    );
+    let index = RouteIndex::build(&Catalog::from_entries(load_catalog_file(&path).unwrap()));
+    let top = |q: &str| index.rank(q, None, 3)[0].0.id.to_string();
+    assert_eq!(
+        top("根据分类查询菜谱"),
+        "HowToCook-MCP Server/mcp_howtocook_getRecipesByCategory"
+    );
+    assert_eq!(
+        top("查询游戏王卡牌的图片"),
+        "Baige (ygocdb.com) MCP Server/get_card_image"
+    );
+    // Mixed scripts rank on both parts.
+    assert_eq!(top("用 Bing 搜索关键词"), "Bing_CN_MCP/bing_search");
+    let d = route(&index, "根据分类查询菜谱", &RouteOptions::default());
+    assert!(d.selected().is_some(), "{d:?}");
 }

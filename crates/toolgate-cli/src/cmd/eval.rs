@@ -24,19 +24,24 @@ pub enum EvalCommand {
 #[derive(Args)]
 pub struct RouteArgs {
     /// A catalog file (JSON array of {"server", "tool"}).
-    #[arg(long)]
-    catalog: PathBuf,
+    #[arg(long, required_unless_present = "leave_one_out")]
+    catalog: Option<PathBuf>,
     /// A labelled query file (JSON lines of {"query", "expected"}).
-    #[arg(long)]
-    queries: PathBuf,
+    #[arg(long, required_unless_present = "leave_one_out")]
+    queries: Option<PathBuf>,
+    /// Check the calibrated decision on catalogs it was not fitted on: each folder holds
+    /// catalog.json and queries.jsonl; the model is fitted on the other folders' tuning
+    /// splits and measured on each one in turn (prints the tables of docs/routing.md).
+    #[arg(long, num_args = 2.., value_name = "DIR", conflicts_with_all = ["catalog", "queries"])]
+    leave_one_out: Vec<PathBuf>,
     /// How many ranked tools to keep per query (at least 5 for R@5 and nDCG@5).
     #[arg(long, default_value_t = 10)]
     k: usize,
     /// One JSON line per query, then a JSON summary line.
     #[arg(long)]
     json: bool,
-    /// Select when the confidence reaches this; below it, ask. Defaults to 0.99 for
-    /// BM25F (0.94 with example tasks, as in the gateway) and to the hybrid's own
+    /// Select when the confidence reaches this; below it, ask. Defaults to 0.82 for
+    /// BM25F, calibrated (0.94 with example tasks, as in the gateway) and to the hybrid's own
     /// threshold with --embed-model.
     #[arg(long)]
     threshold: Option<f32>,
@@ -90,11 +95,14 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
 }
 
 fn route(args: RouteArgs) -> Result<()> {
+    if !args.leave_one_out.is_empty() {
+        return super::eval_loo::run(&args.leave_one_out, args.threshold);
+    }
     let params: Bm25fParams = match &args.params {
         Some(text) => serde_json::from_str(text).context("--params is not BM25F parameters")?,
         None => Bm25fParams::default(),
     };
-    let catalog = Catalog::from_entries(load_catalog_file(&args.catalog)?);
+    let catalog = Catalog::from_entries(load_catalog_file(catalog_path(&args)?)?);
     let examples = Arc::new(examples(&args)?);
     if !args.weights.is_empty() {
         return weight_sweep(&args, &catalog, params, examples);
@@ -198,7 +206,7 @@ fn examples(args: &RouteArgs) -> Result<RouteExamples> {
             );
         }
         labelled.extend(
-            load_queries_file(&args.queries)?
+            load_queries_file(queries_path(args)?)?
                 .into_iter()
                 .enumerate()
                 .filter(|(i, _)| Split::Tune.keeps(*i))
@@ -208,6 +216,14 @@ fn examples(args: &RouteArgs) -> Result<RouteExamples> {
     Ok(RouteExamples::from_queries(&labelled))
 }
 
+fn catalog_path(args: &RouteArgs) -> Result<&PathBuf> {
+    args.catalog.as_ref().context("--catalog FILE is required")
+}
+
+fn queries_path(args: &RouteArgs) -> Result<&PathBuf> {
+    args.queries.as_ref().context("--queries FILE is required")
+}
+
 /// The labelled queries of the chosen split.
 fn split_queries(args: &RouteArgs) -> Result<Vec<LabelledQuery>> {
     let split = match args.split {
@@ -215,7 +231,7 @@ fn split_queries(args: &RouteArgs) -> Result<Vec<LabelledQuery>> {
         SplitArg::Tune => Split::Tune,
         SplitArg::Test => Split::Test,
     };
-    Ok(load_queries_file(&args.queries)?
+    Ok(load_queries_file(queries_path(args)?)?
         .into_iter()
         .enumerate()
         .filter(|(i, _)| split.keeps(*i))
@@ -335,12 +351,13 @@ fn hybrid(
 }
 
 fn print_table(out: &mut impl Write, s: &Summary) -> Result<()> {
-    let rows: [(&str, String); 10] = [
+    let rows: [(&str, String); 11] = [
         ("queries", s.queries.to_string()),
         ("threshold", format!("{:.2}", s.threshold)),
         ("P@1", format!("{:.3}", s.p_at_1)),
         ("R@5", format!("{:.3}", s.r_at_5)),
         ("nDCG@5", format!("{:.3}", s.ndcg_at_5)),
+        ("select rate", format!("{:.3}", 1.0 - s.clarify_rate)),
         ("clarify rate", format!("{:.3}", s.clarify_rate)),
         ("wrong-select rate", format!("{:.3}", s.wrong_select_rate)),
         (

@@ -6,6 +6,7 @@ pub mod check;
 pub mod common;
 pub mod conformance_client;
 pub mod eval;
+pub mod eval_loo;
 pub mod key;
 pub mod lint;
 pub mod serve;

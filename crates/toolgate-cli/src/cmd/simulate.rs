@@ -141,8 +141,12 @@ fn print_text(r: &SimReport, source: &str) {
         s.code_not_cheaper,
         s.code_not_cheaper_than_guided
     );
+    let routes: usize = r.tasks.iter().map(|t| t.routes).sum();
     println!(
-        "route selected the expected tool from the task text alone in {} of {} steps (the rest took a second route by exact name)",
-        s.first_route_selected, s.steps
+        "route selected the expected tool from the task text alone in {} of {} steps; {routes} route calls for {} executed tools ({:.2} each: a question's candidate runs by execute at once, else a second route by exact name)",
+        s.first_route_selected,
+        s.steps,
+        s.steps,
+        routes as f64 / s.steps.max(1) as f64
     );
 }

@@ -87,17 +87,132 @@ impl ToolRecord {
     }
 }
 
-/// The first sentence (or line) of `text`, cut at a char boundary to at most `max` chars.
+/// The first sentence (or line) of `text`, at most `max` characters: a one-line summary.
+///
+/// A sentence ends at `.`, `!` or `?` followed by a space, outside brackets, unless the
+/// word before is an abbreviation ("e.g.", "i.e.", "etc.", "vs.") or a lone letter;
+/// versions and URLs (`v1.2`, `example.com/a.b`) have no space after their dots. A cut
+/// summary ends with `…`, and brackets it opened are closed after it.
 pub fn one_line(text: &str, max: usize) -> String {
     let text = text.trim();
-    let mut end = text.find('\n').unwrap_or(text.len());
-    if let Some(p) = text[..end].find(". ") {
-        end = p + 1;
+    let line = text[..first_sentence_end(text)].trim();
+    let (line, cut) = if line.chars().count() <= max {
+        (line.to_string(), false)
+    } else {
+        let kept: String = line.chars().take(max.saturating_sub(1)).collect();
+        // Prefer a word boundary when one is near the end.
+        let at = kept
+            .rfind(' ')
+            .filter(|&i| i * 4 >= kept.len() * 3)
+            .unwrap_or(kept.len());
+        (kept[..at].trim_end().to_string(), true)
+    };
+    let mut out = line;
+    let closers = unclosed(&out);
+    if cut {
+        out.push('…');
+    } else if !closers.is_empty() {
+        // A sentence that ends inside brackets (a cut upstream text): close them too.
+        out = out.trim_end_matches('.').to_string();
     }
-    let line = text[..end].trim();
-    if line.chars().count() <= max {
-        return line.to_string();
+    out.extend(closers.chars().rev());
+    out
+}
+
+/// Byte offset where the first sentence (or the first line) of `text` ends.
+fn first_sentence_end(text: &str) -> usize {
+    let end = text.find('\n').unwrap_or(text.len());
+    let bytes = text.as_bytes();
+    let mut depth = 0i32;
+    for i in 0..end {
+        match bytes[i] {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = (depth - 1).max(0),
+            b'.' | b'!' | b'?' if depth == 0 => {
+                let space_after = bytes.get(i + 1).is_none_or(|b| b.is_ascii_whitespace());
+                if space_after && !(bytes[i] == b'.' && abbreviation_before(&text[..i])) {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
     }
-    let cut: String = line.chars().take(max.saturating_sub(1)).collect();
-    format!("{}…", cut.trim_end())
+    end
+}
+
+/// True when the word before a `.` is an abbreviation, not the end of a sentence.
+fn abbreviation_before(before: &str) -> bool {
+    let word = before
+        .rsplit(|c: char| c.is_whitespace() || matches!(c, '(' | '['))
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    const ABBREVIATIONS: &[&str] = &[
+        "e.g", "i.e", "eg", "ie", "etc", "vs", "approx", "incl", "cf", "esp", "max", "min", "no",
+        "nr", "mr", "ms", "dr", "st", "ca", "resp", "u.s", "viz",
+    ];
+    ABBREVIATIONS.contains(&word.as_str()) || word.chars().count() == 1
+}
+
+/// The closing brackets `text` still owes, innermost last.
+fn unclosed(text: &str) -> String {
+    let mut open = Vec::new();
+    for c in text.chars() {
+        match c {
+            '(' => open.push(')'),
+            '[' => open.push(']'),
+            '{' => open.push('}'),
+            ')' | ']' | '}' if open.last() == Some(&c) => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    open.into_iter().collect()
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::one_line;
+
+    #[test]
+    fn abbreviations_versions_and_urls_do_not_end_the_sentence() {
+        assert_eq!(
+            one_line("Project key, e.g. PROJ or OPS. Required.", 100),
+            "Project key, e.g. PROJ or OPS."
+        );
+        assert_eq!(
+            one_line(
+                "Search issues with a query language (e.g. `is:open label:bug`). More.",
+                100
+            ),
+            "Search issues with a query language (e.g. `is:open label:bug`)."
+        );
+        assert_eq!(
+            one_line(
+                "Works with v1.2.3 of https://api.example.com/v2. Next.",
+                100
+            ),
+            "Works with v1.2.3 of https://api.example.com/v2."
+        );
+        assert_eq!(
+            one_line("Fetch a page, i.e. its HTML.\nSecond line", 100),
+            "Fetch a page, i.e. its HTML."
+        );
+        assert_eq!(
+            one_line("Sort (a. b) order. Next", 100),
+            "Sort (a. b) order."
+        );
+    }
+
+    #[test]
+    fn cut_summaries_close_their_brackets() {
+        let s = one_line(
+            "Search issues with a query language (e.g. is:open label:bug sort:updated)",
+            50,
+        );
+        assert!(s.ends_with("…)"), "{s}");
+        assert!(s.chars().count() <= 51, "{s}");
+        assert_eq!(one_line("List files [dir", 100), "List files [dir]");
+    }
 }

@@ -5,12 +5,12 @@
 //! live gateway, so the meta-tool and `toolgate tokens --simulate` share it.
 
 use super::schema_view::{placeholders, render, Detail};
-use super::surface::EXECUTE;
+use super::surface::{EXECUTE, ROUTE};
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::policy::{profiles::Visible, Caller};
-use crate::route::{route, Retriever, RouteDecision, RouteOptions};
-use crate::shape::ProfileView;
+use crate::route::{route, Retriever, RouteDecision, RouteOptions, DEFAULT_LIMIT, MAX_BROWSE};
+use crate::shape::{ProfileView, SlimOptions};
 use crate::skills::SKILLS_SERVER;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
@@ -30,6 +30,30 @@ pub struct RouteContext<'a> {
     pub meta_prefix: &'a str,
     /// The servers the caller may name in `server` (those with a visible tool).
     pub servers: Vec<&'a str>,
+    /// What the caller's profile shows (`None`: every tool); browsing by server lists only
+    /// these.
+    pub shows: Option<&'a (dyn Fn(&ToolRecord) -> bool + Send + Sync)>,
+    /// The operator's per-tool description overrides (`direct.slim.tools`): an override is
+    /// the summary route shows.
+    pub summaries: Option<&'a SlimOptions>,
+}
+
+impl RouteContext<'_> {
+    /// The one-line summary route shows for `tool`: the operator's override when set.
+    pub fn summary(&self, tool: &ToolRecord, max: usize) -> String {
+        let written = self
+            .summaries
+            .and_then(|s| s.override_for(&tool.id))
+            .and_then(|o| o.description.as_deref());
+        match written {
+            Some(d) => crate::catalog::one_line(d, max),
+            None => tool.summary(max),
+        }
+    }
+
+    fn visible(&self, tool: &ToolRecord) -> bool {
+        self.shows.is_none_or(|f| f(tool))
+    }
 }
 
 /// Answers one route call over what `caller`'s profile shows. Also returns the selected
@@ -72,48 +96,165 @@ pub fn run(
         threshold: engine.gw.config.guided.route_threshold,
         meta_prefix: &engine.gw.config.gateway.meta_prefix,
         servers,
+        shows: Some(&keep),
+        summaries: Some(&engine.gw.config.direct.slim),
     };
     respond(&cx, args, &mut |id| engine.remember(session, id))
 }
 
-/// Answers route's `args` from `cx`; `remember` records a selected tool and returns its
-/// selectionId. Also returns the selected tool.
+/// Answers route's `args` from `cx`; `remember` records a tool the answer offers (the
+/// selected one, or each candidate of a question) and returns its selectionId. Also
+/// returns the selected tool.
 pub fn respond(
     cx: &RouteContext,
     args: &Map<String, Value>,
     remember: &mut dyn FnMut(&ToolId) -> String,
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
-    match parse(args) {
-        Ok((task, server, detail, limit)) => answer(cx, remember, task, server, detail, limit),
-        Err(e) => (MetaResult::error(format!("route: {e}")), None),
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => return (MetaResult::error(format!("route: {e}")), None),
+    };
+    if let Some(s) = a.server {
+        if !cx.servers.contains(&s) {
+            let known = cx.servers.join(", ");
+            return (
+                MetaResult::error(format!("route: no server {s:?}; the servers are: {known}")),
+                None,
+            );
+        }
+    }
+    match (a.task, a.server) {
+        (None, Some(server)) => (browse_server(cx, server, a.limit, a.cursor), None),
+        (Some(task), _) if a.names => (browse_task(cx, task, a.server, a.limit), None),
+        (Some(task), server) => answer(cx, remember, task, server, a.detail, a.limit),
+        (None, None) => unreachable!("parse requires a task or a server"),
     }
 }
 
-type Parsed<'a> = (&'a str, Option<&'a str>, Detail, usize);
+/// Route's arguments, checked.
+struct RouteArgs<'a> {
+    task: Option<&'a str>,
+    server: Option<&'a str>,
+    detail: Detail,
+    /// `detail: "names"`: list names and summaries, select nothing.
+    names: bool,
+    limit: usize,
+    /// Offset into a server's listing (`cursor` from the previous page).
+    cursor: usize,
+}
 
-fn parse(args: &Map<String, Value>) -> Result<Parsed<'_>, String> {
-    let task = opt_str(args, "task")?
-        .filter(|t| !t.trim().is_empty())
-        .ok_or("\"task\" is required: what to do, in a few words, or an exact tool name")?;
-    let server = opt_str(args, "server")?;
-    let detail = match opt_str(args, "detail")? {
-        None => Detail::Signature,
-        Some(d) => Detail::parse(d).ok_or_else(|| {
-            format!("\"detail\" is {d:?}: use summary, signature, full or typescript")
-        })?,
-    };
-    let limit = opt_uint(args, "limit")?.unwrap_or(5);
-    if !(1..=5).contains(&limit) {
-        return Err(format!("\"limit\" is {limit}: use 1 to 5"));
-    }
+fn parse(args: &Map<String, Value>) -> Result<RouteArgs<'_>, String> {
     for key in args.keys() {
-        if !["task", "server", "detail", "limit"].contains(&key.as_str()) {
+        if !["task", "server", "detail", "limit", "cursor"].contains(&key.as_str()) {
             return Err(format!(
-                "unknown argument {key:?}: route takes task, server, detail and limit"
+                "unknown argument {key:?}: route takes task, server, detail, limit and cursor"
             ));
         }
     }
-    Ok((task, server, detail, limit as usize))
+    let task = opt_str(args, "task")?.filter(|t| !t.trim().is_empty());
+    let server = opt_str(args, "server")?;
+    if task.is_none() && server.is_none() {
+        return Err(
+            "\"task\" is required: what to do, in a few words, or an exact tool name \
+                    (or give only \"server\" to list that server's tools)"
+                .into(),
+        );
+    }
+    let (detail, names) = match opt_str(args, "detail")? {
+        None => (Detail::Signature, task.is_none()),
+        Some("names") => (Detail::Signature, true),
+        Some(d) => (
+            Detail::parse(d).ok_or_else(|| {
+                format!("\"detail\" is {d:?}: use names, summary, signature, full or typescript")
+            })?,
+            task.is_none(),
+        ),
+    };
+    let default = if names { 10 } else { DEFAULT_LIMIT as u64 };
+    let limit = opt_uint(args, "limit")?.unwrap_or(default);
+    if !(1..=MAX_BROWSE as u64).contains(&limit) {
+        return Err(format!("\"limit\" is {limit}: use 1 to {MAX_BROWSE}"));
+    }
+    let cursor = match opt_str(args, "cursor")? {
+        None => 0,
+        Some(_) if task.is_some() => {
+            return Err(
+                "\"cursor\" pages a server's listing: give it with \"server\" and no task".into(),
+            )
+        }
+        Some(c) => c.parse().map_err(|_| {
+            format!("\"cursor\" is {c:?}: pass the nextCursor of the previous listing")
+        })?,
+    };
+    Ok(RouteArgs {
+        task,
+        server,
+        detail,
+        names,
+        limit: limit as usize,
+        cursor,
+    })
+}
+
+/// `{server}` with no task: that server's visible tools in catalog order, a page at a time.
+fn browse_server(cx: &RouteContext, server: &str, limit: usize, cursor: usize) -> MetaResult {
+    let tools: Vec<&Arc<ToolRecord>> = cx
+        .catalog
+        .tools()
+        .iter()
+        .filter(|t| t.id.server == server && cx.visible(t))
+        .collect();
+    let page: Vec<&Arc<ToolRecord>> = tools.iter().skip(cursor).take(limit).copied().collect();
+    let next = (cursor + page.len() < tools.len()).then(|| (cursor + page.len()).to_string());
+    let mut text = format!(
+        "{server}: tools {}-{} of {}",
+        (cursor + 1).min(tools.len()),
+        cursor + page.len(),
+        tools.len()
+    );
+    let items = name_list(cx, &page, &mut text);
+    let mut structured =
+        json!({"decision": "list", "server": server, "total": tools.len(), "tools": items});
+    if let Some(n) = next {
+        // Route's own paging (not continue's nextCursor): the next page is one more route.
+        let call = json!({"tool": format!("{}{ROUTE}", cx.meta_prefix),
+            "arguments": {"server": server, "cursor": n, "limit": limit}});
+        text.push_str(&format!("\nNext page: call {call}"));
+        structured["nextCall"] = call;
+    }
+    MetaResult::text(text, Some(structured))
+}
+
+/// `detail: "names"`: the best `limit` tools for the task, names and summaries only.
+fn browse_task(cx: &RouteContext, task: &str, server: Option<&str>, limit: usize) -> MetaResult {
+    let ranked = cx.retriever.rank(task, server, limit);
+    // The gateway's retriever already leaves hidden tools out; `shows` is checked again so
+    // a listing never depends on which retriever a caller passed.
+    let page: Vec<&Arc<ToolRecord>> = ranked
+        .iter()
+        .map(|(t, _)| t)
+        .filter(|t| cx.visible(t))
+        .collect();
+    let mut text = if page.is_empty() {
+        "No tool matches that task. Describe it differently, or name a server.".to_string()
+    } else {
+        format!("Tools for {:?}, best first:", task.trim())
+    };
+    let items = name_list(cx, &page, &mut text);
+    text.push_str("\nRoute with one of these names as the task to get its schema and nextCall.");
+    MetaResult::text(text, Some(json!({"decision": "list", "tools": items})))
+}
+
+/// `[{server, name, summary}]`, and one text line each.
+fn name_list(cx: &RouteContext, tools: &[&Arc<ToolRecord>], text: &mut String) -> Vec<Value> {
+    tools
+        .iter()
+        .map(|t| {
+            let summary = cx.summary(t, 100);
+            text.push_str(&format!("\n- {}/{}: {summary}", t.id.server, t.id.name));
+            json!({"server": t.id.server, "name": t.id.name, "summary": summary})
+        })
+        .collect()
 }
 
 fn answer(
@@ -124,16 +265,6 @@ fn answer(
     detail: Detail,
     limit: usize,
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
-    let catalog = cx.catalog;
-    if let Some(s) = server {
-        if !cx.servers.contains(&s) {
-            let known = cx.servers.join(", ");
-            return (
-                MetaResult::error(format!("route: no server {s:?}; the servers are: {known}")),
-                None,
-            );
-        }
-    }
     let opts = RouteOptions {
         server,
         limit,
@@ -156,7 +287,7 @@ fn answer(
             confidence,
             ..
         } => (
-            clarify(&question, &candidates, confidence, catalog.is_empty()),
+            clarify(cx, remember, &question, &candidates, confidence),
             None,
         ),
     }
@@ -184,7 +315,7 @@ fn select(
     };
     let next_args =
         json!({"selectionId": selection, "arguments": placeholders(tool.input_schema())});
-    let summary = tool.summary(160);
+    let summary = cx.summary(tool, 160);
     let mut structured = json!({
         "decision": "select",
         "selectionId": selection,
@@ -230,36 +361,54 @@ fn select(
     MetaResult::text(text, Some(structured))
 }
 
+/// A question whose every candidate carries its own selectionId, compact signature and
+/// nextCall, so the model answers it by calling execute: no second route.
 fn clarify(
+    cx: &RouteContext,
+    remember: &mut dyn FnMut(&ToolId) -> String,
     question: &str,
     candidates: &[Arc<ToolRecord>],
     confidence: f32,
-    empty: bool,
 ) -> MetaResult {
-    let list: Vec<Value> = candidates
-        .iter()
-        .map(|t| json!({"server": t.id.server, "name": t.id.name, "summary": t.summary(120)}))
-        .collect();
-    let question = if candidates.is_empty() {
-        if empty {
-            "No tools are available yet: the upstream servers are not connected.".to_string()
-        } else {
-            "No tool matches that task. Describe it differently, or name a server.".to_string()
-        }
-    } else {
+    let execute = format!("{}{EXECUTE}", cx.meta_prefix);
+    let question = if !candidates.is_empty() || question.starts_with("No tool of that name") {
         question.to_string()
+    } else if cx.catalog.is_empty() {
+        "No tools are available yet: the upstream servers are not connected.".to_string()
+    } else {
+        "No tool matches that task. Describe it differently, or name a server.".to_string()
     };
     let mut text = question.clone();
-    for t in candidates {
-        text.push_str(&format!(
-            "\n- {}/{}: {}",
-            t.id.server,
-            t.id.name,
-            t.summary(120)
-        ));
-    }
+    let list: Vec<Value> = candidates
+        .iter()
+        .map(|t| {
+            let selection = remember(&t.id);
+            let summary = cx.summary(t, 80);
+            let signature = render(&t.id.name, t.input_schema(), Detail::Signature)["signature"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let args =
+                json!({"selectionId": selection, "arguments": placeholders(t.input_schema())});
+            // The signature names the arguments; the selectionId is all execute needs.
+            text.push_str(&format!(
+                "\n- {}/{signature}: {summary} [selectionId {selection}]",
+                t.id.server
+            ));
+            json!({
+                "server": t.id.server,
+                "name": t.id.name,
+                "summary": summary,
+                "selectionId": selection,
+                "signature": signature,
+                "nextCall": {"tool": execute, "arguments": args},
+            })
+        })
+        .collect();
     if !candidates.is_empty() {
-        text.push_str("\nRoute again with the chosen name as the task (e.g. \"server/name\").");
+        text.push_str(&format!(
+            "\nAnswer by calling {execute} {{\"selectionId\": <the chosen one's>, \"arguments\": {{...}}}}."
+        ));
     }
     MetaResult::text(
         text,

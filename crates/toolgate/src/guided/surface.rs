@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 /// The standing rule sent as the initialize result's `instructions`.
 pub const INSTRUCTIONS: &str = "Tools are reached through a gateway. For a new task, call \
 route with the task in a few words; then run the nextCall it returns with execute. If route \
-asks a question, pick a candidate (or ask the user) and route again with its name. When a \
+asks a question, pick a candidate (or ask the user) and run that candidate's nextCall. When a \
 result carries nextCursor or operationId, call continue with it to get the rest.";
 
 /// Meta-tool names without a prefix.
@@ -116,16 +116,16 @@ pub fn meta_tools(prefix: &str) -> Vec<Value> {
     vec![
         json!({
             "name": format!("{prefix}{ROUTE}"),
-            "description": "Find the one tool for a task. Returns the tool, its input schema and a nextCall to run with execute; or a short question with candidates when the task is ambiguous. An exact tool name always wins.",
+            "description": "Find the one tool for a task: returns it with its input schema and a nextCall for execute, or a question whose candidates each carry a selectionId and nextCall. An exact tool name always wins. detail \"names\" lists matches; server alone lists that server's tools.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "task": {"type": "string", "description": "What to do, in a few words, or an exact tool name"},
-                    "server": {"type": "string", "description": "Only consider this server's tools"},
-                    "detail": {"type": "string", "enum": ["summary", "signature", "full", "typescript"], "description": "How much of the input schema to return (default signature; typescript: a declaration for execute_code)"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 5, "description": "Most candidates in a question (default 5)"}
-                },
-                "required": ["task"]
+                    "server": {"type": "string", "description": "Only this server's tools; alone, list them"},
+                    "detail": {"type": "string", "enum": ["names", "summary", "signature", "full", "typescript"], "description": "names: list matches, select nothing; else how much schema to return (default signature; typescript for execute_code)"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Most candidates (default 5) or listed tools (default 10)"},
+                    "cursor": {"type": "string", "description": "From a server listing's nextCall"}
+                }
             },
             "annotations": {"readOnlyHint": true, "openWorldHint": false}
         }),

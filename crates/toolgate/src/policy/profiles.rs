@@ -69,6 +69,15 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
     fn ceiling(&self, query: &str) -> Option<f32> {
         self.inner.ceiling(query)
     }
+
+    // Hidden tools count as names, so a hidden tool's exact name is never ranked.
+    fn is_name(&self, name: &str, server: Option<&str>) -> bool {
+        self.inner.is_name(name, server)
+    }
+
+    fn calibrated(&self) -> bool {
+        self.inner.calibrated()
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Evaluation over labelled queries: ranking metrics (P@1, R@5, nDCG@5), the decision's
 //! clarify rate and selection precision, route latency, and a threshold sweep.
 
-use super::decide::{route, RouteOptions};
+use super::calibrate::{Calibration, Features};
+use super::decide::{assess, Basis, RouteOptions};
 use super::Retriever;
 use crate::catalog::LabelledQuery;
 use serde::Serialize;
@@ -36,6 +37,11 @@ pub struct QueryOutcome {
     pub ranked: Vec<(String, String, f32)>,
     /// The decision's confidence; the query is a selection when it reaches the threshold.
     pub confidence: f32,
+    /// The calibrated decision's features (for refitting without ranking again).
+    pub features: Option<Features>,
+    /// False where the decision asks whatever the confidence (twins on several servers,
+    /// a name no tool has, a bare name several servers share).
+    pub may_select: bool,
     /// Wall time of the route call, in microseconds.
     pub latency_us: f64,
 }
@@ -49,7 +55,19 @@ impl QueryOutcome {
 
     /// True when route selects (rather than asks) at `threshold`.
     pub fn selects(&self, threshold: f32) -> bool {
-        !self.ranked.is_empty() && self.confidence >= threshold
+        self.may_select && !self.ranked.is_empty() && self.confidence >= threshold
+    }
+
+    /// Recomputes the confidence under another calibration.
+    pub fn rescore(&mut self, calibration: &Calibration) {
+        if let Some(x) = &self.features {
+            self.confidence = calibration.predict(x);
+        }
+    }
+
+    /// True when the first ranked tool is an expected one.
+    pub fn top_is_right(&self) -> bool {
+        self.is_expected(0)
     }
 
     pub fn precision_at_1(&self) -> f32 {
@@ -100,7 +118,17 @@ pub fn evaluate<R: Retriever + ?Sized>(
         .iter()
         .map(|q| {
             let start = Instant::now();
-            let decision = route(retriever, &q.query, opts);
+            let a = assess(retriever, &q.query, opts);
+            let confidence = a.confidence(&opts.calibration);
+            let may_select = match &a.basis {
+                Basis::Exact(tools) => tools.len() == 1,
+                Basis::NoSuchName => false,
+                Basis::Ranked { twins, .. } => *twins == 0,
+            };
+            let features = match &a.basis {
+                Basis::Ranked { features, .. } => *features,
+                _ => None,
+            };
             let latency_us = start.elapsed().as_secs_f64() * 1e6;
             let mut expected = q.expected.clone();
             expected.sort();
@@ -108,12 +136,14 @@ pub fn evaluate<R: Retriever + ?Sized>(
             QueryOutcome {
                 query: q.query.clone(),
                 expected,
-                ranked: decision
-                    .ranked()
+                ranked: a
+                    .ranked
                     .iter()
                     .map(|(t, s)| (t.id.server.clone(), t.id.name.clone(), *s))
                     .collect(),
-                confidence: decision.confidence(),
+                confidence,
+                features,
+                may_select,
                 latency_us,
             }
         })

@@ -4,11 +4,13 @@
 //! - [`doc`]: a tool as a document of weighted fields.
 //! - [`examples`]: example tasks per tool, indexed as one more field ([`RouteExamples`]).
 //! - [`index`]: the BM25F index, one shard per server ([`RouteIndex`]).
+//! - [`calibrate`]: the calibrated confidence (features any catalog has, a fitted logistic).
 //! - [`decide`]: exact names first, then select-or-clarify on the ranking ([`route`]).
 //! - [`eval`]: metrics and the labelled-query evaluation behind `toolgate eval route`.
 //! - With the `embed` feature: [`embedder`] (MiniLM via candle), [`dense`] (tool vectors,
 //!   cosine ranking) and [`hybrid`] (BM25F and embeddings fused, [`HybridIndex`]).
 
+pub mod calibrate;
 pub mod decide;
 #[cfg(feature = "embed")]
 pub mod dense;
@@ -24,9 +26,10 @@ pub mod hybrid;
 pub mod index;
 pub mod text;
 
+pub use calibrate::Calibration;
 pub use decide::{
-    confidence, route, RouteDecision, RouteOptions, DEFAULT_LIMIT, DEFAULT_THRESHOLD,
-    EXAMPLES_THRESHOLD,
+    assess, confidence, route, Assessment, Basis, RouteDecision, RouteOptions, DEFAULT_LIMIT,
+    DEFAULT_THRESHOLD, EXAMPLES_THRESHOLD, MAX_BROWSE,
 };
 pub use examples::RouteExamples;
 pub use index::{Bm25fParams, RouteIndex, EXAMPLES_B, EXAMPLES_WEIGHT};
@@ -57,6 +60,18 @@ pub trait Retriever: Send + Sync {
     fn ceiling(&self, _query: &str) -> Option<f32> {
         None
     }
+
+    /// True when some tool, visible or not, is named `name`: a name route must not rank
+    /// (it would select another tool). Filtering retrievers ask their inner index.
+    fn is_name(&self, name: &str, server: Option<&str>) -> bool {
+        !self.exact(name, server).is_empty()
+    }
+
+    /// True when the scores are BM25F's, for which the calibrated confidence was fitted;
+    /// other retrievers keep the softmax confidence and their own threshold.
+    fn calibrated(&self) -> bool {
+        false
+    }
 }
 
 impl Retriever for RouteIndex {
@@ -70,6 +85,12 @@ impl Retriever for RouteIndex {
 
     fn ceiling(&self, query: &str) -> Option<f32> {
         Some(RouteIndex::ceiling(self, query))
+    }
+
+    /// Calibrated without example tasks only: the model was fitted on catalogs alone, and
+    /// an example's words explain a task that no feature of the tool's own text sees.
+    fn calibrated(&self) -> bool {
+        self.examples().is_empty()
     }
 }
 

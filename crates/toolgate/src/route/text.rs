@@ -1,4 +1,5 @@
-//! Text analysis for routing: identifier splitting, lowercasing, stop words, English stemming.
+//! Text analysis for routing: identifier splitting, lowercasing, stop words, English stemming,
+//! character bigrams for scripts written without spaces.
 //!
 //! Documents and queries go through the same `Analyzer`, so a query typed as prose
 //! ("create an issue") and one typed as an identifier (`createIssue`, `create_issue`)
@@ -28,9 +29,24 @@ pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
-/// CJK ideographs and kana: written without spaces, so they are indexed as character bigrams.
+/// Scripts written without spaces between words (or, for Hangul, with particles glued to
+/// them), so they are indexed as character bigrams: CJK ideographs (with the extensions),
+/// kana, Hangul, Thai, Lao, Myanmar and Khmer. A stemmer or word list for each would
+/// depend on a dictionary; bigrams match any text of the same script.
 fn is_cjk(c: char) -> bool {
-    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF)
+    matches!(c as u32,
+        0x0E00..=0x0EFF     // Thai, Lao
+        | 0x1000..=0x109F   // Myanmar
+        | 0x1780..=0x17FF   // Khmer
+        | 0x1100..=0x11FF   // Hangul Jamo
+        | 0x3040..=0x30FF   // Hiragana, Katakana
+        | 0x3130..=0x318F   // Hangul compatibility Jamo
+        | 0x3400..=0x4DBF   // CJK extension A
+        | 0x4E00..=0x9FFF   // CJK unified ideographs
+        | 0xAC00..=0xD7AF   // Hangul syllables
+        | 0xF900..=0xFAFF   // CJK compatibility ideographs
+        | 0x20000..=0x3134F // CJK extensions B-G
+    )
 }
 
 /// Characters that join the parts of an identifier (`snake_case`, `kebab-case`, `a.b`, `s/t`).
@@ -133,7 +149,9 @@ impl Analyzer {
     /// words of each chunk also go to `words` (in order) when given, for phrase bigrams.
     pub fn terms(&self, text: &str, out: &mut Vec<String>, mut words: Option<&mut Vec<String>>) {
         let mut cjk = String::new();
-        for chunk in text.split(|c: char| !(c.is_alphanumeric() || is_joiner(c))) {
+        // Marks of those scripts (Thai tone marks, vowel signs) are not alphanumeric but part
+        // of the word.
+        for chunk in text.split(|c: char| !(c.is_alphanumeric() || is_joiner(c) || is_cjk(c))) {
             let chunk = chunk.trim_matches(is_joiner);
             if chunk.is_empty() {
                 continue;
@@ -321,6 +339,14 @@ mod tests {
         let a = Analyzer::new();
         assert_eq!(a.analyze("搜索结果"), ["搜索", "索结", "结果"]);
         assert_eq!(a.analyze("Bing搜索"), ["bing", "搜索"]);
+        // Other scripts without spaces, and Hangul with its particles.
+        assert_eq!(
+            a.analyze("สภาพอากาศ"),
+            ["สภ", "ภา", "าพ", "พอ", "อา", "าก", "กา", "าศ"]
+        );
+        assert_eq!(a.analyze("날씨를"), ["날씨", "씨를"]);
+        assert_eq!(a.analyze("ค้นหา"), ["ค้", "้น", "นห", "หา"]);
+        assert_eq!(a.analyze("東京の天気"), ["東京", "京の", "の天", "天気"]);
     }
 
     #[test]

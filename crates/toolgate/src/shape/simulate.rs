@@ -422,6 +422,8 @@ impl<'a> TaskSim<'a> {
             threshold: self.opts.threshold,
             meta_prefix: &self.opts.surface.guided_prefix,
             servers: catalog.servers(),
+            shows: None,
+            summaries: None,
         };
         let mut missing = Vec::new();
         let tools: Vec<&Arc<ToolRecord>> = q
@@ -466,21 +468,28 @@ impl<'a> TaskSim<'a> {
                 guided.request();
                 let id = guided.call(&route_name, &args);
                 routes += 1;
-                let mut made = None;
-                let (result, selected) =
-                    respond(&cx, args.as_object().expect("route arguments"), &mut |_| {
+                // Every selectionId the answer offers: the selected tool's, or each
+                // candidate's of a question (the model answers one by execute).
+                let mut made = Vec::new();
+                let (result, selected) = respond(
+                    &cx,
+                    args.as_object().expect("route arguments"),
+                    &mut |tool| {
                         step += 1;
                         let s = selection_id(index, step);
-                        made = Some(s.clone());
+                        made.push((tool.clone(), s.clone()));
                         s
-                    });
+                    },
+                );
                 guided.push(tool_message(
                     &id,
                     &result_content(&result, self.opts.result_form),
                 ));
                 if selected.is_some_and(|s| s.id == t.id) {
                     first_selected += usize::from(attempt == 0);
-                    selection = made;
+                }
+                if let Some((_, sel)) = made.into_iter().find(|(id, _)| *id == t.id) {
+                    selection = Some(sel);
                     break;
                 }
             }
