@@ -30,6 +30,7 @@ pub use profiles::Profile;
 pub use tiers::Tier;
 
 use crate::catalog::{Catalog, CatalogEntry, ToolRecord};
+pub use crate::principal::Principal;
 use approval::Approver;
 use audit::{AuditLog, Verdict};
 use serde_json::{Map, Value};
@@ -97,6 +98,16 @@ impl Caller {
         match self.policy.config.key(&self.grant.name) {
             Some(k) if Arc::ptr_eq(&k.grant, &self.grant) => format!("key:{}", self.grant.name),
             _ => format!("session:{}", self.session),
+        }
+    }
+
+    /// Who this request acts for, and so who owns the handles it makes: the configured
+    /// API key it presented, else the gateway's local identity (see [`Principal`]).
+    pub fn principal(&self) -> Principal {
+        match self.policy.config.key(&self.grant.name) {
+            Some(k) if Arc::ptr_eq(&k.grant, &self.grant) => Principal::key(&self.grant.name),
+            _ if self.grant.name == keys::UNAUTHENTICATED => Principal::nobody(),
+            _ => Principal::local(),
         }
     }
 
