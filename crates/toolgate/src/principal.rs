@@ -55,6 +55,45 @@ impl fmt::Display for Principal {
     }
 }
 
+/// Why a handle (selectionId, PII token, runId) was not honoured: the message for the
+/// model, and whether the handle was *foreign*, made by another principal, which the
+/// caller audits (`Policy::audit_foreign`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub message: String,
+    pub foreign: bool,
+}
+
+impl Refused {
+    /// Unknown, expired or malformed: the model should redo the step that made it.
+    pub fn stale(message: String) -> Self {
+        Self {
+            message,
+            foreign: false,
+        }
+    }
+
+    /// Made by another principal.
+    pub fn foreign(message: String) -> Self {
+        Self {
+            message,
+            foreign: true,
+        }
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<Refused> for String {
+    fn from(r: Refused) -> Self {
+        r.message
+    }
+}
+
 /// A session id or handle as it may appear in logs: its first 8 characters and an
 /// ellipsis, enough to correlate lines, never enough to present it.
 pub fn redacted(id: &str) -> String {

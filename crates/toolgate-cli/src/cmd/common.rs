@@ -85,10 +85,17 @@ pub fn demo_config() -> Result<Config> {
     Ok(config)
 }
 
-/// Logs go to stderr (stdout may be the protocol). `RUST_LOG` overrides the default.
+/// rmcp's HTTP session manager names each session id in full (its `create new session`
+/// line and the span around every session's events). A session id is a bearer of the
+/// session, so that target stays at warnings whatever `RUST_LOG` says.
+const QUIET_SESSION_IDS: &str = "rmcp::transport::streamable_http_server::session=warn";
+
+/// Logs go to stderr (stdout may be the protocol). `RUST_LOG` overrides the default
+/// (except [`QUIET_SESSION_IDS`]).
 pub fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        .add_directive(QUIET_SESSION_IDS.parse().expect("a valid directive"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -1,13 +1,15 @@
 //! PII tokenization (opt-in, `code.pii`): where a run's data leaves the sandbox for the
 //! model (result, logs, error), e-mail addresses, phone numbers, IBANs (mod-97 checked),
 //! card numbers (Luhn checked) and the values of configured field names become
-//! session-scoped tokens such as `[[EMAIL:k7f3q9]]`. A token the model passes back (in a
+//! tokens owned by the caller's principal (its API key, else the local identity) such as `[[EMAIL:k7f3q9]]`. A token the model passes back (in a
 //! run's `input`, in execute's arguments, in a program's tool arguments) is restored before
-//! the tool sees it; an unknown, expired or other session's token fails the call.
+//! the tool sees it; an unknown or expired token fails the call, and another principal's is
+//! refused as foreign (and audited by the caller).
 //!
 //! This is a privacy default, not data-loss prevention: a program can encode data (spell
 //! it out, base64 it) and it will pass untouched.
 
+use crate::principal::{Principal, Refused};
 use regex::Regex;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 
 /// How long a token can be passed back.
 pub const TOKEN_TTL: Duration = Duration::from_secs(3600);
-/// Tokens kept at most, over all sessions (the oldest go first).
+/// Tokens kept at most, over all principals (the oldest go first).
 const MAX_TOKENS: usize = 100_000;
 
 static TOKEN: LazyLock<Regex> =
@@ -39,27 +41,27 @@ static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
 });
 
 struct Entry {
-    session: String,
+    owner: Principal,
     value: String,
     made: Instant,
 }
 
-/// The tokens handed out, per session.
+/// The tokens handed out, per principal (see [`Principal`]).
 #[derive(Default)]
 pub struct Vault {
     /// Token text (`[[EMAIL:k7f3q9]]`) to what it stands for.
     tokens: Mutex<HashMap<String, Entry>>,
-    /// (session, value) to its token, so a value keeps one token within a session.
-    by_value: Mutex<HashMap<(String, String), String>>,
+    /// (owner, value) to its token, so a value keeps one token for its owner.
+    by_value: Mutex<HashMap<(Principal, String), String>>,
 }
 
 impl Vault {
     /// Replaces PII in every string of `v` (and the whole value of fields named in
-    /// `fields`) with this session's tokens.
-    pub fn tokenize(&self, session: &str, v: &mut Value, fields: &[String]) {
+    /// `fields`) with tokens owned by `owner`.
+    pub fn tokenize(&self, owner: &Principal, v: &mut Value, fields: &[String]) {
         match v {
-            Value::String(s) => *s = self.tokenize_text(session, s),
-            Value::Array(a) => a.iter_mut().for_each(|x| self.tokenize(session, x, fields)),
+            Value::String(s) => *s = self.tokenize_text(owner, s),
+            Value::Array(a) => a.iter_mut().for_each(|x| self.tokenize(owner, x, fields)),
             Value::Object(o) => {
                 for (k, x) in o.iter_mut() {
                     let named = fields.iter().any(|f| f.eq_ignore_ascii_case(k));
@@ -69,9 +71,9 @@ impl Vault {
                                 Value::String(s) => s.clone(),
                                 other => other.to_string(),
                             };
-                            *x = Value::String(self.token(session, "FIELD", &text));
+                            *x = Value::String(self.token(owner, "FIELD", &text));
                         }
-                        _ => self.tokenize(session, x, fields),
+                        _ => self.tokenize(owner, x, fields),
                     }
                 }
             }
@@ -80,7 +82,7 @@ impl Vault {
     }
 
     /// PII in `text` replaced by tokens.
-    pub fn tokenize_text(&self, session: &str, text: &str) -> String {
+    pub fn tokenize_text(&self, owner: &Principal, text: &str) -> String {
         let mut out = text.to_string();
         for (kind, re) in PATTERNS.iter() {
             if !re.is_match(&out) {
@@ -99,7 +101,7 @@ impl Vault {
                     };
                     // Never tokenize inside a token already made.
                     if real && !m.contains("[[") {
-                        self.token(session, kind, m)
+                        self.token(owner, kind, m)
                     } else {
                         m.to_string()
                     }
@@ -109,51 +111,44 @@ impl Vault {
         out
     }
 
-    /// Puts back the values of this session's tokens found in the strings of `v`; an
-    /// unknown, expired or other session's token is an error naming it.
-    pub fn restore(&self, session: &str, v: &mut Value) -> Result<(), String> {
+    /// Puts back the values of `owner`'s tokens found in the strings of `v`; an unknown,
+    /// expired or foreign token is an error naming it.
+    pub fn restore(&self, owner: &Principal, v: &mut Value) -> Result<(), Refused> {
         match v {
             Value::String(s) if s.contains("[[") => {
                 let tokens = self.tokens.lock().expect("pii tokens");
                 let mut bad = None;
                 let restored =
                     TOKEN.replace_all(s, |c: &regex::Captures| match tokens.get(&c[0]) {
-                        Some(e) if e.session == session && e.made.elapsed() <= TOKEN_TTL => {
+                        Some(e) if e.owner == *owner && e.made.elapsed() <= TOKEN_TTL => {
                             e.value.clone()
                         }
-                        _ => {
-                            bad.get_or_insert_with(|| c[0].to_string());
+                        found => {
+                            let foreign = found.is_some_and(|e| e.owner != *owner);
+                            bad.get_or_insert_with(|| (c[0].to_string(), foreign));
                             c[0].to_string()
                         }
                     });
-                if let Some(t) = bad {
-                    return Err(format!(
-                        "{t} is not a token of this session (unknown, expired or from another session): use the value itself, or run the step that produced the token again"
-                    ));
+                match bad {
+                    Some((t, true)) => return Err(Refused::foreign(format!(
+                        "{t} is a token of another caller (a different API key): use the value itself"
+                    ))),
+                    Some((t, false)) => return Err(Refused::stale(format!(
+                        "{t} is not a token you hold (unknown or expired): use the value itself, or run the step that produced the token again"
+                    ))),
+                    None => {}
                 }
                 *s = restored.into_owned();
                 Ok(())
             }
-            Value::Array(a) => a.iter_mut().try_for_each(|x| self.restore(session, x)),
-            Value::Object(o) => o.values_mut().try_for_each(|x| self.restore(session, x)),
+            Value::Array(a) => a.iter_mut().try_for_each(|x| self.restore(owner, x)),
+            Value::Object(o) => o.values_mut().try_for_each(|x| self.restore(owner, x)),
             _ => Ok(()),
         }
     }
 
-    /// Forgets a session's tokens.
-    pub fn end_session(&self, session: &str) {
-        self.tokens
-            .lock()
-            .expect("pii tokens")
-            .retain(|_, e| e.session != session);
-        self.by_value
-            .lock()
-            .expect("pii values")
-            .retain(|(s, _), _| s != session);
-    }
-
-    fn token(&self, session: &str, kind: &str, value: &str) -> String {
-        let key = (session.to_string(), value.to_string());
+    fn token(&self, owner: &Principal, kind: &str, value: &str) -> String {
+        let key = (owner.clone(), value.to_string());
         let mut by_value = self.by_value.lock().expect("pii values");
         let mut tokens = self.tokens.lock().expect("pii tokens");
         if let Some(t) = by_value.get(&key) {
@@ -184,7 +179,7 @@ impl Vault {
         tokens.insert(
             token.clone(),
             Entry {
-                session: session.to_string(),
+                owner: owner.clone(),
                 value: value.to_string(),
                 made: Instant::now(),
             },
@@ -245,11 +240,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn p(name: &str) -> Principal {
+        Principal::key(name)
+    }
+
     #[test]
     fn finds_and_restores_each_kind() {
         let v = Vault::default();
         let text = "Mail ann@example.com or call +44 20 7946 0958; IBAN GB82 WEST 1234 5698 7654 32; card 4111 1111 1111 1111; order 1234567890123 stays.";
-        let t = v.tokenize_text("s1", text);
+        let t = v.tokenize_text(&p("s1"), text);
         for kind in ["EMAIL", "PHONE", "IBAN", "CARD"] {
             assert!(t.contains(&format!("[[{kind}:")), "{kind}: {t}");
         }
@@ -262,7 +261,7 @@ mod tests {
             "not Luhn-valid: {t}"
         );
         let mut back = json!({"note": t});
-        v.restore("s1", &mut back).unwrap();
+        v.restore(&p("s1"), &mut back).unwrap();
         assert_eq!(back["note"], text);
     }
 
@@ -270,7 +269,7 @@ mod tests {
     fn one_value_one_token_and_named_fields() {
         let v = Vault::default();
         let mut x = json!({"a": "x@y.io", "b": ["x@y.io"], "name": "Ann Lee", "age": 40});
-        v.tokenize("s", &mut x, &["Name".to_string()]);
+        v.tokenize(&p("s"), &mut x, &["Name".to_string()]);
         assert_eq!(x["a"], x["b"][0]);
         assert!(x["name"].as_str().unwrap().starts_with("[[FIELD:"));
         assert_eq!(x["age"], 40);
@@ -279,16 +278,12 @@ mod tests {
     #[test]
     fn forged_foreign_and_forgotten_tokens_fail() {
         let v = Vault::default();
-        let t = v.tokenize_text("s1", "x@y.io");
+        let t = v.tokenize_text(&p("s1"), "x@y.io");
         let mut other = json!(t.clone());
-        assert!(v
-            .restore("s2", &mut other)
-            .unwrap_err()
-            .contains("another session"));
+        let refused = v.restore(&p("s2"), &mut other).unwrap_err();
+        assert!(refused.foreign && refused.message.contains("another caller"));
         let mut forged = json!("[[EMAIL:aaaaaa]]");
-        assert!(v.restore("s1", &mut forged).is_err());
-        v.end_session("s1");
-        let mut gone = json!(t);
-        assert!(v.restore("s1", &mut gone).is_err());
+        let refused = v.restore(&p("s1"), &mut forged).unwrap_err();
+        assert!(!refused.foreign, "{refused}");
     }
 }

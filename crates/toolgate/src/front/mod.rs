@@ -11,6 +11,7 @@ mod convert;
 mod direct;
 mod guided;
 mod http;
+mod listen;
 mod prompts;
 mod relay;
 mod resources;
@@ -58,9 +59,11 @@ pub struct Session {
     stdio: bool,
 }
 
-/// Per-session state shared by the handler's clones.
+/// Per-session state shared by the handler's clones. A 2026-07-28 request has no
+/// session: it gets a `Session` of its own, dropped when it is answered, which is why
+/// nothing a later request needs lives here (handles belong to the caller's principal).
 struct SessionState {
-    /// An unguessable id: pages, operations and selections belong to it.
+    /// An unguessable id, for the audit trail (never logged in full).
     id: String,
     /// The surface, fixed at initialize (for `auto`, once the catalog is known).
     surface: OnceLock<Surface>,
@@ -70,7 +73,7 @@ struct SessionState {
     _guard: DropGuard,
     /// Tools this session lists beside the meta-tools.
     guided: guided::GuidedState,
-    /// To forget the session's pages and operations when it ends.
+    /// To release the session's resource subscriptions when it ends.
     engine: Arc<Engine>,
     /// Resources this session subscribed to (see `resources`).
     subs: Arc<relay::Subscriptions>,
@@ -78,7 +81,6 @@ struct SessionState {
 
 impl Drop for SessionState {
     fn drop(&mut self) {
-        self.engine.end_session(&self.id);
         resources::release(self.engine.gw.clone(), &self.subs);
     }
 }
@@ -157,10 +159,6 @@ impl Session {
         text
     }
 
-    fn id(&self) -> &str {
-        &self.state.id
-    }
-
     /// The session's surface; `auto` before initialize counts as guided.
     pub fn surface(&self) -> Surface {
         self.state.surface.get().copied().unwrap_or(Surface::Guided)
@@ -185,6 +183,24 @@ impl Session {
     }
 }
 
+impl Session {
+    /// `ttlMs` and `cacheScope` for a list: the configured TTL, private (what is listed
+    /// depends on the caller's key and profile). Older clients never see them (rmcp strips
+    /// them below 2026-07-28).
+    fn cache_hints(&self) -> (Option<u64>, Option<rmcp::model::CacheScope>) {
+        let ttl = self.gw().config.gateway.list_ttl_ms;
+        (Some(ttl), Some(rmcp::model::CacheScope::Private))
+    }
+
+    /// A 2026-07-28 request never initializes: `auto` is resolved on the request itself
+    /// (the same rule, so every request of a caller gets the same surface).
+    fn resolve_unset_surface(&self, context: &RequestContext<RoleServer>) {
+        if self.state.surface.get().is_none() {
+            self.resolve_auto(context);
+        }
+    }
+}
+
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(capabilities());
@@ -198,10 +214,23 @@ impl ServerHandler for Session {
         info
     }
 
-    /// Sessions carry state (pages, operations), so toolgate speaks the session-based
-    /// protocol revisions; newer clients negotiate down to 2025-11-25.
+    /// Every revision up to 2026-07-28: the older ones over `initialize` and a session,
+    /// 2026-07-28 statelessly (each request carries its version in `_meta`). Nothing a
+    /// later request needs is kept in a session: handles belong to the caller's principal.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(listen::accepted(requested))
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        listen::run(self.gw().clone(), context).await;
+        Ok(())
     }
 
     async fn initialize(
@@ -232,6 +261,7 @@ impl ServerHandler for Session {
         self.gw()
             .wait_settled(self.gw().config.gateway.startup_wait)
             .await;
+        self.resolve_unset_surface(&context);
         let caller = self.caller(&context);
         let tools = match self.surface() {
             Surface::Direct => {
@@ -248,7 +278,9 @@ impl ServerHandler for Session {
             }
             Surface::Guided => guided::list(self, &caller),
         };
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut result = ListToolsResult::with_all_items(tools);
+        (result.ttl_ms, result.cache_scope) = self.cache_hints();
+        Ok(result)
     }
 
     async fn call_tool(
@@ -260,6 +292,7 @@ impl ServerHandler for Session {
         self.gw()
             .wait_settled(self.gw().config.gateway.startup_wait)
             .await;
+        self.resolve_unset_surface(&context);
         let args = request.arguments.unwrap_or_default();
         let caller = self.caller(&context);
         let result = match self.surface() {
@@ -277,7 +310,9 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        resources::list(self.gw(), &self.caller(&context), request).await
+        let mut r = resources::list(self.gw(), &self.caller(&context), request).await?;
+        (r.ttl_ms, r.cache_scope) = self.cache_hints();
+        Ok(r)
     }
 
     async fn list_resource_templates(
@@ -285,7 +320,9 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        resources::list_templates(self.gw(), &self.caller(&context), request).await
+        let mut r = resources::list_templates(self.gw(), &self.caller(&context), request).await?;
+        (r.ttl_ms, r.cache_scope) = self.cache_hints();
+        Ok(r)
     }
 
     async fn read_resource(
@@ -322,7 +359,9 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        prompts::list(self.gw(), &self.caller(&context), request).await
+        let mut r = prompts::list(self.gw(), &self.caller(&context), request).await?;
+        (r.ttl_ms, r.cache_scope) = self.cache_hints();
+        Ok(r)
     }
 
     async fn get_prompt(

@@ -7,6 +7,7 @@ use crate::code::calls::Gate;
 use crate::code::worker::{self, RunReport, WorkerSettings, MAX_RESULT_BYTES};
 use crate::code::{answer, strip_fences};
 use crate::policy::Caller;
+use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
@@ -18,7 +19,7 @@ const STACK_BYTES: usize = 1 << 20;
 
 pub async fn run(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     args: &Map<String, Value>,
     cancel: CancellationToken,
     caller: &Caller,
@@ -29,7 +30,8 @@ pub async fn run(
         Err(e) => return MetaResult::error(format!("execute_code: {e}")),
     };
     if cfg.pii {
-        if let Err(e) = engine.pii.restore(session, &mut input) {
+        if let Err(e) = engine.pii.restore(owner, &mut input) {
+            let e = engine.refused(caller, "piiToken", &e.message.clone(), e);
             return MetaResult::error(format!("execute_code: input: {e}"));
         }
     }
@@ -42,7 +44,7 @@ pub async fn run(
         depth: 0,
     };
     let report = tokio::select! {
-        r = run_program(engine, session, caller, &program) => match r {
+        r = run_program(engine, owner, caller, &program) => match r {
             Ok(r) => r,
             Err(e) => return MetaResult::error(format!("execute_code: {e}")),
         },
@@ -60,13 +62,13 @@ pub async fn run(
     servers.sort();
     servers.dedup();
     let run_id = engine.runs.record(
-        session,
+        owner,
         &caller.grant.name,
         &program.code,
         &report.status,
         servers,
     );
-    let mut answer = show(engine, session, report);
+    let mut answer = show(engine, owner, report);
     if let Some(s) = answer.structured.as_mut() {
         s["runId"] = Value::String(run_id.clone());
     }
@@ -91,18 +93,18 @@ pub(crate) struct Program<'a> {
 }
 
 /// What leaves a run for the model: PII tokenized (when configured), within the budget.
-pub(crate) fn show(engine: &Engine, session: &str, mut report: RunReport) -> MetaResult {
+pub(crate) fn show(engine: &Engine, owner: &Principal, mut report: RunReport) -> MetaResult {
     let cfg = &engine.gw.config.code;
     if cfg.pii {
         // Only what leaves for the model is tokenized; inside the run values stayed real.
         engine
             .pii
-            .tokenize(session, &mut report.result, &cfg.pii_fields);
+            .tokenize(owner, &mut report.result, &cfg.pii_fields);
         for line in &mut report.logs {
-            *line = engine.pii.tokenize_text(session, line);
+            *line = engine.pii.tokenize_text(owner, line);
         }
         if let Some(e) = &mut report.error {
-            e.message = engine.pii.tokenize_text(session, &e.message);
+            e.message = engine.pii.tokenize_text(owner, &e.message);
         }
     }
     answer::render(report, cfg.output_bytes)
@@ -112,7 +114,7 @@ pub(crate) fn show(engine: &Engine, session: &str, mut report: RunReport) -> Met
 /// it could not start (no worker, too many runs).
 pub(crate) async fn run_program(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     caller: &Caller,
     program: &Program<'_>,
 ) -> Result<RunReport, String> {
@@ -180,7 +182,7 @@ pub(crate) async fn run_program(
     };
     let gate = Gate {
         engine,
-        session,
+        owner,
         caller,
         allowed,
         deadline: Instant::now() + timeout,
@@ -196,9 +198,9 @@ pub(crate) async fn run_program(
     let process = engine.gw.code_workers.take();
     Ok(worker::run(&settings, process, &run, move |c| async move {
         if c.server == STATE_SERVER {
-            engine.code_state.request(session, &c.tool, &c.arguments)
+            engine.code_state.request(owner, &c.tool, &c.arguments)
         } else if c.server == SKILLS_SERVER && engine.skills.configured() {
-            super::skill::nested(engine, session, caller, c, gate.deadline, depth + 1).await
+            super::skill::nested(engine, owner, caller, c, gate.deadline, depth + 1).await
         } else {
             gate.call(c).await
         }

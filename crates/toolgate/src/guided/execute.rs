@@ -6,6 +6,7 @@ use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::catalog::ToolRecord;
 use crate::exec::{shape, Checked, Shaped};
 use crate::policy::Caller;
+use crate::principal::Principal;
 use crate::shape::tokens::Encoding;
 use crate::upstream::{CallOptions, CallOutcome};
 use serde_json::{json, Map, Value};
@@ -16,15 +17,15 @@ use tokio_util::sync::CancellationToken;
 /// caller's permission is checked (whatever the profile shows) before validation and call.
 pub async fn run(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     args: &Map<String, Value>,
     cancel: CancellationToken,
     caller: &Caller,
 ) -> MetaResult {
-    if let Some(skill) = super::skill::target(engine, session, args) {
-        return super::skill::execute(engine, session, &skill, args, cancel, caller).await;
+    if let Some(skill) = super::skill::target(engine, owner, args) {
+        return super::skill::execute(engine, owner, &skill, args, cancel, caller).await;
     }
-    let request = match parse(engine, session, args) {
+    let request = match parse(engine, owner, args, caller) {
         Ok(r) => r,
         Err(e) => return MetaResult::error(format!("execute: {e}")),
     };
@@ -33,10 +34,11 @@ pub async fn run(
         Ok(p) => p,
         Err(refusal) => return MetaResult::error(format!("execute: {refusal}")),
     };
-    let call = match admit(engine, session, &tool, request.arguments) {
+    let call = match admit(engine, owner, &tool, request.arguments) {
         Ok(call) => call,
         Err(Refusal::Token(e)) => {
             permit.not_run("unknown or foreign PII token");
+            let e = engine.refused(caller, "piiToken", &e.message.clone(), e);
             return MetaResult::error(format!("execute: {e}"));
         }
         Err(Refusal::InvalidArguments(report)) => {
@@ -54,7 +56,7 @@ pub async fn run(
         return MetaResult::error(format!("execute: {refusal}"));
     }
     let relay = caller.relay.clone();
-    let started = engine.store.start(session, move |ct, progress| async move {
+    let started = engine.store.start(owner, move |ct, progress| async move {
         let opts = CallOptions {
             progress: Some(progress),
             cancel: Some(ct),
@@ -72,13 +74,13 @@ pub async fn run(
     };
     let wait = engine.gw.config.guided.wait;
     let status = tokio::select! {
-        s = engine.store.wait(session, &op, wait) => s,
-        _ = cancel.cancelled() => engine.store.cancel(session, &op),
+        s = engine.store.wait(owner, &op, wait) => s,
+        _ = cancel.cancelled() => engine.store.cancel(owner, &op),
     };
     let budget = request.max_tokens.map_or(engine.budget_for(&tool), |m| {
         m.min(engine.budget_for(&tool))
     });
-    answer_status(engine, session, &op, status, &request.fields, budget)
+    answer_status(engine, owner, &op, status, &request.fields, budget)
 }
 
 /// Why a call was not admitted.
@@ -86,8 +88,8 @@ pub async fn run(
 pub enum Refusal {
     /// The arguments do not match the tool's input schema.
     InvalidArguments(crate::exec::ValidationReport),
-    /// A PII token in the arguments is not this session's (`code.pii`).
-    Token(String),
+    /// A PII token in the arguments is not the caller's (`code.pii`).
+    Token(crate::principal::Refused),
 }
 
 /// A call that passed [`admit`]: the only way to reach an upstream from a meta-tool or a
@@ -103,7 +105,7 @@ pub struct Admitted {
 /// `arguments` is the one value that is checked and then sent.
 pub fn admit(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     tool: &Arc<ToolRecord>,
     arguments: Map<String, Value>,
 ) -> Result<Admitted, Refusal> {
@@ -111,7 +113,7 @@ pub fn admit(
     if engine.gw.config.code.pii {
         engine
             .pii
-            .restore(session, &mut value)
+            .restore(owner, &mut value)
             .map_err(Refusal::Token)?;
     }
     match engine.validators.validate(tool, &value) {
@@ -145,7 +147,12 @@ struct Request {
     max_tokens: Option<usize>,
 }
 
-fn parse(engine: &Engine, session: &str, args: &Map<String, Value>) -> Result<Request, String> {
+fn parse(
+    engine: &Engine,
+    owner: &Principal,
+    args: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Request, String> {
     for key in args.keys() {
         if !["selectionId", "tool", "arguments", "fields", "max_tokens"].contains(&key.as_str()) {
             return Err(format!(
@@ -156,7 +163,8 @@ fn parse(engine: &Engine, session: &str, args: &Map<String, Value>) -> Result<Re
     let catalog = engine.gw.catalog();
     let tool = match (opt_str(args, "selectionId")?, opt_str(args, "tool")?) {
         (Some(sel), _) => {
-            let id = engine.recall(session, sel)?;
+            let id = (engine.recall(owner, sel))
+                .map_err(|r| engine.refused(caller, "selectionId", sel, r))?;
             catalog
                 .by_id(&id)
                 .cloned()
@@ -206,7 +214,7 @@ fn parse(engine: &Engine, session: &str, args: &Map<String, Value>) -> Result<Re
 /// Shapes a finished call for the model: fields, budget, and a cursor for the rest.
 pub fn shaped_answer(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     outcome: CallOutcome,
     fields: &Option<Vec<String>>,
     budget: usize,
@@ -226,7 +234,7 @@ pub fn shaped_answer(
         content.push(crate::exec::shape::text_block(format!("[toolgate] {note}")));
     }
     if !remaining.is_empty() {
-        match engine.store.put_pages(session, remaining) {
+        match engine.store.put_pages(owner, remaining) {
             Ok(cursor) => {
                 content.push(crate::exec::shape::text_block(format!(
                     "[toolgate] page 1 of {total_pages} ({original_tokens} tokens in all); call continue with {{\"cursor\": \"{cursor}\"}} for the next page"

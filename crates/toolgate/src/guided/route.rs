@@ -9,6 +9,7 @@ use super::surface::EXECUTE;
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::policy::{profiles::Visible, Caller};
+use crate::principal::Principal;
 use crate::route::{route, Retriever, RouteDecision, RouteOptions};
 use crate::shape::ProfileView;
 use crate::skills::SKILLS_SERVER;
@@ -36,7 +37,7 @@ pub struct RouteContext<'a> {
 /// tool (for `expand_selected`).
 pub fn run(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
@@ -73,7 +74,7 @@ pub fn run(
         meta_prefix: &engine.gw.config.gateway.meta_prefix,
         servers,
     };
-    respond(&cx, args, &mut |id| engine.remember(session, id))
+    respond(&cx, args, &mut |id| engine.remember(owner, id))
 }
 
 /// Answers route's `args` from `cx`; `remember` records a selected tool and returns its

@@ -70,6 +70,19 @@ pub struct CallRecord<'a> {
     pub result_tokens: Option<usize>,
 }
 
+/// A handle refused because another principal made it, as the audit log records it.
+#[derive(Debug, Clone)]
+pub struct ForeignRecord<'a> {
+    pub session: &'a str,
+    pub key: &'a str,
+    pub principal: &'a str,
+    pub profile: Option<&'a str>,
+    /// What kind of handle: `cursor`, `operation`, `selectionId`, `piiToken`, `runId`.
+    pub handle: &'a str,
+    /// The handle as presented (only a prefix is written).
+    pub handle_text: &'a str,
+}
+
 /// One request for a server's resources or prompts, as the audit log records it.
 #[derive(Debug, Clone)]
 pub struct AccessRecord<'a> {
@@ -194,6 +207,24 @@ impl AuditLog {
             line["reason"] = json!(reason);
         }
         self.write(&line, refusal.is_some());
+    }
+
+    /// Records a handle (cursor, operationId, selectionId, PII token, runId) presented by a
+    /// principal other than the one that made it, and refused. Synced: it is a refusal. The
+    /// handle is written redacted (its first characters): the log must not hand it out.
+    pub fn foreign(&self, r: &ForeignRecord<'_>) {
+        let line = json!({
+            "time": now_rfc3339(),
+            "type": "foreign",
+            "session": r.session,
+            "key": r.key,
+            "principal": r.principal,
+            "profile": r.profile,
+            "handle": r.handle,
+            "handleHint": crate::principal::redacted(r.handle_text),
+            "decision": "refused",
+        });
+        self.write(&line, true);
     }
 
     /// Records a request turned away for its key (401). Synced: it is a refusal.

@@ -366,6 +366,29 @@ impl Policy {
         (self.audit_broken.clone()).or_else(|| self.audit.as_ref().and_then(|a| a.failure()))
     }
 
+    /// Audits (and logs, redacted) a handle of another principal that `caller` presented:
+    /// `handle` says what kind (`cursor`, `operation`, `selectionId`, `piiToken`, `runId`),
+    /// `text` is the handle as presented. The refusal itself is the caller's to answer.
+    pub fn audit_foreign(&self, caller: &Caller, handle: &str, text: &str) {
+        let principal = caller.principal();
+        tracing::warn!(
+            principal = %principal,
+            handle,
+            hint = %crate::principal::redacted(text),
+            "refused a handle made by another principal"
+        );
+        if let Some(log) = &self.audit {
+            log.foreign(&audit::ForeignRecord {
+                session: &caller.session,
+                key: &caller.grant.name,
+                principal: principal.as_str(),
+                profile: caller.profile_name(),
+                handle,
+                handle_text: text,
+            });
+        }
+    }
+
     /// Audits a request turned away for its key.
     pub fn audit_rejected_key(&self, rejection: &KeyRejection, path: &str) {
         if let Some(log) = &self.audit {
