@@ -213,11 +213,7 @@ async fn pii_leaves_as_tokens_and_comes_back_as_values() {
     )
     .await;
     assert_eq!(r.is_error, Some(true));
-    assert!(
-        text(&r).contains("not a token you hold"),
-        "{}",
-        text(&r)
-    );
+    assert!(text(&r).contains("not a token you hold"), "{}", text(&r));
     let (other, _) = connect_stdio(&config, &[]).await;
     let r = call(
         &other,

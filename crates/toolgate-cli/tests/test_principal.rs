@@ -48,7 +48,8 @@ async fn handles_follow_their_key_across_connections_and_eras_and_no_further() {
         .as_str()
         .expect("route selected read_file")
         .to_string();
-    let big = json!({"tool": "files/read_file", "arguments": {"path": "/a", "_result_bytes": 40_000}});
+    let big =
+        json!({"tool": "files/read_file", "arguments": {"path": "/a", "_result_bytes": 40_000}});
     let r = call_on(&admin, "execute", big.clone()).await;
     let cursor = structured(&r)["nextCursor"]
         .as_str()

@@ -3,9 +3,10 @@
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio::process::{Child, ChildStdin, Command};
@@ -22,7 +23,12 @@ pub struct ChildProcess {
     child: Child,
     /// The process group id (= the child's pid, since it leads its own group).
     pgid: Option<Pid>,
+    /// The last few stderr lines, so a failed handshake can say what the server said.
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
 }
+
+/// Stderr lines kept for error messages.
+const STDERR_TAIL: usize = 5;
 
 /// Spawns `command`; returns the child, a reader yielding only its JSON lines, and its stdin.
 pub fn spawn(
@@ -80,12 +86,21 @@ pub fn spawn(
         }
     });
     let name = upstream.to_string();
+    let stderr_tail: Arc<Mutex<VecDeque<String>>> = Arc::default();
+    let tail = stderr_tail.clone();
     tokio::spawn(async move {
         let mut stderr = lines(stderr, 64 * 1024);
         let mut window = tokio::time::Instant::now();
         let (mut logged, mut dropped) = (0u32, 0u64);
         while let Some(line) = stderr.next_line().await {
             let Ok(line) = line else { continue };
+            {
+                let mut tail = tail.lock().expect("stderr tail");
+                if tail.len() == STDERR_TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(clip(&line).to_string());
+            }
             if window.elapsed() >= Duration::from_secs(1) {
                 if dropped > 0 {
                     tracing::warn!(upstream = %name, "stderr: {dropped} more lines not logged (rate limit)");
@@ -101,7 +116,12 @@ pub fn spawn(
             }
         }
     });
-    Ok((ChildProcess { child, pgid }, from_filter, stdin))
+    let child = ChildProcess {
+        child,
+        pgid,
+        stderr_tail,
+    };
+    Ok((child, from_filter, stdin))
 }
 
 /// Keeps the tool objects of a `tools/list` result exactly as the server wrote them: rmcp's
@@ -153,6 +173,16 @@ impl ChildProcess {
         if let Some(pgid) = self.pgid {
             let _ = killpg(pgid, Signal::SIGKILL);
         }
+    }
+
+    /// The last stderr lines, as a clause for an error message ("" when there were none).
+    pub fn stderr_note(&self) -> String {
+        let tail = self.stderr_tail.lock().expect("stderr tail");
+        if tail.is_empty() {
+            return String::new();
+        }
+        let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+        format!("; its last stderr lines: {}", lines.join(" | "))
     }
 
     /// Waits for the child to exit and describes how it ended.
