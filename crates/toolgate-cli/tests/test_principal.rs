@@ -136,3 +136,67 @@ async fn handles_follow_their_key_across_connections_and_eras_and_no_further() {
         c.cancel().await.unwrap();
     }
 }
+
+/// One JSON-RPC POST with `key`, in session `session` (if any); the status, the session
+/// id the answer carries, and the JSON-RPC message.
+async fn post_as(
+    url: &str,
+    key: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<String>, Value) {
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(s) = session {
+        req = req
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let sid = (r.headers().get("mcp-session-id")).map(|v| v.to_str().unwrap().to_string());
+    let text = r.text().await.unwrap();
+    let message = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|d| d.starts_with('{'))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .or_else(|| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    (status, sid, message)
+}
+
+#[tokio::test]
+async fn a_session_opened_with_one_key_is_refused_to_another_and_audited() {
+    let dir = TestDir::new();
+    let gw = HttpGateway::start(&policy_config(&dir, "direct", ""), &[]);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let (status, sid, answer) = post_as(&gw.url, ADMIN, None, init).await;
+    assert_eq!(status, 200, "{answer}");
+    let sid = sid.expect("a legacy session");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post_as(&gw.url, ADMIN, Some(&sid), initialized).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+
+    let (_, _, answer) = post_as(&gw.url, READER, Some(&sid), list.clone()).await;
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("another API key"), "{answer}");
+    let records = foreign_records(&dir);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["handle"], "session");
+    assert_eq!(records[0]["key"], "reader");
+    assert!(!std::fs::read_to_string(dir.path("audit.jsonl"))
+        .unwrap()
+        .contains(&sid));
+
+    // Its owner still uses it.
+    let (_, _, answer) = post_as(&gw.url, ADMIN, Some(&sid), list).await;
+    assert!(answer["result"]["tools"].is_array(), "{answer}");
+}

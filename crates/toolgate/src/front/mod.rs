@@ -73,6 +73,8 @@ struct SessionState {
     _guard: DropGuard,
     /// Tools this session lists beside the meta-tools.
     guided: guided::GuidedState,
+    /// The principal that opened the session (its first request): no other may use it.
+    owner: OnceLock<crate::principal::Principal>,
     /// To release the session's resource subscriptions when it ends.
     engine: Arc<Engine>,
     /// Resources this session subscribed to (see `resources`).
@@ -101,6 +103,7 @@ impl Session {
                 _guard: closed.clone().drop_guard(),
                 closed,
                 guided: guided::GuidedState::default(),
+                owner: OnceLock::new(),
                 engine: engine.clone(),
                 subs: Default::default(),
             }),
@@ -141,6 +144,25 @@ impl Session {
             relay: Some(relay::relay_for(context)),
             policy,
         }
+    }
+
+    /// The caller, if it is the principal that opened this session. A request presenting
+    /// another principal's session id (another API key) is refused, and audited, before
+    /// it touches anything of the session's.
+    fn bound_caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+        let caller = self.caller(context);
+        let principal = caller.principal();
+        let owner = self.state.owner.get_or_init(|| principal.clone());
+        if *owner == principal {
+            return Ok(caller);
+        }
+        caller
+            .policy
+            .audit_foreign(&caller, "session", &self.state.id);
+        Err(McpError::invalid_request(
+            "this session was opened with another API key: open a session of your own (initialize without Mcp-Session-Id)",
+            None,
+        ))
     }
 
     fn gw(&self) -> &Arc<Gateway> {
@@ -239,6 +261,8 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
+        // The session belongs to whoever opens it.
+        let caller = self.bound_caller(&context)?;
         if self.mode == Mode::Auto {
             self.gw()
                 .wait_settled(self.gw().config.gateway.startup_wait)
@@ -247,7 +271,6 @@ impl ServerHandler for Session {
         }
         let mut result = self.negotiate_initialize(&request)?;
         if self.surface() == Surface::Guided {
-            let caller = self.caller(&context);
             result.instructions = Some(self.instructions(self.engine.code_for(&caller)));
         }
         Ok(result)
@@ -262,7 +285,7 @@ impl ServerHandler for Session {
             .wait_settled(self.gw().config.gateway.startup_wait)
             .await;
         self.resolve_unset_surface(&context);
-        let caller = self.caller(&context);
+        let caller = self.bound_caller(&context)?;
         let tools = match self.surface() {
             Surface::Direct => {
                 let catalog = self.gw().catalog();
@@ -294,7 +317,7 @@ impl ServerHandler for Session {
             .await;
         self.resolve_unset_surface(&context);
         let args = request.arguments.unwrap_or_default();
-        let caller = self.caller(&context);
+        let caller = self.bound_caller(&context)?;
         let result = match self.surface() {
             Surface::Direct => match direct::skill_named(&self.engine, &caller, &request.name) {
                 Some(skill) => guided::run_skill(self, &skill, args, &context, &caller).await,
@@ -310,7 +333,7 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let mut r = resources::list(self.gw(), &self.caller(&context), request).await?;
+        let mut r = resources::list(self.gw(), &self.bound_caller(&context)?, request).await?;
         (r.ttl_ms, r.cache_scope) = self.cache_hints();
         Ok(r)
     }
@@ -320,7 +343,8 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let mut r = resources::list_templates(self.gw(), &self.caller(&context), request).await?;
+        let mut r =
+            resources::list_templates(self.gw(), &self.bound_caller(&context)?, request).await?;
         (r.ttl_ms, r.cache_scope) = self.cache_hints();
         Ok(r)
     }
@@ -330,7 +354,7 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let caller = self.caller(&context);
+        let caller = self.bound_caller(&context)?;
         let r = resources::read(self.gw(), &caller, &request.uri, &context).await;
         r.map(Into::into)
     }
@@ -341,7 +365,7 @@ impl ServerHandler for Session {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let caller = self.caller(&context);
+        let caller = self.bound_caller(&context)?;
         resources::subscribe(self.gw(), &caller, &request.uri, &self.state.subs).await
     }
 
@@ -359,7 +383,7 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let mut r = prompts::list(self.gw(), &self.caller(&context), request).await?;
+        let mut r = prompts::list(self.gw(), &self.bound_caller(&context)?, request).await?;
         (r.ttl_ms, r.cache_scope) = self.cache_hints();
         Ok(r)
     }
@@ -369,7 +393,7 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let caller = self.caller(&context);
+        let caller = self.bound_caller(&context)?;
         let r = prompts::get(self.gw(), &caller, request, &context).await;
         r.map(Into::into)
     }
@@ -379,7 +403,7 @@ impl ServerHandler for Session {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        prompts::complete(self.gw(), &self.caller(&context), request).await
+        prompts::complete(self.gw(), &self.bound_caller(&context)?, request).await
     }
 
     #[allow(deprecated)]
