@@ -214,6 +214,41 @@ impl Session {
         (Some(ttl), Some(rmcp::model::CacheScope::Private))
     }
 
+    /// For a 2026-07-28 `tools/call` of one tool (a direct tool or execute, not a program
+    /// or a skill, whose rerun would repeat its other calls): approval by MRTR.
+    fn mrtr_approver(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        caller: &Caller,
+    ) -> Option<Arc<approve::MrtrApprover>> {
+        let modern = (context.protocol_version())
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        if !modern {
+            return None;
+        }
+        let owner = caller.principal();
+        let one_call = match self.surface() {
+            Surface::Direct => direct::skill_named(&self.engine, caller, &request.name).is_none(),
+            Surface::Guided => {
+                let prefix = self.gw().config.gateway.meta_prefix.as_str();
+                let bare = request.name.strip_prefix(prefix).unwrap_or(&request.name);
+                let args = request.arguments.clone().unwrap_or_default();
+                bare == crate::guided::surface::EXECUTE
+                    && crate::guided::skill::target(&self.engine, &owner, &args).is_none()
+            }
+        };
+        let capable = (context.client_capabilities()).is_some_and(|c| c.elicitation.is_some());
+        one_call.then(|| {
+            Arc::new(approve::MrtrApprover::new(
+                self.engine.policy.clone(),
+                owner,
+                capable,
+                request,
+            ))
+        })
+    }
+
     /// A 2026-07-28 request never initializes: `auto` is resolved on the request itself
     /// (the same rule, so every request of a caller gets the same surface).
     fn resolve_unset_surface(&self, context: &RequestContext<RoleServer>) {
@@ -316,8 +351,12 @@ impl ServerHandler for Session {
             .wait_settled(self.gw().config.gateway.startup_wait)
             .await;
         self.resolve_unset_surface(&context);
+        let mut caller = self.bound_caller(&context)?;
+        let mrtr = self.mrtr_approver(&request, &context, &caller);
+        if let Some(m) = &mrtr {
+            caller.approver = Some(m.clone());
+        }
         let args = request.arguments.unwrap_or_default();
-        let caller = self.bound_caller(&context)?;
         let result = match self.surface() {
             Surface::Direct => match direct::skill_named(&self.engine, &caller, &request.name) {
                 Some(skill) => guided::run_skill(self, &skill, args, &context, &caller).await,
@@ -325,6 +364,10 @@ impl ServerHandler for Session {
             },
             Surface::Guided => guided::call(self, &request.name, args, &context, &caller).await,
         };
+        // Asked for approval the 2026-07-28 way: nothing ran; the client retries with it.
+        if let Some(asked) = mrtr.and_then(|m| m.input_required()) {
+            return Ok(asked.into());
+        }
         Ok(result.into())
     }
 

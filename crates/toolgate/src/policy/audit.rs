@@ -32,6 +32,8 @@ pub enum Verdict {
     Shadow,
     ApprovalDeclined,
     ApprovalUnavailable,
+    /// Asked by MRTR: nothing ran; the retry with the answer is recorded on its own.
+    ApprovalRequested,
 }
 
 impl Verdict {
@@ -42,6 +44,7 @@ impl Verdict {
             Verdict::Shadow => "shadow",
             Verdict::ApprovalDeclined => "approval_declined",
             Verdict::ApprovalUnavailable => "approval_unavailable",
+            Verdict::ApprovalRequested => "approval_requested",
         }
     }
 }

@@ -55,6 +55,8 @@ pub struct Policy {
     /// Set when the audit log is configured but cannot be opened: every call is then
     /// refused, since calls must not run unrecorded.
     audit_broken: Option<String>,
+    /// Approvals asked of 2026-07-28 clients, waiting for the retry that answers them.
+    pub approvals: approval::PendingApprovals,
 }
 
 /// Who is asking, through which surface, seeing which profile: one per request.
@@ -138,6 +140,7 @@ impl Policy {
             config: config.clone(),
             audit,
             audit_broken,
+            approvals: Default::default(),
         })
     }
 
