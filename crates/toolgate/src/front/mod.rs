@@ -29,7 +29,7 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
     InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
@@ -206,7 +206,8 @@ impl Session {
 }
 
 impl Session {
-    /// `ttlMs` and `cacheScope` for a list: the configured TTL, private (what is listed
+    /// `ttlMs` and `cacheScope` for a list (with `resultType: complete`, which what comes
+    /// from an upstream of the older revisions lacks; rmcp strips it for older clients): the configured TTL, private (what is listed
     /// depends on the caller's key and profile). Older clients never see them (rmcp strips
     /// them below 2026-07-28).
     fn cache_hints(&self) -> (Option<u64>, Option<rmcp::model::CacheScope>) {
@@ -378,6 +379,7 @@ impl ServerHandler for Session {
     ) -> Result<ListResourcesResult, McpError> {
         let mut r = resources::list(self.gw(), &self.bound_caller(&context)?, request).await?;
         (r.ttl_ms, r.cache_scope) = self.cache_hints();
+        r.result_type = Some(ResultType::COMPLETE);
         Ok(r)
     }
 
@@ -389,6 +391,7 @@ impl ServerHandler for Session {
         let mut r =
             resources::list_templates(self.gw(), &self.bound_caller(&context)?, request).await?;
         (r.ttl_ms, r.cache_scope) = self.cache_hints();
+        r.result_type = Some(ResultType::COMPLETE);
         Ok(r)
     }
 
@@ -399,7 +402,10 @@ impl ServerHandler for Session {
     ) -> Result<ReadResourceResponse, McpError> {
         let caller = self.bound_caller(&context)?;
         let r = resources::read(self.gw(), &caller, &request.uri, &context).await;
-        r.map(Into::into)
+        r.map(|mut r| {
+            r.result_type = Some(ResultType::COMPLETE);
+            r.into()
+        })
     }
 
     #[allow(deprecated)]
@@ -428,6 +434,7 @@ impl ServerHandler for Session {
     ) -> Result<ListPromptsResult, McpError> {
         let mut r = prompts::list(self.gw(), &self.bound_caller(&context)?, request).await?;
         (r.ttl_ms, r.cache_scope) = self.cache_hints();
+        r.result_type = Some(ResultType::COMPLETE);
         Ok(r)
     }
 
@@ -438,7 +445,10 @@ impl ServerHandler for Session {
     ) -> Result<GetPromptResponse, McpError> {
         let caller = self.bound_caller(&context)?;
         let r = prompts::get(self.gw(), &caller, request, &context).await;
-        r.map(Into::into)
+        r.map(|mut r| {
+            r.result_type = Some(ResultType::COMPLETE);
+            r.into()
+        })
     }
 
     async fn complete(
@@ -446,7 +456,9 @@ impl ServerHandler for Session {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        prompts::complete(self.gw(), &self.bound_caller(&context)?, request).await
+        let mut r = prompts::complete(self.gw(), &self.bound_caller(&context)?, request).await?;
+        r.result_type = Some(ResultType::COMPLETE);
+        Ok(r)
     }
 
     #[allow(deprecated)]
