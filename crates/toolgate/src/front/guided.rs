@@ -77,6 +77,13 @@ pub async fn call(
     let bare = name.strip_prefix(prefix).unwrap_or(name);
     // Handles belong to the caller's principal, not to this session (see `principal`).
     let id = &caller.principal();
+    // Route, execute and continue answer in prose beside their structured content; a
+    // program's answer (execute_code, or execute of a skill) has it all structured.
+    let prose = match bare {
+        ROUTE | CONTINUE => true,
+        EXECUTE => crate::guided::skill::target(engine, id, &args).is_none(),
+        _ => false,
+    };
     let result = match bare {
         ROUTE => {
             let (result, selected) = route::run(engine, id, &args, caller);
@@ -115,7 +122,7 @@ pub async fn call(
             ));
         }
     };
-    to_result(result)
+    to_result(result, prose)
 }
 
 /// Audits what route decided, from its structured answer.
@@ -157,15 +164,19 @@ pub async fn run_skill(
     args.insert("arguments".into(), Value::Object(arguments));
     let (engine, id, ct) = (&session.engine, &caller.principal(), context.ct.clone());
     let result = crate::guided::skill::execute(engine, id, &skill.name, &args, ct, caller).await;
-    to_result(result)
+    to_result(result, false)
 }
 
 /// The one place a meta-tool's answer becomes an MCP result. Clients that find
 /// `structuredContent` show the model only that (Claude Code, Codex), others show the
-/// text: so when there is structured content, everything the text says goes in it too
-/// (as `text`, unless the text is only the structured content as JSON).
-fn to_result(r: MetaResult) -> CallToolResult {
-    let structured = r.structured.map(|s| with_text(s, &r.content));
+/// text: so when an answer says things in `prose` that its structured content does not,
+/// the text goes in the structured content too (as `text`, unless the text is only the
+/// structured content as JSON).
+fn to_result(r: MetaResult, prose: bool) -> CallToolResult {
+    let structured = match prose {
+        true => r.structured.map(|s| with_text(s, &r.content)),
+        false => r.structured,
+    };
     let content: Vec<ContentBlock> = r
         .content
         .into_iter()
