@@ -196,7 +196,13 @@ async fn a_session_opened_with_one_key_is_refused_to_another_and_audited() {
         .unwrap()
         .contains(&sid));
 
-    // Its owner still uses it.
+    // Its owner still uses it. Caching hints are the 2026-07-28 era's only.
     let (_, _, answer) = post_as(&gw.url, ADMIN, Some(&sid), list).await;
     assert!(answer["result"]["tools"].is_array(), "{answer}");
+    assert!(answer["result"].get("ttlMs").is_none(), "{answer}");
+    let modern = connect_modern(&gw.url, ADMIN).await;
+    let listed = modern.list_tools(None).await.unwrap();
+    assert_eq!(listed.ttl_ms, Some(60_000));
+    assert!(!listed.tools.is_empty());
+    modern.cancel().await.unwrap();
 }

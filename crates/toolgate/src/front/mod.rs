@@ -266,7 +266,7 @@ impl ServerHandler for Session {
             Surface::Guided => guided::list(self, &caller),
         };
         let mut result = ListToolsResult::with_all_items(tools);
-        (result.ttl_ms, result.cache_scope) = self.cache_hints();
+        (result.ttl_ms, result.cache_scope) = self.cache_hints(&context);
         Ok(result)
     }
 
@@ -306,7 +306,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let mut r = resources::list(self.gw(), &self.bound_caller(&context)?, request).await?;
-        (r.ttl_ms, r.cache_scope) = self.cache_hints();
+        (r.ttl_ms, r.cache_scope) = self.cache_hints(&context);
         r.result_type = Some(ResultType::COMPLETE);
         Ok(r)
     }
@@ -318,7 +318,7 @@ impl ServerHandler for Session {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let mut r =
             resources::list_templates(self.gw(), &self.bound_caller(&context)?, request).await?;
-        (r.ttl_ms, r.cache_scope) = self.cache_hints();
+        (r.ttl_ms, r.cache_scope) = self.cache_hints(&context);
         r.result_type = Some(ResultType::COMPLETE);
         Ok(r)
     }
@@ -361,7 +361,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let mut r = prompts::list(self.gw(), &self.bound_caller(&context)?, request).await?;
-        (r.ttl_ms, r.cache_scope) = self.cache_hints();
+        (r.ttl_ms, r.cache_scope) = self.cache_hints(&context);
         r.result_type = Some(ResultType::COMPLETE);
         Ok(r)
     }

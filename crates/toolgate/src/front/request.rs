@@ -33,11 +33,16 @@ impl Session {
         ))
     }
 
-    /// `ttlMs` and `cacheScope` for a list (with `resultType: complete`, which what comes
-    /// from an upstream of the older revisions lacks; rmcp strips it for older clients): the configured TTL, private (what is listed
-    /// depends on the caller's key and profile). Older clients never see them (rmcp strips
-    /// them below 2026-07-28).
-    pub(super) fn cache_hints(&self) -> (Option<u64>, Option<rmcp::model::CacheScope>) {
+    /// `ttlMs` and `cacheScope` for a list answered to a 2026-07-28 request: the configured
+    /// TTL, private (what is listed depends on the caller's key and profile). Older clients
+    /// get neither (the lists' `resultType`, which rmcp strips for them, is set by the caller).
+    pub(super) fn cache_hints(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> (Option<u64>, Option<rmcp::model::CacheScope>) {
+        if !modern(context) {
+            return (None, None);
+        }
         let ttl = self.gw().config.gateway.list_ttl_ms;
         (Some(ttl), Some(rmcp::model::CacheScope::Private))
     }
@@ -50,9 +55,7 @@ impl Session {
         context: &RequestContext<RoleServer>,
         caller: &Caller,
     ) -> Option<Arc<approve::MrtrApprover>> {
-        let modern = (context.protocol_version())
-            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        if !modern {
+        if !modern(context) {
             return None;
         }
         let owner = caller.principal();
@@ -84,4 +87,10 @@ impl Session {
             self.resolve_auto(context);
         }
     }
+}
+
+/// The request is served in 2026-07-28 (or later).
+fn modern(context: &RequestContext<RoleServer>) -> bool {
+    (context.protocol_version())
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
