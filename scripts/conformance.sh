@@ -109,7 +109,7 @@ done
 for scenario in server-initialize ping logging-set-level tools-list dns-rebinding-protection; do
     run "server 2025-11-25, guided: $scenario" server --url "$URL/guided" --spec-version 2025-11-25 --scenario "$scenario"
 done
-for scenario in server-stateless tools-list dns-rebinding-protection; do
+for scenario in tools-list dns-rebinding-protection; do
     run "server 2026-07-28, guided: $scenario" server --url "$URL/guided" --spec-version 2026-07-28 --scenario "$scenario"
 done
 

@@ -285,6 +285,10 @@ impl ServerHandler for Session {
         if let Some(m) = &mrtr {
             caller.approver = Some(m.clone());
         }
+        let modern_relay = self.modern_relay(&context);
+        if let Some(r) = &modern_relay {
+            caller.relay = Some(r.clone());
+        }
         let args = request.arguments.unwrap_or_default();
         let result = match self.surface() {
             Surface::Direct => match direct::skill_named(&self.engine, &caller, &request.name) {
@@ -296,6 +300,9 @@ impl ServerHandler for Session {
         // Asked for approval the 2026-07-28 way: nothing ran; the client retries with it.
         if let Some(asked) = mrtr.and_then(|m| m.input_required()) {
             return Ok(asked.into());
+        }
+        if let Some(missing) = modern_relay.and_then(|r| request::undeclared(&r, &context)) {
+            return Err(missing);
         }
         Ok(result.into())
     }

@@ -5,7 +5,8 @@
 
 use super::{approve, direct, Session, Surface};
 use crate::policy::Caller;
-use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+use crate::upstream::RelayKind;
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ProtocolVersion};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use std::sync::Arc;
@@ -87,6 +88,44 @@ impl Session {
             self.resolve_auto(context);
         }
     }
+}
+
+impl Session {
+    /// For a 2026-07-28 `tools/call`: a relay that sends the client nothing and remembers
+    /// what the call's upstream asked for.
+    pub(super) fn modern_relay(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Arc<super::relay::SessionRelay>> {
+        modern(context).then(|| super::relay::SessionRelay::modern(context))
+    }
+}
+
+/// The error for a call whose upstream needed a capability (sampling, elicitation, roots)
+/// that the 2026-07-28 client did not declare in its `_meta`: -32021, naming it. A client
+/// that declared it gets the call's own result (the upstream was told it cannot be asked).
+#[allow(deprecated)] // sampling and roots: deprecated by SEP-2577, still what servers ask.
+pub(super) fn undeclared(
+    relay: &super::relay::SessionRelay,
+    context: &RequestContext<RoleServer>,
+) -> Option<McpError> {
+    let kind = relay.refused_kind()?;
+    let declared = context.client_capabilities().unwrap_or_default();
+    let (has, needed) = match kind {
+        RelayKind::Sampling => (
+            declared.sampling.is_some(),
+            ClientCapabilities::builder().enable_sampling().build(),
+        ),
+        RelayKind::Elicitation => (
+            declared.elicitation.is_some(),
+            ClientCapabilities::builder().enable_elicitation().build(),
+        ),
+        RelayKind::Roots => (
+            declared.roots.is_some(),
+            ClientCapabilities::builder().enable_roots().build(),
+        ),
+    };
+    (!has).then(|| McpError::missing_required_client_capability(needed))
 }
 
 /// The request is served in 2026-07-28 (or later).
