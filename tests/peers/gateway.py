@@ -224,10 +224,13 @@ TEST_GATEWAY = {"mode": "direct", "startup_wait_ms": int(START_TIMEOUT * 1000)}
 # Sessions
 
 
-def sdk_client(server: Any, **kw: Any) -> Client:
-    # The SDK's defaults (mode "auto": a server/discover probe, then the initialize
-    # handshake with a 2025-era server), except cache=None so every list really reaches
-    # the gateway, and a read timeout so a lost response fails the test instead of hanging.
+def sdk_client(server: Any, era: str | None = None, **kw: Any) -> Client:
+    # The SDK's defaults (mode "auto": a server/discover probe, then 2026-07-28 with
+    # toolgate, or the initialize handshake with a 2025-era server), except cache=None so
+    # every list really reaches the gateway, and a read timeout so a lost response fails
+    # the test instead of hanging. `era` pins the client's mode ("legacy", "2026-07-28").
+    if era is not None:
+        kw["mode"] = era
     return Client(server, cache=None, read_timeout_seconds=90, **kw)
 
 

@@ -177,7 +177,11 @@ async def test_a_crashed_upstream_is_restarted(transport, toolgate_bin, peers, w
         if isinstance(message, ToolListChangedNotification):
             list_changed.append(time.monotonic())
 
-    async with session(transport, toolgate_bin, crash_config(peers, work), work, message_handler=on_message) as client:
+    # Pushed notifications outside a request are the older revisions' (a 2026-07-28 client
+    # asks for them with subscriptions/listen), so this client speaks 2025-11-25.
+    async with session(
+        transport, toolgate_bin, crash_config(peers, work), work, message_handler=on_message, era="legacy"
+    ) as client:
         await all_tools(client)
         before = len(list_changed)
         outcomes, old, new = await kill_time_server_and_call_until_back(client, work)

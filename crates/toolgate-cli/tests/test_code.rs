@@ -204,7 +204,8 @@ async fn pii_leaves_as_tokens_and_comes_back_as_values() {
         text(&r)
     );
 
-    // A forged token, and a token from another session, fail the call.
+    // A forged token, and a token another gateway process made (state is in memory), fail
+    // the call. Tokens of another principal: test_principal.rs.
     let r = call(
         &client,
         "execute",
@@ -212,11 +213,7 @@ async fn pii_leaves_as_tokens_and_comes_back_as_values() {
     )
     .await;
     assert_eq!(r.is_error, Some(true));
-    assert!(
-        text(&r).contains("not a token of this session"),
-        "{}",
-        text(&r)
-    );
+    assert!(text(&r).contains("not a token you hold"), "{}", text(&r));
     let (other, _) = connect_stdio(&config, &[]).await;
     let r = call(
         &other,
@@ -225,7 +222,7 @@ async fn pii_leaves_as_tokens_and_comes_back_as_values() {
     )
     .await;
     assert_eq!(r.is_error, Some(true));
-    assert!(text(&r).contains("another session"), "{}", text(&r));
+    assert!(text(&r).contains("not a token you hold"), "{}", text(&r));
 }
 
 #[tokio::test]
@@ -253,7 +250,7 @@ async fn state_carries_over_between_runs_of_a_session() {
     assert_eq!(
         s["result"],
         Value::Null,
-        "another session's state is not visible"
+        "another gateway process's state is not visible"
     );
     let s = expect(
         &client,

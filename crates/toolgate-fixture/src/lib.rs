@@ -120,6 +120,10 @@ pub struct FixtureArgs {
     /// play an old server).
     #[arg(long, value_name = "VERSION", requires = "conformance")]
     pub max_protocol: Option<String>,
+    /// Speak only MCP 2026-07-28: refuse `initialize` (-32022), serve `server/discover` and
+    /// per-request metadata, to play a modern-only server.
+    #[arg(long, conflicts_with = "max_protocol")]
+    pub modern_only: bool,
 }
 
 /// Runs the fixture until its input closes (stdio), or SIGTERM/SIGINT arrives.
@@ -187,7 +191,7 @@ pub fn build_server(args: &FixtureArgs) -> anyhow::Result<FixtureServer> {
         .clone()
         .unwrap_or_else(|| "toolgate-fixture".to_owned());
     tracing::info!(server = %name, tools = tools.len(), "catalog loaded");
-    Ok(FixtureServer::new(name, tools, knobs, args.page_size))
+    Ok(FixtureServer::new(name, tools, knobs, args.page_size).modern_only(args.modern_only))
 }
 
 /// Cancels `shutdown` on SIGTERM or SIGINT.

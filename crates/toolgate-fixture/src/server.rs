@@ -7,7 +7,7 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig,
+    ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -34,6 +34,8 @@ pub struct FixtureServer {
     page_size: Option<usize>,
     /// `serverInfo.name`: the catalog server served, so logs and gateways can tell fixtures apart.
     name: String,
+    /// Speak only MCP 2026-07-28 (refuse `initialize`), to play a modern-only server.
+    modern_only: bool,
 }
 
 impl FixtureServer {
@@ -50,7 +52,14 @@ impl FixtureServer {
             knobs: Arc::new(knobs),
             page_size: page_size.filter(|size| *size > 0),
             name: name.into(),
+            modern_only: false,
         }
+    }
+
+    /// This server speaks only 2026-07-28: `initialize` gets -32022.
+    pub fn modern_only(mut self, on: bool) -> Self {
+        self.modern_only = on;
+        self
     }
 
     /// The tools `tools/list` currently shows.
@@ -145,6 +154,13 @@ impl FixtureServer {
 }
 
 impl ServerHandler for FixtureServer {
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        match self.modern_only {
+            true => std::borrow::Cow::Owned(vec![ProtocolVersion::V_2026_07_28]),
+            false => std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         #[allow(deprecated)] // The logging capability backs the `_log` knob.
         let capabilities = ServerCapabilities::builder()

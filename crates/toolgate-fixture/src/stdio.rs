@@ -38,7 +38,12 @@ pub async fn serve_stdio(
                 tracing::info!(%context, "stdin closed before initialize");
                 return Ok(());
             }
-            Err(error) => return Err(error.into()),
+            Err(error) => {
+                // The refusal rmcp wrote (e.g. -32022 to `initialize` with --modern-only)
+                // is still in the pump: deliver it before exiting.
+                let _ = pump.await;
+                return Err(error.into());
+            }
         },
         _ = shutdown.cancelled() => return Ok(()),
     };

@@ -51,7 +51,7 @@ pub async fn run(args: CheckArgs) -> Result<bool> {
             println!(
                 "{}",
                 json!({"upstream": up.name(), "status": status.label(), "tools": tools,
-                       "latency_ms": ms, "detail": detail})
+                       "latency_ms": ms, "protocol": up.protocol(), "detail": detail})
             );
         } else {
             let ms = ms.map_or("-".into(), |m| format!("{m:.0}"));

@@ -90,7 +90,13 @@ pub fn demo_config() -> Result<Config> {
     Ok(config)
 }
 
-/// Logs go to stderr (stdout may be the protocol). `RUST_LOG` overrides the default.
+/// rmcp's HTTP session manager names each session id in full (its `create new session`
+/// line and the span around every session's events). A session id is a bearer of the
+/// session, so that target stays at warnings whatever `RUST_LOG` says.
+const QUIET_SESSION_IDS: &str = "rmcp::transport::streamable_http_server::session=warn";
+
+/// Logs go to stderr (stdout may be the protocol). `RUST_LOG` overrides the default
+/// (except [`QUIET_SESSION_IDS`]).
 /// rmcp's own lines (Debug dumps of peers and errors, which toolgate reports in its own
 /// words) are off unless `RUST_LOG` asks for them (`RUST_LOG=info,rmcp=debug`);
 /// colour only when stderr is a terminal and `NO_COLOR` is unset, so clients that record
@@ -98,7 +104,8 @@ pub fn demo_config() -> Result<Config> {
 pub fn init_logging(default: &str) {
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},rmcp=off")));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},rmcp=off")))
+        .add_directive(QUIET_SESSION_IDS.parse().expect("a valid directive"));
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -23,11 +23,13 @@ pub async fn run(args: ToolsArgs) -> Result<bool> {
     if !args.json {
         println!("{:<20} {:<40} {:<45} STATUS", "SERVER", "TOOL", "EXPOSED");
     }
+    let protocol = |server: &str| gw.upstream(server).and_then(|u| u.protocol());
     for t in catalog.tools() {
         if args.json {
             println!(
                 "{}",
-                json!({"server": t.id.server, "tool": t.id.name, "exposed": t.exposed, "status": "ready"})
+                json!({"server": t.id.server, "tool": t.id.name, "exposed": t.exposed, "status": "ready",
+                       "protocol": protocol(&t.id.server)})
             );
         } else {
             println!(
@@ -70,6 +72,11 @@ pub async fn run(args: ToolsArgs) -> Result<bool> {
         catalog.len(),
         gw.upstreams().count()
     );
+    for up in gw.upstreams() {
+        if let Some(p) = up.protocol() {
+            eprintln!("{}: MCP {p}", up.name());
+        }
+    }
     gw.shutdown().await;
     if !all_ok {
         eprintln!("some upstreams are not connected: `toolgate check` says why");

@@ -80,6 +80,7 @@ pub(super) fn tools() -> Value {
         .collect();
     out.push(json!({"name": "test_sampling", "description": "Asks the client to sample an LLM", "inputSchema": string_arg("prompt", "The prompt to send to the LLM")}));
     out.push(json!({"name": "test_elicitation", "description": "Asks the user for a username and email", "inputSchema": string_arg("message", "The message to show the user")}));
+    out.push(json!({"name": "test_missing_capability", "description": "Needs the client's sampling capability (asks the client to sample)", "inputSchema": {"type": "object"}}));
     out.push(json!({"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features", "inputSchema": {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
@@ -188,7 +189,7 @@ impl ConformanceServer {
                 }
                 text("Tool with progress executed successfully")
             }
-            "test_sampling" => {
+            "test_sampling" | "test_missing_capability" => {
                 let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": arg(&request, "prompt")}}], "maxTokens": 100});
                 match ask(&cx, "sampling/createMessage", params).await {
                     Ok(v) => text(format!(

@@ -9,6 +9,7 @@ use crate::catalog::ToolRecord;
 use crate::guided::execute::{admit, Refusal};
 use crate::guided::Engine;
 use crate::policy::Caller;
+use crate::principal::Principal;
 use crate::upstream::{CallError, CallOptions, CallOutcome};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -19,7 +20,7 @@ use toolgate_sandbox::protocol::CallFailure;
 /// The tools one run may call and the state every call checks.
 pub struct Gate<'a> {
     pub engine: &'a Engine,
-    pub session: &'a str,
+    pub owner: &'a Principal,
     /// Who runs the program: every call is authorized for this caller's key, as execute's are.
     pub caller: &'a Caller,
     /// (server, original name) -> record: exactly what the run's `tools` object holds.
@@ -93,7 +94,7 @@ impl Gate<'_> {
             permit.not_run(&format!("flow rule {rule}"));
             return Err(fail("denied", message));
         }
-        let admitted = match admit(self.engine, self.session, tool, arguments) {
+        let admitted = match admit(self.engine, self.owner, tool, arguments) {
             Ok(a) => a,
             Err(Refusal::InvalidArguments(report)) => {
                 permit.not_run("invalid arguments");
@@ -101,6 +102,7 @@ impl Gate<'_> {
             }
             Err(Refusal::Token(e)) => {
                 permit.not_run("unknown or foreign PII token");
+                let e = (self.engine).refused(self.caller, "piiToken", &e.message.clone(), e);
                 return Err(fail("invalid_arguments", e));
             }
             Err(Refusal::Flow { rule, message }) => {

@@ -1,14 +1,16 @@
 //! PII tokenization (opt-in, `code.pii`): where a run's data leaves the sandbox for the
 //! model (result, logs, error), e-mail addresses, phone numbers, IBANs (mod-97 checked),
 //! card numbers (Luhn checked) and the values of configured field names become
-//! session-scoped tokens such as `[[EMAIL:k7f3q9]]`. A token the model passes back (in a
+//! tokens owned by the caller's principal (its API key, else the local identity) such as `[[EMAIL:k7f3q9]]`. A token the model passes back (in a
 //! run's `input`, in execute's arguments, in a program's tool arguments) is restored before
-//! the tool sees it; an unknown, expired or other session's token fails the call.
+//! the tool sees it; an unknown or expired token fails the call, and another principal's is
+//! refused as foreign (and audited by the caller).
 //!
 //! This is a privacy default, not data-loss prevention: a program can encode data (spell
 //! it out, base64 it) and it will pass untouched.
 
 use regex::Regex;
+use crate::principal::{Principal, Refused};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{LazyLock, Mutex};
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 
 /// How long a token can be passed back.
 pub const TOKEN_TTL: Duration = Duration::from_secs(3600);
-/// Tokens kept at most, over all sessions (the oldest go first).
+/// Tokens kept at most, over all principals (the oldest go first).
 const MAX_TOKENS: usize = 100_000;
 
 static TOKEN: LazyLock<Regex> =
@@ -39,7 +41,7 @@ static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
 });
 
 struct Entry {
-    session: String,
+    owner: Principal,
     value: String,
     made: Instant,
     /// The servers whose results held the value (for `[code.flows]` rules).
@@ -61,8 +63,8 @@ pub enum Decision {
 /// Why tokens could not be restored.
 #[derive(Debug)]
 pub enum RestoreError {
-    /// Unknown, expired or another session's token.
-    Token(String),
+    /// Unknown, expired or another principal's token.
+    Token(Refused),
     /// A flow rule forbids where the value would go.
     Flow(String),
 }
@@ -70,7 +72,8 @@ pub enum RestoreError {
 impl std::fmt::Display for RestoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Token(m) | Self::Flow(m) => f.write_str(m),
+            Self::Token(r) => write!(f, "{r}"),
+            Self::Flow(m) => f.write_str(m),
         }
     }
 }
@@ -118,36 +121,36 @@ fn real(kind: &str, m: &str) -> bool {
     }
 }
 
-/// The tokens handed out, per session.
+/// The tokens handed out, per principal (see [`Principal`]).
 #[derive(Default)]
 pub struct Vault {
     /// Token text (`[[EMAIL:k7f3q9]]`) to what it stands for.
     tokens: Mutex<HashMap<String, Entry>>,
-    /// (session, value) to its token, so a value keeps one token within a session.
-    by_value: Mutex<HashMap<(String, String), String>>,
+    /// (owner, value) to its token, so a value keeps one token for its owner.
+    by_value: Mutex<HashMap<(Principal, String), String>>,
 }
 
 impl Vault {
     /// Replaces PII in every string of `v` (and the whole value of fields named in
-    /// `fields`) with this session's tokens.
-    pub fn tokenize(&self, session: &str, v: &mut Value, fields: &[String]) {
-        self.tokenize_from(session, v, fields, &Origins::new())
+    /// `fields`) with tokens owned by `owner`.
+    pub fn tokenize(&self, owner: &Principal, v: &mut Value, fields: &[String]) {
+        self.tokenize_from(owner, v, fields, &Origins::new())
     }
 
     /// Like [`Vault::tokenize`], each token remembering the servers `origins` names for
     /// its value.
     pub fn tokenize_from(
         &self,
-        session: &str,
+        owner: &Principal,
         v: &mut Value,
         fields: &[String],
         origins: &Origins,
     ) {
         match v {
-            Value::String(s) => *s = self.tokenize_text_from(session, s, origins),
+            Value::String(s) => *s = self.tokenize_text_from(owner, s, origins),
             Value::Array(a) => a
                 .iter_mut()
-                .for_each(|x| self.tokenize_from(session, x, fields, origins)),
+                .for_each(|x| self.tokenize_from(owner, x, fields, origins)),
             Value::Object(o) => {
                 for (k, x) in o.iter_mut() {
                     let named = fields.iter().any(|f| f.eq_ignore_ascii_case(k));
@@ -157,9 +160,9 @@ impl Vault {
                                 Value::String(s) => s.clone(),
                                 other => other.to_string(),
                             };
-                            *x = Value::String(self.token(session, "FIELD", &text, origins));
+                            *x = Value::String(self.token(owner, "FIELD", &text, origins));
                         }
-                        _ => self.tokenize_from(session, x, fields, origins),
+                        _ => self.tokenize_from(owner, x, fields, origins),
                     }
                 }
             }
@@ -168,11 +171,11 @@ impl Vault {
     }
 
     /// PII in `text` replaced by tokens.
-    pub fn tokenize_text(&self, session: &str, text: &str) -> String {
-        self.tokenize_text_from(session, text, &Origins::new())
+    pub fn tokenize_text(&self, owner: &Principal, text: &str) -> String {
+        self.tokenize_text_from(owner, text, &Origins::new())
     }
 
-    pub fn tokenize_text_from(&self, session: &str, text: &str, origins: &Origins) -> String {
+    pub fn tokenize_text_from(&self, owner: &Principal, text: &str, origins: &Origins) -> String {
         let mut out = text.to_string();
         for (kind, re) in PATTERNS.iter() {
             if !re.is_match(&out) {
@@ -183,7 +186,7 @@ impl Vault {
                     let m = &c[0];
                     // Never tokenize inside a token already made.
                     if real(kind, m) && !m.contains("[[") {
-                        self.token(session, kind, m, origins)
+                        self.token(owner, kind, m, origins)
                     } else {
                         m.to_string()
                     }
@@ -193,18 +196,22 @@ impl Vault {
         out
     }
 
-    /// Puts back the values of this session's tokens found in the strings of `v`; an
-    /// unknown, expired or other session's token is an error naming it.
-    pub fn restore(&self, session: &str, v: &mut Value) -> Result<(), String> {
-        self.restore_with(session, v, &mut |_, _, _| Decision::Restore)
-            .map_err(|e| e.to_string())
+    /// Puts back the values of `owner`'s tokens found in the strings of `v`; an unknown,
+    /// expired or foreign token is an error naming it.
+    pub fn restore(&self, owner: &Principal, v: &mut Value) -> Result<(), Refused> {
+        self.restore_with(owner, v, &mut |_, _, _| Decision::Restore)
+            .map_err(|e| match e {
+                RestoreError::Token(r) => r,
+                // Every token is restored here: no rule is asked.
+                RestoreError::Flow(m) => Refused::stale(m),
+            })
     }
 
     /// Like [`Vault::restore`], asking `decide` about each token (its text, its class and
     /// the servers its value came from) before it is put back.
     pub fn restore_with(
         &self,
-        session: &str,
+        owner: &Principal,
         v: &mut Value,
         decide: &mut dyn FnMut(&str, &str, &BTreeSet<String>) -> Decision,
     ) -> Result<(), RestoreError> {
@@ -215,7 +222,7 @@ impl Vault {
                 let mut refused = None;
                 let restored =
                     TOKEN.replace_all(s, |c: &regex::Captures| match tokens.get(&c[0]) {
-                        Some(e) if e.session == session && e.made.elapsed() <= TOKEN_TTL => {
+                        Some(e) if e.owner == *owner && e.made.elapsed() <= TOKEN_TTL => {
                             match decide(&c[0], &c[1], &e.origins) {
                                 Decision::Restore => e.value.clone(),
                                 Decision::Keep => c[0].to_string(),
@@ -225,15 +232,20 @@ impl Vault {
                                 }
                             }
                         }
-                        _ => {
-                            bad.get_or_insert_with(|| c[0].to_string());
+                        found => {
+                            let foreign = found.is_some_and(|e| e.owner != *owner);
+                            bad.get_or_insert_with(|| (c[0].to_string(), foreign));
                             c[0].to_string()
                         }
                     });
-                if let Some(t) = bad {
-                    return Err(RestoreError::Token(format!(
-                        "{t} is not a token of this session (unknown, expired or from another session): use the value itself, or run the step that produced the token again"
-                    )));
+                match bad {
+                    Some((t, true)) => return Err(RestoreError::Token(Refused::foreign(format!(
+                        "{t} is a token of another caller (a different API key): use the value itself"
+                    )))),
+                    Some((t, false)) => return Err(RestoreError::Token(Refused::stale(format!(
+                        "{t} is not a token you hold (unknown or expired): use the value itself, or run the step that produced the token again"
+                    )))),
+                    None => {}
                 }
                 if let Some(why) = refused {
                     return Err(RestoreError::Flow(why));
@@ -243,28 +255,16 @@ impl Vault {
             }
             Value::Array(a) => a
                 .iter_mut()
-                .try_for_each(|x| self.restore_with(session, x, decide)),
+                .try_for_each(|x| self.restore_with(owner, x, decide)),
             Value::Object(o) => o
                 .values_mut()
-                .try_for_each(|x| self.restore_with(session, x, decide)),
+                .try_for_each(|x| self.restore_with(owner, x, decide)),
             _ => Ok(()),
         }
     }
 
-    /// Forgets a session's tokens.
-    pub fn end_session(&self, session: &str) {
-        self.tokens
-            .lock()
-            .expect("pii tokens")
-            .retain(|_, e| e.session != session);
-        self.by_value
-            .lock()
-            .expect("pii values")
-            .retain(|(s, _), _| s != session);
-    }
-
-    fn token(&self, session: &str, kind: &str, value: &str, origins: &Origins) -> String {
-        let key = (session.to_string(), value.to_string());
+    fn token(&self, owner: &Principal, kind: &str, value: &str, origins: &Origins) -> String {
+        let key = (owner.clone(), value.to_string());
         let from = origins.get(value).cloned().unwrap_or_default();
         let mut by_value = self.by_value.lock().expect("pii values");
         let mut tokens = self.tokens.lock().expect("pii tokens");
@@ -297,7 +297,7 @@ impl Vault {
         tokens.insert(
             token.clone(),
             Entry {
-                session: session.to_string(),
+                owner: owner.clone(),
                 value: value.to_string(),
                 made: Instant::now(),
                 origins: from,
@@ -359,11 +359,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn p(name: &str) -> Principal {
+        Principal::key(name)
+    }
+
     #[test]
     fn finds_and_restores_each_kind() {
         let v = Vault::default();
         let text = "Mail ann@example.com or call +44 20 7946 0958; IBAN GB82 WEST 1234 5698 7654 32; card 4111 1111 1111 1111; order 1234567890123 stays.";
-        let t = v.tokenize_text("s1", text);
+        let t = v.tokenize_text(&p("s1"), text);
         for kind in ["EMAIL", "PHONE", "IBAN", "CARD"] {
             assert!(t.contains(&format!("[[{kind}:")), "{kind}: {t}");
         }
@@ -376,7 +380,7 @@ mod tests {
             "not Luhn-valid: {t}"
         );
         let mut back = json!({"note": t});
-        v.restore("s1", &mut back).unwrap();
+        v.restore(&p("s1"), &mut back).unwrap();
         assert_eq!(back["note"], text);
     }
 
@@ -384,7 +388,7 @@ mod tests {
     fn one_value_one_token_and_named_fields() {
         let v = Vault::default();
         let mut x = json!({"a": "x@y.io", "b": ["x@y.io"], "name": "Ann Lee", "age": 40});
-        v.tokenize("s", &mut x, &["Name".to_string()]);
+        v.tokenize(&p("s"), &mut x, &["Name".to_string()]);
         assert_eq!(x["a"], x["b"][0]);
         assert!(x["name"].as_str().unwrap().starts_with("[[FIELD:"));
         assert_eq!(x["age"], 40);
@@ -393,16 +397,12 @@ mod tests {
     #[test]
     fn forged_foreign_and_forgotten_tokens_fail() {
         let v = Vault::default();
-        let t = v.tokenize_text("s1", "x@y.io");
+        let t = v.tokenize_text(&p("s1"), "x@y.io");
         let mut other = json!(t.clone());
-        assert!(v
-            .restore("s2", &mut other)
-            .unwrap_err()
-            .contains("another session"));
+        let refused = v.restore(&p("s2"), &mut other).unwrap_err();
+        assert!(refused.foreign && refused.message.contains("another caller"));
         let mut forged = json!("[[EMAIL:aaaaaa]]");
-        assert!(v.restore("s1", &mut forged).is_err());
-        v.end_session("s1");
-        let mut gone = json!(t);
-        assert!(v.restore("s1", &mut gone).is_err());
+        let refused = v.restore(&p("s1"), &mut forged).unwrap_err();
+        assert!(!refused.foreign, "{refused}");
     }
 }

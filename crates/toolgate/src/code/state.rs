@@ -1,7 +1,8 @@
-//! `state.get/set` for programs: small JSON values kept per session (per key once keys
-//! exist) between runs, so a run can pick up where an earlier one stopped. Bounded in
+//! `state.get/set` for programs: small JSON values kept per principal (the caller's API key,
+//! else the gateway's local identity) between runs, so a run can pick up where an earlier one stopped. Bounded in
 //! size and count, and expiring.
 
+use crate::principal::Principal;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,20 +11,20 @@ use toolgate_sandbox::protocol::CallFailure;
 
 /// A value unused this long is forgotten.
 pub const STATE_TTL: Duration = Duration::from_secs(3600);
-/// Largest value (as JSON) and most keys per session.
+/// Largest value (as JSON) and most keys per principal.
 pub const MAX_VALUE_BYTES: usize = 64 << 10;
 pub const MAX_KEYS: usize = 64;
 /// Longest key.
 const MAX_KEY_BYTES: usize = 128;
 
-/// One session's values: key -> (value, last use).
+/// One principal's values: key -> (value, last use).
 type Values = HashMap<String, (Value, Instant)>;
 
-/// Every session's state.
+/// Every principal's state.
 #[derive(Default)]
 pub struct StateStore {
-    /// Session -> its values.
-    sessions: Mutex<HashMap<String, Values>>,
+    /// Owner -> its values.
+    owners: Mutex<HashMap<Principal, Values>>,
 }
 
 fn fail(message: String) -> CallFailure {
@@ -35,7 +36,7 @@ fn fail(message: String) -> CallFailure {
 
 impl StateStore {
     /// Answers `state.get` (`op` "get") or `state.set` ("set"); `args` is `{key, value?}`.
-    pub fn request(&self, session: &str, op: &str, args: &Value) -> Result<Value, CallFailure> {
+    pub fn request(&self, owner: &Principal, op: &str, args: &Value) -> Result<Value, CallFailure> {
         let key = match args.get("key").and_then(Value::as_str) {
             Some(k) if !k.is_empty() && k.len() <= MAX_KEY_BYTES => k,
             _ => {
@@ -45,8 +46,8 @@ impl StateStore {
                 })
             }
         };
-        let mut sessions = self.sessions.lock().expect("state");
-        let map = sessions.entry(session.to_string()).or_default();
+        let mut owners = self.owners.lock().expect("state");
+        let map = owners.entry(owner.clone()).or_default();
         map.retain(|_, (_, used)| used.elapsed() <= STATE_TTL);
         match op {
             "get" => Ok(map.get_mut(key).map_or(Value::Null, |(v, used)| {
@@ -67,7 +68,7 @@ impl StateStore {
                 }
                 if !map.contains_key(key) && map.len() >= MAX_KEYS {
                     return Err(fail(format!(
-                        "a session keeps at most {MAX_KEYS} state keys; set one to null to free it"
+                        "a caller (its API key) keeps at most {MAX_KEYS} state keys; set one to null to free it"
                     )));
                 }
                 map.insert(key.to_string(), (value, Instant::now()));
@@ -75,10 +76,6 @@ impl StateStore {
             }
             _ => Err(fail(format!("no state operation {op:?}"))),
         }
-    }
-
-    pub fn end_session(&self, session: &str) {
-        self.sessions.lock().expect("state").remove(session);
     }
 }
 
@@ -91,40 +88,65 @@ mod tests {
     fn set_get_delete_and_bounds() {
         let s = StateStore::default();
         assert_eq!(
-            s.request("a", "get", &json!({"key": "k"})).unwrap(),
+            s.request(&Principal::key("a"), "get", &json!({"key": "k"}))
+                .unwrap(),
             Value::Null
         );
-        s.request("a", "set", &json!({"key": "k", "value": {"page": 2}}))
-            .unwrap();
+        s.request(
+            &Principal::key("a"),
+            "set",
+            &json!({"key": "k", "value": {"page": 2}}),
+        )
+        .unwrap();
         assert_eq!(
-            s.request("a", "get", &json!({"key": "k"})).unwrap(),
+            s.request(&Principal::key("a"), "get", &json!({"key": "k"}))
+                .unwrap(),
             json!({"page": 2})
         );
         assert_eq!(
-            s.request("b", "get", &json!({"key": "k"})).unwrap(),
+            s.request(&Principal::key("b"), "get", &json!({"key": "k"}))
+                .unwrap(),
             Value::Null
         );
         let big = json!({"key": "x", "value": "y".repeat(MAX_VALUE_BYTES)});
-        assert_eq!(s.request("a", "set", &big).unwrap_err().code, "limit");
+        assert_eq!(
+            s.request(&Principal::key("a"), "set", &big)
+                .unwrap_err()
+                .code,
+            "limit"
+        );
         for i in 0..MAX_KEYS - 1 {
-            s.request("a", "set", &json!({"key": i.to_string(), "value": 1}))
-                .unwrap();
+            s.request(
+                &Principal::key("a"),
+                "set",
+                &json!({"key": i.to_string(), "value": 1}),
+            )
+            .unwrap();
         }
         assert!(s
-            .request("a", "set", &json!({"key": "more", "value": 1}))
+            .request(
+                &Principal::key("a"),
+                "set",
+                &json!({"key": "more", "value": 1})
+            )
             .is_err());
-        s.request("a", "set", &json!({"key": "k", "value": null}))
-            .unwrap();
-        s.request("a", "set", &json!({"key": "more", "value": 1}))
-            .unwrap();
+        s.request(
+            &Principal::key("a"),
+            "set",
+            &json!({"key": "k", "value": null}),
+        )
+        .unwrap();
+        s.request(
+            &Principal::key("a"),
+            "set",
+            &json!({"key": "more", "value": 1}),
+        )
+        .unwrap();
         assert_eq!(
-            s.request("a", "get", &json!({})).unwrap_err().code,
+            s.request(&Principal::key("a"), "get", &json!({}))
+                .unwrap_err()
+                .code,
             "invalid_arguments"
-        );
-        s.end_session("a");
-        assert_eq!(
-            s.request("a", "get", &json!({"key": "more"})).unwrap(),
-            Value::Null
         );
     }
 }

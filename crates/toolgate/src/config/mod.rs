@@ -99,6 +99,9 @@ pub struct GatewayConfig {
     pub startup_wait: Duration,
     /// Largest request body accepted over HTTP.
     pub max_body_bytes: usize,
+    /// How long a 2026-07-28 client may cache `tools/list` and the other lists (their
+    /// `ttlMs`); list changes are also pushed on `subscriptions/listen`.
+    pub list_ttl_ms: u64,
     /// Host names (besides loopback) accepted in the `Host` header (DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
 }
@@ -300,6 +303,7 @@ impl Default for GatewayConfig {
             meta_prefix: String::new(),
             startup_wait: Duration::from_millis(1000),
             max_body_bytes: 4 * 1024 * 1024,
+            list_ttl_ms: 60_000,
             allowed_hosts: Vec::new(),
         }
     }

@@ -231,6 +231,7 @@ pub struct RawGateway {
     pub meta_prefix: Option<String>,
     pub startup_wait_ms: Option<u64>,
     pub max_body_bytes: Option<usize>,
+    pub list_ttl_ms: Option<u64>,
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
 }
@@ -400,6 +401,7 @@ impl RawConfig {
                 .startup_wait_ms
                 .map_or(defaults.startup_wait, Duration::from_millis),
             max_body_bytes: g.max_body_bytes.unwrap_or(defaults.max_body_bytes),
+            list_ttl_ms: g.list_ttl_ms.unwrap_or(defaults.list_ttl_ms),
             allowed_hosts: g.allowed_hosts,
         };
         let mut upstreams = BTreeMap::new();

@@ -1,4 +1,4 @@
-//! The pages of over-budget results, kept per session and named by cursors.
+//! The pages of over-budget results, kept per owner and named by cursors.
 //!
 //! A cursor is `pg-<id>-<n>`: the stored result's random id and a page number. Cursors
 //! never change meaning, so a retried `continue` with the same cursor gets the same page.
@@ -29,7 +29,7 @@ pub(crate) struct Cursors {
 
 #[derive(Debug)]
 struct PageSet {
-    session: Arc<str>,
+    owner: Arc<str>,
     pages: Vec<String>,
     bytes: usize,
     /// For choosing what to evict: the least recently used goes first.
@@ -40,7 +40,7 @@ struct PageSet {
 impl Cursors {
     pub fn put(
         &mut self,
-        session: &str,
+        owner: &str,
         mut pages: Vec<String>,
         now: Instant,
         limits: &StoreLimits,
@@ -54,12 +54,12 @@ impl Cursors {
             return Err(StoreError::TooLarge { bytes, limit });
         }
         self.purge(now, limits);
-        // A session makes room from its own results first: by count, and by bytes so that
-        // one busy session cannot push every other session's pages out.
-        while self.count(session) >= limits.max_cursors_per_session.max(1)
-            || (self.count(session) > 0 && self.session_bytes(session) + bytes > limit)
+        // A owner makes room from its own results first: by count, and by bytes so that
+        // one busy owner cannot push every other owner's pages out.
+        while self.count(owner) >= limits.max_cursors_per_owner.max(1)
+            || (self.count(owner) > 0 && self.owner_bytes(owner) + bytes > limit)
         {
-            self.evict_oldest(Some(session), now, limits);
+            self.evict_oldest(Some(owner), now, limits);
         }
         while !self.results.is_empty()
             && (self.results.len() >= limits.max_cursors.max(1)
@@ -72,7 +72,7 @@ impl Cursors {
         self.results.insert(
             id.clone(),
             PageSet {
-                session: session.into(),
+                owner: owner.into(),
                 pages,
                 bytes,
                 used: now,
@@ -86,7 +86,7 @@ impl Cursors {
     /// and where it stands among the stored pages.
     pub fn next(
         &mut self,
-        session: &str,
+        owner: &str,
         cursor_text: &str,
         now: Instant,
         limits: &StoreLimits,
@@ -100,10 +100,10 @@ impl Cursors {
         let Some(set) = self.results.get_mut(id) else {
             return Err(self
                 .tombs
-                .error_for(IdKind::Cursor, cursor_text, id, session, ttl));
+                .error_for(IdKind::Cursor, cursor_text, id, owner, ttl));
         };
-        if &*set.session != session {
-            return Err(StoreError::ForeignSession {
+        if &*set.owner != owner {
+            return Err(StoreError::Foreign {
                 kind: IdKind::Cursor,
                 id: cursor_text.to_string(),
             });
@@ -141,41 +141,33 @@ impl Cursors {
         self.tombs.purge(now);
     }
 
-    pub fn end_session(&mut self, session: &str) {
-        self.results.retain(|_, s| &*s.session != session);
-        self.bytes = self.results.values().map(|s| s.bytes).sum();
-    }
-
     /// (results kept, bytes of page text).
     pub fn stats(&self) -> (usize, usize) {
         (self.results.len(), self.bytes)
     }
 
-    fn count(&self, session: &str) -> usize {
-        self.results
-            .values()
-            .filter(|s| &*s.session == session)
-            .count()
+    fn count(&self, owner: &str) -> usize {
+        self.results.values().filter(|s| &*s.owner == owner).count()
     }
 
-    fn session_bytes(&self, session: &str) -> usize {
+    fn owner_bytes(&self, owner: &str) -> usize {
         self.results
             .values()
-            .filter(|s| &*s.session == session)
+            .filter(|s| &*s.owner == owner)
             .map(|s| s.bytes)
             .sum()
     }
 
-    /// Removes the least recently used result (of `session`, or of anyone).
-    fn evict_oldest(&mut self, session: Option<&str>, now: Instant, limits: &StoreLimits) {
+    /// Removes the least recently used result (of `owner`, or of anyone).
+    fn evict_oldest(&mut self, owner: Option<&str>, now: Instant, limits: &StoreLimits) {
         let oldest = self
             .results
             .iter()
-            .filter(|(_, s)| session.is_none_or(|x| &*s.session == x))
+            .filter(|(_, s)| owner.is_none_or(|x| &*s.owner == x))
             .min_by_key(|(_, s)| s.used)
             .map(|(id, _)| id.clone());
         if let Some(id) = oldest {
-            tracing::debug!(%id, "cursor evicted to make room");
+            tracing::debug!(cursor = %crate::principal::redacted(&id), "cursor evicted to make room");
             self.remove(id, now, limits);
         }
     }
@@ -183,7 +175,7 @@ impl Cursors {
     fn remove(&mut self, id: String, now: Instant, limits: &StoreLimits) {
         if let Some(set) = self.results.remove(&id) {
             self.bytes -= set.bytes;
-            self.tombs.bury(id, set.session, now, limits.cursor_ttl);
+            self.tombs.bury(id, set.owner, now, limits.cursor_ttl);
         }
     }
 }

@@ -55,7 +55,7 @@ impl<T> Default for Operations<T> {
 
 #[derive(Debug)]
 struct Operation<T> {
-    session: Arc<str>,
+    owner: Arc<str>,
     started: Instant,
     /// Given to the call; fired by `cancel`.
     cancel: CancellationToken,
@@ -69,7 +69,7 @@ struct Operation<T> {
 impl<T: Clone + Send + 'static> Operations<T> {
     pub fn start<F, Fut, E>(
         table: &Arc<Mutex<Self>>,
-        session: &str,
+        owner: &str,
         call: F,
         now: Instant,
         limits: &StoreLimits,
@@ -83,12 +83,12 @@ impl<T: Clone + Send + 'static> Operations<T> {
         let (done_tx, done_rx) = watch::channel(false);
         let id = {
             let mut ops = table.lock().expect("operations");
-            ops.make_room(session, now, limits)?;
+            ops.make_room(owner, now, limits)?;
             let id = random_id();
             ops.live.insert(
                 id.clone(),
                 Operation {
-                    session: session.into(),
+                    owner: owner.into(),
                     started: now,
                     cancel: cancel.clone(),
                     status: OperationStatus::Running {
@@ -134,12 +134,12 @@ impl<T: Clone + Send + 'static> Operations<T> {
 
     pub fn status(
         &mut self,
-        session: &str,
+        owner: &str,
         id: &str,
         now: Instant,
         limits: &StoreLimits,
     ) -> Result<OperationStatus<T>, StoreError> {
-        let key = self.key(session, id, now, limits)?;
+        let key = self.key(owner, id, now, limits)?;
         let op = self.live.get_mut(&key).expect("checked by key()");
         Ok(match &op.status {
             OperationStatus::Running { progress, .. } => OperationStatus::Running {
@@ -157,35 +157,25 @@ impl<T: Clone + Send + 'static> Operations<T> {
 
     pub fn cancel(
         &mut self,
-        session: &str,
+        owner: &str,
         id: &str,
         now: Instant,
         limits: &StoreLimits,
     ) -> Result<OperationStatus<T>, StoreError> {
-        let key = self.key(session, id, now, limits)?;
+        let key = self.key(owner, id, now, limits)?;
         let op = self.live.get_mut(&key).expect("checked by key()");
         if op.status.is_running() {
             op.cancel.cancel();
             op.status = OperationStatus::Cancelled;
             op.expires = Some(now + limits.grace);
         }
-        self.status(session, id, now, limits)
+        self.status(owner, id, now, limits)
     }
 
     /// A receiver that turns true when the operation ends (`None` if `id` is not live).
-    pub fn watch(&self, session: &str, id: &str) -> Option<watch::Receiver<bool>> {
+    pub fn watch(&self, owner: &str, id: &str) -> Option<watch::Receiver<bool>> {
         let op = self.live.get(parse(id)?)?;
-        (&*op.session == session).then(|| op.done.clone())
-    }
-
-    pub fn end_session(&mut self, session: &str) {
-        self.live.retain(|_, op| {
-            let mine = &*op.session == session;
-            if mine {
-                op.cancel.cancel();
-            }
-            !mine
-        });
+        (&*op.owner == owner).then(|| op.done.clone())
     }
 
     pub fn purge(&mut self, now: Instant, limits: &StoreLimits) {
@@ -207,10 +197,10 @@ impl<T: Clone + Send + 'static> Operations<T> {
         (self.live.len(), running)
     }
 
-    /// The table key of a live, unexpired operation of `session`, or why there is none.
+    /// The table key of a live, unexpired operation of `owner`, or why there is none.
     fn key(
         &mut self,
-        session: &str,
+        owner: &str,
         id: &str,
         now: Instant,
         limits: &StoreLimits,
@@ -223,12 +213,10 @@ impl<T: Clone + Send + 'static> Operations<T> {
             });
         };
         let Some(op) = self.live.get(key) else {
-            return Err(self
-                .tombs
-                .error_for(IdKind::Operation, id, key, session, ttl));
+            return Err(self.tombs.error_for(IdKind::Operation, id, key, owner, ttl));
         };
-        if &*op.session != session {
-            return Err(StoreError::ForeignSession {
+        if &*op.owner != owner {
+            return Err(StoreError::Foreign {
                 kind: IdKind::Operation,
                 id: id.into(),
             });
@@ -248,7 +236,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
     /// to stay under the total.
     fn make_room(
         &mut self,
-        session: &str,
+        owner: &str,
         now: Instant,
         limits: &StoreLimits,
     ) -> Result<(), StoreError> {
@@ -256,11 +244,11 @@ impl<T: Clone + Send + 'static> Operations<T> {
         let running_here = self
             .live
             .values()
-            .filter(|o| o.status.is_running() && &*o.session == session)
+            .filter(|o| o.status.is_running() && &*o.owner == owner)
             .count();
-        if running_here >= limits.max_operations_per_session {
+        if running_here >= limits.max_operations_per_owner {
             return Err(StoreError::TooManyOperations {
-                limit: limits.max_operations_per_session,
+                limit: limits.max_operations_per_owner,
             });
         }
         while self.live.len() >= limits.max_operations {
@@ -303,7 +291,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
     fn remove(&mut self, key: String, now: Instant, limits: &StoreLimits) {
         if let Some(op) = self.live.remove(&key) {
             op.cancel.cancel();
-            self.tombs.bury(key, op.session, now, limits.operation_ttl);
+            self.tombs.bury(key, op.owner, now, limits.operation_ttl);
         }
     }
 }

@@ -177,14 +177,21 @@ fn select_fields(outcome: &mut CallOutcome, fields: &[String]) -> Selection {
     }
 }
 
-/// The tokens the model would read for `outcome`.
+/// The tokens the model would read for `outcome`, on whichever kind of client shows more:
+/// one that shows the content blocks, or one that shows only `structuredContent` when
+/// there is one (Claude Code, Codex), where the front adds the text blocks that do not
+/// merely mirror it (`front/guided.rs::to_result`).
 fn tokens(outcome: &CallOutcome, count: &dyn Fn(&str) -> usize) -> usize {
     let blocks: usize = outcome.content.iter().map(|b| block_tokens(b, count)).sum();
-    let structured = outcome
-        .structured_content
-        .as_ref()
-        .map_or(0, |v| count(&v.to_string()));
-    blocks + structured
+    let Some(structured) = &outcome.structured_content else {
+        return blocks;
+    };
+    let extra: usize = (outcome.content.iter())
+        .filter_map(text_of)
+        .filter(|t| serde_json::from_str::<Value>(t).ok().as_ref() != Some(structured))
+        .map(count)
+        .sum();
+    blocks.max(count(&structured.to_string()) + extra)
 }
 
 fn block_tokens(block: &Value, count: &dyn Fn(&str) -> usize) -> usize {

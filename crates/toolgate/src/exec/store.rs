@@ -1,10 +1,13 @@
-//! Session-scoped state behind `continue`: cursors over stored pages and background operations.
+//! The state behind `continue`: cursors over stored pages and background operations, each
+//! owned by the [`Principal`] that made it (its API key, else the gateway's local identity),
+//! not by a session: a cursor or operation works from any request or connection of its
+//! owner (MCP 2026-07-28 has no sessions) and only from those.
 //!
 //! One process-wide [`SessionStore`] is owned by the gateway, so that a cursor or operation
-//! id from another session is recognised as *foreign* (and refused with a message saying
-//! so), never mistaken for an unknown one. Ids are 128 random bits (from the OS-seeded
-//! CSPRNG behind `rand::random`), so they cannot be guessed; they still only work in the
-//! session that made them.
+//! id of another principal is recognised as *foreign* (and refused with a message saying
+//! so; the caller audits it), never mistaken for an unknown one. The owner is checked here,
+//! where a handle is looked up, and nowhere else. Ids are 128 random bits (from the
+//! OS-seeded CSPRNG behind `rand::random`), so they cannot be guessed.
 //!
 //! Everything expires and everything is bounded (see [`StoreLimits`]). Expired entries
 //! are purged on access (at most once a second) and by [`SessionStore::spawn_sweeper`];
@@ -14,6 +17,7 @@
 
 use super::cursors::Cursors;
 use super::operations::{OperationStatus, Operations};
+use crate::principal::Principal;
 use crate::upstream::{CallOutcome, Progress};
 use std::collections::HashMap;
 use std::fmt;
@@ -34,15 +38,16 @@ pub struct StoreLimits {
     /// A last page or a result already delivered stays this long more, so a retried
     /// `continue` still gets it (60 s).
     pub grace: Duration,
-    /// Paged results kept per session; a new one beyond this replaces the oldest (16).
-    pub max_cursors_per_session: usize,
+    /// Paged results kept per owner; a new one beyond this replaces the oldest (64: without
+    /// keys every caller is the one local identity).
+    pub max_cursors_per_owner: usize,
     /// Paged results kept in all; a new one beyond this replaces the oldest anywhere (1,024).
     pub max_cursors: usize,
-    /// Bytes of page text kept in all (64 MiB). One result, and one session's results
+    /// Bytes of page text kept in all (64 MiB). One result, and one owner's results
     /// together, may take at most a quarter of it.
     pub max_bytes: usize,
-    /// Operations running at once per session; one more is refused (8).
-    pub max_operations_per_session: usize,
+    /// Operations running at once per owner; one more is refused (16).
+    pub max_operations_per_owner: usize,
     /// Operations kept in all, running or finished; finished ones make room first (256).
     pub max_operations: usize,
 }
@@ -53,10 +58,10 @@ impl Default for StoreLimits {
             cursor_ttl: Duration::from_secs(600),
             operation_ttl: Duration::from_secs(600),
             grace: Duration::from_secs(60),
-            max_cursors_per_session: 16,
+            max_cursors_per_owner: 64,
             max_cursors: 1024,
             max_bytes: 64 << 20,
-            max_operations_per_session: 8,
+            max_operations_per_owner: 16,
             max_operations: 256,
         }
     }
@@ -84,15 +89,15 @@ impl fmt::Display for IdKind {
 pub enum StoreError {
     #[error("unknown {kind} {id:?}: it was not issued by this gateway (check it was copied exactly) or was cleaned up long ago; call execute again")]
     Unknown { kind: IdKind, id: String },
-    #[error("{kind} {id:?} expired (results are kept {} s after last use, less when a session keeps many); call execute again", .ttl.as_secs())]
+    #[error("{kind} {id:?} expired (results are kept {} s after last use, less when one caller keeps many); call execute again", .ttl.as_secs())]
     Expired {
         kind: IdKind,
         id: String,
         ttl: Duration,
     },
-    #[error("{kind} {id:?} belongs to another session and works only there; call execute again in this session")]
-    ForeignSession { kind: IdKind, id: String },
-    #[error("this session already has {limit} operations running; follow one with continue or stop one with cancel: true before starting another")]
+    #[error("{kind} {id:?} belongs to another caller (a different API key) and works only for the one that made it; call execute again")]
+    Foreign { kind: IdKind, id: String },
+    #[error("this caller (its API key, over all its connections) already has {limit} operations running; follow one with continue or stop one with cancel: true before starting another")]
     TooManyOperations { limit: usize },
     #[error("the gateway is already running {limit} operations; try again shortly")]
     Busy { limit: usize },
@@ -109,7 +114,7 @@ pub struct StoreStats {
     pub running: usize,
 }
 
-/// Cursors and operations of every session, with expiry and bounds.
+/// Cursors and operations of every owner, with expiry and bounds.
 pub struct SessionStore<T = CallOutcome> {
     limits: StoreLimits,
     cursors: Mutex<Cursors>,
@@ -133,62 +138,62 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
         &self.limits
     }
 
-    /// Keeps `pages` (the pages after the one already shown) for `session`, and returns
+    /// Keeps `pages` (the pages after the one already shown) for `owner`, and returns
     /// the cursor of the first of them. An empty `pages` is kept as one empty page.
-    pub fn put_pages(&self, session: &str, pages: Vec<String>) -> Result<String, StoreError> {
+    pub fn put_pages(&self, owner: &Principal, pages: Vec<String>) -> Result<String, StoreError> {
         let now = self.purge_if_due();
         self.cursors
             .lock()
             .expect("cursors")
-            .put(session, pages, now, &self.limits)
+            .put(owner.as_str(), pages, now, &self.limits)
     }
 
     /// The page `cursor` names, and the cursor of the page after it (`None` after the last).
     /// Reading a page again with the same cursor gives the same page (retries are safe).
     pub fn next_page(
         &self,
-        session: &str,
+        owner: &Principal,
         cursor: &str,
     ) -> Result<(String, Option<String>), StoreError> {
-        self.next_page_at(session, cursor)
+        self.next_page_at(owner, cursor)
             .map(|(page, next, _)| (page, next))
     }
 
     /// `next_page`, with where the page stands among the pages kept (for "page N of M").
     pub fn next_page_at(
         &self,
-        session: &str,
+        owner: &Principal,
         cursor: &str,
     ) -> Result<(String, Option<String>, super::PagePosition), StoreError> {
         let now = self.purge_if_due();
         self.cursors
             .lock()
             .expect("cursors")
-            .next(session, cursor, now, &self.limits)
+            .next(owner.as_str(), cursor, now, &self.limits)
     }
 
     /// Runs a call in the background and returns its operation id at once. `call` gets
     /// the token that [`cancel`](Self::cancel) fires and the sender for its progress (for
     /// `CallOptions`); an `Err` result is kept as [`OperationStatus::Failed`] with its
     /// message. Must be called inside a tokio runtime.
-    pub fn start<F, Fut, E>(&self, session: &str, call: F) -> Result<String, StoreError>
+    pub fn start<F, Fut, E>(&self, owner: &Principal, call: F) -> Result<String, StoreError>
     where
         F: FnOnce(CancellationToken, mpsc::UnboundedSender<Progress>) -> Fut,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
         E: fmt::Display,
     {
         let now = self.purge_if_due();
-        Operations::start(&self.operations, session, call, now, &self.limits)
+        Operations::start(&self.operations, owner.as_str(), call, now, &self.limits)
     }
 
     /// Where an operation stands. A result (done, failed or cancelled) is delivered and
     /// then kept for [`StoreLimits::grace`], so a retried `continue` gets it again.
-    pub fn status(&self, session: &str, id: &str) -> Result<OperationStatus<T>, StoreError> {
+    pub fn status(&self, owner: &Principal, id: &str) -> Result<OperationStatus<T>, StoreError> {
         let now = self.purge_if_due();
         self.operations
             .lock()
             .expect("operations")
-            .status(session, id, now, &self.limits)
+            .status(owner.as_str(), id, now, &self.limits)
     }
 
     /// Like [`status`](Self::status), but first waits up to `max` for the operation to
@@ -196,7 +201,7 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
     /// and how `continue` long-polls).
     pub async fn wait(
         &self,
-        session: &str,
+        owner: &Principal,
         id: &str,
         max: Duration,
     ) -> Result<OperationStatus<T>, StoreError> {
@@ -204,31 +209,22 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
             .operations
             .lock()
             .expect("operations")
-            .watch(session, id);
+            .watch(owner.as_str(), id);
         if let Some(mut done) = done {
             // A closed channel means the task is gone; status() says why.
             let _ = tokio::time::timeout(max, done.wait_for(|d| *d)).await;
         }
-        self.status(session, id)
+        self.status(owner, id)
     }
 
     /// Stops a running operation: fires its token (so the upstream is told) and drops the
     /// call. An operation that already finished is not changed; its status is returned.
-    pub fn cancel(&self, session: &str, id: &str) -> Result<OperationStatus<T>, StoreError> {
+    pub fn cancel(&self, owner: &Principal, id: &str) -> Result<OperationStatus<T>, StoreError> {
         let now = self.purge_if_due();
         self.operations
             .lock()
             .expect("operations")
-            .cancel(session, id, now, &self.limits)
-    }
-
-    /// Forgets a session that has closed: its pages go and its running operations stop.
-    pub fn end_session(&self, session: &str) {
-        self.cursors.lock().expect("cursors").end_session(session);
-        self.operations
-            .lock()
-            .expect("operations")
-            .end_session(session);
+            .cancel(owner.as_str(), id, now, &self.limits)
     }
 
     /// Purges every expired entry now.
@@ -302,10 +298,10 @@ pub(crate) fn random_id() -> String {
 }
 
 /// Ids that were purged, remembered for a while so a late use is told "expired" (or
-/// "another session's") instead of "unknown".
+/// "another owner's") instead of "unknown".
 #[derive(Debug, Default)]
 pub(crate) struct Tombstones {
-    /// Id -> (its session, when the tombstone itself may go).
+    /// Id -> (its owner, when the tombstone itself may go).
     dead: HashMap<String, (Arc<str>, Instant)>,
 }
 
@@ -313,15 +309,15 @@ pub(crate) struct Tombstones {
 const MAX_TOMBSTONES: usize = 16_384;
 
 impl Tombstones {
-    /// Remembers `id` of `session` for six TTLs.
-    pub fn bury(&mut self, id: String, session: Arc<str>, now: Instant, ttl: Duration) {
+    /// Remembers `id` of `owner` for six TTLs.
+    pub fn bury(&mut self, id: String, owner: Arc<str>, now: Instant, ttl: Duration) {
         if self.dead.len() >= MAX_TOMBSTONES {
             let mut until: Vec<Instant> = self.dead.values().map(|(_, t)| *t).collect();
             until.sort();
             let cut = until[until.len() / 2];
             self.dead.retain(|_, (_, t)| *t > cut);
         }
-        self.dead.insert(id, (session, now + ttl * 6));
+        self.dead.insert(id, (owner, now + ttl * 6));
     }
 
     /// The error for an id that is not live: foreign, expired, or unknown.
@@ -330,12 +326,12 @@ impl Tombstones {
         kind: IdKind,
         id: &str,
         key: &str,
-        session: &str,
+        owner: &str,
         ttl: Duration,
     ) -> StoreError {
         let id = id.to_string();
         match self.dead.get(key) {
-            Some((owner, _)) if &**owner != session => StoreError::ForeignSession { kind, id },
+            Some((made_by, _)) if &**made_by != owner => StoreError::Foreign { kind, id },
             Some(_) => StoreError::Expired { kind, id, ttl },
             None => StoreError::Unknown { kind, id },
         }

@@ -1,11 +1,17 @@
-//! Asks a session's user to confirm a destructive call, through MCP elicitation.
+//! Asks the user to confirm a destructive call: through MCP elicitation for clients of the
+//! older revisions, by an `input_required` answer and the client's retry (MRTR) for
+//! 2026-07-28 clients.
 
 use crate::policy::approval::{Answer, Approver};
+use crate::policy::Policy;
+use crate::principal::Principal;
 use futures::future::BoxFuture;
 use rmcp::model::{
-    ClientResult, ElicitRequestParams, ElicitationAction, ElicitationSchema, Request, ServerRequest,
+    CallToolRequestParams, ClientResult, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, Request, ServerRequest,
 };
 use rmcp::service::{Peer, RoleServer};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a confirmation may stay open before the call is refused.
@@ -43,6 +49,103 @@ impl Approver for ElicitApprover {
                 Ok(Ok(_)) => Answer::Failed("the client answered something else".into()),
                 Ok(Err(e)) => Answer::Failed(e.to_string()),
                 Err(_) => Answer::Failed(format!("no answer within {} s", APPROVAL_WAIT.as_secs())),
+            }
+        })
+    }
+}
+
+/// Approval the 2026-07-28 way (MRTR): that revision has no requests from server to client,
+/// so the first round answers `input_required` with the question, and the client's retry
+/// of the same call brings the user's answer and the `requestState` it was given. The
+/// state is good for one retry of the same call by the same principal, so one approval
+/// runs the call once.
+pub struct MrtrApprover {
+    policy: Arc<Policy>,
+    owner: Principal,
+    /// The client declared elicitation (in the request's `_meta`): it can show the question.
+    capable: bool,
+    /// On a retry: its `requestState`, and the answer found in its `inputResponses`.
+    retry: Option<(String, Answer)>,
+    /// Set when this round asked: the `requestState` handed out and the question.
+    asked: Mutex<Option<(String, String)>>,
+}
+
+/// The key of the approval question in `inputRequests` / `inputResponses`.
+pub const APPROVAL_INPUT: &str = "approval";
+
+impl MrtrApprover {
+    pub fn new(
+        policy: Arc<Policy>,
+        owner: Principal,
+        capable: bool,
+        request: &CallToolRequestParams,
+    ) -> Self {
+        let retry = request.request_state.as_ref().map(|state| {
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(APPROVAL_INPUT))
+                .map(
+                    |v| match serde_json::from_value::<ElicitResult>(v.clone()) {
+                        Ok(r) if r.action == ElicitationAction::Accept => Answer::Accepted,
+                        Ok(r) if r.action == ElicitationAction::Decline => Answer::Declined,
+                        Ok(_) => Answer::Cancelled,
+                        Err(e) => Answer::Failed(format!(
+                            "inputResponses.{APPROVAL_INPUT} is not an elicitation result: {e}"
+                        )),
+                    },
+                )
+                .unwrap_or_else(|| {
+                    Answer::Failed(format!(
+                        "the retry carries no inputResponses.{APPROVAL_INPUT}"
+                    ))
+                });
+            (state.clone(), answer)
+        });
+        Self {
+            policy,
+            owner,
+            capable,
+            retry,
+            asked: Mutex::new(None),
+        }
+    }
+
+    /// The `input_required` answer, when this round asked for approval.
+    pub fn input_required(&self) -> Option<InputRequiredResult> {
+        let (state, question) = self.asked.lock().expect("asked").take()?;
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question,
+            requested_schema: ElicitationSchema::new(Default::default()),
+        };
+        let mut requests = InputRequests::new();
+        requests.insert(
+            APPROVAL_INPUT.to_string(),
+            InputRequest::Elicitation(Request::new(params)),
+        );
+        Some(InputRequiredResult::new(Some(requests), Some(state)))
+    }
+}
+
+impl Approver for MrtrApprover {
+    fn ask(&self, message: String) -> BoxFuture<'_, Answer> {
+        Box::pin(async move {
+            if !self.capable {
+                return Answer::Unsupported;
+            }
+            match &self.retry {
+                Some((state, answer)) => {
+                    match self.policy.approvals.take(&self.owner, state, &message) {
+                        Ok(()) => answer.clone(),
+                        Err(e) => Answer::Failed(e),
+                    }
+                }
+                None => {
+                    let state = self.policy.approvals.ask(&self.owner, &message);
+                    *self.asked.lock().expect("asked") = Some((state, message));
+                    Answer::InputRequired
+                }
             }
         })
     }

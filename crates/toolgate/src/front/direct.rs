@@ -84,7 +84,11 @@ pub async fn call(
     };
     let mut opts = CallOptions {
         cancel: Some(context.ct.clone()),
-        relay: Some(super::relay::relay_for(context)),
+        // The caller's relay (for a 2026-07-28 request, one that asks the client nothing).
+        relay: caller
+            .relay
+            .clone()
+            .or_else(|| Some(super::relay::relay_for(context))),
         ..Default::default()
     };
     // Progress is forwarded from this same task (not a spawned one), so rmcp sends it on

@@ -61,7 +61,15 @@ pub async fn call(
     let engine = &session.engine;
     let prefix = engine.gw.config.gateway.meta_prefix.as_str();
     let bare = name.strip_prefix(prefix).unwrap_or(name);
-    let id = session.id();
+    // Handles belong to the caller's principal, not to this session (see `principal`).
+    let id = &caller.principal();
+    // Route, execute and continue answer in prose beside their structured content; a
+    // program's answer (execute_code, or execute of a skill) has it all structured.
+    let prose = match bare {
+        ROUTE | CONTINUE => true,
+        EXECUTE => crate::guided::skill::target(engine, id, &args).is_none(),
+        _ => false,
+    };
     let result = match bare {
         ROUTE => {
             let (result, selected) = route::run(engine, id, &args, caller);
@@ -81,7 +89,7 @@ pub async fn call(
             result
         }
         EXECUTE => execute::run(engine, id, &args, context.ct.clone(), caller).await,
-        CONTINUE => resume::run(engine, id, &args).await,
+        CONTINUE => resume::run(engine, id, &args, caller).await,
         EXECUTE_CODE if engine.code_for(caller) => {
             code::run(engine, id, &args, context.ct.clone(), caller).await
         }
@@ -100,7 +108,7 @@ pub async fn call(
             ));
         }
     };
-    to_result(result)
+    to_result(result, prose)
 }
 
 /// Audits what route decided, from its structured answer.
@@ -140,12 +148,21 @@ pub async fn run_skill(
     let mut args = Map::new();
     args.insert("tool".into(), Value::String(skill.record.id.to_string()));
     args.insert("arguments".into(), Value::Object(arguments));
-    let (engine, id, ct) = (&session.engine, session.id(), context.ct.clone());
+    let (engine, id, ct) = (&session.engine, &caller.principal(), context.ct.clone());
     let result = crate::guided::skill::execute(engine, id, &skill.name, &args, ct, caller).await;
-    to_result(result)
+    to_result(result, false)
 }
 
-fn to_result(r: MetaResult) -> CallToolResult {
+/// The one place a meta-tool's answer becomes an MCP result. Clients that find
+/// `structuredContent` show the model only that (Claude Code, Codex), others show the
+/// text: so when an answer says things in `prose` that its structured content does not,
+/// the text goes in the structured content too (as `text`, unless the text is only the
+/// structured content as JSON).
+fn to_result(r: MetaResult, prose: bool) -> CallToolResult {
+    let structured = match prose {
+        true => r.structured.map(|s| with_text(s, &r.content)),
+        false => r.structured,
+    };
     let content: Vec<ContentBlock> = r
         .content
         .into_iter()
@@ -156,6 +173,64 @@ fn to_result(r: MetaResult) -> CallToolResult {
     } else {
         CallToolResult::success(content)
     };
-    out.structured_content = r.structured;
+    out.structured_content = structured;
     out
+}
+
+/// `structured` with the text of `content` added under `text` (`toolgateText` when the
+/// object already has a `text`), leaving out a block that is `structured` itself as JSON.
+pub(crate) fn with_text(structured: Value, content: &[Value]) -> Value {
+    let Value::Object(mut map) = structured else {
+        return structured;
+    };
+    let whole = Value::Object(map.clone());
+    let text: Vec<&str> = content
+        .iter()
+        .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|c| c.get("text").and_then(Value::as_str))
+        .filter(|t| serde_json::from_str::<Value>(t).ok().as_ref() != Some(&whole))
+        .collect();
+    if !text.is_empty() {
+        let key = if map.contains_key("text") {
+            "toolgateText"
+        } else {
+            "text"
+        };
+        map.insert(key.to_string(), Value::String(text.join("\n")));
+    }
+    Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_text;
+    use serde_json::json;
+
+    fn text(t: &str) -> serde_json::Value {
+        json!({"type": "text", "text": t})
+    }
+
+    #[test]
+    fn structured_content_carries_the_text_the_model_needs() {
+        let page = with_text(
+            json!({"nextCursor": "pg-1"}),
+            &[text("rows 1-10"), text("[toolgate] page 1 of 3")],
+        );
+        assert_eq!(
+            page,
+            json!({"nextCursor": "pg-1", "text": "rows 1-10\n[toolgate] page 1 of 3"})
+        );
+        // The JSON mirror of the structured content is not repeated.
+        let mirror = with_text(
+            json!({"a": 1}),
+            &[text("{\"a\": 1}"), text("[toolgate] note")],
+        );
+        assert_eq!(mirror, json!({"a": 1, "text": "[toolgate] note"}));
+        assert_eq!(
+            with_text(json!({"a": 1}), &[text("{\"a\":1}")]),
+            json!({"a": 1})
+        );
+        let taken = with_text(json!({"text": "x"}), &[text("y")]);
+        assert_eq!(taken, json!({"text": "x", "toolgateText": "y"}));
+    }
 }

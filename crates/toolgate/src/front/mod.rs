@@ -12,8 +12,10 @@ mod convert;
 mod direct;
 mod guided;
 mod http;
+mod listen;
 mod prompts;
 mod relay;
+mod request;
 mod resources;
 
 pub use http::{router, serve_http};
@@ -29,7 +31,7 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
     InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
@@ -59,9 +61,11 @@ pub struct Session {
     stdio: bool,
 }
 
-/// Per-session state shared by the handler's clones.
+/// Per-session state shared by the handler's clones. A 2026-07-28 request has no
+/// session: it gets a `Session` of its own, dropped when it is answered, which is why
+/// nothing a later request needs lives here (handles belong to the caller's principal).
 struct SessionState {
-    /// An unguessable id: pages, operations and selections belong to it.
+    /// An unguessable id, for the audit trail (never logged in full).
     id: String,
     /// The surface, fixed at initialize (for `auto`, once the catalog is known).
     surface: OnceLock<Surface>,
@@ -71,7 +75,9 @@ struct SessionState {
     _guard: DropGuard,
     /// Tools this session lists beside the meta-tools.
     guided: guided::GuidedState,
-    /// To forget the session's pages and operations when it ends.
+    /// The principal that opened the session (its first request): no other may use it.
+    owner: OnceLock<crate::principal::Principal>,
+    /// To release the session's resource subscriptions when it ends.
     engine: Arc<Engine>,
     /// Resources this session subscribed to (see `resources`).
     subs: Arc<relay::Subscriptions>,
@@ -79,7 +85,6 @@ struct SessionState {
 
 impl Drop for SessionState {
     fn drop(&mut self) {
-        self.engine.end_session(&self.id);
         resources::release(self.engine.gw.clone(), &self.subs);
     }
 }
@@ -100,6 +105,7 @@ impl Session {
                 _guard: closed.clone().drop_guard(),
                 closed,
                 guided: guided::GuidedState::default(),
+                owner: OnceLock::new(),
                 engine: engine.clone(),
                 subs: Default::default(),
             }),
@@ -151,10 +157,6 @@ impl Session {
         crate::guided::surface::instructions(code, self.engine.skills.configured())
     }
 
-    fn id(&self) -> &str {
-        &self.state.id
-    }
-
     /// The session's surface; `auto` before initialize counts as guided.
     pub fn surface(&self) -> Surface {
         self.state.surface.get().copied().unwrap_or(Surface::Guided)
@@ -164,13 +166,17 @@ impl Session {
     /// With a profile, what counts is the cost of the tools that profile lists.
     /// An old client that declares no capabilities gets direct whatever the cost
     /// (`auto::old_plain_client`).
+    /// `request` is the client's `initialize` (none for a 2026-07-28 request, which never
+    /// initializes and so is never an old client).
     fn resolve_auto(
         &self,
         context: &RequestContext<RoleServer>,
-        request: &InitializeRequestParams,
+        request: Option<&InitializeRequestParams>,
     ) {
         if self.mode == Mode::Auto {
-            if let Some(client) = auto::old_plain_client(request) {
+            if let Some((client, request)) =
+                request.and_then(|r| auto::old_plain_client(r).map(|c| (c, r)))
+            {
                 tracing::warn!(
                     "auto mode: {client} declares protocol {} and no capabilities: serving it the direct surface (every tool); point it at /mcp/guided to use the meta-tools",
                     request.protocol_version
@@ -206,10 +212,23 @@ impl ServerHandler for Session {
         info
     }
 
-    /// Sessions carry state (pages, operations), so toolgate speaks the session-based
-    /// protocol revisions; newer clients negotiate down to 2025-11-25.
+    /// Every revision up to 2026-07-28: the older ones over `initialize` and a session,
+    /// 2026-07-28 statelessly (each request carries its version in `_meta`). Nothing a
+    /// later request needs is kept in a session: handles belong to the caller's principal.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(listen::accepted(requested))
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        listen::run(self.gw().clone(), context).await;
+        Ok(())
     }
 
     async fn initialize(
@@ -218,15 +237,16 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
+        // The session belongs to whoever opens it.
+        let caller = self.bound_caller(&context)?;
         if self.mode == Mode::Auto {
             self.gw()
                 .wait_settled(self.gw().config.gateway.startup_wait)
                 .await;
-            self.resolve_auto(&context, &request);
+            self.resolve_auto(&context, Some(&request));
         }
         let mut result = self.negotiate_initialize(&request)?;
         if self.surface() == Surface::Guided {
-            let caller = self.caller(&context);
             result.instructions = Some(self.instructions(self.engine.code_for(&caller)));
         }
         Ok(result)
@@ -240,7 +260,8 @@ impl ServerHandler for Session {
         self.gw()
             .wait_settled(self.gw().config.gateway.startup_wait)
             .await;
-        let caller = self.caller(&context);
+        self.resolve_unset_surface(&context);
+        let caller = self.bound_caller(&context)?;
         let tools = match self.surface() {
             Surface::Direct => {
                 let catalog = self.gw().catalog();
@@ -256,7 +277,9 @@ impl ServerHandler for Session {
             }
             Surface::Guided => guided::list(self, &caller),
         };
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut result = ListToolsResult::with_all_items(tools);
+        (result.ttl_ms, result.cache_scope) = self.cache_hints(&context);
+        Ok(result)
     }
 
     async fn call_tool(
@@ -268,8 +291,17 @@ impl ServerHandler for Session {
         self.gw()
             .wait_settled(self.gw().config.gateway.startup_wait)
             .await;
+        self.resolve_unset_surface(&context);
+        let mut caller = self.bound_caller(&context)?;
+        let mrtr = self.mrtr_approver(&request, &context, &caller);
+        if let Some(m) = &mrtr {
+            caller.approver = Some(m.clone());
+        }
+        let modern_relay = self.modern_relay(&context);
+        if let Some(r) = &modern_relay {
+            caller.relay = Some(r.clone());
+        }
         let args = request.arguments.unwrap_or_default();
-        let caller = self.caller(&context);
         let result = match self.surface() {
             Surface::Direct => match direct::skill_named(&self.engine, &caller, &request.name) {
                 Some(skill) => guided::run_skill(self, &skill, args, &context, &caller).await,
@@ -277,6 +309,13 @@ impl ServerHandler for Session {
             },
             Surface::Guided => guided::call(self, &request.name, args, &context, &caller).await,
         };
+        // Asked for approval the 2026-07-28 way: nothing ran; the client retries with it.
+        if let Some(asked) = mrtr.and_then(|m| m.input_required()) {
+            return Ok(asked.into());
+        }
+        if let Some(missing) = modern_relay.and_then(|r| request::undeclared(&r, &context)) {
+            return Err(missing);
+        }
         Ok(result.into())
     }
 
@@ -285,7 +324,10 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        resources::list(self.gw(), &self.caller(&context), request).await
+        let mut r = resources::list(self.gw(), &self.bound_caller(&context)?, request).await?;
+        (r.ttl_ms, r.cache_scope) = self.cache_hints(&context);
+        r.result_type = Some(ResultType::COMPLETE);
+        Ok(r)
     }
 
     async fn list_resource_templates(
@@ -293,7 +335,11 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        resources::list_templates(self.gw(), &self.caller(&context), request).await
+        let mut r =
+            resources::list_templates(self.gw(), &self.bound_caller(&context)?, request).await?;
+        (r.ttl_ms, r.cache_scope) = self.cache_hints(&context);
+        r.result_type = Some(ResultType::COMPLETE);
+        Ok(r)
     }
 
     async fn read_resource(
@@ -301,9 +347,12 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let caller = self.caller(&context);
+        let caller = self.bound_caller(&context)?;
         let r = resources::read(self.gw(), &caller, &request.uri, &context).await;
-        r.map(Into::into)
+        r.map(|mut r| {
+            r.result_type = Some(ResultType::COMPLETE);
+            r.into()
+        })
     }
 
     #[allow(deprecated)]
@@ -312,7 +361,7 @@ impl ServerHandler for Session {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let caller = self.caller(&context);
+        let caller = self.bound_caller(&context)?;
         resources::subscribe(self.gw(), &caller, &request.uri, &self.state.subs).await
     }
 
@@ -330,7 +379,10 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        prompts::list(self.gw(), &self.caller(&context), request).await
+        let mut r = prompts::list(self.gw(), &self.bound_caller(&context)?, request).await?;
+        (r.ttl_ms, r.cache_scope) = self.cache_hints(&context);
+        r.result_type = Some(ResultType::COMPLETE);
+        Ok(r)
     }
 
     async fn get_prompt(
@@ -338,9 +390,12 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let caller = self.caller(&context);
+        let caller = self.bound_caller(&context)?;
         let r = prompts::get(self.gw(), &caller, request, &context).await;
-        r.map(Into::into)
+        r.map(|mut r| {
+            r.result_type = Some(ResultType::COMPLETE);
+            r.into()
+        })
     }
 
     async fn complete(
@@ -348,7 +403,9 @@ impl ServerHandler for Session {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        prompts::complete(self.gw(), &self.caller(&context), request).await
+        let mut r = prompts::complete(self.gw(), &self.bound_caller(&context)?, request).await?;
+        r.result_type = Some(ResultType::COMPLETE);
+        Ok(r)
     }
 
     #[allow(deprecated)]

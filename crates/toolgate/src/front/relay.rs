@@ -19,6 +19,28 @@ pub struct SessionRelay {
     peer: Peer<RoleServer>,
     /// The session's request being served, so relayed requests travel on its stream.
     origin: RequestId,
+    /// A 2026-07-28 request: nothing can be sent to its client (MRTR for an upstream's
+    /// requests is not built), so it supports nothing and remembers what was asked.
+    modern: bool,
+    /// What the call's upstream asked for that this client could not be asked.
+    refused: Mutex<Option<RelayKind>>,
+}
+
+impl SessionRelay {
+    /// The relay of a 2026-07-28 request.
+    pub fn modern(context: &RequestContext<RoleServer>) -> Arc<Self> {
+        Arc::new(Self {
+            peer: context.peer.clone(),
+            origin: context.id.clone(),
+            modern: true,
+            refused: Mutex::new(None),
+        })
+    }
+
+    /// What the call's upstream asked for and this client could not be asked, if anything.
+    pub fn refused_kind(&self) -> Option<RelayKind> {
+        *self.refused.lock().expect("refused")
+    }
 }
 
 /// The relay for the session behind `context`, while it serves that request.
@@ -26,11 +48,20 @@ pub fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientRelay> {
     Arc::new(SessionRelay {
         peer: context.peer.clone(),
         origin: context.id.clone(),
+        modern: false,
+        refused: Mutex::new(None),
     })
 }
 
 impl ClientRelay for SessionRelay {
+    fn refused(&self, kind: RelayKind) {
+        self.refused.lock().expect("refused").get_or_insert(kind);
+    }
+
     fn supports(&self, kind: RelayKind) -> bool {
+        if self.modern {
+            return false;
+        }
         let Some(info) = self.peer.peer_info() else {
             return false;
         };

@@ -7,9 +7,9 @@ use crate::code::calls::Gate;
 use crate::code::tree::ToolTree;
 use crate::code::worker::{self, RunReport, WorkerSettings, MAX_RESULT_BYTES};
 use crate::code::workspace::paths::{self, Tree};
-use crate::code::workspace::principal;
 use crate::code::{answer, strip_fences};
 use crate::policy::Caller;
+use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
@@ -21,7 +21,7 @@ const STACK_BYTES: usize = 1 << 20;
 
 pub async fn run(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     args: &Map<String, Value>,
     cancel: CancellationToken,
     caller: &Caller,
@@ -32,7 +32,8 @@ pub async fn run(
         Err(e) => return MetaResult::error(format!("execute_code: {e}")),
     };
     if cfg.pii {
-        if let Err(e) = restore_input(engine, session, &mut input) {
+        if let Err(e) = restore_input(engine, owner, &mut input) {
+            let e = engine.refused(caller, "piiToken", &e.message.clone(), e);
             return MetaResult::error(format!("execute_code: input: {e}"));
         }
     }
@@ -45,7 +46,7 @@ pub async fn run(
         depth: 0,
     };
     let report = tokio::select! {
-        r = run_program(engine, session, caller, &program) => match r {
+        r = run_program(engine, owner, caller, &program) => match r {
             Ok(r) => r,
             Err(e) => return MetaResult::error(format!("execute_code: {e}")),
         },
@@ -63,13 +64,13 @@ pub async fn run(
     servers.sort();
     servers.dedup();
     let run_id = engine.runs.record(
-        session,
+        owner,
         &caller.grant.name,
         &program.code,
         &report.status,
         servers,
     );
-    let mut answer = show(engine, session, report);
+    let mut answer = show(engine, owner, report);
     if let Some(s) = answer.structured.as_mut() {
         s["runId"] = Value::String(run_id.clone());
     }
@@ -86,9 +87,9 @@ pub async fn run(
 /// refused) by the gate at the call that sends them, where the destination is known.
 pub(crate) fn restore_input(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     input: &mut Value,
-) -> Result<(), String> {
+) -> Result<(), crate::principal::Refused> {
     let rules = &engine.gw.config.code.flows;
     let mut keep_covered = |_: &str, class: &str, origins: &std::collections::BTreeSet<String>| {
         let origins: Vec<String> = origins.iter().cloned().collect();
@@ -100,8 +101,12 @@ pub(crate) fn restore_input(
     };
     engine
         .pii
-        .restore_with(session, input, &mut keep_covered)
-        .map_err(|e| e.to_string())
+        .restore_with(owner, input, &mut keep_covered)
+        .map_err(|e| match e {
+            crate::code::pii::RestoreError::Token(r) => r,
+            // Covered tokens are kept, never refused here: the gate decides at the call.
+            crate::code::pii::RestoreError::Flow(m) => crate::principal::Refused::stale(m),
+        })
 }
 
 /// One program to run: from execute_code, or a skill (from execute or a program).
@@ -117,18 +122,18 @@ pub(crate) struct Program<'a> {
 }
 
 /// What leaves a run for the model: PII tokenized (when configured), within the budget.
-pub(crate) fn show(engine: &Engine, session: &str, mut report: RunReport) -> MetaResult {
+pub(crate) fn show(engine: &Engine, owner: &Principal, mut report: RunReport) -> MetaResult {
     let cfg = &engine.gw.config.code;
     if cfg.pii {
         // Only what leaves for the model is tokenized; inside the run values stayed real.
         // Each token remembers which servers' results held its value (for flow rules).
         let (pii, from) = (&engine.pii, &report.origins);
-        pii.tokenize_from(session, &mut report.result, &cfg.pii_fields, from);
+        pii.tokenize_from(owner, &mut report.result, &cfg.pii_fields, from);
         for line in &mut report.logs {
-            *line = pii.tokenize_text_from(session, line, from);
+            *line = pii.tokenize_text_from(owner, line, from);
         }
         if let Some(e) = &mut report.error {
-            e.message = pii.tokenize_text_from(session, &e.message, from);
+            e.message = pii.tokenize_text_from(owner, &e.message, from);
         }
     }
     answer::render(report, cfg.output_bytes)
@@ -138,7 +143,7 @@ pub(crate) fn show(engine: &Engine, session: &str, mut report: RunReport) -> Met
 /// it could not start (no worker, too many runs).
 pub(crate) async fn run_program(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     caller: &Caller,
     program: &Program<'_>,
 ) -> Result<RunReport, String> {
@@ -194,7 +199,6 @@ pub(crate) async fn run_program(
         }),
         |t| engine.policy.shows(caller, t),
     );
-    let owner = principal(caller);
     let (timeout, max_calls) = (program.timeout, program.max_calls);
     let kill_after = timeout + cfg.grace;
     let run = Run {
@@ -216,7 +220,7 @@ pub(crate) async fn run_program(
     };
     let gate = Gate {
         engine,
-        session,
+        owner,
         caller,
         allowed,
         deadline: Instant::now() + timeout,
@@ -228,17 +232,17 @@ pub(crate) async fn run_program(
         max_in_flight: cfg.max_in_flight,
         max_log_bytes: cfg.output_bytes,
     };
-    let (gate, depth, tree, owner) = (&gate, program.depth, &tree, owner.as_str());
+    let (gate, depth, tree) = (&gate, program.depth, &tree);
     // A warm worker from the pool when one is waiting; either way it serves this run only.
     let process = engine.gw.code_workers.take();
     let mut report = worker::run(&settings, process, &run, move |c| async move {
         if c.server == STATE_SERVER {
             match c.tool.strip_prefix("fs.") {
-                Some(op) => files(engine, tree, owner, op, &c.arguments),
-                None => engine.code_state.request(session, &c.tool, &c.arguments),
+                Some(op) => files(engine, tree, owner.as_str(), op, &c.arguments),
+                None => engine.code_state.request(owner, &c.tool, &c.arguments),
             }
         } else if c.server == SKILLS_SERVER && engine.skills.configured() {
-            super::skill::nested(engine, session, caller, c, gate.deadline, depth + 1).await
+            super::skill::nested(engine, owner, caller, c, gate.deadline, depth + 1).await
         } else {
             gate.call(c).await
         }

@@ -6,6 +6,7 @@ use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::catalog::ToolRecord;
 use crate::exec::{shape, Checked, Shaped};
 use crate::policy::Caller;
+use crate::principal::Principal;
 use crate::shape::tokens::Encoding;
 use crate::upstream::{CallOptions, CallOutcome};
 use serde_json::{json, Map, Value};
@@ -16,15 +17,15 @@ use tokio_util::sync::CancellationToken;
 /// caller's permission is checked (whatever the profile shows) before validation and call.
 pub async fn run(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     args: &Map<String, Value>,
     cancel: CancellationToken,
     caller: &Caller,
 ) -> MetaResult {
-    if let Some(skill) = super::skill::target(engine, session, args) {
-        return super::skill::execute(engine, session, &skill, args, cancel, caller).await;
+    if let Some(skill) = super::skill::target(engine, owner, args) {
+        return super::skill::execute(engine, owner, &skill, args, cancel, caller).await;
     }
-    let request = match parse(engine, session, args) {
+    let request = match parse(engine, owner, args, caller) {
         Ok(r) => r,
         Err(e) => {
             // A call of a tool that does not exist (or whose server is down) is audited too.
@@ -41,10 +42,11 @@ pub async fn run(
         Ok(p) => p,
         Err(refusal) => return MetaResult::error(format!("execute: {refusal}")),
     };
-    let call = match admit(engine, session, &tool, request.arguments) {
+    let call = match admit(engine, owner, &tool, request.arguments) {
         Ok(call) => call,
         Err(Refusal::Token(e)) => {
             permit.not_run("unknown or foreign PII token");
+            let e = engine.refused(caller, "piiToken", &e.message.clone(), e);
             return MetaResult::error(format!("execute: {e}"));
         }
         Err(Refusal::Flow { rule, message }) => {
@@ -68,7 +70,7 @@ pub async fn run(
         return MetaResult::error(format!("execute: {refusal}"));
     }
     let relay = caller.relay.clone();
-    let started = engine.store.start(session, move |ct, progress| async move {
+    let started = engine.store.start(owner, move |ct, progress| async move {
         let opts = CallOptions {
             progress: Some(progress),
             cancel: Some(ct),
@@ -86,13 +88,13 @@ pub async fn run(
     };
     let wait = engine.gw.config.guided.wait;
     let status = tokio::select! {
-        s = engine.store.wait(session, &op, wait) => s,
-        _ = cancel.cancelled() => engine.store.cancel(session, &op),
+        s = engine.store.wait(owner, &op, wait) => s,
+        _ = cancel.cancelled() => engine.store.cancel(owner, &op),
     };
     let budget = request.max_tokens.map_or(engine.budget_for(&tool), |m| {
         m.min(engine.budget_for(&tool))
     });
-    answer_status(engine, session, &op, status, &request.fields, budget)
+    answer_status(engine, owner, &op, status, &request.fields, budget)
 }
 
 /// Why a call was not admitted.
@@ -100,8 +102,8 @@ pub async fn run(
 pub enum Refusal {
     /// The arguments do not match the tool's input schema.
     InvalidArguments(crate::exec::ValidationReport),
-    /// A PII token in the arguments is not this session's (`code.pii`).
-    Token(String),
+    /// A PII token in the arguments is not the caller's (`code.pii`).
+    Token(crate::principal::Refused),
     /// A `[code.flows]` rule keeps a token's value from this tool's server.
     Flow { rule: String, message: String },
 }
@@ -119,7 +121,7 @@ pub struct Admitted {
 /// `arguments` is the one value that is checked and then sent.
 pub fn admit(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     tool: &Arc<ToolRecord>,
     arguments: Map<String, Value>,
 ) -> Result<Admitted, Refusal> {
@@ -138,7 +140,7 @@ pub fn admit(
                     None => crate::code::pii::Decision::Restore,
                 }
             };
-        let restored = engine.pii.restore_with(session, &mut value, &mut decide);
+        let restored = engine.pii.restore_with(owner, &mut value, &mut decide);
         match restored {
             Ok(()) => {}
             Err(crate::code::pii::RestoreError::Token(e)) => return Err(Refusal::Token(e)),
@@ -181,7 +183,12 @@ struct Request {
     max_tokens: Option<usize>,
 }
 
-fn parse(engine: &Engine, session: &str, args: &Map<String, Value>) -> Result<Request, String> {
+fn parse(
+    engine: &Engine,
+    owner: &Principal,
+    args: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Request, String> {
     for key in args.keys() {
         if !["selectionId", "tool", "arguments", "fields", "max_tokens"].contains(&key.as_str()) {
             return Err(format!(
@@ -192,7 +199,8 @@ fn parse(engine: &Engine, session: &str, args: &Map<String, Value>) -> Result<Re
     let catalog = engine.gw.catalog();
     let tool = match (opt_str(args, "selectionId")?, opt_str(args, "tool")?) {
         (Some(sel), _) => {
-            let id = engine.recall(session, sel)?;
+            let id = (engine.recall(owner, sel))
+                .map_err(|r| engine.refused(caller, "selectionId", sel, r))?;
             catalog
                 .by_id(&id)
                 .cloned()
@@ -253,7 +261,7 @@ fn off_async_worker<T>(f: impl FnOnce() -> T) -> T {
 /// Shapes a finished call for the model: fields, budget, and a cursor for the rest.
 pub fn shaped_answer(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     outcome: CallOutcome,
     fields: &Option<Vec<String>>,
     budget: usize,
@@ -275,7 +283,7 @@ pub fn shaped_answer(
         content.push(crate::exec::shape::text_block(format!("[toolgate] {note}")));
     }
     if !remaining.is_empty() {
-        match engine.store.put_pages(session, remaining) {
+        match engine.store.put_pages(owner, remaining) {
             Ok(cursor) => {
                 content.push(crate::exec::shape::text_block(format!(
                     "[toolgate] page 1 of {total_pages} ({original_tokens} tokens in all); call continue with {{\"cursor\": \"{cursor}\"}} for the next page"

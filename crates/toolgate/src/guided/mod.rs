@@ -21,6 +21,8 @@ pub mod surface;
 use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::exec::{SessionStore, StoreLimits, Validators};
 use crate::gateway::Gateway;
+use crate::policy::Caller;
+use crate::principal::{Principal, Refused};
 use crate::route::{RouteIndex, SnapshotIndex};
 use crate::shape::{ProfileView, SurfaceOptions};
 use serde_json::Value;
@@ -63,7 +65,7 @@ const MAX_SELECTIONS: usize = 10_000;
 /// A tool route chose, for execute to run by `selectionId`.
 #[derive(Debug, Clone)]
 struct Selection {
-    session: Arc<str>,
+    owner: Principal,
     tool: ToolId,
     made: Instant,
 }
@@ -83,9 +85,9 @@ pub struct Engine {
     view: Mutex<Arc<ProfileView>>,
     /// Profiles, keys, approval and audit: consulted by route, execute and the front.
     pub policy: Arc<crate::policy::Policy>,
-    /// PII tokens handed to the model (`code.pii`), per session.
+    /// PII tokens handed to the model (`code.pii`), per principal.
     pub pii: crate::code::pii::Vault,
-    /// Code mode's `state.get/set` values, per session.
+    /// Code mode's `state.get/set` values, per principal.
     pub code_state: crate::code::state::StateStore,
     /// Code mode's workspace files, per principal (`code.workspace`).
     pub workspace: crate::code::workspace::Workspace,
@@ -207,8 +209,8 @@ impl Engine {
         guard.clone()
     }
 
-    fn remember(&self, session: &str, tool: &ToolId) -> String {
-        let id = format!("sel-{}", random_hex(8));
+    fn remember(&self, owner: &Principal, tool: &ToolId) -> String {
+        let id = format!("sel-{}", random_hex(16));
         let mut sel = self.selections.lock().expect("selections");
         if sel.len() >= MAX_SELECTIONS {
             let cutoff = Instant::now() - SELECTION_TTL;
@@ -226,7 +228,7 @@ impl Engine {
         sel.insert(
             id.clone(),
             Selection {
-                session: session.into(),
+                owner: owner.clone(),
                 tool: tool.clone(),
                 made: Instant::now(),
             },
@@ -234,21 +236,29 @@ impl Engine {
         id
     }
 
-    /// The tool behind a selectionId, if it is this session's and still fresh.
-    fn recall(&self, session: &str, id: &str) -> Result<ToolId, String> {
+    /// The tool behind a selectionId, if `owner` made it and it is still fresh.
+    fn recall(&self, owner: &Principal, id: &str) -> Result<ToolId, Refused> {
         let sel = self.selections.lock().expect("selections");
         match sel.get(id) {
-            None => Err(format!(
+            None => Err(Refused::stale(format!(
                 "Unknown selectionId {id:?}: call route again, or pass the tool's exact name as \"tool\"."
-            )),
-            Some(s) if &*s.session != session => Err(format!(
-                "selectionId {id:?} was made in another session: call route again in this one."
-            )),
-            Some(s) if s.made.elapsed() > SELECTION_TTL => Err(format!(
+            ))),
+            Some(s) if s.owner != *owner => Err(Refused::foreign(format!(
+                "selectionId {id:?} was made by another caller (a different API key): call route yourself."
+            ))),
+            Some(s) if s.made.elapsed() > SELECTION_TTL => Err(Refused::stale(format!(
                 "selectionId {id:?} has expired: call route again."
-            )),
+            ))),
             Some(s) => Ok(s.tool.clone()),
         }
+    }
+
+    /// The message for a handle that was not honoured; a foreign one is audited first.
+    pub(crate) fn refused(&self, caller: &Caller, handle: &str, text: &str, r: Refused) -> String {
+        if r.foreign {
+            self.policy.audit_foreign(caller, handle, text);
+        }
+        r.message
     }
 
     /// The output budget for a tool: its configured budget, else the default.
@@ -258,18 +268,6 @@ impl Engine {
             .get(&tool.id.to_string())
             .copied()
             .unwrap_or(g.budget_tokens)
-    }
-
-    /// Forgets a session's pages, operations and selections.
-    pub fn end_session(&self, session: &str) {
-        self.store.end_session(session);
-        self.pii.end_session(session);
-        self.code_state.end_session(session);
-        self.runs.end_session(session);
-        self.selections
-            .lock()
-            .expect("selections")
-            .retain(|_, s| &*s.session != session);
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::{opt_str, Engine, MetaResult};
 use crate::policy::Caller;
+use crate::principal::Principal;
 use crate::skills::drafts::{self, Proposal};
 use crate::skills::manifest::{check_schema, MAX_DESCRIPTION};
 use crate::skills::{is_skill_name, name_rule};
@@ -12,11 +13,11 @@ use serde_json::{json, Map, Value};
 
 pub fn run(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> MetaResult {
-    match propose(engine, session, args, caller) {
+    match propose(engine, owner, args, caller) {
         Ok(r) => r,
         Err(e) => MetaResult::error(format!("propose_skill: {e}")),
     }
@@ -24,7 +25,7 @@ pub fn run(
 
 fn propose(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<MetaResult, String> {
@@ -56,7 +57,8 @@ fn propose(
             s.clone()
         }
     };
-    let run = engine.runs.get(session, run_id)?;
+    let run =
+        (engine.runs.get(owner, run_id)).map_err(|r| engine.refused(caller, "runId", run_id, r))?;
     if run.status != "ok" {
         return Err(format!(
             "run {run_id:?} ended with status {}: propose a run that succeeded",

@@ -4,6 +4,8 @@
 use super::execute::shaped_answer;
 use super::{opt_str, Engine, MetaResult};
 use crate::exec::{OperationStatus, StoreError};
+use crate::policy::Caller;
+use crate::principal::Principal;
 use crate::upstream::CallOutcome;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -11,7 +13,12 @@ use std::time::Duration;
 /// How long `continue {operationId}` waits for the operation before reporting progress.
 const POLL_WAIT: Duration = Duration::from_secs(5);
 
-pub async fn run(engine: &Engine, session: &str, args: &Map<String, Value>) -> MetaResult {
+pub async fn run(
+    engine: &Engine,
+    owner: &Principal,
+    args: &Map<String, Value>,
+    caller: &Caller,
+) -> MetaResult {
     for key in args.keys() {
         if !["cursor", "operationId", "cancel"].contains(&key.as_str()) {
             return MetaResult::error(format!(
@@ -23,19 +30,25 @@ pub async fn run(engine: &Engine, session: &str, args: &Map<String, Value>) -> M
     let cancel = args.get("cancel").and_then(Value::as_bool).unwrap_or(false);
     match parsed {
         (Err(e), _) | (_, Err(e)) => MetaResult::error(format!("continue: {e}")),
-        (Ok(Some(cursor)), Ok(None)) => match engine.store.next_page_at(session, cursor) {
+        (Ok(Some(cursor)), Ok(None)) => match engine.store.next_page_at(owner, cursor) {
             // execute answered page 1 itself and kept the rest: kept page i is page i + 2.
             Ok((page, next, at)) => page_answer(page, next, at.index + 2, at.stored + 1),
-            Err(e) => store_error(e),
+            Err(e) => {
+                audit_foreign(engine, caller, &e);
+                store_error(e)
+            }
         },
         (Ok(None), Ok(Some(op))) => {
             let status = if cancel {
-                engine.store.cancel(session, op)
+                engine.store.cancel(owner, op)
             } else {
-                engine.store.wait(session, op, POLL_WAIT).await
+                engine.store.wait(owner, op, POLL_WAIT).await
             };
+            if let Err(e) = &status {
+                audit_foreign(engine, caller, e);
+            }
             let budget = engine.gw.config.guided.budget_tokens;
-            answer_status(engine, session, op, status, &None, budget)
+            answer_status(engine, owner, op, status, &None, budget)
         }
         (Ok(Some(_)), Ok(Some(_))) => {
             MetaResult::error("continue: pass either cursor or operationId, not both")
@@ -71,6 +84,13 @@ fn page_answer(page: String, next: Option<String>, number: usize, of: usize) -> 
     }
 }
 
+/// A cursor or operation of another principal is audited as foreign.
+fn audit_foreign(engine: &Engine, caller: &Caller, e: &StoreError) {
+    if let StoreError::Foreign { kind, id } = e {
+        engine.policy.audit_foreign(caller, &kind.to_string(), id);
+    }
+}
+
 fn store_error(e: StoreError) -> MetaResult {
     MetaResult::error(format!("continue: {e}"))
 }
@@ -78,7 +98,7 @@ fn store_error(e: StoreError) -> MetaResult {
 /// The answer for an operation's status, shared by execute (after its wait) and continue.
 pub fn answer_status(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     op: &str,
     status: Result<OperationStatus<CallOutcome>, StoreError>,
     fields: &Option<Vec<String>>,
@@ -86,9 +106,7 @@ pub fn answer_status(
 ) -> MetaResult {
     match status {
         Err(e) => store_error(e),
-        Ok(OperationStatus::Done(outcome)) => {
-            shaped_answer(engine, session, outcome, fields, budget)
-        }
+        Ok(OperationStatus::Done(outcome)) => shaped_answer(engine, owner, outcome, fields, budget),
         Ok(OperationStatus::Failed(msg)) => MetaResult::error(msg),
         Ok(OperationStatus::Cancelled) => MetaResult {
             structured: Some(json!({"operationId": op, "status": "cancelled"})),

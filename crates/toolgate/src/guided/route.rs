@@ -9,6 +9,7 @@ use super::surface::{EXECUTE, ROUTE};
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::policy::{profiles::Visible, Caller};
+use crate::principal::Principal;
 use crate::route::{route, Retriever, RouteDecision, RouteOptions, DEFAULT_LIMIT, MAX_BROWSE};
 use crate::shape::{ProfileView, SlimOptions};
 use crate::skills::SKILLS_SERVER;
@@ -60,7 +61,7 @@ impl RouteContext<'_> {
 /// tool (for `expand_selected`).
 pub fn run(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> (MetaResult, Option<Arc<ToolRecord>>) {
@@ -99,7 +100,7 @@ pub fn run(
         shows: Some(&keep),
         summaries: Some(&engine.gw.config.direct.slim),
     };
-    respond(&cx, args, &mut |id| engine.remember(session, id))
+    respond(&cx, args, &mut |id| engine.remember(owner, id))
 }
 
 /// Answers route's `args` from `cx`; `remember` records a tool the answer offers (the

@@ -14,6 +14,7 @@ use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::code::worker::ToolCall;
 use crate::exec::ValidationReport;
 use crate::policy::Caller;
+use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
 use serde_json::{json, Map, Value};
 use std::future::Future;
@@ -77,13 +78,13 @@ pub fn find(engine: &Engine, caller: &Caller, name: &str) -> Result<Arc<Skill>, 
 }
 
 /// The skill an execute call names, if it names one.
-pub fn target(engine: &Engine, session: &str, args: &Map<String, Value>) -> Option<String> {
+pub fn target(engine: &Engine, owner: &Principal, args: &Map<String, Value>) -> Option<String> {
     if !engine.skills.configured() {
         return None;
     }
     if let Some(Value::String(sel)) = args.get("selectionId") {
         return engine
-            .recall(session, sel)
+            .recall(owner, sel)
             .ok()
             .filter(|id| id.server == SKILLS_SERVER)
             .map(|id| id.name);
@@ -99,7 +100,7 @@ pub fn target(engine: &Engine, session: &str, args: &Map<String, Value>) -> Opti
 /// execute of a skill: `arguments` is its input.
 pub async fn execute(
     engine: &Engine,
-    session: &str,
+    owner: &Principal,
     name: &str,
     args: &Map<String, Value>,
     cancel: CancellationToken,
@@ -127,7 +128,8 @@ pub async fn execute(
         }
     };
     if cfg.pii {
-        if let Err(e) = super::code::restore_input(engine, session, &mut input) {
+        if let Err(e) = super::code::restore_input(engine, owner, &mut input) {
+            let e = engine.refused(caller, "piiToken", &e.message.clone(), e);
             return MetaResult::error(format!("execute: {e}"));
         }
     }
@@ -149,7 +151,7 @@ pub async fn execute(
         depth: 0,
     };
     let report = tokio::select! {
-        r = run_program(engine, session, caller, &program) => match r {
+        r = run_program(engine, owner, caller, &program) => match r {
             Ok(r) => r,
             Err(e) => return MetaResult::error(format!("execute: {e}")),
         },
@@ -157,7 +159,7 @@ pub async fn execute(
             "execute: cancelled; tool calls the skill already made may have taken effect",
         ),
     };
-    let mut answer = show(engine, session, report);
+    let mut answer = show(engine, owner, report);
     if let Some(s) = answer.structured.as_mut() {
         s["skill"] = json!(name);
     }
@@ -168,7 +170,7 @@ pub async fn execute(
 /// parent's time; its value is the program's, its failure a ToolError.
 pub fn nested<'a>(
     engine: &'a Engine,
-    session: &'a str,
+    owner: &'a Principal,
     caller: &'a Caller,
     call: ToolCall,
     deadline: Instant,
@@ -203,7 +205,7 @@ pub fn nested<'a>(
             skill: Some(&skill),
             depth,
         };
-        let report = run_program(engine, session, caller, &program)
+        let report = run_program(engine, owner, caller, &program)
             .await
             .map_err(|e| fail("limit", e))?;
         if report.status == "ok" {

@@ -14,6 +14,8 @@ use std::sync::Arc;
 pub const KEY_PREFIX: &str = "tg_";
 /// How a hash is written in the configuration.
 pub const HASH_PREFIX: &str = "sha256:";
+/// The name of the grant a request has when it authenticated as nothing.
+pub const UNAUTHENTICATED: &str = "unauthenticated";
 
 /// Who is calling and what they may do: a configured key, or the implicit identity of a
 /// gateway with no keys (stdio, or HTTP without keys on loopback).
@@ -46,7 +48,7 @@ impl Grant {
     /// An identity that may call nothing (an HTTP request that somehow carries no grant).
     pub fn nothing() -> Arc<Self> {
         Arc::new(Self {
-            name: "unauthenticated".into(),
+            name: UNAUTHENTICATED.into(),
             scopes: PatternList::parse(&["!*"]),
             tier: Tier::Read,
             approval: None,

@@ -30,6 +30,7 @@ pub use profiles::Profile;
 pub use tiers::Tier;
 
 use crate::catalog::{Catalog, CatalogEntry, ToolRecord};
+pub use crate::principal::Principal;
 use approval::Approver;
 use audit::{AuditLog, Verdict};
 use serde_json::{Map, Value};
@@ -54,6 +55,8 @@ pub struct Policy {
     /// Set when the audit log is configured but cannot be opened: every call is then
     /// refused, since calls must not run unrecorded.
     audit_broken: Option<String>,
+    /// Approvals asked of 2026-07-28 clients, waiting for the retry that answers them.
+    pub approvals: approval::PendingApprovals,
 }
 
 /// Who is asking, through which surface, seeing which profile: one per request.
@@ -100,6 +103,16 @@ impl Caller {
         }
     }
 
+    /// Who this request acts for, and so who owns the handles it makes: the configured
+    /// API key it presented, else the gateway's local identity (see [`Principal`]).
+    pub fn principal(&self) -> Principal {
+        match self.policy.config.key(&self.grant.name) {
+            Some(k) if Arc::ptr_eq(&k.grant, &self.grant) => Principal::key(&self.grant.name),
+            _ if self.grant.name == keys::UNAUTHENTICATED => Principal::nobody(),
+            _ => Principal::local(),
+        }
+    }
+
     /// How a per-caller limit's owner is named in a message to the model.
     pub fn limit_owner_label(&self) -> String {
         match self.limit_owner().split_once(':') {
@@ -129,6 +142,7 @@ impl Policy {
             config: config.clone(),
             audit,
             audit_broken,
+            approvals: Default::default(),
         })
     }
 
@@ -388,6 +402,29 @@ impl Policy {
             },
             false,
         );
+    }
+
+    /// Audits (and logs, redacted) a handle of another principal that `caller` presented:
+    /// `handle` says what kind (`cursor`, `operation`, `selectionId`, `piiToken`, `runId`),
+    /// `text` is the handle as presented. The refusal itself is the caller's to answer.
+    pub fn audit_foreign(&self, caller: &Caller, handle: &str, text: &str) {
+        let principal = caller.principal();
+        tracing::warn!(
+            principal = %principal,
+            handle,
+            hint = %crate::principal::redacted(text),
+            "refused a handle made by another principal"
+        );
+        if let Some(log) = &self.audit {
+            log.foreign(&audit::ForeignRecord {
+                session: &caller.session,
+                key: &caller.grant.name,
+                principal: principal.as_str(),
+                profile: caller.profile_name(),
+                handle,
+                handle_text: text,
+            });
+        }
     }
 
     /// Audits a request turned away for its key.

@@ -110,6 +110,7 @@ impl Permit {
         self.approved = Some(false);
         let verdict = match answer {
             Answer::Unsupported => Verdict::ApprovalUnavailable,
+            Answer::InputRequired => Verdict::ApprovalRequested,
             _ => Verdict::ApprovalDeclined,
         };
         Err(self.refuse(verdict, approval::refusal(&id, &answer)))

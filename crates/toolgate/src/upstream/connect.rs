@@ -4,11 +4,13 @@ use super::child::{self, ChildProcess};
 use super::client::{UpstreamClient, UpstreamEvent};
 use super::Upstream;
 use crate::config::Transport;
+use rmcp::model::ProtocolVersion;
+use rmcp::service::ClientInitializeError;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::common::client_side_sse::FixedInterval;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{Peer, ServiceExt};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, Peer};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,20 +23,110 @@ pub(crate) struct Connection {
     pub child: Option<ChildProcess>,
     pub tools: Vec<Map<String, Value>>,
     pub server_info: String,
+    /// How long the tool list may be kept (`ttlMs`), when the server says.
+    pub list_ttl: Option<std::time::Duration>,
+    /// The protocol revision agreed.
+    pub protocol: String,
 }
 
 /// Connects, initializes and lists tools. The caller applies the connect timeout.
+///
+/// The older revisions' `initialize` is tried first: it is what most servers speak, and
+/// only there can a server send requests back during a call (sampling, elicitation),
+/// which the gateway relays. A server that refuses it (a 2026-07-28-only server answers
+/// -32022) is asked again, on a fresh process or connection, with `server/discover`.
 pub(crate) async fn connect(
     up: &Arc<Upstream>,
     events: mpsc::UnboundedSender<UpstreamEvent>,
 ) -> Result<Connection, String> {
-    let handler = UpstreamClient {
+    let handler = || UpstreamClient {
         name: up.name().into(),
-        events,
+        events: events.clone(),
         progress: up.progress.clone(),
         relay: up.relay.clone(),
     };
-    let (service, mut child) = match &up.config.transport {
+    let (service, mut child) = match open(up, handler(), ClientLifecycleMode::Initialize).await {
+        Ok(c) => c,
+        Err(Failed::Other(e)) => return Err(e),
+        Err(Failed::Refused(legacy)) => {
+            let modern = ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            };
+            match open(up, handler(), modern).await {
+                Ok(c) => c,
+                Err(Failed::Refused(e) | Failed::Other(e)) => {
+                    return Err(format!("{legacy}; then {e}"))
+                }
+            }
+        }
+    };
+    let protocol = (service.peer().peer_info())
+        .map(|i| i.protocol_version.to_string())
+        .unwrap_or_default();
+    let server_info = service
+        .peer()
+        .peer_info()
+        .map(|i| {
+            let imp = i.server_info.as_ref();
+            format!(
+                "{} {} (protocol {})",
+                imp.map_or("?", |s| s.name.as_str()),
+                imp.map_or("?", |s| s.version.as_str()),
+                i.protocol_version
+            )
+        })
+        .unwrap_or_default();
+    let (tools, list_ttl) = match list_tools(service.peer(), &up.raw_tools).await {
+        Ok(t) => t,
+        Err(e) => {
+            if let Some(c) = child.as_mut() {
+                c.terminate(std::time::Duration::from_millis(200)).await;
+            }
+            return Err(e);
+        }
+    };
+    Ok(Connection {
+        service,
+        child,
+        tools,
+        server_info,
+        list_ttl,
+        protocol,
+    })
+}
+
+/// How one handshake failed.
+enum Failed {
+    /// The server answered, refusing it: worth asking in the other era.
+    Refused(String),
+    /// Anything else (could not start or dial, no answer, the process died).
+    Other(String),
+}
+
+type Opened = (
+    RunningService<RoleClient, UpstreamClient>,
+    Option<ChildProcess>,
+);
+
+/// One handshake (`initialize`, or `server/discover` for 2026-07-28) on a fresh process
+/// or connection. A failure says what the server answered, and its last stderr lines.
+async fn open(
+    up: &Arc<Upstream>,
+    handler: UpstreamClient,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Opened, Failed> {
+    let step = match lifecycle {
+        ClientLifecycleMode::Initialize => "initialize",
+        _ => "server/discover",
+    };
+    let refusal = |e: &ClientInitializeError| {
+        matches!(
+            e,
+            ClientInitializeError::JsonRpcError(_)
+                | ClientInitializeError::NoCompatibleProtocolVersion { .. }
+        )
+    };
+    match &up.config.transport {
         Transport::Stdio {
             command,
             args,
@@ -49,37 +141,54 @@ pub(crate) async fn connect(
                 inherit_env,
                 cwd: cwd.as_ref(),
             };
-            let (mut proc, stdout, stdin) =
-                child::spawn(up.name(), what, up.raw_tools.clone()).map_err(|e| e.to_string())?;
-            let service = tokio::select! {
-                s = handler.serve((stdout, stdin)) => s,
-                why = proc.wait() => {
-                    return Err(proc.with_stderr(format!("{why} before answering initialize")).await)
-                }
+            let (mut proc, stdout, stdin) = child::spawn(up.name(), what, up.raw_tools.clone())
+                .map_err(|e| Failed::Other(e.to_string()))?;
+            let serve = handler.serve_with_lifecycle((stdout, stdin), lifecycle);
+            tokio::pin!(serve);
+            // How long an answer may trail the process's exit (a loaded machine is slow).
+            let grace = std::time::Duration::from_secs(2);
+            let result = tokio::select! {
+                biased;
+                s = &mut serve => s,
+                why = proc.wait() => match tokio::time::timeout(grace, &mut serve).await {
+                    // The server may answer (refusing) and then exit: its answer is the news.
+                    Ok(s) => s,
+                    Err(_) => {
+                        let note = proc.stderr_note();
+                        return Err(Failed::Other(format!("{why} before answering {step}{note}")));
+                    }
+                },
             };
-            match service {
-                Ok(s) => (s, Some(proc)),
+            match result {
+                Ok(s) => Ok((s, Some(proc))),
                 Err(e) => {
-                    // If the process died, that is the real reason; say so.
-                    let exited =
-                        tokio::time::timeout(std::time::Duration::from_millis(300), proc.wait())
-                            .await;
+                    let refused = refusal(&e);
+                    // If the process died without answering, that is the real reason.
+                    let exited = match refused {
+                        true => None,
+                        false => tokio::time::timeout(grace, proc.wait()).await.ok(),
+                    };
                     proc.terminate(std::time::Duration::from_millis(200)).await;
-                    return Err(match exited {
-                        Ok(why) => {
-                            proc.with_stderr(format!("{why} before answering initialize"))
-                                .await
+                    let note = proc.stderr_note();
+                    Err(match exited {
+                        Some(why) => {
+                            Failed::Other(format!("{why} before answering {step} ({e}){note}"))
                         }
-                        Err(_) => format!("initialize failed: {}", plain_error(&e)),
-                    });
+                        None if refused => {
+                            Failed::Refused(format!("{step} was refused: {e}{note}"))
+                        }
+                        None => Failed::Other(format!("{step} failed: {e}{note}")),
+                    })
                 }
             }
         }
         Transport::Http { url, headers } => {
             let mut custom = HashMap::new();
             for (k, v) in headers {
-                let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| e.to_string())?;
-                let value = http::HeaderValue::from_str(v).map_err(|e| e.to_string())?;
+                let name = http::HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|e| Failed::Other(e.to_string()))?;
+                let value =
+                    http::HeaderValue::from_str(v).map_err(|e| Failed::Other(e.to_string()))?;
                 custom.insert(name, value);
             }
             let mut config =
@@ -89,42 +198,17 @@ pub(crate) async fn connect(
             let mut retry = FixedInterval::default();
             retry.max_times = Some(3);
             config.retry_config = Arc::new(retry);
-            let transport = StreamableHttpClientTransport::with_client(http_client()?, config);
-            let service = match handler.serve(transport).await {
-                Ok(s) => s,
-                Err(e) => return Err(http_failure(url, plain_error(&e)).await),
-            };
-            (service, None)
-        }
-    };
-    let server_info = service
-        .peer()
-        .peer_info()
-        .map(|i| {
-            let imp = i.server_info.as_ref();
-            format!(
-                "{} {} (protocol {})",
-                imp.map_or("?", |s| s.name.as_str()),
-                imp.map_or("?", |s| s.version.as_str()),
-                i.protocol_version
-            )
-        })
-        .unwrap_or_default();
-    let tools = match list_tools(service.peer(), &up.raw_tools).await {
-        Ok(t) => t,
-        Err(e) => {
-            if let Some(c) = child.as_mut() {
-                c.terminate(std::time::Duration::from_millis(200)).await;
+            let client = http_client().map_err(Failed::Other)?;
+            let transport = StreamableHttpClientTransport::with_client(client, config);
+            match handler.serve_with_lifecycle(transport, lifecycle).await {
+                Ok(s) => Ok((s, None)),
+                Err(e) if refusal(&e) => {
+                    Err(Failed::Refused(format!("{step} at {url} was refused: {e}")))
+                }
+                Err(e) => Err(Failed::Other(http_failure(url, plain_error(&e)).await)),
             }
-            return Err(e);
         }
-    };
-    Ok(Connection {
-        service,
-        child,
-        tools,
-        server_info,
-    })
+    }
 }
 
 /// The client an HTTP upstream is dialed with. `TCP_NODELAY` is said here rather than left
@@ -206,20 +290,24 @@ async fn http_failure(url: &str, error: String) -> String {
     format!("cannot connect to {url}: {error}")
 }
 
+
 /// Every tool, following `nextCursor` to the end (bounded, against a looping server).
+/// Also returns how long the list may be kept, when the server says (`ttlMs`, 2026-07-28).
 pub(crate) async fn list_tools(
     peer: &Peer<RoleClient>,
     raw: &super::RawTools,
-) -> Result<Vec<Map<String, Value>>, String> {
+) -> Result<(Vec<Map<String, Value>>, Option<std::time::Duration>), String> {
     raw.lock().expect("raw tools").clear();
     let mut out = Vec::new();
     let mut cursor = None;
+    let mut ttl = None;
     for _ in 0..1000 {
         let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
         let page = peer
             .list_tools(Some(params))
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
+        ttl = ttl.or(page.ttl_ms.map(std::time::Duration::from_millis));
         for t in page.tools {
             // Prefer the object as the server wrote it (stdio upstreams), else rmcp's view.
             let kept = raw.lock().expect("raw tools").remove(t.name.as_ref());
@@ -234,7 +322,7 @@ pub(crate) async fn list_tools(
         }
         match page.next_cursor {
             Some(c) if !c.is_empty() => cursor = Some(c),
-            _ => return Ok(out),
+            _ => return Ok((out, ttl)),
         }
     }
     Err("tools/list returned more than 1000 pages; giving up".into())

@@ -132,6 +132,9 @@ struct State {
     peer: Option<Peer<RoleClient>>,
     /// The server's name and version from initialize, for `toolgate check`.
     server_info: Option<String>,
+    /// The protocol revision the last connection agreed (`2026-07-28` for a server that
+    /// answered `server/discover`), for `toolgate check` and `toolgate tools`.
+    protocol: Option<String>,
 }
 
 impl Upstream {
@@ -174,6 +177,11 @@ impl Upstream {
 
     pub fn server_info(&self) -> Option<String> {
         self.state.read().expect("state").server_info.clone()
+    }
+
+    /// The protocol revision the last connection agreed, once connected.
+    pub fn protocol(&self) -> Option<String> {
+        self.state.read().expect("state").protocol.clone()
     }
 
     fn peer(&self) -> Option<Peer<RoleClient>> {

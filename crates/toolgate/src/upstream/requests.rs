@@ -54,6 +54,9 @@ pub trait ClientRelay: Send + Sync {
     ) -> BoxFuture<'static, Result<Value, String>>;
     /// Sends a notification (`notifications/message` during a call) to the client.
     fn notify(&self, method: &'static str, params: Value) -> BoxFuture<'static, ()>;
+    /// Told when the upstream of this client's own call asked for `kind` and this client
+    /// could not be asked (so the front can answer with the capability it lacks).
+    fn refused(&self, _kind: RelayKind) {}
 }
 
 impl std::fmt::Debug for dyn ClientRelay {
@@ -156,13 +159,23 @@ impl Relay {
             });
             match exact {
                 // The call's own client, even when it cannot answer: never another's.
-                Some(c) => Some(c.relay.clone()).filter(|r| r.supports(kind)),
-                None => callers
-                    .values()
-                    .rev()
-                    .map(|c| &c.relay)
-                    .find(|r| r.supports(kind))
-                    .cloned(),
+                Some(c) if c.relay.supports(kind) => Some(c.relay.clone()),
+                Some(c) => {
+                    c.relay.refused(kind);
+                    None
+                }
+                None => {
+                    let found = (callers.values().rev())
+                        .map(|c| &c.relay)
+                        .find(|r| r.supports(kind))
+                        .cloned();
+                    // Unmarked, with one call in flight: that call's client is the one
+                    // that could not be asked.
+                    if let (None, 1) = (&found, callers.len()) {
+                        callers.values().for_each(|c| c.relay.refused(kind));
+                    }
+                    found
+                }
             }
         };
         match caller {

@@ -9,6 +9,10 @@ use tokio_util::sync::CancellationToken;
 
 /// A connection that stayed up this long resets the backoff.
 const STABLE: Duration = Duration::from_secs(60);
+/// A tool list with a `ttlMs` is fetched again when it runs out, but not more often than
+/// this (a 2026-07-28 server that sets no TTL gets 0, and cannot push list changes to a
+/// client that does not listen).
+const MIN_REFRESH: Duration = Duration::from_secs(10);
 /// How long a child gets between SIGTERM and SIGKILL at shutdown.
 const GRACE: Duration = Duration::from_secs(2);
 
@@ -34,13 +38,14 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
             Ok(Err(e)) => e,
             Ok(Ok(conn)) => {
                 let latency = started.elapsed();
-                tracing::info!(upstream = up.name(), tools = conn.tools.len(), ms = latency.as_millis() as u64, server = %conn.server_info, "connected");
+                tracing::info!(upstream = up.name(), tools = conn.tools.len(), ms = latency.as_millis() as u64, server = %conn.server_info, protocol = %conn.protocol, "connected");
                 let peer = conn.service.peer().clone();
                 up.update(|s| {
                     s.status = Some(UpstreamStatus::Ready { latency });
                     s.tools = conn.tools;
                     s.peer = Some(peer.clone());
                     s.server_info = Some(conn.server_info);
+                    s.protocol = Some(conn.protocol);
                 });
                 tokio::spawn({
                     let up = up.clone();
@@ -50,7 +55,15 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                 let ct = conn.service.cancellation_token();
                 let mut child = conn.child;
                 let mut running = tokio::spawn(conn.service.waiting());
+                let refresh_after = |ttl: Option<Duration>| ttl.map(|t| t.max(MIN_REFRESH));
+                let mut ttl = refresh_after(conn.list_ttl);
                 let why = loop {
+                    let expired = async {
+                        match ttl {
+                            Some(t) => tokio::time::sleep(t).await,
+                            None => std::future::pending().await,
+                        }
+                    };
                     let child_exit = async {
                         match child.as_mut() {
                             Some(c) => {
@@ -71,8 +84,23 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                         }
                         Some(UpstreamEvent::ToolsChanged) = events.recv() => {
                             match list_tools(&peer, &up.raw_tools).await {
-                                Ok(tools) => up.update(|s| s.tools = tools),
+                                Ok((tools, t)) => {
+                                    up.update(|s| s.tools = tools);
+                                    ttl = refresh_after(t);
+                                }
                                 Err(e) => tracing::warn!(upstream = up.name(), "refresh after list_changed failed: {e}"),
+                            }
+                        }
+                        _ = expired => {
+                            match list_tools(&peer, &up.raw_tools).await {
+                                Ok((tools, t)) => {
+                                    // Only a real change rebuilds the catalog.
+                                    if up.state.read().expect("state").tools != tools {
+                                        up.update(|s| s.tools = tools);
+                                    }
+                                    ttl = refresh_after(t);
+                                }
+                                Err(e) => tracing::warn!(upstream = up.name(), "refresh after ttlMs failed: {e}"),
                             }
                         }
                         _ = &mut running => break "the connection closed".to_string(),

@@ -19,15 +19,11 @@ use std::time::SystemTime;
 use store::{DirStore, FileMeta, MemoryStore, WorkspaceStore};
 use toolgate_sandbox::protocol::CallFailure;
 
-/// Whose workspace a caller's programs use: the configured API key it presented, else
-/// the gateway's local identity (every session without a key shares it, as they share
-/// the operator's machine). The one place that decides; a principal on `Caller` can
-/// replace its body.
+/// Whose workspace a caller's programs use: its principal (the configured API key it
+/// presented, else the gateway's local identity, which every session without a key shares,
+/// as they share the operator's machine).
 pub fn principal(caller: &Caller) -> String {
-    match caller.policy.config.key(&caller.grant.name) {
-        Some(k) if Arc::ptr_eq(&k.grant, &caller.grant) => format!("key:{}", caller.grant.name),
-        _ => crate::policy::LOCAL_IDENTITY.to_string(),
-    }
+    caller.principal().as_str().to_string()
 }
 
 /// Every principal's files, within the configured quotas.

@@ -110,6 +110,8 @@ pub enum Verdict {
     ApprovalUnavailable,
     /// No tool of that name, or its server is down: nothing was run.
     Unavailable,
+    /// Asked by MRTR: nothing ran; the retry with the answer is recorded on its own.
+    ApprovalRequested,
 }
 
 impl Verdict {
@@ -121,6 +123,7 @@ impl Verdict {
             Verdict::ApprovalDeclined => "approval_declined",
             Verdict::ApprovalUnavailable => "approval_unavailable",
             Verdict::Unavailable => "unavailable",
+            Verdict::ApprovalRequested => "approval_requested",
         }
     }
 }
@@ -152,6 +155,19 @@ pub struct CallRecord<'a> {
     pub error: Option<String>,
     pub latency: Option<Duration>,
     pub result_tokens: Option<usize>,
+}
+
+/// A handle refused because another principal made it, as the audit log records it.
+#[derive(Debug, Clone)]
+pub struct ForeignRecord<'a> {
+    pub session: &'a str,
+    pub key: &'a str,
+    pub principal: &'a str,
+    pub profile: Option<&'a str>,
+    /// What kind of handle: `cursor`, `operation`, `selectionId`, `piiToken`, `runId`.
+    pub handle: &'a str,
+    /// The handle as presented (only a prefix is written).
+    pub handle_text: &'a str,
 }
 
 /// One request for a server's resources or prompts, as the audit log records it.
@@ -310,6 +326,24 @@ impl AuditLog {
             line["reason"] = json!(reason);
         }
         self.write(line, refusal.is_some())
+    }
+
+    /// Records a handle (cursor, operationId, selectionId, PII token, runId) presented by a
+    /// principal other than the one that made it, and refused. Synced: it is a refusal. The
+    /// handle is written redacted (its first characters): the log must not hand it out.
+    pub fn foreign(&self, r: &ForeignRecord<'_>) {
+        let line = json!({
+            "time": now_rfc3339(),
+            "type": "foreign",
+            "session": r.session,
+            "key": r.key,
+            "principal": r.principal,
+            "profile": r.profile,
+            "handle": r.handle,
+            "handleHint": crate::principal::redacted(r.handle_text),
+            "decision": "refused",
+        });
+        let _ = self.write(line, true);
     }
 
     /// Records a request turned away for its key (401). Not synced, and bounded: past

@@ -1,0 +1,135 @@
+//! What each request to a `Session` gets before it is served: its caller, bound to the
+//! principal that opened the session; `auto` resolved when there was no `initialize`
+//! (2026-07-28); the cache hints of a list; and, for a 2026-07-28 `tools/call`, approval by
+//! MRTR.
+
+use super::{approve, direct, Session, Surface};
+use crate::policy::Caller;
+use crate::upstream::RelayKind;
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ProtocolVersion};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::ErrorData as McpError;
+use std::sync::Arc;
+
+impl Session {
+    /// The caller, if it is the principal that opened this session. A request presenting
+    /// another principal's session id (another API key) is refused, and audited, before
+    /// it touches anything of the session's.
+    pub(super) fn bound_caller(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Caller, McpError> {
+        let caller = self.caller(context);
+        let principal = caller.principal();
+        let owner = self.state.owner.get_or_init(|| principal.clone());
+        if *owner == principal {
+            return Ok(caller);
+        }
+        caller
+            .policy
+            .audit_foreign(&caller, "session", &self.state.id);
+        Err(McpError::invalid_request(
+            "this session was opened with another API key: open a session of your own (initialize without Mcp-Session-Id)",
+            None,
+        ))
+    }
+
+    /// `ttlMs` and `cacheScope` for a list answered to a 2026-07-28 request: the configured
+    /// TTL, private (what is listed depends on the caller's key and profile). Older clients
+    /// get neither (the lists' `resultType`, which rmcp strips for them, is set by the caller).
+    pub(super) fn cache_hints(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> (Option<u64>, Option<rmcp::model::CacheScope>) {
+        if !modern(context) {
+            return (None, None);
+        }
+        let ttl = self.gw().config.gateway.list_ttl_ms;
+        (Some(ttl), Some(rmcp::model::CacheScope::Private))
+    }
+
+    /// For a 2026-07-28 `tools/call` of one tool (a direct tool or execute, not a program
+    /// or a skill, whose rerun would repeat its other calls): approval by MRTR.
+    pub(super) fn mrtr_approver(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        caller: &Caller,
+    ) -> Option<Arc<approve::MrtrApprover>> {
+        if !modern(context) {
+            return None;
+        }
+        let owner = caller.principal();
+        let one_call = match self.surface() {
+            Surface::Direct => direct::skill_named(&self.engine, caller, &request.name).is_none(),
+            Surface::Guided => {
+                let prefix = self.gw().config.gateway.meta_prefix.as_str();
+                let bare = request.name.strip_prefix(prefix).unwrap_or(&request.name);
+                let args = request.arguments.clone().unwrap_or_default();
+                bare == crate::guided::surface::EXECUTE
+                    && crate::guided::skill::target(&self.engine, &owner, &args).is_none()
+            }
+        };
+        let capable = (context.client_capabilities()).is_some_and(|c| c.elicitation.is_some());
+        one_call.then(|| {
+            Arc::new(approve::MrtrApprover::new(
+                self.engine.policy.clone(),
+                owner,
+                capable,
+                request,
+            ))
+        })
+    }
+
+    /// A 2026-07-28 request never initializes: `auto` is resolved on the request itself
+    /// (the same rule, so every request of a caller gets the same surface).
+    pub(super) fn resolve_unset_surface(&self, context: &RequestContext<RoleServer>) {
+        if self.state.surface.get().is_none() {
+            self.resolve_auto(context, None);
+        }
+    }
+}
+
+impl Session {
+    /// For a 2026-07-28 `tools/call`: a relay that sends the client nothing and remembers
+    /// what the call's upstream asked for.
+    pub(super) fn modern_relay(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Arc<super::relay::SessionRelay>> {
+        modern(context).then(|| super::relay::SessionRelay::modern(context))
+    }
+}
+
+/// The error for a call whose upstream needed a capability (sampling, elicitation, roots)
+/// that the 2026-07-28 client did not declare in its `_meta`: -32021, naming it. A client
+/// that declared it gets the call's own result (the upstream was told it cannot be asked).
+#[allow(deprecated)] // sampling and roots: deprecated by SEP-2577, still what servers ask.
+pub(super) fn undeclared(
+    relay: &super::relay::SessionRelay,
+    context: &RequestContext<RoleServer>,
+) -> Option<McpError> {
+    let kind = relay.refused_kind()?;
+    let declared = context.client_capabilities().unwrap_or_default();
+    let (has, needed) = match kind {
+        RelayKind::Sampling => (
+            declared.sampling.is_some(),
+            ClientCapabilities::builder().enable_sampling().build(),
+        ),
+        RelayKind::Elicitation => (
+            declared.elicitation.is_some(),
+            ClientCapabilities::builder().enable_elicitation().build(),
+        ),
+        RelayKind::Roots => (
+            declared.roots.is_some(),
+            ClientCapabilities::builder().enable_roots().build(),
+        ),
+    };
+    (!has).then(|| McpError::missing_required_client_capability(needed))
+}
+
+/// The request is served in 2026-07-28 (or later).
+fn modern(context: &RequestContext<RoleServer>) -> bool {
+    (context.protocol_version())
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
