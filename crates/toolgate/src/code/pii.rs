@@ -9,8 +9,8 @@
 //! This is a privacy default, not data-loss prevention: a program can encode data (spell
 //! it out, base64 it) and it will pass untouched.
 
-use regex::Regex;
 use crate::principal::{Principal, Refused};
+use regex::Regex;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{LazyLock, Mutex};

@@ -256,17 +256,6 @@ fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
 
-/// The text of the text blocks among `content`, joined (toolgate's own `[toolgate]` notes
-/// left out): a result's text for its structured part.
-pub fn joined_text(content: &[Value]) -> String {
-    content
-        .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .filter(|t| !t.starts_with("[toolgate]"))
-        .collect()
-}
-
 /// A text content block.
 pub fn text_block(text: String) -> Value {
     json!({"type": "text", "text": text})

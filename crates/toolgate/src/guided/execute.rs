@@ -59,7 +59,7 @@ pub async fn run(
             let message = report.to_text(&tool.id.to_string());
             return MetaResult {
                 structured: Some(
-                    json!({"error": "invalid_arguments", "tool": tool.id.to_string(), "message": message, "validation": report.structured()}),
+                    json!({"error": "invalid_arguments", "tool": tool.id.to_string(), "validation": report.structured()}),
                 ),
                 ..MetaResult::error(message)
             };
@@ -288,11 +288,9 @@ pub fn shaped_answer(
                 content.push(crate::exec::shape::text_block(format!(
                     "[toolgate] page 1 of {total_pages} ({original_tokens} tokens in all); call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
                 )));
-                // The page's text goes in the structured part too: Claude Code and Codex
-                // show the model only `structuredContent` when a result has it.
-                let text = crate::exec::shape::joined_text(&content);
+                // The page's text joins the structured part at the front (`to_result`).
                 structured = Some(
-                    json!({"text": text, "nextCursor": cursor, "page": 1, "pages": total_pages, "tokens": original_tokens}),
+                    json!({"nextCursor": cursor, "page": 1, "pages": total_pages, "tokens": original_tokens}),
                 );
             }
             Err(e) => content.push(crate::exec::shape::text_block(format!(

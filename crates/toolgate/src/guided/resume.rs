@@ -59,22 +59,22 @@ pub async fn run(
     }
 }
 
-/// One page: its text, then where it stands. The text is in the structured part too, since
-/// Claude Code and Codex show the model only `structuredContent` when a result has it.
+/// One page: its text, then where it stands (the text joins the structured part at the
+/// front, `front/guided.rs::to_result`, for clients that show only that).
 fn page_answer(page: String, next: Option<String>, number: usize, of: usize) -> MetaResult {
-    let mut content = vec![crate::exec::shape::text_block(page.clone())];
+    let mut content = vec![crate::exec::shape::text_block(page)];
     let structured = match &next {
         Some(cursor) => {
             content.push(crate::exec::shape::text_block(format!(
                 "[toolgate] page {number} of {of}; call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
             )));
-            json!({"text": page, "nextCursor": cursor, "page": number, "pages": of})
+            json!({"nextCursor": cursor, "page": number, "pages": of})
         }
         None => {
             content.push(crate::exec::shape::text_block(format!(
                 "[toolgate] page {number} of {of}, the last"
             )));
-            json!({"text": page, "nextCursor": null, "done": true, "page": number, "pages": of})
+            json!({"nextCursor": null, "done": true, "page": number, "pages": of})
         }
     };
     MetaResult {

@@ -290,7 +290,6 @@ async fn http_failure(url: &str, error: String) -> String {
     format!("cannot connect to {url}: {error}")
 }
 
-
 /// Every tool, following `nextCursor` to the end (bounded, against a looping server).
 /// Also returns how long the list may be kept, when the server says (`ttlMs`, 2026-07-28).
 pub(crate) async fn list_tools(
