@@ -253,16 +253,6 @@ impl ChildProcess {
         }
     }
 
-    /// The last stderr lines, as a clause for an error message ("" when there were none).
-    pub fn stderr_note(&self) -> String {
-        let tail = self.stderr_tail.lock().expect("stderr tail");
-        if tail.is_empty() {
-            return String::new();
-        }
-        let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
-        format!("; its last stderr lines: {}", lines.join(" | "))
-    }
-
     /// Waits for the child to exit and describes how it ended.
     pub async fn wait(&mut self) -> String {
         match self.child.wait().await {

@@ -154,8 +154,8 @@ async fn open(
                     // The server may answer (refusing) and then exit: its answer is the news.
                     Ok(s) => s,
                     Err(_) => {
-                        let note = proc.stderr_note();
-                        return Err(Failed::Other(format!("{why} before answering {step}{note}")));
+                        let why = format!("{why} before answering {step}");
+                        return Err(Failed::Other(proc.with_stderr(why).await));
                     }
                 },
             };
@@ -169,15 +169,20 @@ async fn open(
                         false => tokio::time::timeout(grace, proc.wait()).await.ok(),
                     };
                     proc.terminate(std::time::Duration::from_millis(200)).await;
-                    let note = proc.stderr_note();
+                    // `with_stderr` waits briefly for the last lines: a dying child says why
+                    // there, and its pipe may still be draining.
                     Err(match exited {
-                        Some(why) => {
-                            Failed::Other(format!("{why} before answering {step} ({e}){note}"))
-                        }
-                        None if refused => {
-                            Failed::Refused(format!("{step} was refused: {e}{note}"))
-                        }
-                        None => Failed::Other(format!("{step} failed: {e}{note}")),
+                        Some(why) => Failed::Other(
+                            proc.with_stderr(format!("{why} before answering {step}"))
+                                .await,
+                        ),
+                        None if refused => Failed::Refused(
+                            proc.with_stderr(format!("{step} was refused: {e}")).await,
+                        ),
+                        None => Failed::Other(
+                            proc.with_stderr(format!("{step} failed: {}", plain_error(&e)))
+                                .await,
+                        ),
                     })
                 }
             }
