@@ -5,43 +5,7 @@
 mod common;
 use common::*;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-
-/// A fixture serving `server` over HTTP, modern-only.
-struct HttpFixture {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpFixture {
-    fn start(dir: &TestDir, server: &str) -> Self {
-        let mut child = Command::new(toolgate())
-            .args(["fixture", "--modern-only", "--catalog"])
-            .arg(dir.path("catalog.json"))
-            .args(["--server", server, "--http", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening ")
-            .expect("fixture prints its address")
-            .to_string();
-        Self { child, url }
-    }
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::process::Command;
 
 /// alpha: stdio, modern-only; beta: HTTP, modern-only; gamma: stdio, both eras.
 fn config(dir: &TestDir, beta: &HttpFixture) -> std::path::PathBuf {
@@ -72,7 +36,7 @@ fn run_cli(args: &[&str], config: &std::path::Path) -> (String, String) {
 #[tokio::test]
 async fn modern_only_upstreams_are_listed_called_and_reported() {
     let dir = TestDir::new();
-    let beta = HttpFixture::start(&dir, "beta");
+    let beta = HttpFixture::start_with(&dir, "beta", &["--modern-only"]);
     let config = config(&dir, &beta);
 
     let (out, err) = run_cli(&["check", "--json"], &config);

@@ -361,3 +361,45 @@ pub fn dataset_or_skip(relative: &str) -> Option<std::path::PathBuf> {
         Err(why) => panic!("{why}"),
     }
 }
+
+/// A fixture serving `server` of `dir`'s catalog.json over HTTP on 127.0.0.1:0 (`extra`:
+/// more fixture flags, e.g. `--modern-only`); killed on drop.
+pub struct HttpFixture {
+    pub child: Child,
+    pub url: String,
+}
+
+impl HttpFixture {
+    pub fn start(dir: &TestDir, server: &str) -> Self {
+        Self::start_with(dir, server, &[])
+    }
+
+    pub fn start_with(dir: &TestDir, server: &str, extra: &[&str]) -> Self {
+        let mut child = Command::new(toolgate())
+            .arg("fixture")
+            .args(extra)
+            .arg("--catalog")
+            .arg(dir.path("catalog.json"))
+            .args(["--server", server, "--http", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening ")
+            .expect("fixture prints its address")
+            .to_string();
+        Self { child, url }
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
