@@ -215,7 +215,8 @@ fn capture_tools(line: &str, raw: &super::RawTools) {
     let mut raw = raw.lock().expect("raw tools");
     for t in tools {
         if let (Some(name), Some(obj)) = (t.get("name").and_then(|n| n.as_str()), t.as_object()) {
-            raw.insert(name.to_string(), obj.clone());
+            // The first of two tools with one name is the one served (`usable_tools`).
+            raw.entry(name.to_string()).or_insert_with(|| obj.clone());
         }
     }
 }
