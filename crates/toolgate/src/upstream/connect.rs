@@ -140,10 +140,15 @@ async fn open(
                 env,
                 inherit_env,
                 cwd: cwd.as_ref(),
+                max_line: up.config.max_message_bytes,
             };
             let (mut proc, stdout, stdin) = child::spawn(up.name(), what, up.raw_tools.clone())
                 .map_err(|e| Failed::Other(e.to_string()))?;
-            let serve = handler.serve_with_lifecycle((stdout, stdin), lifecycle);
+            // The filter (child.rs) already bounds lines and answers for an over-long one;
+            // rmcp's own bound only has to let through what the filter passes.
+            let transport = rmcp::transport::async_rw::AsyncRwTransport::new(stdout, stdin)
+                .with_max_line_length(up.config.max_message_bytes.saturating_add(64 * 1024));
+            let serve = handler.serve_with_lifecycle(transport, lifecycle);
             tokio::pin!(serve);
             // How long an answer may trail the process's exit (a loaded machine is slow).
             let grace = std::time::Duration::from_secs(2);
@@ -198,6 +203,8 @@ async fn open(
             let mut retry = FixedInterval::default();
             retry.max_times = Some(3);
             config.retry_config = Arc::new(retry);
+            config.max_sse_event_size = up.config.max_message_bytes;
+            config.max_json_response_size = up.config.max_message_bytes;
             let client = http_client().map_err(Failed::Other)?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
             match handler.serve_with_lifecycle(transport, lifecycle).await {
