@@ -45,7 +45,7 @@ impl Dropped {
 
 /// The value of key `id` at depth 1 of a JSON object's beginning, if it comes before
 /// any nested value is entered.
-fn top_level_id(head: &str) -> Option<serde_json::Value> {
+pub(crate) fn top_level_id(head: &str) -> Option<serde_json::Value> {
     let rest = head.trim_start().strip_prefix('{')?;
     let mut s = rest;
     loop {

@@ -11,6 +11,7 @@ mod client;
 mod connect;
 pub mod environment;
 mod lines;
+pub(crate) use lines::top_level_id;
 mod requests;
 mod supervisor;
 
