@@ -176,9 +176,14 @@ async fn open(
                     proc.terminate(std::time::Duration::from_millis(200)).await;
                     let note = proc.stderr_note();
                     Err(match exited {
-                        Some(why) => {
-                            Failed::Other(format!("{why} before answering {step} ({e}){note}"))
-                        }
+                        // A dying program says why on stderr: wait (briefly) for those lines.
+                        Some(why) => Failed::Other(
+                            proc.with_stderr(format!(
+                                "{why} before answering {step} ({})",
+                                plain_error(&e)
+                            ))
+                            .await,
+                        ),
                         None if refused => {
                             Failed::Refused(format!("{step} was refused: {e}{note}"))
                         }
