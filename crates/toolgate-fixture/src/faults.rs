@@ -24,6 +24,26 @@ pub enum Fault {
     GarbageStdout,
     /// Write 10,000 stderr lines at once, then one every 100 ms, while serving normally.
     FloodStderr,
+    /// Serve normally, but every `tools/list` page also lists three tools no client can
+    /// use: `malformed_schema` (an `inputSchema` that is a string), one with an empty
+    /// name, and a second copy of the page's first tool (see [`malformed_tools`]).
+    MalformedTools,
+}
+
+/// The tools `malformed-tools` adds to a `tools/list` page whose first tool is `first`.
+pub fn malformed_tools(first: Option<&serde_json::Value>) -> Vec<serde_json::Value> {
+    let mut bad = vec![
+        serde_json::json!({"name": "malformed_schema", "description": "inputSchema is a string",
+            "inputSchema": "not an object"}),
+        serde_json::json!({"name": "", "description": "empty name",
+            "inputSchema": {"type": "object"}}),
+    ];
+    if let Some(first) = first {
+        let mut copy = first.clone();
+        copy["description"] = "a second tool with the first tool's name".into();
+        bad.push(copy);
+    }
+    bad
 }
 
 /// The banner `garbage-stdout` prints first, in the style of servers that greet on stdout.

@@ -40,7 +40,9 @@
 //! `--fault exit-at-start` (exit status 3 before reading anything), `no-initialize` (read
 //! the input, never answer), `garbage-stdout` (a non-JSON banner and garbage lines on
 //! stdout before and between messages, in stdio mode; serves normally otherwise),
-//! `flood-stderr` (10,000 stderr lines at once, then one every 100 ms, serving normally).
+//! `flood-stderr` (10,000 stderr lines at once, then one every 100 ms, serving normally),
+//! `malformed-tools` (every `tools/list` page also lists a tool whose `inputSchema` is a
+//! string, one with an empty name, and a copy of the page's first tool).
 //!
 //! # Layout
 //!
@@ -191,7 +193,9 @@ pub fn build_server(args: &FixtureArgs) -> anyhow::Result<FixtureServer> {
         .clone()
         .unwrap_or_else(|| "toolgate-fixture".to_owned());
     tracing::info!(server = %name, tools = tools.len(), "catalog loaded");
-    Ok(FixtureServer::new(name, tools, knobs, args.page_size).modern_only(args.modern_only))
+    Ok(FixtureServer::new(name, tools, knobs, args.page_size)
+        .modern_only(args.modern_only)
+        .malformed_tools(args.fault == Some(Fault::MalformedTools)))
 }
 
 /// Cancels `shutdown` on SIGTERM or SIGINT.

@@ -36,6 +36,8 @@ pub struct FixtureServer {
     name: String,
     /// Speak only MCP 2026-07-28 (refuse `initialize`), to play a modern-only server.
     modern_only: bool,
+    /// `--fault malformed-tools`: every `tools/list` page lists unusable tools too.
+    malformed_tools: bool,
 }
 
 impl FixtureServer {
@@ -53,6 +55,7 @@ impl FixtureServer {
             page_size: page_size.filter(|size| *size > 0),
             name: name.into(),
             modern_only: false,
+            malformed_tools: false,
         }
     }
 
@@ -60,6 +63,17 @@ impl FixtureServer {
     pub fn modern_only(mut self, on: bool) -> Self {
         self.modern_only = on;
         self
+    }
+
+    /// Every `tools/list` page also lists unusable tools (`--fault malformed-tools`).
+    pub fn malformed_tools(mut self, on: bool) -> Self {
+        self.malformed_tools = on;
+        self
+    }
+
+    /// Whether `tools/list` pages carry the `malformed-tools` extras.
+    pub fn lists_malformed_tools(&self) -> bool {
+        self.malformed_tools
     }
 
     /// The tools `tools/list` currently shows.

@@ -49,5 +49,10 @@ pub fn restore_raw_tools(server: &FixtureServer, message: &mut Value) -> bool {
         *tool = Value::Object(restored);
         changed = true;
     }
+    if server.lists_malformed_tools() {
+        let extra = crate::faults::malformed_tools(tools.first());
+        tools.extend(extra);
+        changed = true;
+    }
     changed
 }

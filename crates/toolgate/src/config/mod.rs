@@ -191,6 +191,9 @@ pub enum Transport {
     },
 }
 
+/// Default of `upstreams.NAME.max_message_bytes` (16 MiB, rmcp's own default).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
 /// One upstream server.
 #[derive(Debug, Clone)]
 pub struct UpstreamConfig {
@@ -202,6 +205,9 @@ pub struct UpstreamConfig {
     pub connect_timeout: Duration,
     /// Limit on one `tools/call`.
     pub call_timeout: Duration,
+    /// The largest message accepted from this upstream (a stdio line, an HTTP body or SSE
+    /// event); a larger answer fails its call at once, saying so (`max_message_bytes`).
+    pub max_message_bytes: usize,
     /// Prefix of this upstream's exposed tool names (default: its name).
     pub prefix: String,
     /// Exposed-name overrides: upstream tool name -> exposed name.

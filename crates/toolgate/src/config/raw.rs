@@ -14,6 +14,7 @@
 //! url = "http://127.0.0.1:9000/mcp"
 //! headers = { Authorization = "Bearer ${DOCS_TOKEN}" }
 //! call_timeout_secs = 120
+//! max_message_bytes = 16777216  # the largest answer accepted (default 16 MiB)
 //!
 //! [direct]
 //! profile = "slim"            # raw | slim | local: what direct mode shows of each tool
@@ -254,6 +255,8 @@ pub struct RawUpstream {
     pub enabled: Option<bool>,
     pub connect_timeout_secs: Option<f64>,
     pub call_timeout_secs: Option<f64>,
+    /// The largest message accepted from the upstream, in bytes (default 16 MiB).
+    pub max_message_bytes: Option<u64>,
     pub prefix: Option<String>,
     #[serde(default)]
     pub rename: HashMap<String, String>,
@@ -268,6 +271,20 @@ fn secs(v: Option<f64>, default: f64, file: &Path, key: &str) -> Result<Duration
         );
     }
     Ok(Duration::from_secs_f64(v))
+}
+
+/// `upstreams.NAME.max_message_bytes`: from 1 KiB to 1 GiB.
+fn message_bytes(v: Option<u64>, file: &Path, key: &str) -> Result<usize> {
+    let Some(v) = v else {
+        return Ok(super::DEFAULT_MAX_MESSAGE_BYTES);
+    };
+    if !(1024..=1 << 30).contains(&v) {
+        bail!(
+            "{}: {key}.max_message_bytes = {v}: use a number of bytes from 1024 to 1073741824 (default 16777216, 16 MiB)",
+            file.display()
+        );
+    }
+    Ok(v as usize)
 }
 
 impl RawUpstream {
@@ -371,6 +388,7 @@ impl RawUpstream {
                 file,
                 &format!("{key}.call_timeout_secs"),
             )?,
+            max_message_bytes: message_bytes(self.max_message_bytes, file, key)?,
             prefix: self.prefix.unwrap_or_else(|| name.to_string()),
             rename: self.rename,
         })

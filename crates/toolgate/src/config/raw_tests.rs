@@ -120,6 +120,15 @@ fn bad_upstreams_say_what_to_fix() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("call_timeout_secs"), "{e}");
+    let e = parse("[upstreams.a]\ncommand='x'\nmax_message_bytes=10\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("max_message_bytes = 10") && e.contains("1024"),
+        "{e}"
+    );
+    let c = parse("[upstreams.a]\ncommand='x'\nmax_message_bytes=2048\n").unwrap();
+    assert_eq!(c.upstreams["a"].max_message_bytes, 2048);
 }
 
 #[test]

@@ -58,6 +58,10 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     let index = index_page(g.mode, !policy.config.profiles.is_empty());
     app.route("/mcp/p/{profile}", unknown.clone())
         .route("/mcp/p/{profile}/{*rest}", unknown)
+        .layer(axum::middleware::from_fn_with_state(
+            g.max_body_bytes,
+            answer_broken_requests,
+        ))
         .layer(axum::middleware::from_fn(session_end_is_ok))
         .layer(axum::middleware::from_fn_with_state(
             policy,
@@ -99,6 +103,42 @@ async fn session_end_is_ok(
         *response.status_mut() = axum::http::StatusCode::OK;
     }
     response
+}
+
+/// A JSON POST body rmcp would answer wrongly (415 for text that is not JSON, -32601 for a
+/// `tools/call` without a name) is answered here (`frames::refusal`): 400 for a message
+/// that cannot be read, 200 with the JSON-RPC error otherwise, both with the request's id.
+async fn answer_broken_requests(
+    axum::extract::State(max_body): axum::extract::State<usize>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::{header, StatusCode};
+    use axum::response::IntoResponse;
+    let json = (req.headers().get(header::CONTENT_TYPE))
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("json"));
+    if req.method() != axum::http::Method::POST || !json {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, max_body).await else {
+        let why = format!("the request body is larger than gateway.max_body_bytes = {max_body}");
+        return (StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
+    };
+    if let Some(answer) = super::frames::refusal(&bytes) {
+        let code = answer["error"]["code"].as_i64();
+        let status = match code {
+            Some(-32700 | -32600) => StatusCode::BAD_REQUEST,
+            _ => StatusCode::OK,
+        };
+        return (status, axum::Json(answer)).into_response();
+    }
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
 }
 
 /// `/mcp/p/<name>` for a profile that is not configured: 404 naming the ones that are.

@@ -10,6 +10,7 @@ mod auth;
 mod auto;
 mod convert;
 mod direct;
+mod frames;
 mod guided;
 mod http;
 mod listen;
@@ -469,7 +470,7 @@ pub async fn serve_stdio(gw: Arc<Gateway>, mode: Mode) -> anyhow::Result<()> {
     let mut session = Session::new(engine, mode).with_profile(profile);
     session.stdio = true;
     let service = session
-        .serve(rmcp::transport::stdio())
+        .serve(frames::checked_stdio())
         .await
         .map_err(|e| anyhow::anyhow!("the client did not complete initialize: {e}"))?;
     service.waiting().await?;

@@ -1,6 +1,7 @@
 //! A stdio upstream's child process: spawned in its own process group, stdout filtered to
 //! JSON lines, stderr logged under the upstream's name, the whole group killed on shutdown.
 
+use super::lines::lines;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::collections::BTreeMap;
@@ -9,10 +10,7 @@ use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio_stream_lines::lines;
 
-/// The longest stdout line accepted from a child (rmcp's own limit); longer lines are dropped.
-const MAX_LINE: usize = 16 * 1024 * 1024;
 /// Stderr lines logged per second per upstream before the rest are counted, not logged.
 const STDERR_LINES_PER_SEC: u32 = 50;
 
@@ -40,6 +38,9 @@ pub struct Spawn<'a> {
     /// Names of the gateway's variables passed besides the minimal ones (`inherit_env`).
     pub inherit_env: &'a [String],
     pub cwd: Option<&'a PathBuf>,
+    /// The longest stdout line accepted (`max_message_bytes`); a longer answer is
+    /// replaced by a JSON-RPC error for its request, so the call fails at once.
+    pub max_line: usize,
 }
 
 /// Spawns the command with a minimal environment (`environment::child_env`); returns the
@@ -55,6 +56,7 @@ pub fn spawn(
         env,
         inherit_env,
         cwd,
+        max_line,
     } = what;
     if let Some(dir) = cwd.filter(|d| !d.is_dir()) {
         return Err(std::io::Error::new(
@@ -96,7 +98,7 @@ pub fn spawn(
     let (mut to_rmcp, from_filter) = tokio::io::duplex(1 << 20);
     let name = upstream.to_string();
     tokio::spawn(async move {
-        let mut stdout = lines(stdout, MAX_LINE);
+        let mut stdout = lines(stdout, max_line);
         while let Some(line) = stdout.next_line().await {
             match line {
                 Ok(mut line) => {
@@ -114,7 +116,25 @@ pub fn spawn(
                         tracing::warn!(upstream = %name, "skipped a non-JSON line on stdout: {}", clip(&line));
                     }
                 }
-                Err(e) => tracing::warn!(upstream = %name, "stdout: {e}"),
+                Err(e) => {
+                    let Some(dropped) = stdout.dropped.take() else {
+                        tracing::warn!(upstream = %name, "stdout: {e}");
+                        continue;
+                    };
+                    let why = format!(
+                        "upstream {name:?} answered with a message of more than {max_line} bytes, over its limit (upstreams.{name}.max_message_bytes = {max_line}); the answer was dropped: ask for less, or raise the limit"
+                    );
+                    tracing::warn!(upstream = %name, "{why}");
+                    // Answer the request it was for, so its call fails now, not at its timeout.
+                    if let Some(id) = dropped.id() {
+                        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                            "error": {"code": -32603, "message": why}});
+                        let line = format!("{reply}\n");
+                        if to_rmcp.write_all(line.as_bytes()).await.is_err() {
+                            break;
+                        }
+                    }
+                }
             }
         }
     });
@@ -215,7 +235,8 @@ fn capture_tools(line: &str, raw: &super::RawTools) {
     let mut raw = raw.lock().expect("raw tools");
     for t in tools {
         if let (Some(name), Some(obj)) = (t.get("name").and_then(|n| n.as_str()), t.as_object()) {
-            raw.insert(name.to_string(), obj.clone());
+            // The first of two tools with one name is the one served (`usable_tools`).
+            raw.entry(name.to_string()).or_insert_with(|| obj.clone());
         }
     }
 }
@@ -285,78 +306,27 @@ impl Drop for ChildProcess {
     }
 }
 
-/// Line reading with a maximum length: an over-long line is reported and skipped, never buffered whole.
-mod tokio_stream_lines {
-    use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
-
-    pub struct Lines<R> {
-        reader: BufReader<R>,
-        max: usize,
-        buf: Vec<u8>,
-    }
-
-    pub fn lines<R: AsyncRead + Unpin>(r: R, max: usize) -> Lines<R> {
-        Lines {
-            reader: BufReader::with_capacity(64 * 1024, r),
-            max,
-            buf: Vec::new(),
-        }
-    }
-
-    impl<R: AsyncRead + Unpin> Lines<R> {
-        /// The next line without its newline; `None` at end of input.
-        pub async fn next_line(&mut self) -> Option<std::io::Result<String>> {
-            self.buf.clear();
-            let mut too_long = false;
-            loop {
-                let chunk = match self.reader.fill_buf().await {
-                    Ok(c) => c,
-                    Err(e) => return Some(Err(e)),
-                };
-                if chunk.is_empty() {
-                    return if self.buf.is_empty() && !too_long {
-                        None
-                    } else {
-                        Some(self.finish(too_long))
-                    };
-                }
-                let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
-                    Some(i) => (i + 1, true),
-                    None => (chunk.len(), false),
-                };
-                if !too_long {
-                    if self.buf.len() + take > self.max {
-                        too_long = true;
-                        self.buf.clear();
-                    } else {
-                        self.buf.extend_from_slice(&chunk[..take]);
-                    }
-                }
-                self.reader.consume(take);
-                if done {
-                    return Some(self.finish(too_long));
-                }
-            }
-        }
-
-        fn finish(&mut self, too_long: bool) -> std::io::Result<String> {
-            if too_long {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("a line longer than {} bytes was dropped", self.max),
-                ));
-            }
-            while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
-                self.buf.pop();
-            }
-            Ok(String::from_utf8_lossy(&self.buf).into_owned())
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_dropped_and_its_id_found_at_either_end() {
+        let big = "x".repeat(5000);
+        let text = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{{\"id\":1,\"t\":\"{big}\"}}}}\n{{\"result\":{{\"id\":1,\"t\":\"{big}\"}},\"jsonrpc\":\"2.0\",\"id\":\"r-9\"}}\n{{\"id\":3}}\n"
+        );
+        let mut l = lines(text.as_bytes(), 1024);
+        assert!(l.next_line().await.unwrap().is_err());
+        assert_eq!(l.dropped.take().unwrap().id(), Some(serde_json::json!(7)));
+        assert!(l.next_line().await.unwrap().is_err());
+        assert_eq!(
+            l.dropped.take().unwrap().id(),
+            Some(serde_json::json!("r-9"))
+        );
+        assert_eq!(l.next_line().await.unwrap().unwrap(), "{\"id\":3}");
+        assert!(l.dropped.is_none());
+    }
 
     #[test]
     fn child_log_lines_lose_colour_and_their_own_time_stamp() {

@@ -10,6 +10,8 @@ mod child;
 mod client;
 mod connect;
 pub mod environment;
+mod lines;
+pub(crate) use lines::top_level_id;
 mod requests;
 mod supervisor;
 
@@ -84,8 +86,9 @@ pub enum CallError {
         tool: String,
         secs: f64,
     },
-    #[error("upstream {0:?} closed the connection during the call (it may have crashed)")]
-    Closed(String),
+    /// The second field says what else ends a connection this way (or is empty).
+    #[error("upstream {0:?} closed the connection during the call (it may have crashed{1})")]
+    Closed(String, String),
     #[error("upstream {server:?} rejected the call: {message}")]
     Rejected {
         server: String,
@@ -224,7 +227,7 @@ impl Upstream {
         let handle = peer
             .send_request_with_option(request, options)
             .await
-            .map_err(|e| map_err(e, &name, tool, timeout))?;
+            .map_err(|e| map_err(e, &self.config, tool, timeout))?;
         // rmcp assigns every request its own progress token; route that one to the caller
         // (notifications that beat this registration are held for it, see ProgressTable).
         let route = opts.progress.map(|tx| {
@@ -261,7 +264,7 @@ impl Upstream {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         drop(route);
-        let result = response.map_err(|e| map_err(e, &name, tool, timeout))?;
+        let result = response.map_err(|e| map_err(e, &self.config, tool, timeout))?;
         tracing::debug!(upstream = %name, tool, ms = started.elapsed().as_millis() as u64, "call done");
         outcome_from(result, &name)
     }
@@ -275,7 +278,8 @@ impl Drop for RouteGuard<'_> {
     }
 }
 
-fn map_err(e: ServiceError, server: &str, tool: &str, timeout: Duration) -> CallError {
+fn map_err(e: ServiceError, config: &UpstreamConfig, tool: &str, timeout: Duration) -> CallError {
+    let server = config.name.as_str();
     match e {
         ServiceError::Timeout { .. } => CallError::Timeout {
             server: server.into(),
@@ -283,7 +287,16 @@ fn map_err(e: ServiceError, server: &str, tool: &str, timeout: Duration) -> Call
             secs: timeout.as_secs_f64(),
         },
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-            CallError::Closed(server.into())
+            // rmcp ends an HTTP stream that carries a message over its limit, and says
+            // so only in its own log; a stdio answer over it is reported exactly (child.rs).
+            let hint = match config.transport {
+                crate::config::Transport::Http { .. } => format!(
+                    ", or its answer was larger than upstreams.{server}.max_message_bytes = {}",
+                    config.max_message_bytes
+                ),
+                _ => String::new(),
+            };
+            CallError::Closed(server.into(), hint)
         }
         ServiceError::McpError(e) => CallError::Rejected {
             server: server.into(),

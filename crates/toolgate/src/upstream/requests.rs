@@ -254,14 +254,14 @@ impl Upstream {
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
             .await
-            .map_err(|e| super::map_err(e, &name, method, timeout))?;
+            .map_err(|e| super::map_err(e, &self.config, method, timeout))?;
         if let Some(c) = &caller {
             c.bind(&handle.id);
         }
         let result = handle
             .await_response()
             .await
-            .map_err(|e| super::map_err(e, &name, method, timeout))?;
+            .map_err(|e| super::map_err(e, &self.config, method, timeout))?;
         Ok(match result {
             ServerResult::EmptyResult(_) => json!({}),
             other => serde_json::to_value(other).unwrap_or(Value::Null),

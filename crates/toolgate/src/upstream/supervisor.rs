@@ -83,7 +83,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                             return stopped(&up);
                         }
                         Some(UpstreamEvent::ToolsChanged) = events.recv() => {
-                            match list_tools(&peer, &up.raw_tools).await {
+                            match list_tools(up.name(), &peer, &up.raw_tools).await {
                                 Ok((tools, t)) => {
                                     up.update(|s| s.tools = tools);
                                     ttl = refresh_after(t);
@@ -92,7 +92,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                             }
                         }
                         _ = expired => {
-                            match list_tools(&peer, &up.raw_tools).await {
+                            match list_tools(up.name(), &peer, &up.raw_tools).await {
                                 Ok((tools, t)) => {
                                     // Only a real change rebuilds the catalog.
                                     if up.state.read().expect("state").tools != tools {

@@ -1,0 +1,86 @@
+//! An answer larger than an upstream's `max_message_bytes`, over stdio and over HTTP: the
+//! call fails at once with an error that names the limit (not, after the whole call
+//! timeout, that the upstream did not answer; over HTTP rmcp ends the stream, so the
+//! error names the limit as the likely cause), and the upstream keeps serving.
+
+mod common;
+use common::*;
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+/// A fixture serving `server` over HTTP.
+struct HttpFixture {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpFixture {
+    fn start(dir: &TestDir, server: &str) -> Self {
+        let mut child = Command::new(toolgate())
+            .args(["fixture", "--catalog"])
+            .arg(dir.path("catalog.json"))
+            .args(["--server", server, "--http", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening ")
+            .expect("fixture prints its address")
+            .to_string();
+        Self { child, url }
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn an_answer_over_the_limit_fails_its_call_saying_so() {
+    let dir = TestDir::new();
+    let beta = HttpFixture::start(&dir, "beta");
+    // A call timeout the test would notice: the old behaviour waited it out.
+    let limit = "max_message_bytes = 1048576\ncall_timeout_secs = 600\n";
+    let alpha = dir
+        .stdio_upstream("alpha", "alpha", &[])
+        .replace("call_timeout_secs = 20\n", limit);
+    let beta_table = format!("[upstreams.beta]\nurl = {:?}\n{limit}", beta.url);
+    let config = dir.config("mode = \"direct\"", &[alpha, beta_table]);
+    let mut gateway = HttpGateway::start(&config, &[]);
+    let (client, _n) = connect_http(&gateway.url).await;
+
+    for (tool, up) in [("alpha_echo", "alpha"), ("beta_status", "beta")] {
+        let args = json!({"message": "x", "_result_bytes": 2_000_000});
+        let r = tokio::time::timeout(
+            std::time::Duration::from_secs(300),
+            call(&client, tool, args),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{tool}: no answer in 300 s"));
+        assert_eq!(r.is_error, Some(true), "{tool}");
+        let msg = text(&r);
+        assert!(
+            msg.contains(&format!("upstreams.{up}.max_message_bytes = 1048576")),
+            "{tool}: the error names the limit: {msg}"
+        );
+        // The upstream still serves an answer under the limit.
+        let small = json!({"message": "y", "_result_bytes": 100_000});
+        let r = call(&client, tool, small).await;
+        assert_ne!(r.is_error, Some(true), "{tool}: {}", text(&r));
+    }
+
+    client.cancel().await.unwrap();
+    gateway.stop();
+    drop(beta);
+    let left = wait_no_processes(&dir).await;
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+}

@@ -1,0 +1,175 @@
+//! Client messages rmcp would answer wrongly or not at all, answered here first, on both
+//! fronts: text that is not JSON (-32700 over HTTP; skipped on stdio), a request to a standard method whose params do
+//! not fit it, such as a `tools/call` without a tool name (-32602, where rmcp would say
+//! -32601), and a request rmcp cannot read at all, e.g. nested deeper than the JSON parser
+//! allows (-32600). Each answer carries the request's own id whenever it can be found.
+
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
+use serde_json::{json, Value};
+
+/// The methods rmcp reads into typed requests: one of these read as a custom request
+/// means its params did not fit.
+const TYPED: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/call",
+    "tools/list",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+];
+
+/// The error answer for one client message (a JSON-RPC text), or `None` when rmcp can be
+/// left to answer it. A batch (array) is left to rmcp.
+pub fn refusal(text: &[u8]) -> Option<Value> {
+    let value: Value = match serde_json::from_slice(text) {
+        Ok(v) => v,
+        // Valid JSON the parser will not hold (nested too deep).
+        Err(e) if e.to_string().contains("recursion limit") => {
+            let id = crate::upstream::top_level_id(&String::from_utf8_lossy(text));
+            return Some(error(
+                id.unwrap_or(Value::Null),
+                -32600,
+                format!("Invalid request: {e}"),
+            ));
+        }
+        Err(e) => return Some(error(Value::Null, -32700, format!("Parse error: {e}"))),
+    };
+    let obj = value.as_object()?;
+    let id = obj.get("id").cloned()?;
+    let method = obj.get("method")?.as_str()?.to_string();
+    match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+        Ok(JsonRpcMessage::Request(r)) => match r.request {
+            ClientRequest::CustomRequest(_) if TYPED.contains(&method.as_str()) => {
+                let what = match method.as_str() {
+                    "tools/call" => "a tools/call needs params.name, the tool's name (a string)",
+                    _ => "its params do not have the fields and types this method takes",
+                };
+                Some(error(
+                    id,
+                    -32602,
+                    format!("Invalid params for {method}: {what}"),
+                ))
+            }
+            _ => None,
+        },
+        Ok(_) => None,
+        Err(e) => Some(error(id, -32600, format!("Invalid request: {e}"))),
+    }
+}
+
+/// stdin and stdout for rmcp, with every line from the client checked first: a line
+/// `refusal` answers is answered on stdout (between rmcp's own lines, never inside one)
+/// and not passed on; a line that is not JSON is skipped (there is no id to answer).
+pub fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (mut to_rmcp, rmcp_in) = tokio::io::duplex(1 << 20);
+    let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
+    let (replies, mut pending) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        let mut stdin = BufReader::new(tokio::io::stdin());
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match stdin.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let text = line.trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            if let Some(answer) = refusal(text) {
+                // A line that is not JSON has no id to answer: skipped, as rmcp does.
+                if answer["error"]["code"] == -32700 {
+                    tracing::warn!("stdio: skipped a line that is not JSON-RPC");
+                } else {
+                    let _ = replies.send(format!("{answer}\n"));
+                }
+                continue;
+            }
+            if to_rmcp.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        // Dropping `to_rmcp` ends rmcp's input: the session closes as it would on EOF.
+    });
+    tokio::spawn(async move {
+        let mut out = tokio::io::stdout();
+        let mut from_rmcp = BufReader::new(from_rmcp);
+        let mut line = Vec::new();
+        let (mut rmcp_open, mut replies_open) = (true, true);
+        while rmcp_open || replies_open {
+            tokio::select! {
+                read = from_rmcp.read_until(b'\n', &mut line), if rmcp_open => {
+                    rmcp_open = matches!(read, Ok(n) if n > 0);
+                    if !line.is_empty() && out.write_all(&line).await.is_err() {
+                        break;
+                    }
+                    line.clear();
+                }
+                reply = pending.recv(), if replies_open => match reply {
+                    Some(r) => {
+                        if out.write_all(r.as_bytes()).await.is_err() {
+                            break;
+                        }
+                    }
+                    None => replies_open = false,
+                },
+            }
+            let _ = out.flush().await;
+        }
+    });
+    (rmcp_in, rmcp_out)
+}
+
+fn error(id: Value, code: i32, message: String) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refusal;
+    use serde_json::json;
+
+    fn code_and_id(text: &str) -> Option<(i64, serde_json::Value)> {
+        refusal(text.as_bytes()).map(|e| (e["error"]["code"].as_i64().unwrap(), e["id"].clone()))
+    }
+
+    #[test]
+    fn broken_requests_get_their_own_id_and_the_right_code() {
+        assert_eq!(code_and_id("{not json"), Some((-32700, json!(null))));
+        let call = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#;
+        assert_eq!(code_and_id(call), Some((-32602, json!(4))));
+        let typed = r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":5}}"#;
+        assert_eq!(code_and_id(typed), Some((-32602, json!("a"))));
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert_eq!(code_and_id(&deep), Some((-32600, json!(9))));
+        // Well-formed ones, notifications and unknown methods are rmcp's to answer.
+        let ok = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#;
+        assert_eq!(code_and_id(ok), None);
+        assert_eq!(
+            code_and_id(r#"{"jsonrpc":"2.0","id":2,"method":"nope"}"#),
+            None
+        );
+        assert_eq!(
+            code_and_id(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            None
+        );
+        assert_eq!(
+            code_and_id(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
+            None
+        );
+    }
+}

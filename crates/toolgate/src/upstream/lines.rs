@@ -1,0 +1,153 @@
+//! Line reading with a maximum length: an over-long line is reported and skipped, never
+//! buffered whole; its two ends are kept to find the JSON-RPC id it answered.
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+
+pub struct Lines<R> {
+    reader: BufReader<R>,
+    max: usize,
+    buf: Vec<u8>,
+    /// The ends of the last line dropped as too long, until taken.
+    pub dropped: Option<Dropped>,
+}
+
+/// The first and last bytes of a line too long to keep: enough to find its JSON-RPC id.
+#[derive(Default)]
+pub struct Dropped {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+/// Bytes kept of each end of a dropped line.
+const END: usize = 4096;
+
+impl Dropped {
+    fn keep(&mut self, bytes: &[u8]) {
+        if self.head.len() < END {
+            let n = (END - self.head.len()).min(bytes.len());
+            self.head.extend_from_slice(&bytes[..n]);
+        }
+        self.tail
+            .extend_from_slice(&bytes[bytes.len().saturating_sub(END)..]);
+        if self.tail.len() > 2 * END {
+            self.tail.drain(..self.tail.len() - END);
+        }
+    }
+
+    /// The message's top-level `id`: near the start (`{"jsonrpc":"2.0","id":7,...`) or,
+    /// as the TypeScript SDK writes it, at the end (`...,"jsonrpc":"2.0","id":7}`).
+    pub fn id(&self) -> Option<serde_json::Value> {
+        let head = String::from_utf8_lossy(&self.head);
+        let tail = String::from_utf8_lossy(&self.tail);
+        top_level_id(&head).or_else(|| trailing_id(tail.trim_end()))
+    }
+}
+
+/// The value of key `id` at depth 1 of a JSON object's beginning, if it comes before
+/// any nested value is entered.
+pub(crate) fn top_level_id(head: &str) -> Option<serde_json::Value> {
+    let rest = head.trim_start().strip_prefix('{')?;
+    let mut s = rest;
+    loop {
+        s = s.trim_start();
+        let after_key = s.strip_prefix('"')?;
+        let end = after_key.find('"')?;
+        let key = &after_key[..end];
+        s = after_key[end + 1..]
+            .trim_start()
+            .strip_prefix(':')?
+            .trim_start();
+        let value_end = scalar_end(s)?;
+        if key == "id" {
+            return serde_json::from_str(&s[..value_end]).ok();
+        }
+        s = s[value_end..].trim_start().strip_prefix(',')?;
+    }
+}
+
+/// The value of a final `"id":VALUE}` of a JSON object's end.
+fn trailing_id(tail: &str) -> Option<serde_json::Value> {
+    let body = tail.strip_suffix('}')?;
+    let at = body.rfind("\"id\"")?;
+    let value = body[at + 4..].trim_start().strip_prefix(':')?.trim();
+    serde_json::from_str::<serde_json::Value>(value)
+        .ok()
+        .filter(|v| v.is_number() || v.is_string())
+}
+
+/// Where a scalar (number, string without escapes, literal) at the start of `s` ends.
+fn scalar_end(s: &str) -> Option<usize> {
+    if let Some(rest) = s.strip_prefix('"') {
+        return Some(rest.find('"')? + 2);
+    }
+    let end = s.find([',', '}'])?;
+    (!s[..end].contains(['{', '['])).then_some(end)
+}
+
+pub fn lines<R: AsyncRead + Unpin>(r: R, max: usize) -> Lines<R> {
+    Lines {
+        reader: BufReader::with_capacity(64 * 1024, r),
+        max,
+        buf: Vec::new(),
+        dropped: None,
+    }
+}
+
+impl<R: AsyncRead + Unpin> Lines<R> {
+    /// The next line without its newline; `None` at end of input.
+    pub async fn next_line(&mut self) -> Option<std::io::Result<String>> {
+        self.buf.clear();
+        self.dropped = None;
+        let mut too_long = false;
+        loop {
+            let chunk = match self.reader.fill_buf().await {
+                Ok(c) => c,
+                Err(e) => return Some(Err(e)),
+            };
+            if chunk.is_empty() {
+                return if self.buf.is_empty() && !too_long {
+                    None
+                } else {
+                    Some(self.finish(too_long))
+                };
+            }
+            let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            if !too_long {
+                if self.buf.len() + take > self.max {
+                    too_long = true;
+                    let mut dropped = Dropped::default();
+                    dropped.keep(&self.buf);
+                    self.buf.clear();
+                    self.dropped = Some(dropped);
+                } else {
+                    self.buf.extend_from_slice(&chunk[..take]);
+                }
+            }
+            if too_long {
+                if let Some(d) = self.dropped.as_mut() {
+                    d.keep(&chunk[..take]);
+                }
+            }
+            self.reader.consume(take);
+            if done {
+                return Some(self.finish(too_long));
+            }
+        }
+    }
+
+    fn finish(&mut self, too_long: bool) -> std::io::Result<String> {
+        if too_long {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a line longer than {} bytes was dropped", self.max),
+            ));
+        }
+        while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
+            self.buf.pop();
+        }
+        Ok(String::from_utf8_lossy(&self.buf).into_owned())
+    }
+}
