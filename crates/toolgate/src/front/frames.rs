@@ -8,22 +8,20 @@ use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use serde_json::{json, Value};
 
 /// The methods rmcp reads into typed requests: one of these read as a custom request
-/// means its params did not fit.
+/// means its params did not fit. Only methods of every protocol era: the ones 2026-07-28
+/// removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe` and
+/// `unsubscribe`) must reach rmcp, which answers them method-not-found (HTTP 404) in that
+/// era, whatever their params.
 const TYPED: &[&str] = &[
-    "initialize",
-    "ping",
     "server/discover",
     "tools/call",
     "tools/list",
     "resources/list",
     "resources/read",
     "resources/templates/list",
-    "resources/subscribe",
-    "resources/unsubscribe",
     "prompts/list",
     "prompts/get",
     "completion/complete",
-    "logging/setLevel",
 ];
 
 /// The error answer for one client message (a JSON-RPC text), or `None` when rmcp can be
