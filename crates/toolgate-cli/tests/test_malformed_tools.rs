@@ -6,44 +6,7 @@
 mod common;
 use common::*;
 use serde_json::json;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A fixture serving `server` over HTTP with the `malformed-tools` fault.
-struct HttpFixture {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpFixture {
-    fn start(dir: &TestDir, server: &str) -> Self {
-        let mut child = Command::new(toolgate())
-            .args(["fixture", "--fault", "malformed-tools", "--catalog"])
-            .arg(dir.path("catalog.json"))
-            .args(["--server", server, "--http", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening ")
-            .expect("fixture prints its address")
-            .to_string();
-        Self { child, url }
-    }
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Waits (up to 60 s) until the gateway's log has a line containing every one of `parts`.
 fn wait_for_log(log: &std::sync::mpsc::Receiver<String>, seen: &mut Vec<String>, parts: &[&str]) {
@@ -63,7 +26,7 @@ fn wait_for_log(log: &std::sync::mpsc::Receiver<String>, seen: &mut Vec<String>,
 #[tokio::test]
 async fn malformed_tools_are_skipped_and_the_rest_served() {
     let dir = TestDir::new();
-    let beta = HttpFixture::start(&dir, "beta");
+    let beta = HttpFixture::start_with(&dir, "beta", &["--fault", "malformed-tools"]);
     let config = dir.config(
         "mode = \"direct\"",
         &[

@@ -6,43 +6,6 @@
 mod common;
 use common::*;
 use serde_json::json;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-
-/// A fixture serving `server` over HTTP.
-struct HttpFixture {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpFixture {
-    fn start(dir: &TestDir, server: &str) -> Self {
-        let mut child = Command::new(toolgate())
-            .args(["fixture", "--catalog"])
-            .arg(dir.path("catalog.json"))
-            .args(["--server", server, "--http", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening ")
-            .expect("fixture prints its address")
-            .to_string();
-        Self { child, url }
-    }
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[tokio::test]
 async fn an_answer_over_the_limit_fails_its_call_saying_so() {
