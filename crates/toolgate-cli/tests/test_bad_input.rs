@@ -7,22 +7,6 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-const ACCEPT: &str = "application/json, text/event-stream";
-
-/// The JSON-RPC message in a response body (plain JSON or the first SSE `data:` line).
-fn message(body: &str) -> Value {
-    if let Ok(v) = serde_json::from_str(body) {
-        return v;
-    }
-    let data = body
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|d| d.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON-RPC message in {body:?}"));
-    serde_json::from_str(data).unwrap()
-}
-
 async fn post(
     http: &reqwest::Client,
     url: &str,

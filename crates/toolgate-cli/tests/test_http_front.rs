@@ -8,22 +8,6 @@ use common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const ACCEPT: &str = "application/json, text/event-stream";
-
-/// The JSON-RPC message in a response body (plain JSON or the first SSE `data:` line).
-fn message(body: &str) -> Value {
-    if let Ok(v) = serde_json::from_str(body) {
-        return v;
-    }
-    let data = body
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|d| d.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON-RPC message in {body:?}"));
-    serde_json::from_str(data).unwrap()
-}
-
 /// initialize + initialized with this protocol version and capabilities; the session id.
 async fn open(http: &reqwest::Client, url: &str, version: &str, caps: Value) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -403,3 +403,20 @@ impl Drop for HttpFixture {
         let _ = self.child.wait();
     }
 }
+
+/// What a Streamable HTTP client accepts, for tests that speak raw HTTP.
+pub const ACCEPT: &str = "application/json, text/event-stream";
+
+/// The JSON-RPC message in a response body (plain JSON or the first SSE `data:` line).
+pub fn message(body: &str) -> Value {
+    if let Ok(v) = serde_json::from_str(body) {
+        return v;
+    }
+    let data = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|d| d.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON-RPC message in {body:?}"));
+    serde_json::from_str(data).unwrap()
+}
