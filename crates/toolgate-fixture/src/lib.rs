@@ -151,7 +151,7 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
     if args.conformance {
         let name = args.server.clone().unwrap_or_else(|| "conformance".into());
         let max = args.max_protocol.clone();
-        return conformance::serve(name, max, args.http, shutdown).await;
+        return conformance::serve(name, max, args.modern_only, args.http, shutdown).await;
     }
     let server = build_server(&args)?;
     if args.fault == Some(Fault::FloodStderr) {

@@ -35,6 +35,9 @@ pub struct Gateway {
     /// The configuration warnings last logged (`config_warnings`), so each is logged once
     /// when it appears rather than on every rebuild.
     warned: std::sync::Mutex<Vec<String>>,
+    /// The `requestState` handles given to 2026-07-28 clients for upstream calls that
+    /// answered `input_required` (see `upstream::mrtr`); any front may take one back.
+    pub inputs: crate::upstream::mrtr::PendingInputs,
 }
 
 impl Gateway {
@@ -56,6 +59,7 @@ impl Gateway {
             code_runs: Default::default(),
             code_workers: crate::code::pool::WorkerPool::new(&config.code),
             warned: Default::default(),
+            inputs: Default::default(),
             config,
         });
         if gw.code_workers.keeps_workers() {

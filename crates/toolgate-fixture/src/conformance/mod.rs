@@ -2,6 +2,7 @@
 //! (`@modelcontextprotocol/conformance` server scenarios), plus tools toolgate's own tests
 //! use: `test_trigger_update` (`resources/updated` to subscribers), `test_trigger_list_changed`,
 //! and `test_cancellable` / `test_cancelled_count` (did `notifications/cancelled` arrive).
+//! The MRTR fixtures (SEP-2322) are in `mrtr.rs`.
 // Logging and server-to-client requests are deprecated by SEP-2577 but are what the
 // 2025-era scenarios check.
 #![allow(deprecated)]
@@ -21,6 +22,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
+mod mrtr;
 mod tools;
 use tools::{parse, tools};
 
@@ -42,6 +44,11 @@ pub struct ConformanceServer {
     cancelled: Arc<std::sync::atomic::AtomicUsize>,
     /// The newest revision to negotiate (`--max-protocol`), to play an old server.
     max_protocol: Option<ProtocolVersion>,
+    /// Speak only 2026-07-28 (`--modern-only`): `initialize` is refused.
+    modern_only: bool,
+    /// `test_toggled_tool` is listed (flipped by `test_trigger_tool_change`); shared by
+    /// every session of the process, as a server's tool list is.
+    toggled: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ConformanceServer {
@@ -51,6 +58,8 @@ impl ConformanceServer {
             subscribed: Arc::default(),
             cancelled: Arc::default(),
             max_protocol: None,
+            modern_only: false,
+            toggled: Arc::default(),
         }
     }
 }
@@ -78,6 +87,9 @@ fn resource_contents(uri: &str) -> Option<Value> {
 
 impl ServerHandler for ConformanceServer {
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        if self.modern_only {
+            return std::borrow::Cow::Owned(vec![ProtocolVersion::V_2026_07_28]);
+        }
         std::borrow::Cow::Borrowed(match &self.max_protocol {
             Some(max) => ProtocolVersion::known_up_to(max),
             None => ProtocolVersion::KNOWN_VERSIONS,
@@ -100,7 +112,8 @@ impl ServerHandler for ConformanceServer {
         _r: Option<PaginatedRequestParams>,
         _c: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(parse(json!({"tools": tools()})))
+        let toggled = self.toggled.load(std::sync::atomic::Ordering::SeqCst);
+        Ok(parse(json!({"tools": tools(toggled)})))
     }
 
     async fn call_tool(
@@ -108,6 +121,9 @@ impl ServerHandler for ConformanceServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(answer) = mrtr::call(&request, &context).await {
+            return answer;
+        }
         self.call(request, context).await.map(Into::into)
     }
 
@@ -206,15 +222,19 @@ impl ServerHandler for ConformanceServer {
                 {"name": "arg2", "description": "Second test argument", "required": true}]},
             {"name": "test_prompt_with_embedded_resource", "description": "A prompt embedding a resource", "arguments": [
                 {"name": "resourceUri", "description": "URI of the resource to embed", "required": true}]},
-            {"name": "test_prompt_with_image", "description": "A prompt with an image"}
+            {"name": "test_prompt_with_image", "description": "A prompt with an image"},
+            mrtr::prompt_entry()
         ]})))
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _c: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name == mrtr::PROMPT {
+            return mrtr::prompt(&request, &context).await;
+        }
         let args = request.arguments.unwrap_or_default();
         let a = |k: &str| {
             args.get(k)
@@ -258,6 +278,7 @@ impl ServerHandler for ConformanceServer {
 pub async fn serve(
     name: String,
     max_protocol: Option<String>,
+    modern_only: bool,
     http: Option<std::net::SocketAddr>,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<()> {
@@ -268,6 +289,7 @@ pub async fn serve(
     };
     let server = ConformanceServer {
         max_protocol,
+        modern_only,
         ..ConformanceServer::new(name)
     };
     let Some(addr) = http else {
@@ -289,6 +311,8 @@ pub async fn serve(
         move || {
             Ok(ConformanceServer {
                 max_protocol: server.max_protocol.clone(),
+                modern_only: server.modern_only,
+                toggled: server.toggled.clone(),
                 ..ConformanceServer::new(server.name.clone())
             })
         },

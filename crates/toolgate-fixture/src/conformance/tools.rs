@@ -24,7 +24,7 @@ pub(super) fn text(s: impl Into<String>) -> CallToolResult {
     parse(json!({"content": [{"type": "text", "text": s.into()}]}))
 }
 
-pub(super) fn tools() -> Value {
+pub(super) fn tools(toggled: bool) -> Value {
     let none = json!({"type": "object", "properties": {}});
     let string_arg = |name: &str, what: &str| json!({"type": "object", "properties": {name: {"type": "string", "description": what}}, "required": [name]});
     let simple = [
@@ -73,6 +73,15 @@ pub(super) fn tools() -> Value {
             "test_cancelled_count",
             "How many test_cancellable calls were cancelled",
         ),
+        (
+            "test_logging_tool",
+            "Sends one info log message (only to a request that set a log level)",
+        ),
+        (
+            "test_trigger_tool_change",
+            "Adds or removes the tool test_toggled_tool, and says so (tools/list_changed)",
+        ),
+        ("test_trigger_prompt_change", "Sends prompts/list_changed"),
     ];
     let mut out: Vec<Value> = simple
         .iter()
@@ -88,6 +97,10 @@ pub(super) fn tools() -> Value {
         "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
         "additionalProperties": false
     }}));
+    out.extend(super::mrtr::tools());
+    if toggled {
+        out.push(json!({"name": "test_toggled_tool", "description": "Listed after test_trigger_tool_change", "inputSchema": none}));
+    }
     Value::Array(out)
 }
 
@@ -102,7 +115,7 @@ fn arg(request: &CallToolRequestParams, key: &str) -> String {
 }
 
 /// Sends a server-to-client request and returns the client's answer as JSON.
-async fn ask(
+pub(super) async fn ask(
     context: &RequestContext<RoleServer>,
     method: &str,
     params: Value,
@@ -262,6 +275,26 @@ impl ConformanceServer {
                     .load(std::sync::atomic::Ordering::SeqCst)
                     .to_string(),
             ),
+            "test_logging_tool" | "test_toggled_tool" => {
+                let mut p = LoggingMessageNotificationParam::new(
+                    LoggingLevel::Info,
+                    json!("test_logging_tool ran"),
+                );
+                p.logger = Some(self.name.clone());
+                let _ = peer.notify_logging_message(p).await;
+                text("Logged one message")
+            }
+            "test_trigger_tool_change" => {
+                let was = self
+                    .toggled
+                    .fetch_xor(true, std::sync::atomic::Ordering::SeqCst);
+                let _ = peer.notify_tool_list_changed().await;
+                text(format!("test_toggled_tool listed: {}", !was))
+            }
+            "test_trigger_prompt_change" => {
+                let _ = peer.notify_prompt_list_changed().await;
+                text("prompts/list_changed sent")
+            }
             "test_trigger_list_changed" => {
                 let _ = peer.notify_resource_list_changed().await;
                 let _ = peer.notify_prompt_list_changed().await;

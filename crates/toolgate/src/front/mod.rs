@@ -13,6 +13,7 @@ mod direct;
 mod frames;
 mod guided;
 mod http;
+mod inputs;
 mod listen;
 mod prompts;
 mod relay;
@@ -298,7 +299,7 @@ impl ServerHandler for Session {
         if let Some(m) = &mrtr {
             caller.approver = Some(m.clone());
         }
-        let modern_relay = self.modern_relay(&context);
+        let modern_relay = self.modern_relay(&request, &context, &caller)?;
         if let Some(r) = &modern_relay {
             caller.relay = Some(r.clone());
         }
@@ -313,6 +314,10 @@ impl ServerHandler for Session {
         // Asked for approval the 2026-07-28 way: nothing ran; the client retries with it.
         if let Some(asked) = mrtr.and_then(|m| m.input_required()) {
             return Ok(asked.into());
+        }
+        // The upstream asked for input: the client answers it and retries (MRTR).
+        if let Some(asked) = modern_relay.as_ref().and_then(|r| r.take_asked()) {
+            return inputs::answer(self.gw(), &caller, asked).map(Into::into);
         }
         if let Some(missing) = modern_relay.and_then(|r| request::undeclared(&r, &context)) {
             return Err(missing);
@@ -392,11 +397,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let caller = self.bound_caller(&context)?;
-        let r = prompts::get(self.gw(), &caller, request, &context).await;
-        r.map(|mut r| {
-            r.result_type = Some(ResultType::COMPLETE);
-            r.into()
-        })
+        prompts::get(self.gw(), &caller, request, &context).await
     }
 
     async fn complete(

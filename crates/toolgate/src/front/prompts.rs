@@ -11,10 +11,10 @@ use super::resources::{list_all, page, permitted_owners, try_owner, typed, with_
 use crate::catalog::{names, ToolId};
 use crate::gateway::Gateway;
 use crate::policy::Caller;
-use crate::upstream::RequestOptions;
+use crate::upstream::{mrtr, RequestOptions};
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
-    ListPromptsResult, PaginatedRequestParams, SetLevelRequestParams,
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, ListPromptsResult, PaginatedRequestParams, SetLevelRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
@@ -100,12 +100,16 @@ async fn owner(
     }
 }
 
+/// `prompts/get` on the prompt's upstream. An upstream that answers `input_required`
+/// (MRTR) gets it back to a 2026-07-28 client under a gateway handle, whose retry is
+/// passed on with the client's `inputResponses`; an older client is asked each request and
+/// the upstream retried (`upstream::mrtr`).
 pub async fn get(
     gw: &Gateway,
     caller: &Caller,
     request: GetPromptRequestParams,
     context: &RequestContext<RoleServer>,
-) -> Result<GetPromptResult, McpError> {
+) -> Result<GetPromptResponse, McpError> {
     let (up, name) = owner(gw, caller, "prompts/get", &request.name).await?;
     let up = gw
         .upstream(&up)
@@ -114,15 +118,54 @@ pub async fn get(
     if let Some(args) = request.arguments {
         params["arguments"] = Value::Object(args);
     }
-    let opts = RequestOptions {
-        relay: Some(relay_for(context)),
-        ..Default::default()
-    };
-    let v = up
-        .request("prompts/get", params, opts)
-        .await
-        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-    typed(v)
+    // What a resumed call is recorded under (the tool, for a tool call).
+    let what = format!("prompts/get {name}");
+    let modern = super::request::modern(context);
+    if modern {
+        if let Some(state) = request.request_state.as_deref() {
+            let resumed = super::inputs::resume(gw, caller, state)?;
+            if resumed.server != up.name() || resumed.tool != what {
+                let why = "the requestState was issued for another request: call again without it";
+                return Err(McpError::invalid_params(why, None));
+            }
+            params["requestState"] = json!(resumed.state);
+        }
+        if let Some(responses) = &request.input_responses {
+            params["inputResponses"] = json!(responses);
+        }
+    }
+    let relay = relay_for(context);
+    for _ in 0..mrtr::MAX_ROUNDS {
+        let opts = RequestOptions {
+            relay: Some(relay.clone()),
+            ..Default::default()
+        };
+        let v = up
+            .request("prompts/get", params.clone(), opts)
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        if v.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            let mut r: GetPromptResult = typed(v)?;
+            r.result_type = Some(rmcp::model::ResultType::COMPLETE);
+            return Ok(r.into());
+        }
+        if modern {
+            let asked = (up.name().to_string(), what, v);
+            return super::inputs::answer(gw, caller, asked).map(Into::into);
+        }
+        let requests = v.get("inputRequests").and_then(Value::as_object);
+        let answers = mrtr::fulfil(&relay, requests.unwrap_or(&serde_json::Map::new()))
+            .await
+            .map_err(|e| McpError::internal_error(format!("{}: {e}", up.name()), None))?;
+        params["inputResponses"] = json!(answers);
+        params["requestState"] = v.get("requestState").cloned().unwrap_or(Value::Null);
+    }
+    let why = format!(
+        "{} still asked for input after {} rounds",
+        up.name(),
+        mrtr::MAX_ROUNDS
+    );
+    Err(McpError::internal_error(why, None))
 }
 
 /// `completion/complete` for a prompt argument or a resource template, on its upstream.

@@ -4,6 +4,7 @@
 #![allow(deprecated)]
 
 use crate::gateway::Gateway;
+use crate::upstream::mrtr::MrtrRequest;
 use crate::upstream::{ClientRelay, Notice, RelayKind};
 use futures::future::BoxFuture;
 use rmcp::model::{ClientResult, GetExtensions, RequestId, ServerNotification, ServerRequest};
@@ -19,27 +20,38 @@ pub struct SessionRelay {
     peer: Peer<RoleServer>,
     /// The session's request being served, so relayed requests travel on its stream.
     origin: RequestId,
-    /// A 2026-07-28 request: nothing can be sent to its client (MRTR for an upstream's
-    /// requests is not built), so it supports nothing and remembers what was asked.
+    /// A 2026-07-28 request: nothing can be sent to its client, so it supports nothing,
+    /// remembers what was asked, and takes an upstream's `input_required` to its client.
     modern: bool,
     /// What the call's upstream asked for that this client could not be asked.
     refused: Mutex<Option<RelayKind>>,
+    /// A 2026-07-28 request's `inputResponses` and resumed upstream state (`upstream::mrtr`).
+    mrtr: Option<MrtrRequest>,
+    /// The upstream's `input_required` answer, with the upstream and tool it came from.
+    asked: Mutex<Option<(String, String, Value)>>,
 }
 
 impl SessionRelay {
-    /// The relay of a 2026-07-28 request.
-    pub fn modern(context: &RequestContext<RoleServer>) -> Arc<Self> {
+    /// The relay of a 2026-07-28 request, carrying what it brings for its upstream call.
+    pub fn modern(context: &RequestContext<RoleServer>, mrtr: MrtrRequest) -> Arc<Self> {
         Arc::new(Self {
             peer: context.peer.clone(),
             origin: context.id.clone(),
             modern: true,
             refused: Mutex::new(None),
+            mrtr: Some(mrtr),
+            asked: Mutex::new(None),
         })
     }
 
     /// What the call's upstream asked for and this client could not be asked, if anything.
     pub fn refused_kind(&self) -> Option<RelayKind> {
         *self.refused.lock().expect("refused")
+    }
+
+    /// The upstream's `input_required` answer (upstream, tool, result), if it gave one.
+    pub fn take_asked(&self) -> Option<(String, String, Value)> {
+        self.asked.lock().expect("asked").take()
     }
 }
 
@@ -50,12 +62,26 @@ pub fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientRelay> {
         origin: context.id.clone(),
         modern: false,
         refused: Mutex::new(None),
+        mrtr: None,
+        asked: Mutex::new(None),
     })
 }
 
 impl ClientRelay for SessionRelay {
     fn refused(&self, kind: RelayKind) {
         self.refused.lock().expect("refused").get_or_insert(kind);
+    }
+
+    fn mrtr(&self) -> Option<MrtrRequest> {
+        self.mrtr.clone()
+    }
+
+    fn input_required(&self, server: &str, tool: &str, result: Value) -> bool {
+        if !self.modern {
+            return false;
+        }
+        *self.asked.lock().expect("asked") = Some((server.into(), tool.into(), result));
+        true
     }
 
     fn supports(&self, kind: RelayKind) -> bool {

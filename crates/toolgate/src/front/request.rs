@@ -91,13 +91,19 @@ impl Session {
 }
 
 impl Session {
-    /// For a 2026-07-28 `tools/call`: a relay that sends the client nothing and remembers
-    /// what the call's upstream asked for.
+    /// For a 2026-07-28 `tools/call`: a relay that sends the client nothing, carries the
+    /// request's MRTR input to the upstream and remembers what the upstream asked for.
     pub(super) fn modern_relay(
         &self,
+        request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Option<Arc<super::relay::SessionRelay>> {
-        modern(context).then(|| super::relay::SessionRelay::modern(context))
+        caller: &Caller,
+    ) -> Result<Option<Arc<super::relay::SessionRelay>>, McpError> {
+        if !modern(context) {
+            return Ok(None);
+        }
+        let mrtr = super::inputs::request_for(self.gw(), caller, request, context)?;
+        Ok(Some(super::relay::SessionRelay::modern(context, mrtr)))
     }
 }
 
@@ -129,7 +135,7 @@ pub(super) fn undeclared(
 }
 
 /// The request is served in 2026-07-28 (or later).
-fn modern(context: &RequestContext<RoleServer>) -> bool {
+pub(super) fn modern(context: &RequestContext<RoleServer>) -> bool {
     (context.protocol_version())
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }

@@ -13,6 +13,9 @@ pub const PENDING_TTL: Duration = Duration::from_secs(600);
 /// Questions waiting for an answer, at most (the oldest go first).
 const MAX_PENDING: usize = 4096;
 
+/// How every approval `requestState` begins (the gateway's other MRTR handles do not).
+pub const STATE_PREFIX: &str = "ap-";
+
 /// Approvals asked the 2026-07-28 way (MRTR): the `requestState` handed to the client
 /// names one, bound to the principal that asked and the question; the retry that brings
 /// the answer takes it, once, so one approval runs one call.
@@ -24,7 +27,7 @@ pub struct PendingApprovals {
 impl PendingApprovals {
     /// Remembers `question` for `owner`; returns the opaque `requestState` (128 bits).
     pub fn ask(&self, owner: &Principal, question: &str) -> String {
-        let state = format!("ap-{:032x}", rand::random::<u128>());
+        let state = format!("{STATE_PREFIX}{:032x}", rand::random::<u128>());
         let mut asked = self.asked.lock().expect("pending approvals");
         asked.retain(|_, (_, _, at)| at.elapsed() < PENDING_TTL);
         if asked.len() >= MAX_PENDING {

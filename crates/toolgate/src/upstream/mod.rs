@@ -11,6 +11,7 @@ mod client;
 mod connect;
 pub mod environment;
 mod lines;
+pub mod mrtr;
 pub(crate) use lines::top_level_id;
 mod requests;
 mod supervisor;
@@ -99,6 +100,10 @@ pub enum CallError {
     Cancelled,
     #[error("upstream {0:?}: {1}")]
     Other(String, String),
+    /// The upstream answered `input_required` and the call's client took it to its user
+    /// (2026-07-28, see `mrtr`): nothing to show for this round; the client retries.
+    #[error("upstream {0:?} needs input from the user; the client was asked for it")]
+    InputRequired(String),
 }
 
 /// Options for one call.
@@ -201,7 +206,9 @@ impl Upstream {
         self.changed.send_modify(|v| *v += 1);
     }
 
-    /// Calls `tool` with `arguments` on this upstream.
+    /// Calls `tool` with `arguments` on this upstream. An `input_required` answer goes to
+    /// the call's client (see `mrtr`): taken by a 2026-07-28 one, or asked of an older one
+    /// and the upstream retried with the answers.
     pub async fn call(
         &self,
         tool: &str,
@@ -217,12 +224,66 @@ impl Upstream {
                 (None, None) => return Err(CallError::Unavailable(name, "starting".into())),
             }
         };
-        let timeout = opts.timeout.unwrap_or(self.config.call_timeout);
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = Some(arguments);
+        let mut meta = None;
+        if let Some(m) = opts.relay.as_ref().and_then(|r| r.mrtr()) {
+            if let Some(r) = &m.resumes {
+                if r.server != name || r.tool != tool {
+                    let why = "the requestState was issued for another tool: call again without it";
+                    return Err(CallError::Other(name, why.into()));
+                }
+                params.request_state = r.state.clone();
+            }
+            params.input_responses = m.input_responses;
+            meta = m.client_capabilities.map(|caps| {
+                let mut meta = rmcp::model::RequestMetaObject::new();
+                meta.insert("io.modelcontextprotocol/clientCapabilities".into(), caps);
+                meta
+            });
+        }
+        let caller = self.relay.register(opts.relay.clone());
+        for _ in 0..mrtr::MAX_ROUNDS {
+            let result = self
+                .round(&peer, params.clone(), meta.clone(), &opts, caller.as_ref())
+                .await?;
+            let rmcp::model::ServerResult::InputRequiredResult(asked) = result else {
+                return outcome_from(result, &name);
+            };
+            let Some(relay) = &opts.relay else {
+                let why = "it needs input from the user, and no client stands behind this call (run it as a direct tool call)";
+                return Err(CallError::Other(name, why.into()));
+            };
+            let value = serde_json::to_value(&asked).unwrap_or_default();
+            if relay.input_required(&name, tool, value.clone()) {
+                return Err(CallError::InputRequired(name));
+            }
+            let requests = value.get("inputRequests").and_then(Value::as_object);
+            let answers = mrtr::fulfil(relay, requests.unwrap_or(&Map::new()))
+                .await
+                .map_err(|e| CallError::Other(name.clone(), e))?;
+            params.input_responses = Some(answers);
+            params.request_state = asked.request_state;
+        }
+        let why = format!("it still asked for input after {} rounds", mrtr::MAX_ROUNDS);
+        Err(CallError::Other(name, why))
+    }
+
+    /// One `tools/call` request: progress routed to the caller, cancellation passed on.
+    async fn round(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        meta: Option<rmcp::model::RequestMetaObject>,
+        opts: &CallOptions,
+        caller: Option<&requests::CallerGuard>,
+    ) -> Result<rmcp::model::ServerResult, CallError> {
+        let tool = params.name.to_string();
+        let tool = tool.as_str();
+        let timeout = opts.timeout.unwrap_or(self.config.call_timeout);
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
-        let options = PeerRequestOptions::with_timeout(timeout);
-        let caller = self.relay.register(opts.relay);
+        let mut options = PeerRequestOptions::with_timeout(timeout);
+        options.meta = meta;
         let started = Instant::now();
         let handle = peer
             .send_request_with_option(request, options)
@@ -230,7 +291,7 @@ impl Upstream {
             .map_err(|e| map_err(e, &self.config, tool, timeout))?;
         // rmcp assigns every request its own progress token; route that one to the caller
         // (notifications that beat this registration are held for it, see ProgressTable).
-        let route = opts.progress.map(|tx| {
+        let route = opts.progress.clone().map(|tx| {
             let key = token_key(&handle.progress_token);
             self.progress
                 .lock()
@@ -238,9 +299,9 @@ impl Upstream {
                 .insert(key.clone(), tx);
             RouteGuard(&self.progress, key)
         });
-        let cancel = opts.cancel.unwrap_or_default();
+        let cancel = opts.cancel.clone().unwrap_or_default();
         let request_id = handle.id.clone();
-        if let Some(c) = &caller {
+        if let Some(c) = caller {
             c.bind(&request_id);
         }
         let response = tokio::select! {
@@ -264,9 +325,20 @@ impl Upstream {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         drop(route);
+        if let Err(ServiceError::McpError(e)) = &response {
+            // The upstream needs a capability this call's client did not declare: the
+            // front answers with the same error (-32021).
+            if e.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
+                if let Some(relay) = &opts.relay {
+                    mrtr::missing_kinds(e.data.as_ref())
+                        .into_iter()
+                        .for_each(|k| relay.refused(k));
+                }
+            }
+        }
         let result = response.map_err(|e| map_err(e, &self.config, tool, timeout))?;
-        tracing::debug!(upstream = %name, tool, ms = started.elapsed().as_millis() as u64, "call done");
-        outcome_from(result, &name)
+        tracing::debug!(upstream = %self.name(), tool, ms = started.elapsed().as_millis() as u64, "call done");
+        Ok(result)
     }
 }
 

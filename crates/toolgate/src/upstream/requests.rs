@@ -57,6 +57,16 @@ pub trait ClientRelay: Send + Sync {
     /// Told when the upstream of this client's own call asked for `kind` and this client
     /// could not be asked (so the front can answer with the capability it lacks).
     fn refused(&self, _kind: RelayKind) {}
+    /// For a client that answers `input_required` itself (2026-07-28): what its request
+    /// carries for this upstream call (see `upstream::mrtr`).
+    fn mrtr(&self) -> Option<super::mrtr::MrtrRequest> {
+        None
+    }
+    /// The upstream answered `input_required` (`result`, as JSON). True when this client
+    /// takes it to its user itself; false to have the gateway ask it by `request`.
+    fn input_required(&self, _server: &str, _tool: &str, _result: Value) -> bool {
+        false
+    }
 }
 
 impl std::fmt::Debug for dyn ClientRelay {

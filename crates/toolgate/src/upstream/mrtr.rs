@@ -1,0 +1,201 @@
+//! MRTR (SEP-2322) between a client and an upstream that answers `input_required`.
+//!
+//! A 2026-07-28 upstream that needs the user answers a `tools/call` with `input_required`
+//! (keyed input requests and its own `requestState`). What the gateway does with that
+//! depends on the client whose call it is:
+//!
+//! - a 2026-07-28 client takes it itself: the front answers it `input_required` with the
+//!   same requests, and a `requestState` that is a gateway handle ([`PendingInputs`],
+//!   owned by the caller's principal, one use) naming the upstream, the tool and the
+//!   upstream's own state. The client's retry brings its `inputResponses` and the handle;
+//!   the gateway makes the one upstream call that retry stands for;
+//! - an older client is asked each request as a server-to-client request on its call
+//!   ([`fulfil`]), and the gateway retries the upstream itself, at most [`MAX_ROUNDS`]
+//!   times;
+//! - a call no client stands behind (a guided operation's, a program's) fails, saying so.
+
+use super::requests::{ClientRelay, RelayKind};
+use crate::principal::Principal;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Rounds of `input_required` the gateway drives itself for an older client.
+pub const MAX_ROUNDS: usize = 8;
+
+/// How long a handed-out `requestState` stays good.
+const PENDING_TTL: Duration = Duration::from_secs(600);
+
+/// Handles kept at most; the oldest goes first.
+const MAX_PENDING: usize = 10_000;
+
+/// The prefix of the gateway's own MRTR handles (approval's are `ap-`).
+pub const HANDLE_PREFIX: &str = "in-";
+
+/// What a 2026-07-28 client's request carries for its upstream call.
+#[derive(Debug, Clone, Default)]
+pub struct MrtrRequest {
+    /// The client's `inputResponses`, passed to the upstream as they are.
+    pub input_responses: Option<BTreeMap<String, Value>>,
+    /// The upstream's own `requestState` and the (upstream, tool) it was issued for, when
+    /// the client's `requestState` was one of the gateway's handles.
+    pub resumes: Option<Resumed>,
+    /// The capabilities the client declared (`_meta`), so the upstream asks only for what
+    /// this client can give.
+    pub client_capabilities: Option<Value>,
+}
+
+/// A handle taken back: the upstream call it continues.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resumed {
+    pub server: String,
+    pub tool: String,
+    pub state: Option<String>,
+}
+
+/// `requestState` handles handed to 2026-07-28 clients, by handle.
+#[derive(Default)]
+pub struct PendingInputs {
+    pending: Mutex<HashMap<String, (Principal, Resumed, Instant)>>,
+}
+
+impl PendingInputs {
+    /// Remembers the upstream call `resumed` for `owner`; returns the handle (128 random
+    /// bits), which is the only thing the client sees.
+    pub fn remember(&self, owner: &Principal, resumed: Resumed) -> String {
+        let handle = format!("{HANDLE_PREFIX}{:032x}", rand::random::<u128>());
+        let mut pending = self.pending.lock().expect("pending inputs");
+        pending.retain(|_, (_, _, at)| at.elapsed() < PENDING_TTL);
+        if pending.len() >= MAX_PENDING {
+            let oldest = pending
+                .iter()
+                .min_by_key(|(_, (_, _, at))| *at)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                pending.remove(&k);
+            }
+        }
+        pending.insert(handle.clone(), (owner.clone(), resumed, Instant::now()));
+        handle
+    }
+
+    /// Takes the call `handle` names, if `owner` was given it and it is fresh. Taken either
+    /// way: a handle is good for one retry.
+    pub fn take(&self, owner: &Principal, handle: &str) -> Result<Resumed, String> {
+        let entry = self.pending.lock().expect("pending inputs").remove(handle);
+        match entry {
+            Some((o, r, at)) if o == *owner && at.elapsed() < PENDING_TTL => Ok(r),
+            Some((o, _, _)) if o != *owner => {
+                Err("the requestState was issued to another caller".into())
+            }
+            Some(_) => Err("the requestState has expired: call again without it".into()),
+            None => Err(
+                "the requestState is unknown, altered or already used: call again without it"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// The capability an input request's method needs.
+pub fn kind_of(method: &str) -> Option<RelayKind> {
+    match method {
+        "sampling/createMessage" => Some(RelayKind::Sampling),
+        "elicitation/create" => Some(RelayKind::Elicitation),
+        "roots/list" => Some(RelayKind::Roots),
+        _ => None,
+    }
+}
+
+/// Asks an older client each of `requests` (`{"key": {"method", "params"}}`) on its call
+/// and returns the answers by key; an error names what could not be asked.
+pub async fn fulfil(
+    relay: &Arc<dyn ClientRelay>,
+    requests: &serde_json::Map<String, Value>,
+) -> Result<BTreeMap<String, Value>, String> {
+    let mut answers = BTreeMap::new();
+    for (key, request) in requests {
+        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+        let Some(kind) = kind_of(method) else {
+            return Err(format!(
+                "it asked for {method:?}, which the gateway cannot relay"
+            ));
+        };
+        if !relay.supports(kind) {
+            relay.refused(kind);
+            return Err(format!(
+                "it asked for {method}, and the client did not declare that capability"
+            ));
+        }
+        let params = request.get("params").cloned().unwrap_or(Value::Null);
+        answers.insert(key.clone(), relay.request(kind.method(), params).await?);
+    }
+    Ok(answers)
+}
+
+/// The kinds an upstream's -32021 (missing required client capability) names.
+pub fn missing_kinds(data: Option<&Value>) -> Vec<RelayKind> {
+    let Some(required) = data
+        .and_then(|d| d.get("requiredCapabilities"))
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    let mut kinds = Vec::new();
+    for (name, kind) in [
+        ("sampling", RelayKind::Sampling),
+        ("elicitation", RelayKind::Elicitation),
+        ("roots", RelayKind::Roots),
+    ] {
+        if required.contains_key(name) {
+            kinds.push(kind);
+        }
+    }
+    kinds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resumed() -> Resumed {
+        Resumed {
+            server: "s".into(),
+            tool: "t".into(),
+            state: Some("upstream-state".into()),
+        }
+    }
+
+    #[test]
+    fn a_handle_is_good_once_and_only_for_its_owner() {
+        let pending = PendingInputs::default();
+        let alice = Principal::key("alice");
+        let bob = Principal::key("bob");
+        let h = pending.remember(&alice, resumed());
+        assert!(h.starts_with(HANDLE_PREFIX) && h.len() == 35);
+        assert_eq!(pending.take(&alice, &h), Ok(resumed()));
+        assert!(pending.take(&alice, &h).unwrap_err().contains("unknown"));
+        let h = pending.remember(&alice, resumed());
+        assert!(pending
+            .take(&bob, &h)
+            .unwrap_err()
+            .contains("another caller"));
+        assert!(
+            pending.take(&alice, &h).is_err(),
+            "a foreign try used it up"
+        );
+        let h = pending.remember(&alice, resumed());
+        assert!(pending.take(&alice, &format!("{h}-TAMPERED")).is_err());
+    }
+
+    #[test]
+    fn a_missing_capability_error_names_its_kinds() {
+        let data = serde_json::json!({"requiredCapabilities": {"sampling": {}, "roots": {}}});
+        assert_eq!(
+            missing_kinds(Some(&data)),
+            vec![RelayKind::Sampling, RelayKind::Roots]
+        );
+        assert!(missing_kinds(None).is_empty());
+    }
+}
