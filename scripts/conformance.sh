@@ -5,7 +5,9 @@
 #
 # 1. server scenarios against toolgate in direct mode with `toolgate fixture --conformance`
 #    behind it, once as a stdio upstream and once as a Streamable HTTP upstream, for each
-#    requirement set: `--requirements 2025-11-25` and `--requirements 2026-07-28`;
+#    requirement set: `--requirements 2025-11-25` (the fixture speaking both eras) and
+#    `--requirements 2026-07-28` (the fixture with `--modern-only`, so the gateway speaks
+#    2026-07-28 to it and its `input_required` answers pass through);
 # 2. the name-independent server scenarios against the guided surface;
 # 3. client scenarios against toolgate's upstream client (`toolgate conformance-client`) in
 #    both eras, in a private network namespace because the suite's test server listens on
@@ -100,32 +102,45 @@ run() { # label, then the suite's arguments
     fi
 }
 
-# The fixture as a stdio child of the gateway.
+# The fixture as a stdio child of the gateway: the one that speaks both eras (the gateway
+# speaks 2025-11-25 to it) for the 2025-11-25 set, a modern-only one (the gateway speaks
+# 2026-07-28 to it, so its input_required answers pass through) for the 2026-07-28 set.
 start_gateway "command = \"$TOOLGATE_BIN\"
 args = [\"fixture\", \"--conformance\"]"
-for req in 2025-11-25 2026-07-28; do
-    run "server $req, direct, stdio upstream" server --url "$URL/direct" --requirements "$req"
-done
+run "server 2025-11-25, direct, stdio upstream" server --url "$URL/direct" --requirements 2025-11-25
 for scenario in server-initialize ping logging-set-level tools-list dns-rebinding-protection; do
     run "server 2025-11-25, guided: $scenario" server --url "$URL/guided" --spec-version 2025-11-25 --scenario "$scenario"
 done
+start_gateway "command = \"$TOOLGATE_BIN\"
+args = [\"fixture\", \"--conformance\", \"--modern-only\"]"
+run "server 2026-07-28, direct, stdio upstream" server --url "$URL/direct" --requirements 2026-07-28
 for scenario in tools-list dns-rebinding-protection; do
     run "server 2026-07-28, guided: $scenario" server --url "$URL/guided" --spec-version 2026-07-28 --scenario "$scenario"
 done
 
-# The fixture as a Streamable HTTP upstream (server requests travel on call streams).
-"$TOOLGATE_BIN" fixture --conformance --http 127.0.0.1:0 >"$WORK/fixture.out" 2>"$WORK/fixture.log" &
-FIXTURE_PID=$!
-FIXTURE_URL=
-for _ in $(seq 100); do
-    FIXTURE_URL=$(awk '/^listening /{print $2}' "$WORK/fixture.out")
-    [[ -n "$FIXTURE_URL" ]] && break
-    sleep 0.1
-done
+# The fixture as a Streamable HTTP upstream (server requests travel on call streams), again
+# both eras for the 2025-11-25 set and modern-only for the 2026-07-28 set.
+start_fixture() {
+    if [[ -n "$FIXTURE_PID" ]]; then
+        kill "$FIXTURE_PID" 2>/dev/null || true
+        wait "$FIXTURE_PID" 2>/dev/null || true
+    fi
+    : >"$WORK/fixture.out"
+    "$TOOLGATE_BIN" fixture --conformance "$@" --http 127.0.0.1:0 >"$WORK/fixture.out" 2>"$WORK/fixture.log" &
+    FIXTURE_PID=$!
+    FIXTURE_URL=
+    for _ in $(seq 100); do
+        FIXTURE_URL=$(awk '/^listening /{print $2}' "$WORK/fixture.out")
+        [[ -n "$FIXTURE_URL" ]] && break
+        sleep 0.1
+    done
+}
+start_fixture
 start_gateway "url = \"$FIXTURE_URL\""
-for req in 2025-11-25 2026-07-28; do
-    run "server $req, direct, HTTP upstream" server --url "$URL/direct" --requirements "$req"
-done
+run "server 2025-11-25, direct, HTTP upstream" server --url "$URL/direct" --requirements 2025-11-25
+start_fixture --modern-only
+start_gateway "url = \"$FIXTURE_URL\""
+run "server 2026-07-28, direct, HTTP upstream" server --url "$URL/direct" --requirements 2026-07-28
 
 # The client scenarios' test server binds every interface: keep it off the network.
 if [[ $(id -u) -eq 0 ]]; then ISOLATE=(unshare -n); else ISOLATE=(unshare -rn); fi

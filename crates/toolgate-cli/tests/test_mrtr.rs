@@ -9,7 +9,7 @@ use policy_support::*;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitationAction, ProtocolVersion};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
@@ -100,5 +100,160 @@ async fn a_modern_client_approves_a_guided_execute_by_mrtr_exactly_once() {
     let client = modern_admin(&gw.url, &dir).await;
     let call = json!({"tool": "files/delete_file", "arguments": {"path": "/tmp/y"}});
     approve_by_mrtr(&client, &dir, "execute", call).await;
+    client.cancel().await.unwrap();
+}
+
+/// A gateway (direct surface) with the conformance fixture behind it as a stdio child
+/// that speaks only 2026-07-28, so its `input_required` answers reach the gateway.
+fn modern_fixture_gateway(dir: &TestDir) -> HttpGateway {
+    let upstream = format!(
+        "[upstreams.fx]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--modern-only\"]\nprefix = \"\"\ncall_timeout_secs = 20\n",
+        toolgate().display().to_string()
+    );
+    HttpGateway::start(&dir.config("mode = \"direct\"", &[upstream]), &[])
+}
+
+/// A 2026-07-28 client without keys (the gateway's local identity) that declares every
+/// capability; it never answers a server request (none may come).
+async fn modern_client(url: &str) -> rmcp::service::RunningService<rmcp::RoleClient, Declaring> {
+    modern_client_with(url, Declaring::all()).await
+}
+
+async fn modern_client_with(
+    url: &str,
+    handler: Declaring,
+) -> rmcp::service::RunningService<rmcp::RoleClient, Declaring> {
+    handler
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(url.to_string()),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover at 2026-07-28")
+}
+
+/// Declares the capabilities it holds; answers an elicitation with name Alice.
+#[derive(Clone)]
+struct Declaring(serde_json::Value);
+
+impl Declaring {
+    fn all() -> Self {
+        Self(json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}}))
+    }
+}
+
+impl rmcp::ClientHandler for Declaring {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let caps = serde_json::from_value(self.0.clone()).unwrap();
+        rmcp::model::ClientConfig::new(caps, rmcp::model::Implementation::new("t", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let mut r = rmcp::model::ElicitResult::new(ElicitationAction::Accept);
+        r.content = Some(json!({"name": "Alice"}));
+        Ok(r)
+    }
+}
+
+fn accept(content: serde_json::Value) -> serde_json::Value {
+    json!({"action": "accept", "content": content})
+}
+
+#[tokio::test]
+async fn an_upstreams_input_required_reaches_a_modern_client_and_each_retry_resumes_it_once() {
+    let dir = TestDir::new();
+    let gw = modern_fixture_gateway(&dir);
+    let client = modern_client(&gw.url).await;
+    let params = CallToolRequestParams::new("test_input_required_result_multi_round");
+
+    let first = client.call_tool_once(params.clone()).await.unwrap();
+    let CallToolResponse::InputRequired(r1) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    let asked = serde_json::to_value(&r1.input_requests).unwrap();
+    assert_eq!(asked["step1"]["method"], "elicitation/create", "{asked}");
+    let s1 = r1.request_state.expect("a requestState");
+    // The client holds the gateway's handle, never the upstream's own state.
+    assert!(
+        s1.starts_with("in-") && !s1.contains("round"),
+        "a gateway handle: {s1}"
+    );
+
+    let mut retry = params.clone();
+    retry.request_state = Some(s1.clone());
+    retry.input_responses = Some([("step1".to_string(), accept(json!({"name": "Alice"})))].into());
+    let second = client.call_tool_once(retry.clone()).await.unwrap();
+    let CallToolResponse::InputRequired(r2) = second else {
+        panic!("expected a second round, got {second:?}");
+    };
+    let s2 = r2.request_state.expect("a new requestState");
+    assert_ne!(s2, s1);
+
+    let mut last = params.clone();
+    last.request_state = Some(s2.clone());
+    last.input_responses = Some([("step2".to_string(), accept(json!({"color": "blue"})))].into());
+    let done = client.call_tool_once(last).await.unwrap();
+    let CallToolResponse::Complete(r) = done else {
+        panic!("expected the result, got {done:?}");
+    };
+    assert_eq!(
+        text(&r),
+        "Alice likes blue",
+        "the upstream saw both answers"
+    );
+
+    // A handle is good for one retry; an altered one is refused, and nothing runs.
+    let replay = client.call_tool_once(retry).await.unwrap_err().to_string();
+    assert!(replay.contains("already used"), "{replay}");
+    let mut tampered = params.clone();
+    tampered.request_state = Some(format!("{s2}-TAMPERED"));
+    let refused = client
+        .call_tool_once(tampered)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("requestState"), "{refused}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_modern_client_gets_only_the_input_requests_it_declared_capabilities_for() {
+    let dir = TestDir::new();
+    let gw = modern_fixture_gateway(&dir);
+    // The gateway passes the client's own capabilities on: sampling only here.
+    let client = modern_client_with(&gw.url, Declaring(json!({"sampling": {}}))).await;
+    let params = CallToolRequestParams::new("test_input_required_result_capabilities");
+    let answer = client.call_tool_once(params).await.unwrap();
+    let CallToolResponse::InputRequired(r) = answer else {
+        panic!("expected input_required, got {answer:?}");
+    };
+    let keys: Vec<String> = r.input_requests.unwrap().keys().cloned().collect();
+    assert_eq!(keys, vec!["greeting".to_string()]);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_older_client_is_asked_an_upstreams_input_required_as_a_request_and_gets_the_result() {
+    let dir = TestDir::new();
+    let gw = modern_fixture_gateway(&dir);
+    // Initialize (2025-11-25): the gateway asks this client by elicitation/create and
+    // retries the upstream with the answer itself.
+    let client = Declaring::all()
+        .serve(StreamableHttpClientTransport::from_uri(gw.url.clone()))
+        .await
+        .unwrap();
+    let r = client
+        .call_tool(CallToolRequestParams::new(
+            "test_input_required_result_elicitation",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "Hello, Alice!");
     client.cancel().await.unwrap();
 }

@@ -29,6 +29,9 @@ pub struct SessionRelay {
     mrtr: Option<MrtrRequest>,
     /// The upstream's `input_required` answer, with the upstream and tool it came from.
     asked: Mutex<Option<(String, String, Value)>>,
+    /// A 2026-07-28 request's `_meta` log level: its call's log messages at or above it
+    /// are passed on, and none when it set none (SEP-2575).
+    log_floor: Option<rmcp::model::LoggingLevel>,
 }
 
 impl SessionRelay {
@@ -41,6 +44,7 @@ impl SessionRelay {
             refused: Mutex::new(None),
             mrtr: Some(mrtr),
             asked: Mutex::new(None),
+            log_floor: context.meta.log_level(),
         })
     }
 
@@ -64,6 +68,7 @@ pub fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientRelay> {
         refused: Mutex::new(None),
         mrtr: None,
         asked: Mutex::new(None),
+        log_floor: None,
     })
 }
 
@@ -127,6 +132,17 @@ impl ClientRelay for SessionRelay {
 
     fn notify(&self, method: &'static str, params: Value) -> BoxFuture<'static, ()> {
         let peer = self.peer.clone();
+        if self.modern && method == "notifications/message" {
+            let level =
+                serde_json::from_value::<rmcp::model::LoggingLevel>(params["level"].clone());
+            let wanted = match (self.log_floor, level) {
+                (Some(floor), Ok(level)) => level as u8 >= floor as u8,
+                _ => false,
+            };
+            if !wanted {
+                return Box::pin(async {});
+            }
+        }
         Box::pin(async move {
             let n = serde_json::from_value::<ServerNotification>(
                 json!({"method": method, "params": params}),
