@@ -149,7 +149,8 @@ for case in "initialize 2025-11-25" "tools_call 2025-11-25" "tools_call 2026-07-
     label="client $version: $scenario"
     out="$WORK/client.log"
     rc=0
-    "${ISOLATE[@]}" sh -c 'ip link set lo up 2>/dev/null || true; cd "$1" && "$2" "$3" client --command "$4 conformance-client" --scenario "$5" --spec-version "$6" --expected-failures "$7"' \
+    # The upstream client as configured with `protocol = "<version>"` for that era.
+    "${ISOLATE[@]}" sh -c 'ip link set lo up 2>/dev/null || true; cd "$1" && "$2" "$3" client --command "$4 conformance-client --protocol $6" --scenario "$5" --spec-version "$6" --expected-failures "$7"' \
         _ "$PEERS" "$NODE" "$SUITE_JS" "$TOOLGATE_BIN" "$scenario" "$version" "$EXPECTED" >"$out" 2>&1 || rc=$?
     printf '%-44s %s (exit %s)\n' "$label" "$(grep -E '^Passed:' "$out" | tail -1 || echo "no result line")" "$rc"
     if [[ $rc -ne 0 ]]; then

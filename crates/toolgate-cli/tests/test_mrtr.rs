@@ -106,8 +106,17 @@ async fn a_modern_client_approves_a_guided_execute_by_mrtr_exactly_once() {
 /// A gateway (direct surface) with the conformance fixture behind it as a stdio child
 /// that speaks only 2026-07-28, so its `input_required` answers reach the gateway.
 fn modern_fixture_gateway(dir: &TestDir) -> HttpGateway {
+    fixture_gateway(dir, ", \"--modern-only\"", "")
+}
+
+/// The same with the fixture that speaks both eras, and `protocol` set for it.
+fn dual_fixture_gateway(dir: &TestDir, protocol: &str) -> HttpGateway {
+    fixture_gateway(dir, "", &format!("protocol = {protocol:?}\n"))
+}
+
+fn fixture_gateway(dir: &TestDir, flag: &str, extra: &str) -> HttpGateway {
     let upstream = format!(
-        "[upstreams.fx]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--modern-only\"]\nprefix = \"\"\ncall_timeout_secs = 20\n",
+        "[upstreams.fx]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\"{flag}]\nprefix = \"\"\ncall_timeout_secs = 20\n{extra}",
         toolgate().display().to_string()
     );
     HttpGateway::start(&dir.config("mode = \"direct\"", &[upstream]), &[])
@@ -225,7 +234,8 @@ async fn an_upstreams_input_required_reaches_a_modern_client_and_each_retry_resu
 #[tokio::test]
 async fn a_modern_client_gets_only_the_input_requests_it_declared_capabilities_for() {
     let dir = TestDir::new();
-    let gw = modern_fixture_gateway(&dir);
+    // A server of both eras, spoken to in 2026-07-28 because the configuration says so.
+    let gw = dual_fixture_gateway(&dir, "2026-07-28");
     // The gateway passes the client's own capabilities on: sampling only here.
     let client = modern_client_with(&gw.url, Declaring(json!({"sampling": {}}))).await;
     let params = CallToolRequestParams::new("test_input_required_result_capabilities");

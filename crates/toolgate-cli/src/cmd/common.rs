@@ -83,6 +83,7 @@ pub fn demo_config() -> Result<Config> {
                 connect_timeout: std::time::Duration::from_secs(10),
                 call_timeout: std::time::Duration::from_secs(60),
                 max_message_bytes: toolgate::config::DEFAULT_MAX_MESSAGE_BYTES,
+                protocol: Default::default(),
                 prefix: server.clone(),
                 rename: Default::default(),
             },

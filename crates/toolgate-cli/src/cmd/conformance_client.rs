@@ -13,17 +13,22 @@ use toolgate::upstream::{CallOptions, UpstreamStatus};
 
 #[derive(Args, Debug)]
 pub struct ConformanceClientArgs {
+    /// The upstream's `protocol` setting: `auto`, `2026-07-28` or `2025-11-25`.
+    #[arg(long, default_value = "auto")]
+    pub protocol: String,
     /// The test server's Streamable HTTP URL.
     pub url: String,
 }
 
-/// Connects through the gateway's own upstream module (initialize, tools/list), then does
+/// Connects through the gateway's own upstream module (the handshake `--protocol` says,
+/// tools/list), then does
 /// what the scenario asks: `tools_call` calls `add_numbers`.
 pub async fn run(args: ConformanceClientArgs) -> Result<bool> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let toml = format!(
-        "[upstreams.test]\nurl = {}\nprefix = \"\"\n",
-        Value::String(args.url.clone())
+        "[upstreams.test]\nurl = {}\nprefix = \"\"\nprotocol = {}\n",
+        Value::String(args.url.clone()),
+        Value::String(args.protocol.clone())
     );
     let gw = Gateway::start(Config::from_toml_str(
         &toml,

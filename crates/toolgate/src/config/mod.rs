@@ -208,10 +208,26 @@ pub struct UpstreamConfig {
     /// The largest message accepted from this upstream (a stdio line, an HTTP body or SSE
     /// event); a larger answer fails its call at once, saying so (`max_message_bytes`).
     pub max_message_bytes: usize,
+    /// The era the handshake tries first (`protocol`), for servers that speak both.
+    pub protocol: UpstreamProtocol,
     /// Prefix of this upstream's exposed tool names (default: its name).
     pub prefix: String,
     /// Exposed-name overrides: upstream tool name -> exposed name.
     pub rename: HashMap<String, String>,
+}
+
+/// `upstreams.NAME.protocol`: which revision toolgate speaks to a server that offers both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpstreamProtocol {
+    /// `initialize` at 2025-11-25 first (resource subscriptions and log levels pass
+    /// through); `server/discover` when the server refuses it.
+    #[default]
+    Auto,
+    /// `server/discover` at 2026-07-28 first (per-request `_meta`; the upstream's
+    /// `input_required` reaches the client by MRTR); `initialize` when it is refused.
+    Modern,
+    /// `initialize` only.
+    Legacy,
 }
 
 impl Config {

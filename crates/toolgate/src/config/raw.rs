@@ -15,6 +15,7 @@
 //! headers = { Authorization = "Bearer ${DOCS_TOKEN}" }
 //! call_timeout_secs = 120
 //! max_message_bytes = 16777216  # the largest answer accepted (default 16 MiB)
+//! protocol = "auto"              # or "2026-07-28" (prefer it) or "2025-11-25" (only the older era)
 //!
 //! [direct]
 //! profile = "slim"            # raw | slim | local: what direct mode shows of each tool
@@ -257,6 +258,8 @@ pub struct RawUpstream {
     pub call_timeout_secs: Option<f64>,
     /// The largest message accepted from the upstream, in bytes (default 16 MiB).
     pub max_message_bytes: Option<u64>,
+    /// Which era to speak to a server that speaks both: `auto`, `2026-07-28`, `2025-11-25`.
+    pub protocol: Option<String>,
     pub prefix: Option<String>,
     #[serde(default)]
     pub rename: HashMap<String, String>,
@@ -285,6 +288,20 @@ fn message_bytes(v: Option<u64>, file: &Path, key: &str) -> Result<usize> {
         );
     }
     Ok(v as usize)
+}
+
+/// `upstreams.NAME.protocol`: the era the handshake tries first.
+fn protocol(v: Option<&str>, file: &Path, key: &str) -> Result<super::UpstreamProtocol> {
+    use super::UpstreamProtocol as P;
+    Ok(match v {
+        None | Some("auto") => P::Auto,
+        Some("2026-07-28") => P::Modern,
+        Some("2025-11-25") => P::Legacy,
+        Some(other) => bail!(
+            "{}: {key}.protocol = {other:?}: use \"auto\" (initialize, then server/discover if refused), \"2026-07-28\" (server/discover first) or \"2025-11-25\" (initialize only)",
+            file.display()
+        ),
+    })
 }
 
 impl RawUpstream {
@@ -389,6 +406,7 @@ impl RawUpstream {
                 &format!("{key}.call_timeout_secs"),
             )?,
             max_message_bytes: message_bytes(self.max_message_bytes, file, key)?,
+            protocol: protocol(self.protocol.as_deref(), file, key)?,
             prefix: self.prefix.unwrap_or_else(|| name.to_string()),
             rename: self.rename,
         })

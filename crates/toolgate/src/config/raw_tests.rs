@@ -132,6 +132,24 @@ fn bad_upstreams_say_what_to_fix() {
 }
 
 #[test]
+fn an_upstreams_protocol_is_one_of_three_words() {
+    use crate::config::UpstreamProtocol;
+    let c = parse("[upstreams.a]\ncommand='x'\n").unwrap();
+    assert_eq!(c.upstreams["a"].protocol, UpstreamProtocol::Auto);
+    let c = parse("[upstreams.a]\ncommand='x'\nprotocol='2026-07-28'\n").unwrap();
+    assert_eq!(c.upstreams["a"].protocol, UpstreamProtocol::Modern);
+    let c = parse("[upstreams.a]\ncommand='x'\nprotocol='2025-11-25'\n").unwrap();
+    assert_eq!(c.upstreams["a"].protocol, UpstreamProtocol::Legacy);
+    let e = parse("[upstreams.a]\ncommand='x'\nprotocol='modern'\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("upstreams.a.protocol = \"modern\"") && e.contains("2026-07-28"),
+        "{e}"
+    );
+}
+
+#[test]
 fn direct_profile_and_options() {
     let c = parse("").unwrap();
     assert_eq!(c.direct.profile, Profile::Raw);

@@ -3,7 +3,7 @@
 use super::child::{self, ChildProcess};
 use super::client::{UpstreamClient, UpstreamEvent};
 use super::Upstream;
-use crate::config::Transport;
+use crate::config::{Transport, UpstreamProtocol};
 use rmcp::model::{ClientRequest, CustomRequest, CustomResult, ProtocolVersion, ServerResult};
 use rmcp::service::ClientInitializeError;
 use rmcp::service::{RoleClient, RunningService};
@@ -31,10 +31,14 @@ pub(crate) struct Connection {
 
 /// Connects, initializes and lists tools. The caller applies the connect timeout.
 ///
-/// The older revisions' `initialize` is tried first: it is what most servers speak, and
-/// only there can a server send requests back during a call (sampling, elicitation),
-/// which the gateway relays. A server that refuses it (a 2026-07-28-only server answers
-/// -32022) is asked again, on a fresh process or connection, with `server/discover`.
+/// By default (`protocol = "auto"`) the older revisions' `initialize` is tried first: it is
+/// what most servers speak, and there resource subscriptions and log levels pass through
+/// to the server. A server that refuses it (a 2026-07-28-only server answers -32022) is
+/// asked again, on a fresh process or connection, with `server/discover`.
+/// `protocol = "2026-07-28"` tries `server/discover` first (and `initialize` when that is
+/// refused); `"2025-11-25"` tries `initialize` only. Sampling, elicitation and roots work
+/// in both eras: a 2026-07-28 server's `input_required` goes to the client by MRTR or as
+/// requests (`upstream::mrtr`).
 pub(crate) async fn connect(
     up: &Arc<Upstream>,
     events: mpsc::UnboundedSender<UpstreamEvent>,
@@ -45,17 +49,23 @@ pub(crate) async fn connect(
         progress: up.progress.clone(),
         relay: up.relay.clone(),
     };
-    let (service, mut child) = match open(up, handler(), ClientLifecycleMode::Initialize).await {
+    let discover = || ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let (first, then) = match up.config.protocol {
+        UpstreamProtocol::Auto => (ClientLifecycleMode::Initialize, Some(discover())),
+        UpstreamProtocol::Modern => (discover(), Some(ClientLifecycleMode::Initialize)),
+        UpstreamProtocol::Legacy => (ClientLifecycleMode::Initialize, None),
+    };
+    let (service, mut child) = match open(up, handler(), first).await {
         Ok(c) => c,
         Err(Failed::Other(e)) => return Err(e),
-        Err(Failed::Refused(legacy)) => {
-            let modern = ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            };
-            match open(up, handler(), modern).await {
+        Err(Failed::Refused(e)) if then.is_none() => return Err(e),
+        Err(Failed::Refused(refused)) => {
+            match open(up, handler(), then.expect("checked above")).await {
                 Ok(c) => c,
                 Err(Failed::Refused(e) | Failed::Other(e)) => {
-                    return Err(format!("{legacy}; then {e}"))
+                    return Err(format!("{refused}; then {e}"))
                 }
             }
         }
