@@ -267,3 +267,69 @@ async fn an_older_client_is_asked_an_upstreams_input_required_as_a_request_and_g
     assert_eq!(text(&r), "Hello, Alice!");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_older_upstreams_requests_reach_a_modern_client_by_mrtr_and_the_same_call_goes_on() {
+    let dir = TestDir::new();
+    // The gateway speaks 2025-11-25 to this fixture, which asks its two questions as
+    // elicitation/create requests during one call and keeps the first answer in that call.
+    let gw = dual_fixture_gateway(&dir, "2025-11-25");
+    let client = modern_client(&gw.url).await;
+    let params = CallToolRequestParams::new("test_input_required_result_multi_round");
+
+    let first = client.call_tool_once(params.clone()).await.unwrap();
+    let CallToolResponse::InputRequired(r1) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    let asked = serde_json::to_value(&r1.input_requests).unwrap();
+    assert_eq!(
+        asked["elicitation"]["method"], "elicitation/create",
+        "{asked}"
+    );
+    assert!(
+        (asked.to_string()).contains("Step 1"),
+        "the upstream's own question: {asked}"
+    );
+    let s1 = r1.request_state.expect("a requestState");
+    assert!(s1.starts_with("pk-"), "a parked call's handle: {s1}");
+
+    // Without the answer the question is asked again, and the call stays where it is.
+    let mut empty = params.clone();
+    empty.request_state = Some(s1);
+    let again = client.call_tool_once(empty).await.unwrap();
+    let CallToolResponse::InputRequired(r1b) = again else {
+        panic!("expected the same question, got {again:?}");
+    };
+    assert!(serde_json::to_value(&r1b.input_requests)
+        .unwrap()
+        .to_string()
+        .contains("Step 1"));
+
+    let mut retry = params.clone();
+    retry.request_state = r1b.request_state.clone();
+    retry.input_responses =
+        Some([("elicitation".to_string(), accept(json!({"name": "Alice"})))].into());
+    let second = client.call_tool_once(retry.clone()).await.unwrap();
+    let CallToolResponse::InputRequired(r2) = second else {
+        panic!("expected the second question, got {second:?}");
+    };
+    assert!(serde_json::to_value(&r2.input_requests)
+        .unwrap()
+        .to_string()
+        .contains("Step 2"));
+
+    let mut last = params.clone();
+    last.request_state = r2.request_state.clone();
+    last.input_responses =
+        Some([("elicitation".to_string(), accept(json!({"color": "blue"})))].into());
+    let done = client.call_tool_once(last).await.unwrap();
+    let CallToolResponse::Complete(r) = done else {
+        panic!("expected the result, got {done:?}");
+    };
+    // One upstream call saw both answers: it was resumed, not made again.
+    assert_eq!(text(&r), "Alice likes blue");
+
+    let replay = client.call_tool_once(retry).await.unwrap_err().to_string();
+    assert!(replay.contains("already used"), "{replay}");
+    client.cancel().await.unwrap();
+}

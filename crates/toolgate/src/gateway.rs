@@ -38,6 +38,9 @@ pub struct Gateway {
     /// The `requestState` handles given to 2026-07-28 clients for upstream calls that
     /// answered `input_required` (see `upstream::mrtr`); any front may take one back.
     pub inputs: crate::upstream::mrtr::PendingInputs,
+    /// Calls whose older upstream asked a 2026-07-28 client something, held open until
+    /// the client's retry brings the answer (see `front/inputs.rs`).
+    pub parked: crate::upstream::mrtr::ParkedCalls,
 }
 
 impl Gateway {
@@ -60,6 +63,7 @@ impl Gateway {
             code_workers: crate::code::pool::WorkerPool::new(&config.code),
             warned: Default::default(),
             inputs: Default::default(),
+            parked: Default::default(),
             config,
         });
         if gw.code_workers.keeps_workers() {

@@ -2,15 +2,27 @@
 //! `requestState` on the way to its upstream call, and an upstream's `input_required` on
 //! the way back, its `requestState` replaced by a handle the caller's principal owns
 //! (`upstream::mrtr` has the whole picture).
+//!
+//! And parked calls: when an older upstream sends its own request (elicitation, sampling,
+//! roots) during a 2026-07-28 client's one-tool call, the call keeps running in its own
+//! task while the client is answered `input_required` with that request, under a handle
+//! (`pk-…`) naming the parked call. The retry's answer goes to the waiting upstream
+//! request, and the same call goes on: to its result, or to the next question.
 
+use super::relay::{Asked, SessionRelay};
 use crate::gateway::Gateway;
 use crate::policy::approval::STATE_PREFIX as APPROVAL_STATE;
 use crate::policy::Caller;
-use crate::upstream::mrtr::{MrtrRequest, Resumed};
-use rmcp::model::{CallToolRequestParams, InputRequiredResult};
+use crate::upstream::mrtr::{input_key, MrtrRequest, Resumed};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputRequiredResult};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// What this request carries for its upstream call. A `requestState` that is not one of
 /// the gateway's live handles for this caller is refused (-32602) before anything runs;
@@ -74,4 +86,143 @@ pub(super) fn answer(
             None,
         )
     })
+}
+
+/// How a one-tool call of a 2026-07-28 client ended this round.
+pub(super) enum Outcome {
+    /// Its result, and the relay it ran with (what its upstream asked is read from it).
+    Done(CallToolResult, Option<Arc<SessionRelay>>),
+    /// Its upstream asked something: the call is parked, the client asked.
+    Asked(InputRequiredResult),
+}
+
+/// A call held open while its upstream waits for the client's answer.
+struct ParkedCall {
+    task: JoinHandle<CallToolResult>,
+    /// Where the call's next upstream request arrives.
+    questions: mpsc::Receiver<Asked>,
+    /// The question asked: its key, the input request, and where its answer goes.
+    asking: (String, Value, oneshot::Sender<Result<Value, String>>),
+    relay: Arc<SessionRelay>,
+    /// Cancels the call: the request serving it no longer carries its own token, which
+    /// rmcp cancels once that request is answered.
+    cancel: CancellationToken,
+}
+
+/// Waits for the spawned `task` to finish, or for its upstream to ask something (then the
+/// call is parked and the client is asked).
+/// A client cancelling the request being served (`serving`) cancels the call (`cancel`).
+pub(super) async fn run(
+    gw: &Gateway,
+    caller: &Caller,
+    mut task: JoinHandle<CallToolResult>,
+    mut questions: mpsc::Receiver<Asked>,
+    relay: Arc<SessionRelay>,
+    (cancel, serving): (CancellationToken, &CancellationToken),
+) -> Outcome {
+    let cancelled = async {
+        serving.cancelled().await;
+        cancel.cancel();
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        () = cancelled => unreachable!("pending"),
+        done = &mut task => {
+            let result = done.unwrap_or_else(|e| {
+                super::convert::tool_error(format!("the call failed inside the gateway: {e}"))
+            });
+            Outcome::Done(result, Some(relay))
+        }
+        Some(asked) = questions.recv() => {
+            let key = input_key(asked.kind).to_string();
+            let asking = (key, asked.request, asked.reply);
+            park(gw, caller, ParkedCall { task, questions, asking, relay, cancel })
+        }
+    }
+}
+
+fn park(gw: &Gateway, caller: &Caller, call: ParkedCall) -> Outcome {
+    let (key, request) = (call.asking.0.clone(), call.asking.1.clone());
+    let handle = gw.parked.park(&caller.principal(), Box::new(call));
+    let result = json!({"resultType": "input_required", "inputRequests": {key: request}, "requestState": handle});
+    match serde_json::from_value(result) {
+        Ok(r) => Outcome::Asked(r),
+        Err(e) => Outcome::Done(
+            super::convert::tool_error(format!("cannot pass the upstream's request on: {e}")),
+            None,
+        ),
+    }
+}
+
+/// The retry of a parked call: its answer goes to the upstream's waiting request and the
+/// call goes on. A retry without the answer is asked again (the call stays parked).
+pub(super) async fn resume_parked(
+    gw: &Gateway,
+    caller: &Caller,
+    state: &str,
+    responses: Option<&BTreeMap<String, Value>>,
+    serving: &CancellationToken,
+) -> Result<Outcome, McpError> {
+    let parked = gw.parked.take(&caller.principal(), state).map_err(|e| {
+        if e.contains("another caller") {
+            caller.policy.audit_foreign(caller, "requestState", state);
+        }
+        McpError::invalid_params(e, None)
+    })?;
+    let call = parked
+        .downcast::<ParkedCall>()
+        .map_err(|_| McpError::internal_error("a parked call of another kind", None))?;
+    let ParkedCall {
+        task,
+        questions,
+        asking: (key, request, reply),
+        relay,
+        cancel,
+    } = *call;
+    let answer = responses
+        .and_then(|r| r.get(&key))
+        .filter(|v| v.is_object());
+    let Some(answer) = answer else {
+        let asking = (key, request, reply);
+        let call = ParkedCall {
+            task,
+            questions,
+            asking,
+            relay,
+            cancel,
+        };
+        return Ok(park(gw, caller, call));
+    };
+    // The upstream may have given up waiting; the call's own result says so then.
+    let _ = reply.send(Ok(answer.clone()));
+    Ok(run(gw, caller, task, questions, relay, (cancel, serving)).await)
+}
+
+/// The answer to the client: the question asked of it (a parked call's, the approval's,
+/// or the upstream's own `input_required`), the missing capability (-32021), or the result.
+pub(super) fn finish(
+    gw: &Gateway,
+    caller: &Caller,
+    context: &RequestContext<RoleServer>,
+    outcome: Outcome,
+    approver: Option<Arc<super::approve::MrtrApprover>>,
+) -> Result<CallToolResponse, McpError> {
+    let (result, relay) = match outcome {
+        Outcome::Asked(asked) => return Ok(asked.into()),
+        Outcome::Done(result, relay) => (result, relay),
+    };
+    // Asked for approval the 2026-07-28 way: nothing ran; the client retries with it.
+    if let Some(asked) = approver.and_then(|m| m.input_required()) {
+        return Ok(asked.into());
+    }
+    if let Some(relay) = relay {
+        // The upstream asked for input: the client answers it and retries (MRTR).
+        if let Some(asked) = relay.take_asked() {
+            return answer(gw, caller, asked).map(Into::into);
+        }
+        if let Some(missing) = super::request::undeclared(&relay, context) {
+            return Err(missing);
+        }
+    }
+    Ok(result.into())
 }

@@ -295,34 +295,45 @@ impl ServerHandler for Session {
             .await;
         self.resolve_unset_surface(&context);
         let mut caller = self.bound_caller(&context)?;
+        // A retry answering what a parked call's upstream asked: that same call goes on.
+        if let Some(state) = (request.request_state.as_deref())
+            .filter(|s| s.starts_with(crate::upstream::mrtr::PARKED_PREFIX))
+        {
+            let responses = request.input_responses.as_ref();
+            let outcome =
+                inputs::resume_parked(self.gw(), &caller, state, responses, &context.ct).await?;
+            return inputs::finish(self.gw(), &caller, &context, outcome, None);
+        }
         let mrtr = self.mrtr_approver(&request, &context, &caller);
         if let Some(m) = &mrtr {
             caller.approver = Some(m.clone());
         }
-        let modern_relay = self.modern_relay(&request, &context, &caller)?;
+        // A one-tool call (the approver's test) may be parked while its upstream asks.
+        let (park, questions) = tokio::sync::mpsc::channel(1);
+        let park = mrtr.is_some().then_some(park);
+        let modern_relay = self.modern_relay(&request, &context, &caller, park)?;
         if let Some(r) = &modern_relay {
             caller.relay = Some(r.clone());
         }
         let args = request.arguments.unwrap_or_default();
-        let result = match self.surface() {
-            Surface::Direct => match direct::skill_named(&self.engine, &caller, &request.name) {
-                Some(skill) => guided::run_skill(self, &skill, args, &context, &caller).await,
-                None => direct::call(self.gw(), &request.name, args, &context, &caller).await,
-            },
-            Surface::Guided => guided::call(self, &request.name, args, &context, &caller).await,
+        let parkable = modern_relay.is_some() && mrtr.is_some();
+        // A call that may outlive this request has a token of its own (see inputs::run).
+        let mut cx = context.clone();
+        if parkable {
+            cx.ct = CancellationToken::new();
+        }
+        let cancel = cx.ct.clone();
+        let (session, who, name) = (self.clone(), caller.clone(), request.name);
+        let call = async move { session.call_surface(&name, args, &cx, &who).await };
+        let outcome = match &modern_relay {
+            Some(relay) if parkable => {
+                let (task, relay) = (tokio::spawn(call), relay.clone());
+                let tokens = (cancel, &context.ct);
+                inputs::run(self.gw(), &caller, task, questions, relay, tokens).await
+            }
+            _ => inputs::Outcome::Done(call.await, modern_relay),
         };
-        // Asked for approval the 2026-07-28 way: nothing ran; the client retries with it.
-        if let Some(asked) = mrtr.and_then(|m| m.input_required()) {
-            return Ok(asked.into());
-        }
-        // The upstream asked for input: the client answers it and retries (MRTR).
-        if let Some(asked) = modern_relay.as_ref().and_then(|r| r.take_asked()) {
-            return inputs::answer(self.gw(), &caller, asked).map(Into::into);
-        }
-        if let Some(missing) = modern_relay.and_then(|r| request::undeclared(&r, &context)) {
-            return Err(missing);
-        }
-        Ok(result.into())
+        inputs::finish(self.gw(), &caller, &context, outcome, mrtr)
     }
 
     async fn list_resources(

@@ -32,11 +32,33 @@ pub struct SessionRelay {
     /// A 2026-07-28 request's `_meta` log level: its call's log messages at or above it
     /// are passed on, and none when it set none (SEP-2575).
     log_floor: Option<rmcp::model::LoggingLevel>,
+    /// A 2026-07-28 one-tool call that may be parked (`front/inputs.rs`): where an older
+    /// upstream's request goes, to be answered by the client's retry.
+    park: Option<tokio::sync::mpsc::Sender<Asked>>,
+    /// What that client declared in its `_meta`: only those requests can be parked.
+    declared: rmcp::model::ClientCapabilities,
 }
 
+/// An older upstream's request during a 2026-07-28 call, waiting for the client's retry.
+pub struct Asked {
+    pub kind: RelayKind,
+    /// `{"method", "params"}`, as an input request.
+    pub request: Value,
+    pub reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
+}
+
+/// How long a parked question waits for the client's retry.
+const PARK_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
 impl SessionRelay {
-    /// The relay of a 2026-07-28 request, carrying what it brings for its upstream call.
-    pub fn modern(context: &RequestContext<RoleServer>, mrtr: MrtrRequest) -> Arc<Self> {
+    /// The relay of a 2026-07-28 request, carrying what it brings for its upstream call;
+    /// with `park`, a one-tool call whose older upstream's requests go there, to be
+    /// answered by the client's retry (`front/inputs.rs`).
+    pub fn modern(
+        context: &RequestContext<RoleServer>,
+        mrtr: MrtrRequest,
+        park: Option<tokio::sync::mpsc::Sender<Asked>>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             peer: context.peer.clone(),
             origin: context.id.clone(),
@@ -45,6 +67,8 @@ impl SessionRelay {
             mrtr: Some(mrtr),
             asked: Mutex::new(None),
             log_floor: context.meta.log_level(),
+            park,
+            declared: context.client_capabilities().unwrap_or_default(),
         })
     }
 
@@ -69,6 +93,8 @@ pub fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientRelay> {
         mrtr: None,
         asked: Mutex::new(None),
         log_floor: None,
+        park: None,
+        declared: Default::default(),
     })
 }
 
@@ -91,7 +117,13 @@ impl ClientRelay for SessionRelay {
 
     fn supports(&self, kind: RelayKind) -> bool {
         if self.modern {
-            return false;
+            let caps = &self.declared;
+            let declared = match kind {
+                RelayKind::Sampling => caps.sampling.is_some(),
+                RelayKind::Elicitation => caps.elicitation.is_some(),
+                RelayKind::Roots => caps.roots.is_some(),
+            };
+            return self.park.is_some() && declared;
         }
         let Some(info) = self.peer.peer_info() else {
             return false;
@@ -109,6 +141,26 @@ impl ClientRelay for SessionRelay {
         method: &'static str,
         params: Value,
     ) -> BoxFuture<'static, Result<Value, String>> {
+        if let Some(park) = self.park.clone() {
+            return Box::pin(async move {
+                let kind = crate::upstream::mrtr::kind_of(method).ok_or("not relayable")?;
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                let request = json!({"method": method, "params": params});
+                let asked = Asked {
+                    kind,
+                    request,
+                    reply,
+                };
+                park.send(asked)
+                    .await
+                    .map_err(|_| "the client's call has ended")?;
+                match tokio::time::timeout(PARK_WAIT, answer).await {
+                    Ok(Ok(r)) => r,
+                    Ok(Err(_)) => Err("the client did not retry with an answer".into()),
+                    Err(_) => Err(format!("no retry within {} s", PARK_WAIT.as_secs())),
+                }
+            });
+        }
         let (peer, origin) = (self.peer.clone(), self.origin.clone());
         Box::pin(async move {
             let mut request: ServerRequest =

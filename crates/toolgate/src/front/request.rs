@@ -91,6 +91,23 @@ impl Session {
 }
 
 impl Session {
+    /// A tools/call on this session's surface: a skill, a direct tool or a meta-tool.
+    pub(super) async fn call_surface(
+        &self,
+        name: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+        context: &RequestContext<RoleServer>,
+        caller: &Caller,
+    ) -> rmcp::model::CallToolResult {
+        match self.surface() {
+            Surface::Direct => match direct::skill_named(&self.engine, caller, name) {
+                Some(skill) => super::guided::run_skill(self, &skill, args, context, caller).await,
+                None => direct::call(self.gw(), name, args, context, caller).await,
+            },
+            Surface::Guided => super::guided::call(self, name, args, context, caller).await,
+        }
+    }
+
     /// For a 2026-07-28 `tools/call`: a relay that sends the client nothing, carries the
     /// request's MRTR input to the upstream and remembers what the upstream asked for.
     pub(super) fn modern_relay(
@@ -98,12 +115,15 @@ impl Session {
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
         caller: &Caller,
+        park: Option<tokio::sync::mpsc::Sender<super::relay::Asked>>,
     ) -> Result<Option<Arc<super::relay::SessionRelay>>, McpError> {
         if !modern(context) {
             return Ok(None);
         }
         let mrtr = super::inputs::request_for(self.gw(), caller, request, context)?;
-        Ok(Some(super::relay::SessionRelay::modern(context, mrtr)))
+        Ok(Some(super::relay::SessionRelay::modern(
+            context, mrtr, park,
+        )))
     }
 }
 

@@ -98,6 +98,67 @@ impl PendingInputs {
     }
 }
 
+/// Calls held open for a 2026-07-28 client while their (older) upstream waits for the
+/// answer to its own request: by handle, each owned by a principal. The front keeps its
+/// own value in each (the running call and where its next question arrives); this store
+/// only owns, expires and hands them back once.
+#[derive(Default)]
+pub struct ParkedCalls {
+    parked: Mutex<HashMap<String, (Principal, Parked, Instant)>>,
+}
+
+/// What the front parks (a running call and its channels).
+pub type Parked = Box<dyn std::any::Any + Send>;
+
+/// The prefix of a parked call's handle.
+pub const PARKED_PREFIX: &str = "pk-";
+
+impl ParkedCalls {
+    /// Parks `call` for `owner`; returns its handle. Expired ones are dropped here (their
+    /// upstream request then fails, which ends the call).
+    pub fn park(&self, owner: &Principal, call: Parked) -> String {
+        let handle = format!("{PARKED_PREFIX}{:032x}", rand::random::<u128>());
+        let mut parked = self.parked.lock().expect("parked calls");
+        parked.retain(|_, (_, _, at)| at.elapsed() < PENDING_TTL);
+        if parked.len() >= MAX_PENDING {
+            let oldest = parked
+                .iter()
+                .min_by_key(|(_, (_, _, at))| *at)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                parked.remove(&k);
+            }
+        }
+        parked.insert(handle.clone(), (owner.clone(), call, Instant::now()));
+        handle
+    }
+
+    /// Takes the call `handle` names if `owner` parked it; a foreign try leaves it parked
+    /// for its owner.
+    pub fn take(&self, owner: &Principal, handle: &str) -> Result<Parked, String> {
+        let mut parked = self.parked.lock().expect("parked calls");
+        match parked.get(handle) {
+            Some((o, _, _)) if o != owner => {
+                Err("the requestState was issued to another caller".into())
+            }
+            Some(_) => Ok(parked.remove(handle).expect("present").1),
+            None => Err(
+                "the requestState is unknown, altered, expired or already used: call again without it"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// The key a relayed request of `kind` gets in `inputRequests`.
+pub fn input_key(kind: RelayKind) -> &'static str {
+    match kind {
+        RelayKind::Sampling => "sampling",
+        RelayKind::Elicitation => "elicitation",
+        RelayKind::Roots => "roots",
+    }
+}
+
 /// The capability an input request's method needs.
 pub fn kind_of(method: &str) -> Option<RelayKind> {
     match method {
