@@ -115,11 +115,15 @@ fn dual_fixture_gateway(dir: &TestDir, protocol: &str) -> HttpGateway {
 }
 
 fn fixture_gateway(dir: &TestDir, flag: &str, extra: &str) -> HttpGateway {
+    fixture_gateway_in(dir, "direct", flag, extra)
+}
+
+fn fixture_gateway_in(dir: &TestDir, mode: &str, flag: &str, extra: &str) -> HttpGateway {
     let upstream = format!(
         "[upstreams.fx]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\"{flag}]\nprefix = \"\"\ncall_timeout_secs = 20\n{extra}",
         toolgate().display().to_string()
     );
-    HttpGateway::start(&dir.config("mode = \"direct\"", &[upstream]), &[])
+    HttpGateway::start(&dir.config(&format!("mode = {mode:?}"), &[upstream]), &[])
 }
 
 /// A 2026-07-28 client without keys (the gateway's local identity) that declares every
@@ -331,5 +335,34 @@ async fn an_older_upstreams_requests_reach_a_modern_client_by_mrtr_and_the_same_
 
     let replay = client.call_tool_once(retry).await.unwrap_err().to_string();
     assert!(replay.contains("already used"), "{replay}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_guided_execute_whose_older_upstream_asks_is_parked_and_answered_by_mrtr() {
+    let dir = TestDir::new();
+    let gw = fixture_gateway_in(&dir, "guided", "", "protocol = \"2025-11-25\"\n");
+    let client = modern_client(&gw.url).await;
+    let call = json!({"tool": "fx/test_input_required_result_elicitation", "arguments": {}});
+    let params = CallToolRequestParams::new("execute").with_arguments(args(call));
+    let first = client.call_tool_once(params.clone()).await.unwrap();
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    let requests = serde_json::to_value(&asked.input_requests).unwrap();
+    assert!(
+        requests.to_string().contains("What is your name?"),
+        "{requests}"
+    );
+    let mut retry = params.clone();
+    retry.request_state = asked.request_state.clone();
+    retry.input_responses =
+        Some([("elicitation".to_string(), accept(json!({"name": "Alice"})))].into());
+    let done = client.call_tool_once(retry).await.unwrap();
+    let CallToolResponse::Complete(r) = done else {
+        panic!("expected execute's answer, got {done:?}");
+    };
+    assert!(!is_error(&r), "{}", text(&r));
+    assert!(text(&r).contains("Hello, Alice!"), "{}", text(&r));
     client.cancel().await.unwrap();
 }
