@@ -366,3 +366,44 @@ async fn a_guided_execute_whose_older_upstream_asks_is_parked_and_answered_by_mr
     assert!(text(&r).contains("Hello, Alice!"), "{}", text(&r));
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn over_http_an_older_upstreams_question_is_parked_for_the_call_it_came_on() {
+    let dir = TestDir::new();
+    // The conformance fixture over Streamable HTTP: its requests arrive on the stream of
+    // the call they belong to, so the gateway knows exactly whose they are.
+    let mut child = std::process::Command::new(toolgate())
+        .args(["fixture", "--conformance", "--http", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let url = line.trim().strip_prefix("listening ").unwrap().to_string();
+    let _fixture = HttpFixture { child, url };
+    let upstream = format!(
+        "[upstreams.fx]\nurl = {:?}\nprefix = \"\"\nprotocol = \"2025-11-25\"\n",
+        _fixture.url
+    );
+    let gw = HttpGateway::start(&dir.config("mode = \"direct\"", &[upstream]), &[]);
+    let client = modern_client(&gw.url).await;
+    let params = CallToolRequestParams::new("test_input_required_result_elicitation");
+    let first = client.call_tool_once(params.clone()).await.unwrap();
+    let CallToolResponse::InputRequired(asked) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    let mut retry = params;
+    retry.request_state = asked.request_state;
+    retry.input_responses =
+        Some([("elicitation".to_string(), accept(json!({"name": "Alice"})))].into());
+    let done = client.call_tool_once(retry).await.unwrap();
+    let CallToolResponse::Complete(r) = done else {
+        panic!("expected the result, got {done:?}");
+    };
+    assert_eq!(text(&r), "Hello, Alice!");
+    client.cancel().await.unwrap();
+}
