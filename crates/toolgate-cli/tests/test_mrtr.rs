@@ -407,3 +407,95 @@ async fn over_http_an_older_upstreams_question_is_parked_for_the_call_it_came_on
     assert_eq!(text(&r), "Hello, Alice!");
     client.cancel().await.unwrap();
 }
+
+/// A 2026-07-28 client presenting API key `key`.
+async fn modern_keyed(
+    url: &str,
+    key: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, Declaring> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(key);
+    Declaring::all()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover at 2026-07-28")
+}
+
+#[tokio::test]
+async fn a_requeststate_is_its_principals_and_another_keys_retry_is_refused_and_audited() {
+    let dir = TestDir::new();
+    let keys = format!(
+        "[policy.audit]\npath = {:?}\n[policy.keys.alice]\nhash = \"{}\"\nscopes = [\"*\"]\ntier = \"destructive\"\n[policy.keys.bob]\nhash = \"{}\"\nscopes = [\"*\"]\ntier = \"destructive\"\n",
+        dir.path("audit.jsonl").display().to_string(),
+        hash("tg_alice_key_for_tests"),
+        hash("tg_bob_key_for_tests"),
+    );
+    let fixture = |flag: &str| {
+        format!(
+            "[upstreams.{}]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\"{flag}]\nprefix = \"\"\n",
+            if flag.is_empty() { "old" } else { "new" },
+            toolgate().display().to_string()
+        )
+    };
+    // Both kinds of handle: an upstream's input_required (modern-only fixture) and a parked
+    // call (a fixture spoken to in 2025-11-25); the two list the same names, so the modern
+    // one's keep their names and the older one's get its prefix.
+    let old = fixture("").replace("prefix = \"\"", "prefix = \"old\"");
+    let config = dir.config(
+        "mode = \"direct\"",
+        &[keys, fixture(", \"--modern-only\""), old],
+    );
+    let gw = HttpGateway::start(&config, &[]);
+    let alice = modern_keyed(&gw.url, "tg_alice_key_for_tests").await;
+    let bob = modern_keyed(&gw.url, "tg_bob_key_for_tests").await;
+    for tool in [
+        "test_input_required_result_elicitation",
+        "old_test_input_required_result_elicitation",
+    ] {
+        let params = CallToolRequestParams::new(tool);
+        let CallToolResponse::InputRequired(asked) =
+            alice.call_tool_once(params.clone()).await.unwrap()
+        else {
+            panic!("{tool}: expected input_required");
+        };
+        let key = asked
+            .input_requests
+            .as_ref()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        let mut retry = params.clone();
+        retry.request_state = asked.request_state.clone();
+        retry.input_responses = Some([(key, accept(json!({"name": "Alice"})))].into());
+        let refused = bob
+            .call_tool_once(retry.clone())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("another caller"), "{tool}: {refused}");
+        // The owner's retry still works: a foreign try leaves the handle to its owner.
+        let CallToolResponse::Complete(r) = alice.call_tool_once(retry).await.unwrap() else {
+            panic!("{tool}: expected the result");
+        };
+        assert_eq!(text(&r), "Hello, Alice!", "{tool}");
+    }
+    let foreign: Vec<serde_json::Value> = std::fs::read_to_string(dir.path("audit.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["type"] == "foreign")
+        .collect();
+    assert_eq!(
+        foreign.len(),
+        2,
+        "each foreign retry is audited: {foreign:?}"
+    );
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+}

@@ -6,7 +6,7 @@
 //!
 //! - a 2026-07-28 client takes it itself: the front answers it `input_required` with the
 //!   same requests, and a `requestState` that is a gateway handle ([`PendingInputs`],
-//!   owned by the caller's principal, one use) naming the upstream, the tool and the
+//!   owned by the caller's principal, one retry) naming the upstream, the tool and the
 //!   upstream's own state. The client's retry brings its `inputResponses` and the handle;
 //!   the gateway makes the one upstream call that retry stands for;
 //! - an older client is asked each request as a server-to-client request on its call
@@ -80,16 +80,19 @@ impl PendingInputs {
         handle
     }
 
-    /// Takes the call `handle` names, if `owner` was given it and it is fresh. Taken either
-    /// way: a handle is good for one retry.
+    /// Takes the call `handle` names, if `owner` was given it and it is fresh: good for one
+    /// retry. A foreign try leaves it for its owner.
     pub fn take(&self, owner: &Principal, handle: &str) -> Result<Resumed, String> {
-        let entry = self.pending.lock().expect("pending inputs").remove(handle);
-        match entry {
-            Some((o, r, at)) if o == *owner && at.elapsed() < PENDING_TTL => Ok(r),
-            Some((o, _, _)) if o != *owner => {
+        let mut pending = self.pending.lock().expect("pending inputs");
+        match pending.get(handle) {
+            Some((o, _, _)) if o != owner => {
                 Err("the requestState was issued to another caller".into())
             }
-            Some(_) => Err("the requestState has expired: call again without it".into()),
+            Some((_, _, at)) if at.elapsed() >= PENDING_TTL => {
+                pending.remove(handle);
+                Err("the requestState has expired: call again without it".into())
+            }
+            Some(_) => Ok(pending.remove(handle).expect("present").1),
             None => Err(
                 "the requestState is unknown, altered or already used: call again without it"
                     .into(),
@@ -242,10 +245,7 @@ mod tests {
             .take(&bob, &h)
             .unwrap_err()
             .contains("another caller"));
-        assert!(
-            pending.take(&alice, &h).is_err(),
-            "a foreign try used it up"
-        );
+        assert_eq!(pending.take(&alice, &h), Ok(resumed()), "still its owner's");
         let h = pending.remember(&alice, resumed());
         assert!(pending.take(&alice, &format!("{h}-TAMPERED")).is_err());
     }
