@@ -5,10 +5,13 @@
 //! Failures the model can fix come back as tool results with `isError: true`; protocol
 //! misuse is a JSON-RPC error (rmcp produces those for malformed input).
 
+mod account;
+mod admin;
 mod approve;
 mod auth;
 mod auto;
 mod convert;
+pub mod dashboard;
 mod direct;
 mod frames;
 mod guided;
@@ -82,11 +85,16 @@ struct SessionState {
     engine: Arc<Engine>,
     /// Resources this session subscribed to (see `resources`).
     subs: Arc<relay::Subscriptions>,
+    /// Set at `initialize`: a legacy session, counted open in the metrics until dropped.
+    counted: OnceLock<()>,
 }
 
 impl Drop for SessionState {
     fn drop(&mut self) {
         resources::release(self.engine.gw.clone(), &self.subs);
+        if self.counted.get().is_some() {
+            self.engine.gw.observe.metrics.session_closed();
+        }
     }
 }
 
@@ -109,6 +117,7 @@ impl Session {
                 owner: OnceLock::new(),
                 engine: engine.clone(),
                 subs: Default::default(),
+                counted: OnceLock::new(),
             }),
             engine,
             mode,
@@ -247,6 +256,9 @@ impl ServerHandler for Session {
             self.resolve_auto(&context, Some(&request));
         }
         let mut result = self.negotiate_initialize(&request)?;
+        if self.state.counted.set(()).is_ok() {
+            self.gw().observe.metrics.session_opened("legacy");
+        }
         if self.surface() == Surface::Guided {
             result.instructions = Some(self.instructions(self.engine.code_for(&caller)));
         }
@@ -278,6 +290,13 @@ impl ServerHandler for Session {
             }
             Surface::Guided => guided::list(self, &caller),
         };
+        let direct_cost = self.engine.direct_tokens();
+        account::listed(
+            self.gw(),
+            &self.account(&context, &caller),
+            &tools,
+            direct_cost,
+        );
         let mut result = ListToolsResult::with_all_items(tools);
         (result.ttl_ms, result.cache_scope) = self.cache_hints(&context);
         Ok(result)
@@ -302,8 +321,18 @@ impl ServerHandler for Session {
         if let Some(r) = &modern_relay {
             caller.relay = Some(r.clone());
         }
-        let args = request.arguments.unwrap_or_default();
-        let result = match self.surface() {
+        let mut args = request.arguments.unwrap_or_default();
+        let account = self.account(&context, &caller);
+        let meta = (request
+            .name
+            .strip_prefix(self.gw().config.gateway.meta_prefix.as_str()))
+        .filter(|_| self.surface() == Surface::Guided);
+        let pressure = account::pressure(self.gw(), &account);
+        if let (Some(p), Some(crate::guided::surface::EXECUTE)) = (&pressure, meta) {
+            account::narrow(&mut args, p);
+        }
+        let route_args = (meta == Some(crate::guided::surface::ROUTE)).then(|| args.clone());
+        let mut result = match self.surface() {
             Surface::Direct => match direct::skill_named(&self.engine, &caller, &request.name) {
                 Some(skill) => guided::run_skill(self, &skill, args, &context, &caller).await,
                 None => direct::call(self.gw(), &request.name, args, &context, &caller).await,
@@ -317,6 +346,24 @@ impl ServerHandler for Session {
         if let Some(missing) = modern_relay.and_then(|r| request::undeclared(&r, &context)) {
             return Err(missing);
         }
+        if meta == Some(crate::guided::surface::EXECUTE_CODE) {
+            let outcome = if result.is_error == Some(true) {
+                "error"
+            } else {
+                "ok"
+            };
+            self.gw().observe.metrics.code_run(outcome);
+        }
+        if let Some(route_args) = route_args {
+            account::routed(self.gw(), &route_args, result.structured_content.as_ref());
+        }
+        let shrunk = pressure.filter(|_| {
+            matches!(
+                meta,
+                Some(crate::guided::surface::EXECUTE | crate::guided::surface::CONTINUE)
+            )
+        });
+        account::answered(self.gw(), &account, &mut result, shrunk.as_ref());
         Ok(result.into())
     }
 

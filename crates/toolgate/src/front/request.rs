@@ -129,7 +129,7 @@ pub(super) fn undeclared(
 }
 
 /// The request is served in 2026-07-28 (or later).
-fn modern(context: &RequestContext<RoleServer>) -> bool {
+pub(super) fn modern(context: &RequestContext<RoleServer>) -> bool {
     (context.protocol_version())
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
