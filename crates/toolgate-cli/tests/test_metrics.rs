@@ -1,7 +1,8 @@
 //! `/metrics`, `/ui/data` and the session budget against a real gateway process with real
 //! fixture upstreams (one stdio child, one over HTTP): the counters move after real calls,
 //! the exposition passes `promtool check metrics` (Debian `prometheus`; skipped with a
-//! message when missing, a failure in CI), only an admin key reads them, and a session
+//! message when missing, a failure in CI), only an admin key reads them (and off loopback
+//! only with `gateway.admin_allow_remote`), and a session
 //! near `guided.session_budget_tokens` gets smaller pages with a note.
 
 mod common;
@@ -355,4 +356,83 @@ async fn a_session_near_its_budget_gets_smaller_pages_and_a_note() {
         "{sessions:?}"
     );
     client.cancel().await.unwrap();
+}
+
+/// This machine's own address on a non-loopback interface, if it has one (the source
+/// address the kernel would use; no packet is sent).
+fn own_address() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.123:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// `toolgate serve --http ADDR:0`; returns the child (killed on drop) and the base URL.
+fn serve_on(ip: std::net::IpAddr, config: &std::path::Path) -> (KillOnDrop, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(toolgate())
+        .args(["serve", "--http", &format!("{ip}:0"), "--config"])
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(rest) = line.split("MCP endpoint: ").nth(1) {
+                let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the endpoint");
+    (KillOnDrop(child), url.trim_end_matches("/mcp").to_string())
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn off_loopback_the_admin_endpoints_answer_only_when_configured_to() {
+    let Some(ip) = own_address() else {
+        eprintln!("SKIP: this machine has no non-loopback address to connect from");
+        return;
+    };
+    let dir = TestDir::new();
+    dir.write("catalog.json", &test_catalog().to_string());
+    let alpha = dir.stdio_upstream("alpha", "alpha", &[]);
+    let keys = format!(
+        "[policy.keys.ops]\nhash = {:?}\nscopes = [\"admin\"]\n",
+        hash(ADMIN)
+    );
+    let closed = dir.config("mode = \"guided\"", &[alpha.clone(), keys.clone()]);
+    let (_gw, base) = serve_on(ip, &closed);
+    let (status, body) = get(&format!("{base}/metrics"), Some(ADMIN)).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("gateway.admin_allow_remote"), "{body}");
+    let open_dir = TestDir::new();
+    open_dir.write("catalog.json", &test_catalog().to_string());
+    let alpha = open_dir.stdio_upstream("alpha", "alpha", &[]);
+    let open = open_dir.config(
+        "mode = \"guided\"\nadmin_allow_remote = true",
+        &[alpha, keys],
+    );
+    let (_gw, base) = serve_on(ip, &open);
+    let (status, body) = get(&format!("{base}/metrics"), None).await;
+    assert_eq!(status, 401, "still a key: {body}");
+    let (status, body) = get(&format!("{base}/metrics"), Some(ADMIN)).await;
+    assert_eq!(status, 200, "{body}");
 }

@@ -45,6 +45,13 @@ async fn guard(State(admin): State<Admin>, request: Request, next: Next) -> Resp
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
+    // DNS rebinding: a page on another site that resolves its name to 127.0.0.1 reaches a
+    // loopback peer check, but not this one (the MCP endpoints get the same from rmcp).
+    let host = (request.headers().get(header::HOST)).and_then(|v| v.to_str().ok());
+    if !host.is_some_and(|h| host_allowed(h, &gw.config.gateway)) {
+        let why = "/metrics and /ui answer only Host names this gateway knows (localhost, its address, gateway.allowed_hosts)";
+        return (StatusCode::FORBIDDEN, why).into_response();
+    }
     let local = peer.is_some_and(|ip| ip.is_loopback());
     if !local && !gw.config.gateway.admin_allow_remote {
         let why = "/metrics and /ui answer loopback peers only; set gateway.admin_allow_remote = true to serve them to other hosts (with an admin key)";
@@ -78,6 +85,17 @@ async fn guard(State(admin): State<Admin>, request: Request, next: Next) -> Resp
                 .into_response()
         }
     }
+}
+
+/// `host` (with or without a port) is loopback, the listen address, or in `allowed_hosts`.
+fn host_allowed(host: &str, g: &crate::config::GatewayConfig) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+    };
+    ["localhost", "127.0.0.1", "::1"].contains(&name)
+        || name == g.listen.ip().to_string()
+        || g.allowed_hosts.iter().any(|h| h == name)
 }
 
 fn cookie_key(request: &Request) -> Option<String> {
@@ -143,5 +161,34 @@ async fn data(State(admin): State<Admin>) -> Response {
     match tokio::task::spawn_blocking(move || super::dashboard::data(&engine)).await {
         Ok(v) => axum::Json(v).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_allowed;
+    use crate::config::GatewayConfig;
+
+    #[test]
+    fn only_known_host_names_reach_the_admin_endpoints() {
+        let mut g = GatewayConfig::default();
+        g.allowed_hosts = vec!["gw.internal".into()];
+        for ok in [
+            "localhost:8377",
+            "127.0.0.1:8377",
+            "[::1]:8377",
+            "localhost",
+            "gw.internal:80",
+        ] {
+            assert!(host_allowed(ok, &g), "{ok}");
+        }
+        for bad in [
+            "evil.example:8377",
+            "evil.example",
+            "127.0.0.1.evil.example",
+            "[::2]:1",
+        ] {
+            assert!(!host_allowed(bad, &g), "{bad}");
+        }
     }
 }
