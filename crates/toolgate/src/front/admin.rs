@@ -171,8 +171,10 @@ mod tests {
 
     #[test]
     fn only_known_host_names_reach_the_admin_endpoints() {
-        let mut g = GatewayConfig::default();
-        g.allowed_hosts = vec!["gw.internal".into()];
+        let g = GatewayConfig {
+            allowed_hosts: vec!["gw.internal".into()],
+            ..Default::default()
+        };
         for ok in [
             "localhost:8377",
             "127.0.0.1:8377",
