@@ -16,9 +16,11 @@ use serde_json::{json, Map, Value};
 
 /// From this share of the budget on, answers shrink.
 const NEAR: f64 = 0.75;
-/// Results larger than this are estimated (4 bytes a token) rather than counted: counting
-/// costs CPU on the request path, and the estimate is close for JSON.
-const COUNT_LIMIT: usize = 256 * 1024;
+/// Answers larger than this are estimated (4 bytes a token) rather than counted. Counting
+/// runs on the request path at about 1 s per MiB (README, the paging benchmark); a guided
+/// page (4,000 tokens by default) is below it and counted exactly, a large direct result
+/// is estimated.
+const COUNT_LIMIT: usize = 16 * 1024;
 
 /// Whose count a request adds to.
 pub(super) struct Account {
