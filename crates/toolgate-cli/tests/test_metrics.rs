@@ -436,3 +436,60 @@ async fn off_loopback_the_admin_endpoints_answer_only_when_configured_to() {
     let (status, body) = get(&format!("{base}/metrics"), Some(ADMIN)).await;
     assert_eq!(status, 200, "{body}");
 }
+
+#[tokio::test]
+async fn a_2026_07_28_client_is_counted_under_its_principal_across_requests() {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let dir = TestDir::new();
+    dir.write("catalog.json", &test_catalog().to_string());
+    let beta = HttpFixture::start(&dir, "beta");
+    let gw = HttpGateway::start(&config(&dir, &beta, ""), &[]);
+    let client = test_client()
+        .0
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(gw.url.clone()),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover at 2026-07-28");
+    assert!(tool_names(&client).await.contains(&"execute".to_string()));
+    for message in ["one", "two"] {
+        let r = call(
+            &client,
+            "execute",
+            json!({"tool": "alpha/echo", "arguments": {"message": message}}),
+        )
+        .await;
+        assert!(text(&r).contains(message), "{}", text(&r));
+    }
+    let (_, metrics) = get(&format!("{}/metrics", gw.base()), None).await;
+    // Every request is its own Session, but one principal: one count.
+    assert_eq!(
+        sample(&metrics, "toolgate_sessions_total", &["era=\"stateless\""]),
+        1.0,
+        "{metrics}"
+    );
+    assert_eq!(
+        sample(&metrics, "toolgate_sessions_open", &[]),
+        0.0,
+        "{metrics}"
+    );
+    let (_, body) = get(&format!("{}/ui/data", gw.base()), None).await;
+    let data: Value = serde_json::from_str(&body).unwrap();
+    let sessions = data["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let s = &sessions[0];
+    assert_eq!(
+        (s["era"].as_str(), s["label"].as_str()),
+        (Some("stateless"), Some("local"))
+    );
+    assert!(
+        s["definitionTokens"].as_u64().unwrap() > 0 && s["resultTokens"].as_u64().unwrap() > 0,
+        "{s}"
+    );
+    client.cancel().await.unwrap();
+}
