@@ -30,8 +30,17 @@ pub(super) struct Account {
     surface: &'static str,
 }
 
+/// One tools/call as the account sees it: whose it is, which meta-tool (guided), the
+/// budget's pressure when it called, and route's arguments (for the route log).
+pub(super) struct Turn {
+    account: Account,
+    meta: Option<&'static str>,
+    pressure: Option<Pressure>,
+    route_args: Option<Map<String, Value>>,
+}
+
 /// The budget's state for one answer, when the count is near it.
-pub(super) struct Pressure {
+struct Pressure {
     spent: usize,
     budget: usize,
     /// The page size execute is held to.
@@ -60,6 +69,35 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Before a tools/call runs: its account, and `execute` narrowed near the budget.
+    pub(super) fn turn(
+        &self,
+        context: &RequestContext<RoleServer>,
+        caller: &Caller,
+        name: &str,
+        args: &mut Map<String, Value>,
+    ) -> Turn {
+        use crate::guided::surface::{CONTINUE, EXECUTE, EXECUTE_CODE, ROUTE};
+        let account = self.account(context, caller);
+        let bare = name.strip_prefix(self.engine.gw.config.gateway.meta_prefix.as_str());
+        let guided = self.surface() == super::Surface::Guided;
+        let meta = [ROUTE, EXECUTE, CONTINUE, EXECUTE_CODE]
+            .into_iter()
+            .find(|m| guided && bare == Some(*m));
+        let pressure = pressure(&self.engine.gw, &account);
+        if let (Some(p), Some(EXECUTE)) = (&pressure, meta) {
+            narrow(args, p);
+        }
+        Turn {
+            route_args: (meta == Some(ROUTE)).then(|| args.clone()),
+            pressure: pressure.filter(|_| matches!(meta, Some(EXECUTE | CONTINUE))),
+            account,
+            meta,
+        }
+    }
+}
+
 fn add(gw: &Gateway, account: &Account, what: Sent) -> usize {
     let (sent, new) = gw.observe.ledger.add(
         &account.key,
@@ -84,7 +122,7 @@ pub(super) fn listed(gw: &Gateway, account: &Account, tools: &[Tool], direct: us
 }
 
 /// How near the budget `account` is, when it is near enough for answers to shrink.
-pub(super) fn pressure(gw: &Gateway, account: &Account) -> Option<Pressure> {
+fn pressure(gw: &Gateway, account: &Account) -> Option<Pressure> {
     let budget = gw.config.guided.session_budget_tokens?;
     let spent = gw.observe.ledger.spent(&account.key);
     if (spent as f64) < budget as f64 * NEAR {
@@ -101,7 +139,7 @@ pub(super) fn pressure(gw: &Gateway, account: &Account) -> Option<Pressure> {
 }
 
 /// Holds an `execute` to the page size `pressure` allows (its own `max_tokens` when smaller).
-pub(super) fn narrow(args: &mut Map<String, Value>, pressure: &Pressure) {
+fn narrow(args: &mut Map<String, Value>, pressure: &Pressure) {
     let asked = args.get("max_tokens").and_then(Value::as_u64);
     if asked.is_none() && args.get("max_tokens").is_some_and(|v| !v.is_null()) {
         return; // not a number: execute says so
@@ -110,13 +148,24 @@ pub(super) fn narrow(args: &mut Map<String, Value>, pressure: &Pressure) {
     args.insert("max_tokens".into(), json!(page));
 }
 
-/// Counts a tools/call answer, adding the budget's note to it when `pressure` shrank it.
-pub(super) fn answered(
-    gw: &Gateway,
-    account: &Account,
-    result: &mut CallToolResult,
-    pressure: Option<&Pressure>,
-) {
+/// After a tools/call: counts the answer (adding the budget's note when it was shrunk),
+/// notes a route decision and a program's outcome.
+pub(super) fn answered(gw: &Gateway, turn: Turn, result: &mut CallToolResult) {
+    let Turn {
+        account,
+        meta,
+        pressure,
+        route_args,
+    } = turn;
+    if meta == Some(crate::guided::surface::EXECUTE_CODE) {
+        let failed = result.is_error == Some(true);
+        gw.observe
+            .metrics
+            .code_run(if failed { "error" } else { "ok" });
+    }
+    if let Some(args) = route_args {
+        routed(gw, &args, result.structured_content.as_ref());
+    }
     if let Some(p) = pressure {
         let note = format!(
             "[toolgate] this session has been sent {} of its {} tokens (guided.session_budget_tokens), so answers are now cut to {} tokens a page: pass \"fields\" to execute to get only the parts you need",
@@ -130,11 +179,11 @@ pub(super) fn answered(
         }
         result.content.push(rmcp::model::ContentBlock::text(note));
         gw.observe.metrics.budget_shrunk();
-        add(gw, account, Sent::Shrunk);
+        add(gw, &account, Sent::Shrunk);
     }
     let tokens = result_tokens(result);
     gw.observe.metrics.tokens(account.surface, "result", tokens);
-    add(gw, account, Sent::Result(tokens));
+    add(gw, &account, Sent::Result(tokens));
 }
 
 /// What the model is shown of `result`: its content blocks or its structured content,
@@ -155,7 +204,7 @@ fn count(text: &str) -> usize {
 }
 
 /// Notes a route answer for `/metrics` and the dashboard, from its structured part.
-pub(super) fn routed(gw: &Gateway, args: &Map<String, Value>, structured: Option<&Value>) {
+fn routed(gw: &Gateway, args: &Map<String, Value>, structured: Option<&Value>) {
     let Some(s) = structured else {
         gw.observe.metrics.route("error", None);
         return;

@@ -322,16 +322,7 @@ impl ServerHandler for Session {
             caller.relay = Some(r.clone());
         }
         let mut args = request.arguments.unwrap_or_default();
-        let account = self.account(&context, &caller);
-        let meta = (request
-            .name
-            .strip_prefix(self.gw().config.gateway.meta_prefix.as_str()))
-        .filter(|_| self.surface() == Surface::Guided);
-        let pressure = account::pressure(self.gw(), &account);
-        if let (Some(p), Some(crate::guided::surface::EXECUTE)) = (&pressure, meta) {
-            account::narrow(&mut args, p);
-        }
-        let route_args = (meta == Some(crate::guided::surface::ROUTE)).then(|| args.clone());
+        let turn = self.turn(&context, &caller, &request.name, &mut args);
         let mut result = match self.surface() {
             Surface::Direct => match direct::skill_named(&self.engine, &caller, &request.name) {
                 Some(skill) => guided::run_skill(self, &skill, args, &context, &caller).await,
@@ -346,24 +337,7 @@ impl ServerHandler for Session {
         if let Some(missing) = modern_relay.and_then(|r| request::undeclared(&r, &context)) {
             return Err(missing);
         }
-        if meta == Some(crate::guided::surface::EXECUTE_CODE) {
-            let outcome = if result.is_error == Some(true) {
-                "error"
-            } else {
-                "ok"
-            };
-            self.gw().observe.metrics.code_run(outcome);
-        }
-        if let Some(route_args) = route_args {
-            account::routed(self.gw(), &route_args, result.structured_content.as_ref());
-        }
-        let shrunk = pressure.filter(|_| {
-            matches!(
-                meta,
-                Some(crate::guided::surface::EXECUTE | crate::guided::surface::CONTINUE)
-            )
-        });
-        account::answered(self.gw(), &account, &mut result, shrunk.as_ref());
+        account::answered(self.gw(), turn, &mut result);
         Ok(result.into())
     }
 
