@@ -41,6 +41,8 @@ pub struct Gateway {
     /// Calls whose older upstream asked a 2026-07-28 client something, held open until
     /// the client's retry brings the answer (see `front/inputs.rs`).
     pub parked: crate::upstream::mrtr::ParkedCalls,
+    /// Metrics, each session's token count, recent route decisions (`/metrics`, `/ui`).
+    pub observe: crate::observe::Observer,
 }
 
 impl Gateway {
@@ -64,6 +66,7 @@ impl Gateway {
             warned: Default::default(),
             inputs: Default::default(),
             parked: Default::default(),
+            observe: Default::default(),
             config,
         });
         if gw.code_workers.keeps_workers() {
@@ -75,6 +78,7 @@ impl Gateway {
             let mut changed = up.watch();
             let weak = Arc::downgrade(&gw);
             let stop = gw.stop.clone();
+            let (name, mut was_ready, mut ever_ready) = (up.name().to_string(), false, false);
             gw.tasks.spawn(async move {
                 loop {
                     tokio::select! {
@@ -82,7 +86,16 @@ impl Gateway {
                         r = changed.changed() => if r.is_err() { return },
                     }
                     match weak.upgrade() {
-                        Some(gw) => gw.rebuild(),
+                        Some(gw) => {
+                            let ready = (gw.upstreams.get(&name)).is_some_and(|u| {
+                                matches!(u.status(), UpstreamStatus::Ready { .. })
+                            });
+                            if ready && !was_ready && ever_ready {
+                                gw.observe.metrics.upstream_reconnected(&name);
+                            }
+                            (was_ready, ever_ready) = (ready, ever_ready || ready);
+                            gw.rebuild()
+                        }
                         None => return,
                     }
                 }
@@ -147,6 +160,34 @@ impl Gateway {
             CallError::Unavailable(tool.id.server.clone(), "not configured".into())
         })?;
         up.call(&tool.id.name, arguments, opts).await
+    }
+
+    /// [`Gateway::call`] for a client's call on `surface` (guided, direct, code), counted
+    /// in the metrics: its outcome, the upstream's time, and the gateway's own time since
+    /// `since` (when the call path began: resolution, policy, validation, approval).
+    pub async fn call_as(
+        &self,
+        surface: &'static str,
+        since: Instant,
+        tool: &ToolRecord,
+        arguments: Map<String, Value>,
+        opts: CallOptions,
+    ) -> Result<CallOutcome, CallError> {
+        use crate::observe::CallOutcomeKind as Kind;
+        let start = Instant::now();
+        let metrics = &self.observe.metrics;
+        metrics.gateway_added(surface, start.duration_since(since));
+        let result = self.call(tool, arguments, opts).await;
+        let kind = match &result {
+            Ok(o) if o.is_error => Kind::ToolError,
+            Ok(_) => Kind::Ok,
+            Err(CallError::Timeout { .. }) => Kind::Timeout,
+            Err(CallError::Cancelled) => Kind::Cancelled,
+            Err(_) => Kind::UpstreamError,
+        };
+        let (server, name) = (&tool.id.server, &tool.id.name);
+        metrics.call(surface, server, name, kind, start.elapsed());
+        result
     }
 
     /// When `name` looks like a tool of an upstream that is not connected right now (it

@@ -18,6 +18,7 @@
 //! - [`skills`]: operator-reviewed programs (`skills/<name>/SKILL.md`), drafts and approval.
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
+//! - [`observe`]: Prometheus metrics, each session's token count (the budget), recent route decisions.
 //! - [`principal`]: who a request acts for (its API key, else the local identity); owns every handle.
 #![forbid(unsafe_code)]
 
@@ -28,6 +29,7 @@ pub mod exec;
 pub mod front;
 pub mod gateway;
 pub mod guided;
+pub mod observe;
 pub mod policy;
 pub mod principal;
 pub mod route;

@@ -26,6 +26,9 @@ pub struct Args {
     /// One JSON object: `servers` rows and `totals` (OpenAI form) of direct, slim, local, guided.
     #[arg(long)]
     pub json: bool,
+    /// Also write the report as one static HTML page (the dashboard's catalog view) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Surface options as JSON: {"slim": {...SlimOptions}, "local": {...LocalOptions}}
     /// (default: the configuration's [direct] section, else the defaults).
     #[arg(long, value_name = "FILE")]
@@ -129,6 +132,12 @@ pub async fn run(args: Args) -> Result<()> {
     // The code column as a code-mode session of this configuration lists itself.
     let skills = config.as_ref().is_some_and(|c| c.code.skills_dir.is_some());
     let report = TokenReport::build_with(&catalog, enc, &opts, skills);
+    if let Some(path) = &args.html {
+        let page = toolgate::front::dashboard::static_page(&report);
+        std::fs::write(path, page)
+            .with_context(|| format!("--html: cannot write {}", path.display()))?;
+        eprintln!("toolgate: wrote the catalog view to {}", path.display());
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());

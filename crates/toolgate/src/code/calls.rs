@@ -124,7 +124,7 @@ impl Gate<'_> {
             relay: self.caller.relay.clone(),
             ..Default::default()
         };
-        let result = admitted.run(opts).await;
+        let result = admitted.run("code", opts).await;
         permit.finish(&result);
         match result {
             Ok(outcome) if outcome.is_error => Err(fail("upstream", text_of(&outcome))),

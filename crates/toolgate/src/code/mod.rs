@@ -104,6 +104,11 @@ impl RunSlots {
             key: key.to_string(),
         })
     }
+
+    /// Runs in progress, every key together (for `/metrics`).
+    pub fn running_total(&self) -> usize {
+        self.running.lock().expect("run slots").values().sum()
+    }
 }
 
 impl Drop for Slot<'_> {

@@ -104,6 +104,9 @@ pub struct GatewayConfig {
     pub list_ttl_ms: u64,
     /// Host names (besides loopback) accepted in the `Host` header (DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
+    /// `/metrics` and `/ui` answer peers off loopback too (`gateway.admin_allow_remote`);
+    /// by default they answer loopback peers only, whatever `listen` is.
+    pub admin_allow_remote: bool,
 }
 
 /// Settings of guided mode (route, execute, continue).
@@ -111,6 +114,9 @@ pub struct GatewayConfig {
 pub struct GuidedConfig {
     /// Default output budget of one execute/continue answer, in o200k tokens.
     pub budget_tokens: usize,
+    /// Tokens one session (a 2026-07-28 client: one principal) may be sent in results and
+    /// definitions before execute's answers shrink (`guided.session_budget_tokens`).
+    pub session_budget_tokens: Option<usize>,
     /// Budgets for particular tools, by `server/tool`.
     pub tool_budgets: HashMap<String, usize>,
     /// How long execute waits for a call before answering with an operationId.
@@ -134,6 +140,7 @@ impl Default for GuidedConfig {
     fn default() -> Self {
         Self {
             budget_tokens: crate::exec::DEFAULT_BUDGET,
+            session_budget_tokens: None,
             tool_budgets: HashMap::new(),
             wait: Duration::from_secs(10),
             result_ttl: Duration::from_secs(600),
@@ -327,6 +334,7 @@ impl Default for GatewayConfig {
             max_body_bytes: 4 * 1024 * 1024,
             list_ttl_ms: 60_000,
             allowed_hosts: Vec::new(),
+            admin_allow_remote: false,
         }
     }
 }

@@ -158,6 +158,8 @@ pub struct RawGuided {
     pub expand_selected: bool,
     pub route_examples: Option<PathBuf>,
     pub route_model: Option<PathBuf>,
+    /// Tokens a session may be sent (results and definitions) before answers shrink.
+    pub session_budget_tokens: Option<usize>,
 }
 
 impl RawGuided {
@@ -201,7 +203,14 @@ impl RawGuided {
                 file.display()
             );
         }
+        if let Some(b) = self.session_budget_tokens.filter(|b| *b < 1000) {
+            bail!(
+                "{}: guided.session_budget_tokens = {b}: use at least 1000 (tokens a session may be sent before its answers shrink), or leave it out for no budget",
+                file.display()
+            );
+        }
         Ok(GuidedConfig {
+            session_budget_tokens: self.session_budget_tokens,
             budget_tokens: budget,
             tool_budgets: self.tool_budgets,
             wait: match self.wait_secs {
@@ -236,6 +245,9 @@ pub struct RawGateway {
     pub list_ttl_ms: Option<u64>,
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// Serve `/metrics` and `/ui` to peers that are not on loopback.
+    #[serde(default)]
+    pub admin_allow_remote: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -439,6 +451,7 @@ impl RawConfig {
             max_body_bytes: g.max_body_bytes.unwrap_or(defaults.max_body_bytes),
             list_ttl_ms: g.list_ttl_ms.unwrap_or(defaults.list_ttl_ms),
             allowed_hosts: g.allowed_hosts,
+            admin_allow_remote: g.admin_allow_remote,
         };
         let mut upstreams = BTreeMap::new();
         for (name, raw) in self.upstreams {

@@ -192,3 +192,19 @@ fn direct_profile_and_options() {
         .to_string();
     assert!(e.contains("direct.slim.tools"), "{e}");
 }
+
+#[test]
+fn the_session_budget_and_admin_access_keys_are_read_and_checked() {
+    let c =
+        parse("[guided]\nsession_budget_tokens = 50000\n[gateway]\nadmin_allow_remote = true\n")
+            .unwrap();
+    assert_eq!(c.guided.session_budget_tokens, Some(50000));
+    assert!(c.gateway.admin_allow_remote);
+    let c = parse("").unwrap();
+    assert_eq!(c.guided.session_budget_tokens, None);
+    assert!(!c.gateway.admin_allow_remote);
+    let err = parse("[guided]\nsession_budget_tokens = 10\n").unwrap_err();
+    assert!(format!("{err:#}").contains("at least 1000"), "{err:#}");
+    let err = parse("[gateway]\nadmin_remote = true\n").unwrap_err();
+    assert!(format!("{err:#}").contains("admin_remote"), "{err:#}");
+}

@@ -63,6 +63,7 @@ pub async fn call(
     context: &RequestContext<RoleServer>,
     caller: &Caller,
 ) -> CallToolResult {
+    let since = std::time::Instant::now();
     let catalog = gw.catalog();
     let Some(tool) = catalog.by_exposed(name).or_else(|| catalog.resolve(name)) else {
         if let Some(down) = gw.unavailable_for(name) {
@@ -113,7 +114,7 @@ pub async fn call(
         }
     };
     let call = async {
-        let outcome = gw.call(tool, arguments, opts).await;
+        let outcome = gw.call_as("direct", since, tool, arguments, opts).await;
         permit.finish(&outcome);
         match outcome {
             Ok(outcome) => result_from(outcome),

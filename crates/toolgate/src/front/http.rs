@@ -1,6 +1,7 @@
 //! Streamable HTTP: `/mcp` (the configured surface), `/mcp/guided`, `/mcp/direct`, and
 //! `/mcp/p/<profile>` (the configured surface under a profile), all behind the key check;
-//! `GET /` says what this is and where the endpoints are.
+//! `GET /` says what this is and where the endpoints are; `/metrics` and `/ui` are the
+//! operator's (`admin.rs`, their own check).
 
 use super::Session;
 use crate::config::Mode;
@@ -54,6 +55,7 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
         let path = format!("/mcp/p/{name}");
         app = app.nest_service(&path, endpoint(g.mode, Some(profile.clone())));
     }
+    let admin = super::admin::routes(engine.clone());
     let unknown = axum::routing::any(unknown_profile).with_state(policy.clone());
     let index = index_page(g.mode, !policy.config.profiles.is_empty());
     app.route("/mcp/p/{profile}", unknown.clone())
@@ -68,6 +70,7 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
             super::auth::require_key,
         ))
         .route("/", axum::routing::get(move || async move { index }))
+        .merge(admin)
 }
 
 /// `GET /`: a person (or a client pointed at the wrong path) learns what answers here.
@@ -77,7 +80,9 @@ fn index_page(mode: Mode, profiles: bool) -> String {
         "toolgate {}: an MCP gateway (Streamable HTTP)\n\n\
          POST /mcp           MCP, the configured surface ({})\n\
          POST /mcp/guided    MCP, the guided surface (route, execute, continue)\n\
-         POST /mcp/direct    MCP, every tool under its exposed name\n",
+         POST /mcp/direct    MCP, every tool under its exposed name\n\
+         GET  /metrics       Prometheus metrics (loopback, an admin key)\n\
+         GET  /ui            the dashboard (loopback, an admin key)\n",
         env!("CARGO_PKG_VERSION"),
         mode.as_str()
     );
@@ -166,6 +171,8 @@ pub async fn serve_http(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let app = router(gw, shutdown.child_token());
+    // The peer's address, so `/metrics` and `/ui` can answer loopback only (`admin`).
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener.tap_io(set_nodelay), app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await?;

@@ -5,10 +5,13 @@
 //! Failures the model can fix come back as tool results with `isError: true`; protocol
 //! misuse is a JSON-RPC error (rmcp produces those for malformed input).
 
+mod account;
+mod admin;
 mod approve;
 mod auth;
 mod auto;
 mod convert;
+pub mod dashboard;
 mod direct;
 mod frames;
 mod guided;
@@ -83,11 +86,16 @@ struct SessionState {
     engine: Arc<Engine>,
     /// Resources this session subscribed to (see `resources`).
     subs: Arc<relay::Subscriptions>,
+    /// Set at `initialize`: a legacy session, counted open in the metrics until dropped.
+    counted: OnceLock<()>,
 }
 
 impl Drop for SessionState {
     fn drop(&mut self) {
         resources::release(self.engine.gw.clone(), &self.subs);
+        if self.counted.get().is_some() {
+            self.engine.gw.observe.metrics.session_closed();
+        }
     }
 }
 
@@ -110,6 +118,7 @@ impl Session {
                 owner: OnceLock::new(),
                 engine: engine.clone(),
                 subs: Default::default(),
+                counted: OnceLock::new(),
             }),
             engine,
             mode,
@@ -248,6 +257,9 @@ impl ServerHandler for Session {
             self.resolve_auto(&context, Some(&request));
         }
         let mut result = self.negotiate_initialize(&request)?;
+        if self.state.counted.set(()).is_ok() {
+            self.gw().observe.metrics.session_opened("legacy");
+        }
         if self.surface() == Surface::Guided {
             result.instructions = Some(self.instructions(self.engine.code_for(&caller)));
         }
@@ -279,6 +291,13 @@ impl ServerHandler for Session {
             }
             Surface::Guided => guided::list(self, &caller),
         };
+        let direct_cost = self.engine.direct_tokens();
+        account::listed(
+            self.gw(),
+            &self.account(&context, &caller),
+            &tools,
+            direct_cost,
+        );
         let mut result = ListToolsResult::with_all_items(tools);
         (result.ttl_ms, result.cache_scope) = self.cache_hints(&context);
         Ok(result)
@@ -315,7 +334,8 @@ impl ServerHandler for Session {
         if let Some(r) = &modern_relay {
             caller.relay = Some(r.clone());
         }
-        let args = request.arguments.unwrap_or_default();
+        let mut args = request.arguments.unwrap_or_default();
+        let turn = self.turn(&context, &caller, &request.name, &mut args);
         let parkable = modern_relay.is_some() && mrtr.is_some();
         // A call that may outlive this request has a token of its own (see inputs::run).
         let mut cx = context.clone();
@@ -324,7 +344,11 @@ impl ServerHandler for Session {
         }
         let cancel = cx.ct.clone();
         let (session, who, name) = (self.clone(), caller.clone(), request.name);
-        let call = async move { session.call_surface(&name, args, &cx, &who).await };
+        let call = async move {
+            let mut result = session.call_surface(&name, args, &cx, &who).await;
+            account::answered(session.gw(), turn, &mut result);
+            result
+        };
         let outcome = match &modern_relay {
             Some(relay) if parkable => {
                 let (task, relay) = (tokio::spawn(call), relay.clone());

@@ -78,7 +78,7 @@ pub async fn run(
             relay,
             ..Default::default()
         };
-        let result = call.run(opts).await;
+        let result = call.run("guided", opts).await;
         permit.finish(&result);
         result
     });
@@ -114,6 +114,8 @@ pub struct Admitted {
     gw: Arc<crate::gateway::Gateway>,
     tool: Arc<ToolRecord>,
     arguments: Map<String, Value>,
+    /// When admission began (the gateway's own time before the call is measured from it).
+    since: std::time::Instant,
 }
 
 /// The gate every tool call passes, from execute and from code mode alike: validation
@@ -125,6 +127,7 @@ pub fn admit(
     tool: &Arc<ToolRecord>,
     arguments: Map<String, Value>,
 ) -> Result<Admitted, Refusal> {
+    let since = std::time::Instant::now();
     let mut value = Value::Object(arguments);
     let code = &engine.gw.config.code;
     if code.pii {
@@ -166,13 +169,21 @@ pub fn admit(
         gw: engine.gw.clone(),
         tool: tool.clone(),
         arguments,
+        since,
     })
 }
 
 impl Admitted {
-    /// Calls the upstream with the admitted arguments.
-    pub async fn run(self, opts: CallOptions) -> Result<CallOutcome, crate::upstream::CallError> {
-        self.gw.call(&self.tool, self.arguments, opts).await
+    /// Calls the upstream with the admitted arguments (`surface`: guided or code, for
+    /// the metrics).
+    pub async fn run(
+        self,
+        surface: &'static str,
+        opts: CallOptions,
+    ) -> Result<CallOutcome, crate::upstream::CallError> {
+        let (gw, since) = (&self.gw, self.since);
+        gw.call_as(surface, since, &self.tool, self.arguments, opts)
+            .await
     }
 }
 

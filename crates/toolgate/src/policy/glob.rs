@@ -77,6 +77,11 @@ impl PatternList {
         self.include.is_empty() && self.exclude.is_empty()
     }
 
+    /// Whether `entry` is written as a plain entry, exactly (not matched by a glob).
+    pub fn names(&self, entry: &str) -> bool {
+        self.include.iter().any(|g| g.as_str() == entry)
+    }
+
     /// Whether there is at least one plain (non-`!`) entry.
     pub fn has_includes(&self) -> bool {
         !self.include.is_empty()

@@ -14,6 +14,8 @@ use std::sync::Arc;
 pub const KEY_PREFIX: &str = "tg_";
 /// How a hash is written in the configuration.
 pub const HASH_PREFIX: &str = "sha256:";
+/// The scope that opens `/metrics` and `/ui` (written as it is in a key's `scopes`).
+pub const ADMIN_SCOPE: &str = "admin";
 /// The name of the grant a request has when it authenticated as nothing.
 pub const UNAUTHENTICATED: &str = "unauthenticated";
 
@@ -54,6 +56,13 @@ impl Grant {
             approval: None,
             profile: None,
         })
+    }
+
+    /// Whether it may read `/metrics` and `/ui`: a key whose scopes list `"admin"` itself
+    /// (a glob such as `"*"` covers tools, not this), or the open identity of a gateway
+    /// with no keys (whose scopes are empty).
+    pub fn is_admin(&self) -> bool {
+        self.scopes.is_empty() || self.scopes.names(ADMIN_SCOPE)
     }
 
     /// Why this key may not call `id` at `tier`, or `None` when it may.

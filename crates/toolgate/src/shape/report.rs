@@ -70,6 +70,16 @@ pub struct ServerRow {
     pub largest: Largest,
 }
 
+/// One tool's definition cost under each listing surface (OpenAI form).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ToolRow {
+    pub server: String,
+    pub tool: String,
+    pub direct: usize,
+    pub slim: usize,
+    pub local: usize,
+}
+
 /// What each surface costs. `totals` is OpenAI form (what `--json` users script
 /// against); `totals_mcp` is the MCP `tools/list` form. Listing surfaces total to
 /// the sum of their server rows; guided is the same whatever the catalog holds.
@@ -81,6 +91,8 @@ pub struct TokenReport {
     pub tools: usize,
     /// One row per server, sorted by name.
     pub servers: Vec<ServerRow>,
+    /// One row per tool, in catalog order (the dashboard's per-tool view).
+    pub tool_rows: Vec<ToolRow>,
     pub totals: SurfaceTotals,
     pub totals_mcp: SurfaceTotals,
     /// Per cent saved against direct, OpenAI form.
@@ -124,6 +136,7 @@ impl TokenReport {
         let slim = listing(catalog, Profile::Slim, opts);
         let local = listing(catalog, Profile::Local, opts);
         let mut rows: BTreeMap<String, ServerRow> = BTreeMap::new();
+        let mut tool_rows = Vec::with_capacity(raw.len());
         for ((r, s), l) in raw.iter().zip(&slim).zip(&local) {
             let row = rows
                 .entry(r.id.server.clone())
@@ -138,10 +151,19 @@ impl TokenReport {
                     .to_string()
             };
             let direct = FormTokens::of_tool(enc, &name(&r.tool), &r.tool);
+            let slim = FormTokens::of_tool(enc, &name(&s.tool), &s.tool);
+            let local = FormTokens::of_tool(enc, &name(&l.tool), &l.tool);
             row.tools += 1;
             row.direct += direct;
-            row.slim += FormTokens::of_tool(enc, &name(&s.tool), &s.tool);
-            row.local += FormTokens::of_tool(enc, &name(&l.tool), &l.tool);
+            row.slim += slim;
+            row.local += local;
+            tool_rows.push(ToolRow {
+                server: r.id.server.clone(),
+                tool: r.id.name.clone(),
+                direct: direct.openai,
+                slim: slim.openai,
+                local: local.openai,
+            });
             if direct.openai > row.largest.tokens {
                 row.largest = Largest {
                     tool: r.id.name.clone(),
@@ -175,6 +197,7 @@ impl TokenReport {
             encoding: enc.name(),
             tools: catalog.len(),
             servers,
+            tool_rows,
             savings: totals.savings(),
             totals,
             totals_mcp,

@@ -1,0 +1,24 @@
+//! What the gateway has done, counted: the Prometheus metrics behind `GET /metrics`
+//! ([`Metrics`]), each session's running token count against its budget ([`Ledger`]),
+//! and the recent route decisions the dashboard draws ([`RouteLog`]).
+//!
+//! A leaf: it imports nothing else of the crate, so every call path may call into it
+//! (one call where a call's outcome is known) and it never calls back. Labels are
+//! bounded: upstream and tool names come from the configuration and the catalog, the
+//! rest are fixed words; no task text and no arguments ever become a label.
+
+pub mod ledger;
+mod metrics;
+pub mod route_log;
+
+pub use ledger::{Ledger, Sent, SessionUse};
+pub use metrics::{CallOutcomeKind, Metrics, Snapshot, UpstreamCalls, UpstreamGauge};
+pub use route_log::{RouteEvent, RouteLog};
+
+/// Everything observed, one per gateway (`Gateway::observe`).
+#[derive(Default)]
+pub struct Observer {
+    pub metrics: Metrics,
+    pub ledger: Ledger,
+    pub routes: RouteLog,
+}
