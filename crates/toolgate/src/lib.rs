@@ -11,6 +11,7 @@
 //! - [`gateway`]: the hub: upstreams plus the current catalog snapshot.
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
 //! - [`exec`]: argument validation, result shaping (budget, fields, pages), cursors and operations.
+//! - [`gate`]: the one gate every tool call passes (policy, validation, PII, approval, bound, audit).
 //! - [`route`]: the BM25F retriever and the select-or-clarify decision behind `route`.
 //! - [`guided`]: the meta-tool surface (route, execute, continue; execute_code, describe_tools).
 //! - [`policy`]: profiles (what is visible), keys and tiers (what is allowed), approval, audit.
@@ -26,6 +27,7 @@ pub mod code;
 pub mod config;
 pub mod exec;
 pub mod front;
+pub mod gate;
 pub mod gateway;
 pub mod guided;
 pub mod policy;

@@ -148,7 +148,7 @@ impl Default for GuidedConfig {
 
 /// Settings of the direct surface: which profile the model sees, with its options.
 /// Validation and the upstream call always use the original schema.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DirectConfig {
     /// raw (as the upstreams sent it), slim, or local (slim plus the grammar-safe rewrite).
     pub profile: Profile,
@@ -156,6 +156,23 @@ pub struct DirectConfig {
     pub slim: SlimOptions,
     /// `[direct.local]`.
     pub local: LocalOptions,
+    /// `direct.max_result_tokens`: a direct call's result past this (o200k tokens) is cut
+    /// at a clean boundary with a note; `guided.tool_budgets` overrides it per tool.
+    pub max_result_tokens: usize,
+}
+
+/// `direct.max_result_tokens` unless configured.
+pub const DIRECT_MAX_RESULT_TOKENS: usize = 25_000;
+
+impl Default for DirectConfig {
+    fn default() -> Self {
+        Self {
+            profile: Profile::default(),
+            slim: SlimOptions::default(),
+            local: LocalOptions::default(),
+            max_result_tokens: DIRECT_MAX_RESULT_TOKENS,
+        }
+    }
 }
 
 impl DirectConfig {

@@ -3,7 +3,8 @@
 
 use super::convert::{result_from, tool_error, tool_named};
 use crate::catalog::Catalog;
-use crate::gateway::Gateway;
+use crate::gate::{self, Origin};
+use crate::guided::execute::off_async_worker;
 use crate::guided::Engine;
 use crate::policy::Caller;
 use crate::skills::Skill;
@@ -54,15 +55,17 @@ pub fn skill_named(engine: &Engine, caller: &Caller, name: &str) -> Option<Arc<S
         .find(|s| s.record.exposed == name)
 }
 
-/// Forwards a tools/call, passing the client's progress token and cancellation through.
-/// The caller's permission is checked (and the call audited) before any upstream sees it.
+/// Forwards a tools/call through the gate (`gate::admit`: permission, PII restored,
+/// validation, approval, audit), passing the client's progress token and cancellation
+/// through; the result comes back with PII tokenized and within the direct budget.
 pub async fn call(
-    gw: &Gateway,
+    engine: &Engine,
     name: &str,
     arguments: Map<String, Value>,
     context: &RequestContext<RoleServer>,
     caller: &Caller,
 ) -> CallToolResult {
+    let gw = &engine.gw;
     let catalog = gw.catalog();
     let Some(tool) = catalog.by_exposed(name).or_else(|| catalog.resolve(name)) else {
         if let Some(down) = gw.unavailable_for(name) {
@@ -78,9 +81,11 @@ pub async fn call(
         let listed = |t: &crate::catalog::ToolRecord| caller.policy.lists(caller, t);
         return tool_error(unknown_tool_message(&catalog, name, &listed));
     };
-    let permit = match caller.policy.authorize(caller, tool, &arguments).await {
-        Ok(p) => p,
-        Err(refusal) => return tool_error(refusal),
+    let owner = caller.principal();
+    let admitted = gate::admit(engine, caller, &owner, tool, arguments, Origin::Client).await;
+    let admitted = match admitted {
+        Ok(a) => a,
+        Err(refusal) => return refused(&refusal, tool),
     };
     let mut opts = CallOptions {
         cancel: Some(context.ct.clone()),
@@ -113,16 +118,34 @@ pub async fn call(
         }
     };
     let call = async {
-        let outcome = gw.call(tool, arguments, opts).await;
-        permit.finish(&outcome);
-        match outcome {
-            Ok(outcome) => result_from(outcome),
+        match admitted.run(opts).await {
+            Ok(mut outcome) => {
+                let code = &gw.config.code;
+                if code.pii {
+                    let fields = &code.pii_fields;
+                    gate::outbound(&engine.pii, fields, &owner, &tool.id.server, &mut outcome);
+                }
+                let budget = gate::direct_budget(engine, tool);
+                let bounded = off_async_worker(|| gate::bound(outcome, budget, tool));
+                result_from(bounded)
+            }
             Err(e) => tool_error(format!("{} failed: {e}", tool.exposed)),
         }
     };
     // The progress sender is dropped when the call returns, which ends `forward`.
     let (result, ()) = tokio::join!(call, forward);
     result
+}
+
+/// A refusal as the direct surface answers it: the message, and in the structured part
+/// the refusal's code (the one the audit record has), the tool, any detail, and the
+/// message again (some clients show only the structured part).
+fn refused(refusal: &gate::Refusal, tool: &crate::catalog::ToolRecord) -> CallToolResult {
+    let mut r = tool_error(refusal.message.clone());
+    let mut structured = gate::refusal_json(refusal, &tool.id.to_string());
+    structured["text"] = Value::String(refusal.message.clone());
+    r.structured_content = Some(structured);
+    r
 }
 
 /// "Unknown tool" with the closest names, so the model can correct itself.

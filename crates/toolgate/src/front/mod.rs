@@ -145,6 +145,7 @@ impl Session {
                 peer: context.peer.clone(),
             })),
             relay: Some(relay::relay_for(context)),
+            run: None,
             policy,
         }
     }
@@ -306,7 +307,7 @@ impl ServerHandler for Session {
         let result = match self.surface() {
             Surface::Direct => match direct::skill_named(&self.engine, &caller, &request.name) {
                 Some(skill) => guided::run_skill(self, &skill, args, &context, &caller).await,
-                None => direct::call(self.gw(), &request.name, args, &context, &caller).await,
+                None => direct::call(&self.engine, &request.name, args, &context, &caller).await,
             },
             Surface::Guided => guided::call(self, &request.name, args, &context, &caller).await,
         };

@@ -40,15 +40,8 @@ pub fn run(engine: &Engine, args: &Map<String, Value>, caller: &Caller) -> MetaR
 
 /// The tools this caller's programs may call and its profile shows, with their run
 /// layout (the same as `code::tree`'s).
-fn visible(engine: &Engine, catalog: &Catalog, caller: &Caller) -> ToolSet {
-    tools_where(catalog, |t| {
-        let tier = engine.policy.facts(t).tier;
-        caller
-            .grant
-            .missing_permission(&t.id.to_string(), tier)
-            .is_none()
-            && engine.policy.shows(caller, t)
-    })
+fn visible(catalog: &Catalog, caller: &Caller) -> ToolSet {
+    tools_where(catalog, |t| crate::gate::describable(caller, t))
 }
 
 fn answer(
@@ -66,7 +59,7 @@ fn answer(
         return Err(format!("detail {d:?}: use names, summary or typescript"));
     }
     let (catalog, index) = engine.index();
-    let (entries, allowed) = visible(engine, &catalog, caller);
+    let (entries, allowed) = visible(&catalog, caller);
     if let Some(tools) = args.get("tools") {
         if args.contains_key("server") || args.contains_key("search") {
             return Err("give tools, or server/search, not both".into());

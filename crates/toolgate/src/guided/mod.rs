@@ -86,7 +86,7 @@ pub struct Engine {
     /// Profiles, keys, approval and audit: consulted by route, execute and the front.
     pub policy: Arc<crate::policy::Policy>,
     /// PII tokens handed to the model (`code.pii`), per principal.
-    pub pii: crate::code::pii::Vault,
+    pub pii: Arc<crate::code::pii::Vault>,
     /// Code mode's `state.get/set` values, per principal.
     pub code_state: crate::code::state::StateStore,
     /// Code mode's workspace files, per principal (`code.workspace`).
