@@ -174,3 +174,18 @@ fn direct_profile_and_options() {
         .to_string();
     assert!(e.contains("direct.slim.tools"), "{e}");
 }
+
+#[test]
+fn direct_max_result_tokens_defaults_to_25000_and_refuses_tiny_budgets() {
+    assert_eq!(parse("").unwrap().direct.max_result_tokens, 25_000);
+    let d = parse("[direct]\nmax_result_tokens = 4000\n")
+        .unwrap()
+        .direct;
+    assert_eq!(d.max_result_tokens, 4000);
+    let err = parse("[direct]\nmax_result_tokens = 10\n").unwrap_err();
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("direct.max_result_tokens = 10") && text.contains("at least 200"),
+        "{text}"
+    );
+}

@@ -117,3 +117,38 @@ impl std::fmt::Display for Refusal {
         f.write_str(&self.message)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_and_permitted_refusals_stay_allowed_not_run() {
+        use RefusalKind::*;
+        let all = [
+            AuditUnwritable,
+            Shadow,
+            NotVisible,
+            Scope,
+            Tier,
+            InvalidArguments,
+            PiiToken,
+            Flow,
+            ApprovalRequired,
+            ApprovalDeclined,
+            ApprovalUnavailable,
+            ApprovalRequested,
+        ];
+        let mut codes: Vec<&str> = all.iter().map(|k| k.code()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len());
+        assert_eq!(Scope.verdict(), Verdict::Refused);
+        assert_eq!(InvalidArguments.verdict(), Verdict::Allowed);
+        let flow = Refusal {
+            detail: Some(serde_json::json!({"rule": "contacts"})),
+            ..Refusal::new(Flow, "no")
+        };
+        assert_eq!(flow.not_run_reason(), "flow rule contacts");
+    }
+}
