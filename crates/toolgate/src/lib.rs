@@ -19,17 +19,20 @@
 //! - [`skills`]: operator-reviewed programs (`skills/<name>/SKILL.md`), drafts and approval.
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
+//! - [`ids`], [`env`]: leaves: random ids and simple names; `${VAR}` substitution.
 //! - [`principal`]: who a request acts for (its API key, else the local identity); owns every handle.
 #![forbid(unsafe_code)]
 
 pub mod catalog;
 pub mod code;
 pub mod config;
+pub mod env;
 pub mod exec;
 pub mod front;
 pub mod gate;
 pub mod gateway;
 pub mod guided;
+pub mod ids;
 pub mod policy;
 pub mod principal;
 pub mod route;

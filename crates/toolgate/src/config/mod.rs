@@ -9,7 +9,6 @@ mod checks;
 pub mod code;
 pub mod code_flows;
 pub mod code_workspace;
-pub(crate) mod env;
 pub mod mcp_json;
 pub mod raw;
 #[cfg(test)]
@@ -341,15 +340,7 @@ pub fn relative_to_config(file: &Path, path: &Path) -> PathBuf {
     }
 }
 
-/// True for a name fit for config keys, URLs and logs (upstreams, profiles, keys):
-/// 1 to 48 ASCII letters, digits, `_`, `-` or `.`.
-pub fn is_simple_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 48
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-}
+pub use crate::ids::is_simple_name;
 
 /// An upstream name is a config key, a log field and a name prefix: keep it simple.
 pub(crate) fn check_upstream_name(name: &str, file: &Path) -> Result<()> {

@@ -24,9 +24,10 @@
 //! ```
 
 use super::{
-    check_upstream_name, env::substitute, Config, DirectConfig, GatewayConfig, GuidedConfig, Mode,
-    Transport, UpstreamConfig,
+    check_upstream_name, Config, DirectConfig, GatewayConfig, GuidedConfig, Mode, Transport,
+    UpstreamConfig,
 };
+use crate::env::substitute;
 use crate::route::RouteExamples;
 use crate::shape::{LocalOptions, Profile, SlimOptions};
 use anyhow::{bail, Context, Result};

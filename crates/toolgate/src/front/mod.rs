@@ -101,7 +101,7 @@ impl Session {
         }
         Self {
             state: Arc::new(SessionState {
-                id: crate::guided::random_hex(16),
+                id: crate::ids::random_hex(16),
                 surface,
                 _guard: closed.clone().drop_guard(),
                 closed,

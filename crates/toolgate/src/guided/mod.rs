@@ -210,7 +210,7 @@ impl Engine {
     }
 
     fn remember(&self, owner: &Principal, tool: &ToolId) -> String {
-        let id = format!("sel-{}", random_hex(16));
+        let id = format!("sel-{}", crate::ids::random_hex(16));
         let mut sel = self.selections.lock().expect("selections");
         if sel.len() >= MAX_SELECTIONS {
             let cutoff = Instant::now() - SELECTION_TTL;
@@ -301,12 +301,6 @@ fn by_server(c: &Catalog) -> HashMap<&str, Vec<&Arc<ToolRecord>>> {
         m.entry(t.id.server.as_str()).or_default().push(t);
     }
     m
-}
-
-/// `n` random bytes as hex (for ids a client cannot guess).
-pub fn random_hex(n: usize) -> String {
-    let bytes: Vec<u8> = (0..n).map(|_| rand::random::<u8>()).collect();
-    hex::encode(bytes)
 }
 
 /// Reads an optional string argument, or says what is wrong with it.

@@ -401,7 +401,7 @@ impl Policy {
                 surface: caller.surface,
                 server,
                 tool,
-                call_id: &crate::guided::random_hex(8),
+                call_id: &crate::ids::random_hex(8),
                 phase: None,
                 visible: false,
                 tier: "",

@@ -56,7 +56,7 @@ impl Permit {
             surface: caller.surface,
             server: tool.id.server.clone(),
             tool: tool.id.name.clone(),
-            call_id: crate::guided::random_hex(8),
+            call_id: crate::ids::random_hex(8),
             visible,
             tier,
             arguments: if keep_arguments {

@@ -504,7 +504,7 @@ fn secret_file(path: &Path) -> Result<Vec<u8>> {
                 .with_context(|| format!("cannot read the audit log's secret {}", path.display()))
         }
     }
-    let secret = crate::guided::random_hex(32);
+    let secret = crate::ids::random_hex(32);
     let mut f = OpenOptions::new();
     f.write(true).create_new(true);
     #[cfg(unix)]
