@@ -19,10 +19,12 @@
 //! - [`skills`]: operator-reviewed programs (`skills/<name>/SKILL.md`), drafts and approval.
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
+//! - [`call`]: call types (outcome, error, options, progress, the client relay): a leaf.
 //! - [`ids`], [`env`]: leaves: random ids and simple names; `${VAR}` substitution.
 //! - [`principal`]: who a request acts for (its API key, else the local identity); owns every handle.
 #![forbid(unsafe_code)]
 
+pub mod call;
 pub mod catalog;
 pub mod code;
 pub mod config;

@@ -6,7 +6,7 @@
 //! the call does not listen.
 
 use super::store::{random_id, IdKind, StoreError, StoreLimits, Tombstones};
-use crate::upstream::Progress;
+use crate::call::Progress;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;

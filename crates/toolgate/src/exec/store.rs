@@ -17,8 +17,8 @@
 
 use super::cursors::Cursors;
 use super::operations::{OperationStatus, Operations};
+use crate::call::{CallOutcome, Progress};
 use crate::principal::Principal;
-use crate::upstream::{CallOutcome, Progress};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;

@@ -75,7 +75,7 @@ pub struct Caller {
     pub approver: Option<Arc<dyn Approver>>,
     /// Where an upstream's sampling, elicitation and roots requests during this caller's
     /// calls go: this session's client (absent: outside any session).
-    pub relay: Option<Arc<dyn crate::upstream::ClientRelay>>,
+    pub relay: Option<Arc<dyn crate::call::ClientRelay>>,
     /// The program run (`execute_code`, a skill) this caller's calls are made from: their
     /// audit records carry it as `run`, linking them to the run's own records.
     pub run: Option<Arc<str>>,

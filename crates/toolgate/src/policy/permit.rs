@@ -5,8 +5,8 @@
 use super::approval::{self, Answer};
 use super::audit::{AuditLog, CallRecord, Verdict};
 use super::{Caller, Policy, Refusal, RefusalKind, Tier};
+use crate::call::{CallError, CallOutcome};
 use crate::catalog::ToolRecord;
-use crate::upstream::{CallError, CallOutcome};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Instant;

@@ -3,7 +3,8 @@
 // Logging is deprecated by SEP-2577 but still what 2025-era servers send.
 #![allow(deprecated)]
 
-use super::requests::{request_key, Notice, Relay, RelayKind};
+use super::requests::{request_key, Notice, Relay};
+use crate::call::{Progress, RelayKind};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, Implementation, ListRootsResult, LoggingLevel,
@@ -15,14 +16,6 @@ use rmcp::{ClientHandler, ErrorData};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
-
-/// Progress of one upstream call, as toolgate passes it on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    pub progress: f64,
-    pub total: Option<f64>,
-    pub message: Option<String>,
-}
 
 /// Progress tokens of calls in flight -> where their progress goes.
 pub(crate) type ProgressRoutes = Arc<Mutex<ProgressTable>>;
