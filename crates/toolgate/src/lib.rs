@@ -19,6 +19,7 @@
 //! - [`skills`]: operator-reviewed programs (`skills/<name>/SKILL.md`), drafts and approval.
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
+//! - [`measure`]: token and lint reports, the whole-task simulation (above what they measure).
 //! - [`call`]: call types (outcome, error, options, progress, the client relay): a leaf.
 //! - [`ids`], [`env`]: leaves: random ids and simple names; `${VAR}` substitution.
 //! - [`principal`]: who a request acts for (its API key, else the local identity); owns every handle.
@@ -35,6 +36,7 @@ pub mod gate;
 pub mod gateway;
 pub mod guided;
 pub mod ids;
+pub mod measure;
 pub mod policy;
 pub mod principal;
 pub mod route;

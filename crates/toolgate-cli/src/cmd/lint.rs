@@ -8,7 +8,8 @@ use anyhow::{anyhow, Result};
 use clap::Args as ClapArgs;
 use std::io::Write;
 use std::path::PathBuf;
-use toolgate::shape::{listing, LintReport, Profile};
+use toolgate::measure::LintReport;
+use toolgate::shape::{listing, Profile};
 
 #[derive(ClapArgs)]
 pub struct Args {

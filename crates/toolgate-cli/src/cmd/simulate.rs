@@ -8,7 +8,7 @@ use std::sync::Arc;
 use toolgate::catalog::{load_queries_file, Catalog};
 use toolgate::config::Config;
 use toolgate::guided::schema_view::Detail;
-use toolgate::shape::simulate::{simulate, ResultForm, SimOptions, SimReport};
+use toolgate::measure::simulate::{simulate, ResultForm, SimOptions, SimReport};
 use toolgate::shape::{Encoding, Profile, SurfaceOptions};
 
 #[derive(ClapArgs)]

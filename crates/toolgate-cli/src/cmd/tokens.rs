@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use toolgate::catalog::{load_catalog_file, Catalog};
 use toolgate::config::Config;
-use toolgate::shape::{Encoding, SurfaceOptions, TokenReport};
+use toolgate::measure::TokenReport;
+use toolgate::shape::{Encoding, SurfaceOptions};
 use toolgate::upstream::UpstreamStatus;
 
 #[derive(ClapArgs)]
