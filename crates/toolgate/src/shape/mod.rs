@@ -8,7 +8,7 @@
 //! - [`slim`]: `SlimOptions` and the slimmed tool listing; [`boilerplate`] finds
 //!   per-server repeated text; [`text`] cuts descriptions at sentence ends.
 //! - [`local`]: `LocalOptions` and the grammar-safe schema rewrite; [`refs`] inlines `$ref`s.
-//! - [`lint`]: the rules local models trip on (reports over a catalog: `crate::measure`).
+//! - [`lint`]: the rules local models trip on (the reports over a catalog are in `measure`).
 //! - [`walk`]: visiting every subschema with its JSON pointer.
 //! - [`view`]: one snapshot under the configured direct profile (`ProfileView`).
 
