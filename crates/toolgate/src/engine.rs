@@ -1,22 +1,8 @@
-//! Guided mode: a constant surface of meta-tools (`route`, `execute`, `continue`) whose
-//! size does not grow with the catalog, and the engine behind them.
-//!
-//! One [`Engine`] per gateway holds what the meta-tools share: the route index (kept in
-//! step with the catalog, re-indexing only the servers that changed), the compiled
-//! validators, the session store (pages, operations) and route's selections. One file
-//! per meta-tool: [`route`], [`execute`], [`resume`] (`continue`); in code mode also
-//! [`code`] (`execute_code`) and [`describe`] (`describe_tools`); with skills,
-//! [`skill`] (running one, from execute or a program) and [`propose`] (`propose_skill`).
-
-pub mod code;
-pub mod describe;
-pub mod execute;
-pub mod propose;
-pub mod resume;
-pub mod route;
-pub mod schema_view;
-pub mod skill;
-pub mod surface;
+//! The application core, one per gateway, that both surfaces and the gate take: the
+//! gateway (upstreams, catalog), the policy, the compiled validators, the session store
+//! (pages, operations), the PII vault, code mode's state, workspace and run history, the
+//! skills folder, the route index (kept in step with the catalog, re-indexing only the
+//! servers that changed) with route's selections, and the catalog under the direct profile.
 
 use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::exec::{SessionStore, StoreLimits, Validators};
@@ -25,37 +11,9 @@ use crate::policy::Caller;
 use crate::principal::{Principal, Refused};
 use crate::route::{RouteIndex, SnapshotIndex};
 use crate::shape::{ProfileView, SurfaceOptions};
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// What a meta-tool answers, before the front turns it into an MCP result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetaResult {
-    /// Content blocks (MCP JSON), shown to the model.
-    pub content: Vec<Value>,
-    pub structured: Option<Value>,
-    pub is_error: bool,
-}
-
-impl MetaResult {
-    pub fn text(text: impl Into<String>, structured: Option<Value>) -> Self {
-        Self {
-            content: vec![crate::exec::shape::text_block(text.into())],
-            structured,
-            is_error: false,
-        }
-    }
-
-    /// A model-fixable error: what was wrong and what to do.
-    pub fn error(text: impl Into<String>) -> Self {
-        Self {
-            is_error: true,
-            ..Self::text(text, None)
-        }
-    }
-}
 
 /// How long a selection made by route stays usable.
 const SELECTION_TTL: Duration = Duration::from_secs(3600);
@@ -70,7 +28,7 @@ struct Selection {
     made: Instant,
 }
 
-/// Shared state of the guided meta-tools.
+/// The application core: what every surface and the gate share (one per gateway).
 pub struct Engine {
     pub gw: Arc<Gateway>,
     /// The catalog the index was built from, and the index.
@@ -209,7 +167,8 @@ impl Engine {
         guard.clone()
     }
 
-    fn remember(&self, owner: &Principal, tool: &ToolId) -> String {
+    /// Remembers route's choice for `owner`; the selectionId execute takes.
+    pub(crate) fn remember(&self, owner: &Principal, tool: &ToolId) -> String {
         let id = format!("sel-{}", crate::ids::random_hex(16));
         let mut sel = self.selections.lock().expect("selections");
         if sel.len() >= MAX_SELECTIONS {
@@ -237,7 +196,7 @@ impl Engine {
     }
 
     /// The tool behind a selectionId, if `owner` made it and it is still fresh.
-    fn recall(&self, owner: &Principal, id: &str) -> Result<ToolId, Refused> {
+    pub(crate) fn recall(&self, owner: &Principal, id: &str) -> Result<ToolId, Refused> {
         let sel = self.selections.lock().expect("selections");
         match sel.get(id) {
             None => Err(Refused::stale(format!(
@@ -301,32 +260,6 @@ fn by_server(c: &Catalog) -> HashMap<&str, Vec<&Arc<ToolRecord>>> {
         m.entry(t.id.server.as_str()).or_default().push(t);
     }
     m
-}
-
-/// Reads an optional string argument, or says what is wrong with it.
-pub(crate) fn opt_str<'a>(
-    args: &'a serde_json::Map<String, Value>,
-    key: &str,
-) -> Result<Option<&'a str>, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(format!("\"{key}\" must be a string, got {other}")),
-    }
-}
-
-/// Reads an optional non-negative integer argument.
-pub(crate) fn opt_uint(
-    args: &serde_json::Map<String, Value>,
-    key: &str,
-) -> Result<Option<u64>, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| format!("\"{key}\" must be a non-negative integer, got {v}")),
-    }
 }
 
 /// The empty route index the engine starts from: BM25F with the configured example tasks,

@@ -11,6 +11,8 @@
 //! - [`gateway`]: the hub: upstreams plus the current catalog snapshot.
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
 //! - [`exec`]: argument validation, result shaping (budget, fields, pages), cursors and operations.
+//! - [`engine`]: the application core both surfaces and the gate take (`Engine`).
+//! - [`meta`]: what a meta-tool answers (`MetaResult`).
 //! - [`gate`]: the one gate every tool call passes (policy, validation, PII, approval, bound, audit).
 //! - [`route`]: the BM25F retriever and the select-or-clarify decision behind `route`.
 //! - [`guided`]: the meta-tool surface (route, execute, continue; execute_code, describe_tools).
@@ -29,6 +31,7 @@ pub mod call;
 pub mod catalog;
 pub mod code;
 pub mod config;
+pub mod engine;
 pub mod env;
 pub mod exec;
 pub mod front;
@@ -37,6 +40,7 @@ pub mod gateway;
 pub mod guided;
 pub mod ids;
 pub mod measure;
+pub mod meta;
 pub mod policy;
 pub mod principal;
 pub mod route;

@@ -3,9 +3,9 @@
 
 use super::convert::{result_from, tool_error, tool_named};
 use crate::catalog::Catalog;
+use crate::engine::Engine;
 use crate::gate::{self, Origin};
 use crate::guided::execute::off_async_worker;
-use crate::guided::Engine;
 use crate::policy::Caller;
 use crate::skills::Skill;
 use crate::upstream::{CallOptions, Progress};

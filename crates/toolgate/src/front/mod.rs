@@ -22,8 +22,8 @@ mod resources;
 pub use http::{router, serve_http};
 
 use crate::config::Mode;
+use crate::engine::Engine;
 use crate::gateway::Gateway;
-use crate::guided::Engine;
 use crate::policy::{Caller, Profile};
 #[allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still what clients send.
 use rmcp::model::SetLevelRequestParams;

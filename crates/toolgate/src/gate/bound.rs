@@ -5,7 +5,7 @@
 //! (`guided::execute::shaped_answer`); programs are bounded by `code.max_tool_result_bytes`.
 
 use crate::catalog::ToolRecord;
-use crate::guided::Engine;
+use crate::engine::Engine;
 use crate::shape::tokens::Encoding;
 use crate::upstream::CallOutcome;
 

@@ -19,6 +19,7 @@
 
 mod bound;
 mod pii;
+pub mod program;
 mod run;
 
 pub use bound::{bound, direct_budget};
@@ -26,8 +27,8 @@ pub use pii::{outbound, tokenize_line};
 pub use run::{start_run, RunAudit};
 
 use crate::catalog::ToolRecord;
+use crate::engine::Engine;
 use crate::gateway::Gateway;
-use crate::guided::Engine;
 use crate::policy::{Caller, Permit};
 pub use crate::policy::{Refusal, RefusalKind};
 use crate::principal::Principal;

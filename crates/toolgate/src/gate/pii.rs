@@ -5,7 +5,7 @@
 
 use super::{Refusal, RefusalKind};
 use crate::code::pii::{self, Decision, Origins, RestoreError, Vault};
-use crate::guided::Engine;
+use crate::engine::Engine;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::upstream::CallOutcome;

@@ -4,10 +4,10 @@
 //! arguments validated against the full schema, the upstream's timeout capped by the
 //! run's deadline, and a result too large for the program refused (`limit`).
 
-use super::worker::ToolCall;
 use crate::catalog::ToolRecord;
+use crate::code::worker::ToolCall;
+use crate::engine::Engine;
 use crate::gate::{self, Origin, Refusal, RefusalKind};
-use crate::guided::Engine;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::upstream::{CallError, CallOptions, CallOutcome};
@@ -28,7 +28,7 @@ pub struct Gate<'a> {
     /// When the run's own deadline passes (calls get no more time than the run has).
     pub deadline: Instant,
     /// PII the run's results held, for `[code.flows]` (tracked only when rules exist).
-    pub flows: super::flows::RunFlows,
+    pub flows: crate::code::flows::RunFlows,
 }
 
 fn fail(code: &str, message: impl Into<String>) -> CallFailure {
@@ -180,6 +180,6 @@ fn text_of(outcome: &CallOutcome) -> String {
     if t.is_empty() {
         "the tool reported an error".into()
     } else {
-        super::clip(&t, 2000)
+        crate::code::clip(&t, 2000)
     }
 }

@@ -3,11 +3,11 @@
 //! [`run_program`] is also how a skill runs (`guided::skill`).
 
 use super::{opt_str, opt_uint, Engine, MetaResult};
-use crate::code::calls::Gate;
 use crate::code::tree::ToolTree;
 use crate::code::worker::{self, RunReport, WorkerSettings, MAX_RESULT_BYTES};
 use crate::code::workspace::paths::{self, Tree};
 use crate::code::{answer, strip_fences};
+use crate::gate::program::Gate;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};

@@ -11,7 +11,7 @@ use crate::code::tools_for;
 use crate::guided::route::{respond, RouteContext};
 use crate::guided::schema_view::Detail;
 use crate::guided::surface::{EXECUTE, INSTRUCTIONS, ROUTE};
-use crate::guided::MetaResult;
+use crate::meta::MetaResult;
 use crate::route::RouteIndex;
 use crate::shape::tokens::{openai_form_of_tool, Encoding};
 use crate::shape::ProfileView;
