@@ -12,14 +12,14 @@ use toolgate::gateway::Gateway;
 use toolgate::upstream::{CallOptions, UpstreamStatus};
 
 #[derive(Args, Debug)]
-pub struct ConformanceClientArgs {
+pub(crate) struct ConformanceClientArgs {
     /// The test server's Streamable HTTP URL.
     pub url: String,
 }
 
 /// Connects through the gateway's own upstream module (initialize, tools/list), then does
 /// what the scenario asks: `tools_call` calls `add_numbers`.
-pub async fn run(args: ConformanceClientArgs) -> Result<bool> {
+pub(crate) async fn run(args: ConformanceClientArgs) -> Result<bool> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let toml = format!(
         "[upstreams.test]\nurl = {}\nprefix = \"\"\n",

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 /// The tools/list of the direct surface: the catalog under the configured profile (raw,
 /// slim or local), shaped once per snapshot. Calls still go out with the original.
-pub fn list(engine: &Engine) -> Vec<Tool> {
+pub(super) fn list(engine: &Engine) -> Vec<Tool> {
     let view = engine.view(&engine.gw.catalog());
     view.tools
         .iter()
@@ -31,7 +31,7 @@ pub fn list(engine: &Engine) -> Vec<Tool> {
 /// The skills this caller is offered (see `guided::skill::offered`), as tools under their
 /// exposed names (`skills_<name>`) with their input schemas. A name an upstream tool
 /// already has stays the tool's.
-pub fn skill_tools(engine: &Engine, caller: &Caller) -> Vec<Tool> {
+pub(super) fn skill_tools(engine: &Engine, caller: &Caller) -> Vec<Tool> {
     let catalog = engine.gw.catalog();
     crate::guided::skill::offered(engine, caller, &catalog)
         .iter()
@@ -42,7 +42,7 @@ pub fn skill_tools(engine: &Engine, caller: &Caller) -> Vec<Tool> {
 
 /// The skill a direct tools/call names, when this caller is offered it and no upstream
 /// tool has that name.
-pub fn skill_named(engine: &Engine, caller: &Caller, name: &str) -> Option<Arc<Skill>> {
+pub(super) fn skill_named(engine: &Engine, caller: &Caller, name: &str) -> Option<Arc<Skill>> {
     if !engine.skills.configured() || !name.starts_with(crate::skills::SKILLS_SERVER) {
         return None;
     }
@@ -58,7 +58,7 @@ pub fn skill_named(engine: &Engine, caller: &Caller, name: &str) -> Option<Arc<S
 /// Forwards a tools/call through the gate (`gate::admit`: permission, PII restored,
 /// validation, approval, audit), passing the client's progress token and cancellation
 /// through; the result comes back with PII tokenized and within the direct budget.
-pub async fn call(
+pub(super) async fn call(
     engine: &Engine,
     name: &str,
     arguments: Map<String, Value>,
@@ -149,7 +149,7 @@ fn refused(refusal: &gate::Refusal, tool: &crate::catalog::ToolRecord) -> CallTo
 }
 
 /// "Unknown tool" with the closest names, so the model can correct itself.
-pub fn unknown_tool_message(
+pub(super) fn unknown_tool_message(
     catalog: &Catalog,
     name: &str,
     shown: &dyn Fn(&crate::catalog::ToolRecord) -> bool,

@@ -16,12 +16,12 @@ use std::sync::Mutex;
 
 /// Per-session guided state.
 #[derive(Default)]
-pub struct GuidedState {
+pub(super) struct GuidedState {
     /// Tools route selected that this session now lists directly (`expand_selected`).
     pub expanded: Mutex<BTreeSet<String>>,
 }
 
-pub fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
+pub(super) fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
     let gw = &session.engine.gw;
     let code = session.engine.code_for(caller);
     let skills = code && session.engine.skills.configured();
@@ -51,7 +51,7 @@ pub fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
     tools
 }
 
-pub async fn call(
+pub(super) async fn call(
     session: &Session,
     name: &str,
     args: Map<String, Value>,
@@ -151,7 +151,7 @@ fn audit_route(caller: &Caller, args: &Map<String, Value>, r: &MetaResult) {
 
 /// A skill called by name on the direct surface: the same run as `execute` of
 /// `skills/<name>`, with the call's arguments as the skill's input.
-pub async fn run_skill(
+pub(super) async fn run_skill(
     session: &Session,
     skill: &crate::skills::Skill,
     arguments: Map<String, Value>,

@@ -15,7 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 /// One client session, for an upstream's requests while that session's call is in flight.
-pub struct SessionRelay {
+pub(super) struct SessionRelay {
     peer: Peer<RoleServer>,
     /// The session's request being served, so relayed requests travel on its stream.
     origin: RequestId,
@@ -28,7 +28,7 @@ pub struct SessionRelay {
 
 impl SessionRelay {
     /// The relay of a 2026-07-28 request.
-    pub fn modern(context: &RequestContext<RoleServer>) -> Arc<Self> {
+    pub(super) fn modern(context: &RequestContext<RoleServer>) -> Arc<Self> {
         Arc::new(Self {
             peer: context.peer.clone(),
             origin: context.id.clone(),
@@ -38,13 +38,13 @@ impl SessionRelay {
     }
 
     /// What the call's upstream asked for and this client could not be asked, if anything.
-    pub fn refused_kind(&self) -> Option<RelayKind> {
+    pub(super) fn refused_kind(&self) -> Option<RelayKind> {
         *self.refused.lock().expect("refused")
     }
 }
 
 /// The relay for the session behind `context`, while it serves that request.
-pub fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientRelay> {
+pub(super) fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientRelay> {
     Arc::new(SessionRelay {
         peer: context.peer.clone(),
         origin: context.id.clone(),
@@ -114,7 +114,7 @@ impl ClientRelay for SessionRelay {
 
 /// A session's resource subscriptions: (upstream, upstream URI) -> the URI the client used.
 #[derive(Default)]
-pub struct Subscriptions(pub Mutex<HashMap<(String, String), String>>);
+pub(super) struct Subscriptions(pub Mutex<HashMap<(String, String), String>>);
 
 impl Subscriptions {
     fn exposed(&self, upstream: &str, uri: &str) -> Option<String> {
@@ -125,7 +125,7 @@ impl Subscriptions {
 
 /// Passes every upstream's notices to this session until `closed`: logs outside calls,
 /// `resources/updated` for what this session subscribed to, and list changes.
-pub fn spawn_notices(
+pub(super) fn spawn_notices(
     gw: &Gateway,
     peer: Peer<RoleServer>,
     subs: Arc<Subscriptions>,
@@ -168,7 +168,7 @@ pub fn spawn_notices(
 }
 
 /// The browser origins an HTTP endpoint accepts: the allowed hosts, any port, http(s).
-pub fn allowed_origins(hosts: &[String]) -> Vec<String> {
+pub(super) fn allowed_origins(hosts: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for h in hosts {
         // An IPv6 address is bracketed; a `host:port` entry allows that port only.

@@ -48,7 +48,7 @@ pub(crate) struct TempDir(pub std::path::PathBuf);
 
 #[cfg(test)]
 impl TempDir {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let p = std::env::temp_dir().join(format!("toolgate-skill-{}", crate::ids::random_hex(6)));
         std::fs::create_dir_all(&p).unwrap();
         Self(p)

@@ -37,7 +37,7 @@ const EARLY_TTL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl ProgressTable {
     /// Registers a route and hands it whatever arrived early for its token.
-    pub fn insert(&mut self, key: String, tx: mpsc::UnboundedSender<Progress>) {
+    pub(super) fn insert(&mut self, key: String, tx: mpsc::UnboundedSender<Progress>) {
         if let Some((_, early)) = self.early.remove(&key) {
             for p in early {
                 let _ = tx.send(p);
@@ -47,11 +47,11 @@ impl ProgressTable {
     }
 
     /// True once the upstream has sent progress for this route.
-    pub fn has_progress(&self, key: &str) -> bool {
+    pub(super) fn has_progress(&self, key: &str) -> bool {
         self.active.contains(key)
     }
 
-    pub fn remove(&mut self, key: &str) {
+    pub(super) fn remove(&mut self, key: &str) {
         self.routes.remove(key);
         self.active.remove(key);
     }
