@@ -1,6 +1,6 @@
 //! What a meta-tool answers (`MetaResult`), before the front turns it into an MCP
-//! result: content blocks, a structured part, and whether it is an error. A leaf above
-//! `exec` (its text blocks), so code mode and the simulation can make one too.
+//! result: content blocks, a structured part, and whether it is an error. A leaf, so
+//! code mode, the gate and the simulation can make one too.
 
 use serde_json::Value;
 
@@ -16,7 +16,7 @@ pub struct MetaResult {
 impl MetaResult {
     pub fn text(text: impl Into<String>, structured: Option<Value>) -> Self {
         Self {
-            content: vec![crate::exec::shape::text_block(text.into())],
+            content: vec![serde_json::json!({"type": "text", "text": text.into()})],
             structured,
             is_error: false,
         }
