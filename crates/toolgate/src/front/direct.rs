@@ -1,5 +1,6 @@
-//! The direct surface: every visible tool under its exposed name, calls forwarded as they
-//! are; and, for callers with code mode, the skills they are offered, as `skills_<name>`.
+//! The direct surface: every visible tool under its exposed name, its calls through the
+//! gate (`gate::admit`) and bounded on the way back; and, for callers with code mode, the
+//! skills they are offered, as `skills_<name>`.
 
 use super::convert::{result_from, tool_error, tool_named};
 use crate::catalog::Catalog;

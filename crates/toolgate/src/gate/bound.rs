@@ -1,7 +1,8 @@
 //! The output bound of the direct surface (pinned and expanded tools included): a result
 //! past its budget (`guided.tool_budgets` for the tool, else `direct.max_result_tokens`)
 //! is cut at a clean boundary, as execute's pages are, with a note saying how much was
-//! left out and how to get the rest. Guided `execute` pages with a cursor instead
+//! left out and how to get the rest (for a tool with an `outputSchema`, whose structured
+//! result cannot be cut, as a tool error). Guided `execute` pages with a cursor instead
 //! (`guided::execute::shaped_answer`); programs are bounded by `code.max_tool_result_bytes`.
 
 use crate::catalog::ToolRecord;
@@ -31,6 +32,12 @@ pub fn bound(outcome: CallOutcome, budget: usize, tool: &ToolRecord) -> CallOutc
         return page;
     }
     let left: usize = shaped.remaining.iter().map(|p| count(p)).sum();
+    // A tool with an output schema promises its whole structured result (clients check
+    // it), so its cut result is a tool error the model can act on, not a partial success.
+    if tool.tool.contains_key("outputSchema") {
+        page.is_error = true;
+        page.structured_content = None;
+    }
     page.content.push(crate::exec::shape::text_block(format!(
         "[toolgate] result cut at {budget} tokens: about {left} of its {} tokens ({} more pages) were left out. \
          To get the rest, call {} again asking for less (a filter, a smaller limit, a later page or offset if it takes one), \
