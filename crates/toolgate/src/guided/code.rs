@@ -310,7 +310,7 @@ type Parsed = (String, Value, Duration, u32);
 fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
     let cfg = &engine.gw.config.code;
     for key in args.keys() {
-        if !["code", "input", "timeout_ms", "max_tool_calls"].contains(&key.as_str()) {
+        if !super::surface::declares(super::surface::EXECUTE_CODE, key) {
             return Err(format!(
                 "unknown argument {key:?}: execute_code takes code, input, timeout_ms and max_tool_calls"
             ));

@@ -29,8 +29,6 @@ const SERVER_LIMIT: usize = 50;
 /// Longest one-line summary of a tool.
 const SUMMARY_BYTES: usize = 160;
 
-const ARGS: [&str; 5] = ["tools", "server", "search", "detail", "limit"];
-
 pub fn run(engine: &Engine, args: &Map<String, Value>, caller: &Caller) -> MetaResult {
     match answer(engine, args, caller) {
         Ok(r) => r,
@@ -49,7 +47,8 @@ fn answer(
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<MetaResult, String> {
-    if let Some(key) = args.keys().find(|k| !ARGS.contains(&k.as_str())) {
+    let declared = |k: &String| super::surface::declares(super::surface::DESCRIBE_TOOLS, k);
+    if let Some(key) = args.keys().find(|k| !declared(k)) {
         return Err(format!(
             "unknown argument {key:?}: describe_tools takes tools, or server and/or search, with detail and limit"
         ));

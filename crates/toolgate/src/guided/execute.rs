@@ -114,7 +114,7 @@ fn parse(
     caller: &Caller,
 ) -> Result<Request, String> {
     for key in args.keys() {
-        if !["selectionId", "tool", "arguments", "fields", "max_tokens"].contains(&key.as_str()) {
+        if !super::surface::declares(super::surface::EXECUTE, key) {
             return Err(format!(
                 "unknown argument {key:?}: execute takes selectionId (or tool), arguments, fields and max_tokens; the tool's own arguments go inside \"arguments\""
             ));
