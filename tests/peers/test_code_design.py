@@ -180,7 +180,9 @@ async def test_a_skill_that_imports_nothing_calls_tools(toolgate_bin, peers, wor
 MAIL_CATALOG = [{"server": "mail", "tool": {
     "name": "send_email", "description": "Send an e-mail.",
     "inputSchema": {"type": "object", "properties": {"to": {"type": "string"}, "subject": {"type": "string"}},
-                    "required": ["to", "subject"]}}}]
+                    "required": ["to", "subject"]},
+    # Unannotated, the policy (and code mode) would read it as destructive.
+    "annotations": {"destructiveHint": False}}}]
 
 FLOWS = """pii = true
 allow_destructive = ["filesystem/write_file"]

@@ -267,7 +267,7 @@ EVERYTHING_CALLS = [
     ("get-resource-reference", {"resourceType": "Blob", "resourceId": 3}),
     ("gzip-file-as-resource", {"name": "peer.txt.gz", "outputType": "resource",
                                "data": "data:text/plain;base64," + base64.b64encode(b"gzip me\n" * 50).decode()}),
-    ("echo", {}),  # an upstream isError
+    ("echo", {}),  # invalid arguments: the gateway's refusal, not the upstream's
 ]
 
 
@@ -313,8 +313,14 @@ async def test_results_are_identical_to_calling_the_server_directly(transport, t
     kinds = {block["type"] for r in direct for block in r["content"]}
     assert kinds == {"text", "image", "resource_link", "resource"}, kinds
     assert direct[-1]["isError"] is True
-    for (name, args), d, v in zip(EVERYTHING_CALLS, direct, via):
+    for (name, args), d, v in zip(EVERYTHING_CALLS[:-1], direct, via):
         assert v == d, f"{name}({args}) differs through the gateway"
+    # Arguments the tool's schema refuses never reach the upstream: the gateway answers with
+    # the validation report (the same as execute's), as a tool error the model can fix.
+    refused = via[-1]
+    assert refused["isError"] is True, refused
+    assert refused["structuredContent"]["error"] == "invalid_arguments", refused
+    assert "/message" in refused["content"][0]["text"], refused
     blob = next(b for b in via[-2]["content"] if b["type"] == "resource")["resource"]["blob"]
     assert gzip.decompress(base64.b64decode(blob)) == b"gzip me\n" * 50
 
@@ -331,7 +337,20 @@ async def test_a_large_result_comes_through_whole(transport, toolgate_bin, peers
     # The SDK refuses SSE events over 1 MiB by default (a client-side limit), and a result
     # over HTTP is one SSE event: raise the limit for this test.
     kw = {"max_sse_event_size": 16 << 20} if transport == "http" else {}
-    async with session(transport, toolgate_bin, config(work, peers, only=("filesystem",)), work, **kw) as client:
+    # Whole only with a budget that allows it: by default a direct result is cut at
+    # direct.max_result_tokens (25,000), with a note on how much was left out.
+    cfg = config(work, peers, only=("filesystem",))
+    async with session(transport, toolgate_bin, cfg, work, **kw) as client:
+        await listed(client, "filesystem_read_text_file")
+        r = await client.call_tool("filesystem_read_text_file", {"path": str(files / "big.txt")})
+    # read_text_file has an output schema, which a cut result cannot meet: a tool error
+    # with the first page and the note.
+    cut = text(r)
+    assert r.is_error is True and r.structured_content is None, cut[-400:]
+    assert len(cut) < len(body) // 10 and "[toolgate] result cut at 25000 tokens" in cut, cut[-400:]
+    with open(cfg, "a") as f:
+        f.write("\n[direct]\nmax_result_tokens = 10000000\n")
+    async with session(transport, toolgate_bin, cfg, work, **kw) as client:
         await listed(client, "filesystem_read_text_file")
         r = await client.call_tool("filesystem_read_text_file", {"path": str(files / "big.txt")})
     assert ok(r) == body

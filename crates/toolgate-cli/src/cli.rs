@@ -56,7 +56,7 @@ enum Command {
     SandboxWorker,
 }
 
-pub fn run() -> ExitCode {
+pub(crate) fn run() -> ExitCode {
     let cli = Cli::parse();
     // The worker runs untrusted code: no async runtime, no threads, nothing else first.
     #[cfg(feature = "code-mode")]

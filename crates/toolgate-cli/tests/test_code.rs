@@ -191,18 +191,24 @@ async fn pii_leaves_as_tokens_and_comes_back_as_values() {
     )
     .await;
     assert_eq!(structured(&r)["result"], true, "{}", text(&r));
+    // execute restores through the same gate as the run above, and its answer leaves
+    // tokenized too: the value comes back as the same token (one token per value).
     let r = call(
         &client,
         "execute",
         json!({"tool": "alpha/echo", "arguments": {"message": token}}),
     )
     .await;
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
     assert_eq!(
         structured(&r)["arguments"]["message"],
-        "ann@example.com",
+        token.as_str(),
         "{}",
         text(&r)
     );
+    assert!(!serde_json::to_string(&r)
+        .unwrap()
+        .contains("ann@example.com"));
 
     // A forged token, and a token another gateway process made (state is in memory), fail
     // the call. Tokens of another principal: test_principal.rs.

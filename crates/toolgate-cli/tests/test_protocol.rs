@@ -335,7 +335,11 @@ async fn guided_execute_and_programs_relay_sampling_and_elicitation_to_their_cli
         "[upstreams.a]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--server\", \"a-fx\"]\n",
         toolgate().display().to_string()
     );
-    let code = "[code]\nenabled = true\ntimeout_ms = 10000\n".to_string();
+    // The conformance tools carry no annotations, so the policy reads them as destructive;
+    // the operator lets programs call the sampling one.
+    let code =
+        "[code]\nenabled = true\ntimeout_ms = 10000\nallow_destructive = [\"a/test_sampling\"]\n"
+            .to_string();
     let gw = HttpGateway::start(&dir.config("mode = \"guided\"", &[code, up]), &[]);
     let connect = |capable: bool| {
         let url = gw.url.clone();

@@ -6,7 +6,8 @@ mod support;
 use serde_json::Value;
 use support::instances::instance;
 use toolgate::catalog::{load_catalog_file, Catalog};
-use toolgate::shape::{listing, Encoding, LintReport, Profile, SurfaceOptions, TokenReport};
+use toolgate::measure::{LintReport, TokenReport};
+use toolgate::shape::{listing, Encoding, Profile, SurfaceOptions};
 
 /// realcat, or `None` when the shared datasets are missing (outside CI).
 fn realcat() -> Option<Catalog> {
@@ -76,7 +77,8 @@ fn local_profile_lints_clean_and_raw_does_not() {
 fn token_totals_are_the_sum_of_rows() {
     let Some(catalog) = realcat() else { return };
     let r = TokenReport::build(&catalog, Encoding::O200k, &SurfaceOptions::default());
-    let sum = |f: fn(&toolgate::shape::ServerRow) -> usize| r.servers.iter().map(f).sum::<usize>();
+    let sum =
+        |f: fn(&toolgate::measure::ServerRow) -> usize| r.servers.iter().map(f).sum::<usize>();
     assert_eq!(r.totals.direct, sum(|s| s.direct.openai));
     assert_eq!(r.totals.slim, sum(|s| s.slim.openai));
     assert_eq!(r.totals.local, sum(|s| s.local.openai));

@@ -10,8 +10,8 @@ use toolgate::catalog::{
 };
 use toolgate::guided::route::{respond, RouteContext};
 use toolgate::guided::surface::{code_tools, meta_tools, CODE_INSTRUCTIONS, INSTRUCTIONS};
+use toolgate::measure::simulate::{selection_id, simulate, simulate_task, SimOptions};
 use toolgate::route::RouteIndex;
-use toolgate::shape::simulate::{selection_id, simulate, simulate_task, SimOptions};
 use toolgate::shape::Encoding;
 use toolgate_fixture::instance::minimal_instance;
 

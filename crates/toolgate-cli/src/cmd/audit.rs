@@ -9,13 +9,13 @@ use toolgate::config::Config;
 use toolgate::policy::audit::{chain, secret_path};
 
 #[derive(Subcommand)]
-pub enum AuditCommand {
+pub(crate) enum AuditCommand {
     /// Check every record's MAC and link; exit 1 if the chain is broken anywhere.
     Verify(VerifyArgs),
 }
 
 #[derive(Args)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// Log files, oldest first (a rotated log's files in order); default: policy.audit.path.
     pub files: Vec<PathBuf>,
     /// toolgate TOML configuration, for policy.audit.path and policy.audit.secret
@@ -31,7 +31,7 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
-pub fn run(cmd: AuditCommand) -> Result<bool> {
+pub(crate) fn run(cmd: AuditCommand) -> Result<bool> {
     match cmd {
         AuditCommand::Verify(a) => verify(a),
     }

@@ -7,7 +7,7 @@ use serde_json::json;
 use toolgate::upstream::UpstreamStatus;
 
 #[derive(Args, Debug)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// One JSON object per upstream, one per line.
@@ -16,7 +16,7 @@ pub struct CheckArgs {
 }
 
 /// Exits non-zero when an enabled upstream is not ready.
-pub async fn run(args: CheckArgs) -> Result<bool> {
+pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
     super::common::init_logging("warn");
     let config = args.config.load()?;
     let source = config.source_name();

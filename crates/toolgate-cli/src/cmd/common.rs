@@ -10,7 +10,7 @@ use toolgate::gateway::Gateway;
 
 /// Where the upstreams come from.
 #[derive(Args, Debug, Clone, Default)]
-pub struct ConfigArgs {
+pub(crate) struct ConfigArgs {
     /// toolgate TOML configuration (default: ./toolgate.toml if it exists).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -24,7 +24,7 @@ pub struct ConfigArgs {
 
 impl ConfigArgs {
     /// The configuration to run: the files named, else ./toolgate.toml, else the demo.
-    pub fn load(&self) -> Result<Config> {
+    pub(crate) fn load(&self) -> Result<Config> {
         if self.demo {
             return demo_config();
         }
@@ -58,7 +58,7 @@ impl ConfigArgs {
 
 /// The built-in demo: the fixture server (this same binary, `toolgate fixture`) serving
 /// the bundled demo catalog, one child process per demo server.
-pub fn demo_config() -> Result<Config> {
+pub(crate) fn demo_config() -> Result<Config> {
     let exe = std::env::current_exe().context("cannot find this program's path for the demo")?;
     let mut config = Config::empty();
     let demo = toolgate_fixture::Catalog::parse(toolgate_fixture::DEMO_CATALOG)?;
@@ -103,7 +103,7 @@ const QUIET_SESSION_IDS: &str = "rmcp::transport::streamable_http_server::sessio
 /// words) are off unless `RUST_LOG` asks for them (`RUST_LOG=info,rmcp=debug`);
 /// colour only when stderr is a terminal and `NO_COLOR` is unset, so clients that record
 /// a server's stderr (Claude Code, Codex) get plain lines.
-pub fn init_logging(default: &str) {
+pub(crate) fn init_logging(default: &str) {
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},rmcp=off")))
@@ -119,7 +119,7 @@ pub fn init_logging(default: &str) {
 
 /// Starts the gateway and waits until every upstream has connected or failed once
 /// (bounded by the longest connect timeout).
-pub async fn start_and_settle(config: Config) -> Arc<Gateway> {
+pub(crate) async fn start_and_settle(config: Config) -> Arc<Gateway> {
     let limit = config
         .enabled_upstreams()
         .map(|u| u.connect_timeout)

@@ -12,7 +12,7 @@ use toolgate::gateway::Gateway;
 use toolgate::upstream::{CallOptions, UpstreamStatus};
 
 #[derive(Args, Debug)]
-pub struct ConformanceClientArgs {
+pub(crate) struct ConformanceClientArgs {
     /// The upstream's `protocol` setting: `auto`, `2026-07-28` or `2025-11-25`.
     #[arg(long, default_value = "auto")]
     pub protocol: String,
@@ -23,7 +23,7 @@ pub struct ConformanceClientArgs {
 /// Connects through the gateway's own upstream module (the handshake `--protocol` says,
 /// tools/list), then does
 /// what the scenario asks: `tools_call` calls `add_numbers`.
-pub async fn run(args: ConformanceClientArgs) -> Result<bool> {
+pub(crate) async fn run(args: ConformanceClientArgs) -> Result<bool> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let toml = format!(
         "[upstreams.test]\nurl = {}\nprefix = \"\"\nprotocol = {}\n",

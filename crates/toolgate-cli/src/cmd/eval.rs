@@ -16,13 +16,13 @@ use toolgate::route::{
 };
 
 #[derive(Subcommand)]
-pub enum EvalCommand {
+pub(crate) enum EvalCommand {
     /// Evaluate route (retrieval and the select-or-clarify decision) on labelled queries.
     Route(RouteArgs),
 }
 
 #[derive(Args)]
-pub struct RouteArgs {
+pub(crate) struct RouteArgs {
     /// A catalog file (JSON array of {"server", "tool"}).
     #[arg(long, required_unless_present = "leave_one_out")]
     catalog: Option<PathBuf>,
@@ -88,7 +88,7 @@ enum SplitArg {
     Test,
 }
 
-pub fn run(cmd: EvalCommand) -> Result<()> {
+pub(crate) fn run(cmd: EvalCommand) -> Result<()> {
     match cmd {
         EvalCommand::Route(args) => route(args),
     }

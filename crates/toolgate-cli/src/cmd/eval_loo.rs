@@ -80,7 +80,7 @@ fn thresholds() -> impl Iterator<Item = f32> {
     (50..=99).map(|i| i as f32 / 100.0)
 }
 
-pub fn run(dirs: &[PathBuf], fixed: Option<f32>) -> Result<()> {
+pub(crate) fn run(dirs: &[PathBuf], fixed: Option<f32>) -> Result<()> {
     if dirs.len() < 2 {
         bail!("--leave-one-out needs at least two set folders (each with catalog.json and queries.jsonl)");
     }

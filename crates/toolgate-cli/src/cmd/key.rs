@@ -5,18 +5,18 @@ use clap::{Args, Subcommand};
 use toolgate::policy::keys::new_key;
 
 #[derive(Subcommand)]
-pub enum KeyCommand {
+pub(crate) enum KeyCommand {
     /// Print a new random key (once: only its hash is kept) and the [policy.keys] table to paste.
     New(NewArgs),
 }
 
 #[derive(Args)]
-pub struct NewArgs {
+pub(crate) struct NewArgs {
     /// The key's name, as the audit log will show it (letters, digits, '_', '-', '.').
     pub name: String,
 }
 
-pub fn run(cmd: KeyCommand) -> Result<()> {
+pub(crate) fn run(cmd: KeyCommand) -> Result<()> {
     match cmd {
         KeyCommand::New(a) => new(&a.name),
     }

@@ -8,10 +8,11 @@ use anyhow::{anyhow, Result};
 use clap::Args as ClapArgs;
 use std::io::Write;
 use std::path::PathBuf;
-use toolgate::shape::{listing, LintReport, Profile};
+use toolgate::measure::LintReport;
+use toolgate::shape::{listing, Profile};
 
 #[derive(ClapArgs)]
-pub struct Args {
+pub(crate) struct Args {
     /// A catalog file (see shared/datasets/README.md), instead of a live configuration.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["config", "mcp_json", "demo"])]
     pub catalog: Option<PathBuf>,
@@ -37,7 +38,7 @@ pub struct Args {
     pub options: Option<PathBuf>,
 }
 
-pub async fn run(args: Args) -> Result<()> {
+pub(crate) async fn run(args: Args) -> Result<()> {
     let (catalog, config) = super::tokens::load(&args.catalog, &args.source).await?;
     let profile = match &args.profile {
         Some(p) => Profile::parse(p).ok_or_else(|| anyhow!("unknown profile"))?,

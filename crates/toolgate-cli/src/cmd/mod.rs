@@ -1,17 +1,17 @@
 //! One module per subcommand; `common` holds what several share (loading configuration,
 //! logging, the built-in demo).
 
-pub mod audit;
-pub mod check;
-pub mod common;
-pub mod conformance_client;
-pub mod eval;
-pub mod eval_loo;
-pub mod key;
-pub mod lint;
-pub mod serve;
-pub mod simulate;
-pub mod skill;
-pub mod tokens;
-pub mod tools;
-pub mod workspace;
+pub(crate) mod audit;
+pub(crate) mod check;
+pub(crate) mod common;
+pub(crate) mod conformance_client;
+pub(crate) mod eval;
+pub(crate) mod eval_loo;
+pub(crate) mod key;
+pub(crate) mod lint;
+pub(crate) mod serve;
+pub(crate) mod simulate;
+pub(crate) mod skill;
+pub(crate) mod tokens;
+pub(crate) mod tools;
+pub(crate) mod workspace;

@@ -11,7 +11,7 @@ use toolgate::gateway::Gateway;
 use toolgate::upstream::UpstreamStatus;
 
 #[derive(Args, Debug)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Serve one session on stdin/stdout (for clients that start toolgate themselves).
@@ -32,7 +32,7 @@ pub struct ServeArgs {
     pub key: Option<String>,
 }
 
-pub async fn run(args: ServeArgs) -> Result<()> {
+pub(crate) async fn run(args: ServeArgs) -> Result<()> {
     init_logging(if args.stdio {
         "warn,toolgate=info"
     } else {

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use toolgate::catalog::{load_queries_file, Catalog};
 use toolgate::config::Config;
 use toolgate::guided::schema_view::Detail;
-use toolgate::shape::simulate::{simulate, ResultForm, SimOptions, SimReport};
+use toolgate::measure::simulate::{simulate, ResultForm, SimOptions, SimReport};
 use toolgate::shape::{Encoding, Profile, SurfaceOptions};
 
 #[derive(ClapArgs)]
-pub struct SimArgs {
+pub(crate) struct SimArgs {
     /// A query file (JSON lines of {"query", "expected"}): simulate each task direct,
     /// guided and in code mode.
     #[arg(long, value_name = "QUERIES")]
@@ -30,7 +30,7 @@ pub struct SimArgs {
     pub result_form: String,
 }
 
-pub fn run(
+pub(crate) fn run(
     args: &SimArgs,
     catalog: Arc<Catalog>,
     config: Option<&Config>,

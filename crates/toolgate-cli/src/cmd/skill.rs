@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use toolgate::skills::drafts;
 
 #[derive(Subcommand)]
-pub enum SkillCommand {
+pub(crate) enum SkillCommand {
     /// Approved skills and drafts waiting for review, with any errors.
     List(ListArgs),
     /// A skill's or draft's SKILL.md and skill.js.
@@ -22,7 +22,7 @@ pub enum SkillCommand {
 }
 
 #[derive(Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// One JSON object per skill or draft, one per line.
@@ -31,7 +31,7 @@ pub struct ListArgs {
 }
 
 #[derive(Args)]
-pub struct NameArgs {
+pub(crate) struct NameArgs {
     /// The skill's name (its folder).
     pub name: String,
     #[command(flatten)]
@@ -39,7 +39,7 @@ pub struct NameArgs {
 }
 
 /// Exits non-zero from `list` when a skill or draft does not load.
-pub fn run(cmd: SkillCommand) -> Result<bool> {
+pub(crate) fn run(cmd: SkillCommand) -> Result<bool> {
     match cmd {
         SkillCommand::List(a) => list(&skills_dir(&a.config)?, a.json),
         SkillCommand::Show(a) => show(&skills_dir(&a.config)?, &a.name).map(|()| true),

@@ -8,11 +8,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use toolgate::catalog::{load_catalog_file, Catalog};
 use toolgate::config::Config;
-use toolgate::shape::{Encoding, SurfaceOptions, TokenReport};
+use toolgate::measure::TokenReport;
+use toolgate::shape::{Encoding, SurfaceOptions};
 use toolgate::upstream::UpstreamStatus;
 
 #[derive(ClapArgs)]
-pub struct Args {
+pub(crate) struct Args {
     /// A catalog file (see shared/datasets/README.md), instead of a live configuration
     /// (with --config, that file still supplies [direct] options and [policy] profiles).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["mcp_json", "demo"])]
@@ -42,7 +43,7 @@ pub struct Args {
 
 /// Reads `--options` (every field optional); else the configuration's `[direct]`
 /// options; else the defaults.
-pub fn options(path: &Option<PathBuf>, config: Option<&Config>) -> Result<SurfaceOptions> {
+pub(crate) fn options(path: &Option<PathBuf>, config: Option<&Config>) -> Result<SurfaceOptions> {
     let Some(path) = path else {
         return Ok(config.map_or_else(SurfaceOptions::default, |c| {
             c.direct.surface_options(&c.gateway.meta_prefix)
@@ -55,7 +56,7 @@ pub fn options(path: &Option<PathBuf>, config: Option<&Config>) -> Result<Surfac
 
 /// The catalog a subcommand measures: the `--catalog` file, or the live catalog of the
 /// configured gateway (started, settled, shut down), with that configuration.
-pub async fn load(
+pub(crate) async fn load(
     catalog: &Option<PathBuf>,
     source: &ConfigArgs,
 ) -> Result<(Arc<Catalog>, Option<Config>)> {
@@ -109,7 +110,7 @@ fn profile_view(catalog: &Catalog, name: &str, config: &Config) -> Result<Catalo
     Ok(policy.view(&caller, catalog))
 }
 
-pub async fn run(args: Args) -> Result<()> {
+pub(crate) async fn run(args: Args) -> Result<()> {
     let (mut catalog, config) = load(&args.catalog, &args.source).await?;
     if let Some(name) = &args.policy_profile {
         let config = config.as_ref().ok_or_else(|| {

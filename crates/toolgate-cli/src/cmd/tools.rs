@@ -6,7 +6,7 @@ use clap::Args;
 use serde_json::json;
 
 #[derive(Args, Debug)]
-pub struct ToolsArgs {
+pub(crate) struct ToolsArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// One JSON object per tool, one per line.
@@ -15,7 +15,7 @@ pub struct ToolsArgs {
 }
 
 /// Exits non-zero when an enabled upstream is not ready (its tools are missing from the list).
-pub async fn run(args: ToolsArgs) -> Result<bool> {
+pub(crate) async fn run(args: ToolsArgs) -> Result<bool> {
     super::common::init_logging("warn");
     let gw = start_and_settle(args.config.load()?).await;
     let mut all_ok = true;

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use toolgate::code::workspace::{paths, Workspace};
 
 #[derive(Subcommand)]
-pub enum WorkspaceCommand {
+pub(crate) enum WorkspaceCommand {
     /// Principals with files, and their files (one principal: only its files).
     Ls(LsArgs),
     /// Print one file.
@@ -21,7 +21,7 @@ pub enum WorkspaceCommand {
 }
 
 #[derive(Args)]
-pub struct LsArgs {
+pub(crate) struct LsArgs {
     /// Only this principal (`key:<name>` or `local`).
     pub principal: Option<String>,
     /// One JSON object per file, one per line.
@@ -32,7 +32,7 @@ pub struct LsArgs {
 }
 
 #[derive(Args)]
-pub struct FileArgs {
+pub(crate) struct FileArgs {
     pub principal: String,
     /// A path inside the workspace, e.g. `leads.csv` or `./workspace/leads.csv`.
     pub path: String,
@@ -41,7 +41,7 @@ pub struct FileArgs {
 }
 
 #[derive(Args)]
-pub struct RmArgs {
+pub(crate) struct RmArgs {
     pub principal: String,
     /// A file or folder inside the workspace; without it, every file of the principal.
     pub path: Option<String>,
@@ -85,7 +85,7 @@ fn age(modified: SystemTime) -> String {
     }
 }
 
-pub fn run(cmd: WorkspaceCommand) -> Result<bool> {
+pub(crate) fn run(cmd: WorkspaceCommand) -> Result<bool> {
     match cmd {
         WorkspaceCommand::Ls(a) => {
             let ws = open(&a.config)?;

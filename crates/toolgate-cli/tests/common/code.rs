@@ -5,12 +5,19 @@ use super::*;
 use rmcp::model::CallToolResult;
 use serde_json::{json, Value};
 
-/// The shared test catalog plus tools for names, destruction and strict schemas.
+/// The shared test catalog plus tools for names, destruction and strict schemas. Its
+/// unannotated tools say they are not destructive (`destructiveHint: false`): the policy
+/// reads an unannotated tool as destructive, and programs may not call those.
 pub fn catalog() -> Value {
     let mut c = test_catalog();
+    for entry in c.as_array_mut().unwrap() {
+        let tool = entry["tool"].as_object_mut().unwrap();
+        tool.entry("annotations")
+            .or_insert_with(|| json!({"destructiveHint": false}));
+    }
     let extra = json!([
         {"server": "gamma", "tool": {"name": "__proto__", "description": "A tool with a hostile name.",
-            "inputSchema": {"type": "object"}}},
+            "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": false}}},
         {"server": "gamma", "tool": {"name": "delete-item", "description": "Delete an item for good.",
             "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
             "annotations": {"destructiveHint": true}}},

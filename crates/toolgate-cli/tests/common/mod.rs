@@ -1,6 +1,6 @@
 //! Shared test harness: real `toolgate` processes, real fixture upstreams (the same
 //! binary's hidden `fixture` subcommand), real MCP clients (rmcp) over stdio and HTTP.
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)] // A test binary uses a subset; `pub` is for its sibling modules.
 
 pub mod code;
 pub mod skills;

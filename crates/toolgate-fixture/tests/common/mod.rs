@@ -1,6 +1,6 @@
 //! Shared test helpers: spawn the real fixture binary and connect rmcp's client to it over
 //! stdio or Streamable HTTP, recording the notifications it sends.
-#![allow(dead_code)] // Each test binary uses a different subset.
+#![allow(dead_code, unreachable_pub)] // Each test binary uses a different subset; `pub` is for its modules.
 #![allow(deprecated)] // Logging (SEP-2577) is deprecated, yet the `_log` knob uses it.
 
 use std::future::Future;

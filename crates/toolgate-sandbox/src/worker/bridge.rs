@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::io::Write;
 
 /// Messages to the gateway, one JSON line each.
-pub struct Output {
+pub(super) struct Output {
     writer: Box<dyn Write>,
     /// Console bytes still allowed.
     log_left: usize,
@@ -18,7 +18,7 @@ pub struct Output {
 }
 
 impl Output {
-    pub fn new(writer: Box<dyn Write>, max_log_bytes: usize) -> Self {
+    pub(super) fn new(writer: Box<dyn Write>, max_log_bytes: usize) -> Self {
         Self {
             writer,
             log_left: max_log_bytes,
@@ -27,7 +27,7 @@ impl Output {
         }
     }
 
-    pub fn send(&mut self, msg: &ToGateway) -> std::io::Result<()> {
+    pub(super) fn send(&mut self, msg: &ToGateway) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
         line.push(b'\n');
         let r = self
@@ -41,7 +41,7 @@ impl Output {
     }
 
     /// Sends a console line if it fits what is left of the cap; counts it otherwise.
-    pub fn log(&mut self, level: &str, mut text: String) {
+    pub(super) fn log(&mut self, level: &str, mut text: String) {
         if self.log_left == 0 {
             self.dropped_log_bytes += text.len() as u64;
             return;
@@ -63,7 +63,7 @@ impl Output {
 }
 
 /// A call waiting for its answer: the promise's settle functions and what it called.
-pub struct Waiting<'js> {
+pub(super) struct Waiting<'js> {
     pub resolve: Function<'js>,
     pub reject: Function<'js>,
     pub server: String,
@@ -72,7 +72,7 @@ pub struct Waiting<'js> {
 
 /// Calls in flight and the count started, for the per-run call limit.
 #[derive(Default)]
-pub struct Calls<'js> {
+pub(super) struct Calls<'js> {
     pub waiting: HashMap<u64, Waiting<'js>>,
     /// Tool calls started (state requests do not count).
     pub started: u32,

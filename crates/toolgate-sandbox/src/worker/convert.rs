@@ -12,11 +12,11 @@ use rquickjs::{Array, Object, Type, Value};
 use serde_json::{Map, Number, Value as Json};
 
 /// Nesting deeper than this (or a cycle) is refused.
-pub const MAX_DEPTH: usize = 64;
+pub(super) const MAX_DEPTH: usize = 64;
 
 /// Why a value could not be converted.
 #[derive(Debug, PartialEq)]
-pub enum ConvertError {
+pub(super) enum ConvertError {
     /// Larger than the budget.
     TooLarge,
     /// Nested deeper than [`MAX_DEPTH`] (a cycle looks like this too).
@@ -39,7 +39,7 @@ impl std::fmt::Display for ConvertError {
 }
 
 /// Converts `v`; `budget` is the bytes of JSON still allowed, roughly counted.
-pub fn to_json(v: &Value<'_>, budget: &mut usize) -> Result<Json, ConvertError> {
+pub(super) fn to_json(v: &Value<'_>, budget: &mut usize) -> Result<Json, ConvertError> {
     Ok(convert(v, 0, budget)?.unwrap_or(Json::Null))
 }
 

@@ -18,13 +18,13 @@ const PRELUDE: &str = include_str!("prelude.js");
 
 /// A runtime and context no program has touched yet: made before the run arrives (that is
 /// most of a worker's start-up), used for exactly one run.
-pub struct Fresh {
+pub(super) struct Fresh {
     rt: Runtime,
     ctx: Context,
 }
 
 impl Fresh {
-    pub fn new() -> std::io::Result<Self> {
+    pub(super) fn new() -> std::io::Result<Self> {
         let fail =
             |e: rquickjs::Error| std::io::Error::other(format!("cannot start the runtime: {e}"));
         let rt = Runtime::new().map_err(fail)?;
@@ -35,7 +35,12 @@ impl Fresh {
 
 /// Runs `run` in `fresh` and says how it ended. Console lines and tool calls go out through
 /// `out` as they happen; tool answers come in on `input`, one line each.
-pub fn run(fresh: Fresh, run: Run, input: &Receiver<String>, out: &Rc<RefCell<Output>>) -> Done {
+pub(super) fn run(
+    fresh: Fresh,
+    run: Run,
+    input: &Receiver<String>,
+    out: &Rc<RefCell<Output>>,
+) -> Done {
     let timeout = Duration::from_millis(run.limits.timeout_ms);
     let deadline = Instant::now() + timeout;
     let Fresh { rt, ctx } = fresh;

@@ -7,13 +7,13 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Timers armed at once; past this `setTimeout` throws (a runaway loop, not a program).
-pub const MAX_TIMERS: usize = 1000;
+pub(super) const MAX_TIMERS: usize = 1000;
 /// The longest delay, as browsers and Node clamp it (2^31 - 1 ms).
 const MAX_DELAY_MS: f64 = 2_147_483_647.0;
 
 /// Armed timers: id -> (when it is due, its interval if it repeats).
 #[derive(Default)]
-pub struct Timers {
+pub(super) struct Timers {
     armed: HashMap<u64, (Instant, Option<Duration>)>,
     last_id: u64,
 }
@@ -21,7 +21,7 @@ pub struct Timers {
 impl Timers {
     /// Arms a timer `ms` from now (NaN and negative mean 0; an interval waits at least
     /// 1 ms between runs) and returns its id.
-    pub fn arm(&mut self, ms: f64, repeat: bool) -> Result<u64, String> {
+    pub(super) fn arm(&mut self, ms: f64, repeat: bool) -> Result<u64, String> {
         if self.armed.len() >= MAX_TIMERS {
             return Err(format!(
                 "a run may have at most {MAX_TIMERS} timers armed at once; clear some first"
@@ -40,18 +40,18 @@ impl Timers {
         Ok(self.last_id)
     }
 
-    pub fn disarm(&mut self, id: u64) {
+    pub(super) fn disarm(&mut self, id: u64) {
         self.armed.remove(&id);
     }
 
     /// The earliest due time (ties go to the timer armed first).
-    pub fn next_due(&self) -> Option<Instant> {
+    pub(super) fn next_due(&self) -> Option<Instant> {
         self.earliest().map(|(_, due)| due)
     }
 
     /// The id of a timer due at `now`, the earliest first; an interval is armed again
     /// for its next run, a timeout is forgotten.
-    pub fn take_due(&mut self, now: Instant) -> Option<u64> {
+    pub(super) fn take_due(&mut self, now: Instant) -> Option<u64> {
         let (id, due) = self.earliest().filter(|(_, due)| *due <= now)?;
         match self.armed.get(&id).and_then(|(_, every)| *every) {
             Some(every) => {

@@ -6,7 +6,7 @@
 //! together stay within `output_bytes`; a cut sets `truncated`.
 
 use super::worker::RunReport;
-use crate::guided::MetaResult;
+use crate::meta::MetaResult;
 use serde_json::{json, Value};
 
 /// Room kept for the status line, the call list and the JSON around them.

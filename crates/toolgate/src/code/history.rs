@@ -45,7 +45,7 @@ impl RunHistory {
         status: &str,
         servers: Vec<String>,
     ) -> String {
-        let id = format!("run-{}", crate::guided::random_hex(16));
+        let id = format!("run-{}", crate::ids::random_hex(16));
         let mut runs = self.runs.lock().expect("runs");
         runs.retain(|_, r| r.at.elapsed() < RUN_TTL);
         let oldest = |runs: &HashMap<String, FinishedRun>, only: Option<&Principal>| {

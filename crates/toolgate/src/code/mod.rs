@@ -7,7 +7,6 @@
 //!   `detail: "typescript"`).
 //! - [`worker`]: one worker process per run: spawn, converse, kill at the deadline.
 //! - [`pool`]: workers started ahead of time (`code.pool_size`), each still used once.
-//! - [`calls`]: a program's tool call, through the same gate as execute.
 //! - [`answer`]: what the model sees of a run, within the output budget.
 //! - [`state`]: `state.get/set`, small values kept per session between runs.
 //! - [`history`]: finished runs kept a while, so one can be proposed as a skill.
@@ -19,7 +18,6 @@
 //! The sandbox itself (QuickJS, the OS limits) is the `toolgate-sandbox` crate.
 
 pub mod answer;
-pub mod calls;
 pub mod flows;
 pub mod history;
 pub mod names;

@@ -9,7 +9,6 @@ mod checks;
 pub mod code;
 pub mod code_flows;
 pub mod code_workspace;
-pub(crate) mod env;
 pub mod mcp_json;
 pub mod raw;
 #[cfg(test)]
@@ -155,7 +154,7 @@ impl Default for GuidedConfig {
 
 /// Settings of the direct surface: which profile the model sees, with its options.
 /// Validation and the upstream call always use the original schema.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DirectConfig {
     /// raw (as the upstreams sent it), slim, or local (slim plus the grammar-safe rewrite).
     pub profile: Profile,
@@ -163,6 +162,23 @@ pub struct DirectConfig {
     pub slim: SlimOptions,
     /// `[direct.local]`.
     pub local: LocalOptions,
+    /// `direct.max_result_tokens`: a direct call's result past this (o200k tokens) is cut
+    /// at a clean boundary with a note; `guided.tool_budgets` overrides it per tool.
+    pub max_result_tokens: usize,
+}
+
+/// `direct.max_result_tokens` unless configured.
+pub const DIRECT_MAX_RESULT_TOKENS: usize = 25_000;
+
+impl Default for DirectConfig {
+    fn default() -> Self {
+        Self {
+            profile: Profile::default(),
+            slim: SlimOptions::default(),
+            local: LocalOptions::default(),
+            max_result_tokens: DIRECT_MAX_RESULT_TOKENS,
+        }
+    }
 }
 
 impl DirectConfig {
@@ -348,15 +364,7 @@ pub fn relative_to_config(file: &Path, path: &Path) -> PathBuf {
     }
 }
 
-/// True for a name fit for config keys, URLs and logs (upstreams, profiles, keys):
-/// 1 to 48 ASCII letters, digits, `_`, `-` or `.`.
-pub fn is_simple_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 48
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-}
+pub use crate::ids::is_simple_name;
 
 /// An upstream name is a config key, a log field and a name prefix: keep it simple.
 pub(crate) fn check_upstream_name(name: &str, file: &Path) -> Result<()> {

@@ -19,14 +19,16 @@
 //!
 //! [direct]
 //! profile = "slim"            # raw | slim | local: what direct mode shows of each tool
+//! max_result_tokens = 25000   # a longer result is cut at a clean boundary, with a note
 //! [direct.slim]               # SlimOptions (docs/shape.md); every key optional
 //! description_max = 300
 //! ```
 
 use super::{
-    check_upstream_name, env::substitute, Config, DirectConfig, GatewayConfig, GuidedConfig, Mode,
-    Transport, UpstreamConfig,
+    check_upstream_name, Config, DirectConfig, GatewayConfig, GuidedConfig, Mode, Transport,
+    UpstreamConfig,
 };
+use crate::env::substitute;
 use crate::route::RouteExamples;
 use crate::shape::{LocalOptions, Profile, SlimOptions};
 use anyhow::{bail, Context, Result};
@@ -61,6 +63,8 @@ pub struct RawDirect {
     pub profile: Option<Profile>,
     pub slim: Option<SlimOptions>,
     pub local: Option<LocalOptions>,
+    /// A direct call's result past this many tokens is cut (default 25,000).
+    pub max_result_tokens: Option<usize>,
 }
 
 impl RawDirect {
@@ -95,10 +99,17 @@ impl RawDirect {
                 local.max_union
             );
         }
+        let max_result_tokens = self
+            .max_result_tokens
+            .unwrap_or(super::DIRECT_MAX_RESULT_TOKENS);
+        if max_result_tokens < 200 {
+            bail!("{f}: direct.max_result_tokens = {max_result_tokens}: use at least 200 tokens");
+        }
         Ok(DirectConfig {
             profile: self.profile.unwrap_or_default(),
             slim,
             local,
+            max_result_tokens,
         })
     }
 }

@@ -208,3 +208,18 @@ fn the_session_budget_and_admin_access_keys_are_read_and_checked() {
     let err = parse("[gateway]\nadmin_remote = true\n").unwrap_err();
     assert!(format!("{err:#}").contains("admin_remote"), "{err:#}");
 }
+
+#[test]
+fn direct_max_result_tokens_defaults_to_25000_and_refuses_tiny_budgets() {
+    assert_eq!(parse("").unwrap().direct.max_result_tokens, 25_000);
+    let d = parse("[direct]\nmax_result_tokens = 4000\n")
+        .unwrap()
+        .direct;
+    assert_eq!(d.max_result_tokens, 4000);
+    let err = parse("[direct]\nmax_result_tokens = 10\n").unwrap_err();
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("direct.max_result_tokens = 10") && text.contains("at least 200"),
+        "{text}"
+    );
+}

@@ -38,7 +38,7 @@ struct PageSet {
 }
 
 impl Cursors {
-    pub fn put(
+    pub(super) fn put(
         &mut self,
         owner: &str,
         mut pages: Vec<String>,
@@ -84,7 +84,7 @@ impl Cursors {
 
     /// The page a cursor names, the cursor of the one after it (none after the last),
     /// and where it stands among the stored pages.
-    pub fn next(
+    pub(super) fn next(
         &mut self,
         owner: &str,
         cursor_text: &str,
@@ -128,7 +128,7 @@ impl Cursors {
         Ok((page, (!last).then(|| cursor(id, n + 1)), position))
     }
 
-    pub fn purge(&mut self, now: Instant, limits: &StoreLimits) {
+    pub(super) fn purge(&mut self, now: Instant, limits: &StoreLimits) {
         let dead: Vec<String> = self
             .results
             .iter()
@@ -142,7 +142,7 @@ impl Cursors {
     }
 
     /// (results kept, bytes of page text).
-    pub fn stats(&self) -> (usize, usize) {
+    pub(super) fn stats(&self) -> (usize, usize) {
         (self.results.len(), self.bytes)
     }
 

@@ -6,7 +6,7 @@
 //! the call does not listen.
 
 use super::store::{random_id, IdKind, StoreError, StoreLimits, Tombstones};
-use crate::upstream::Progress;
+use crate::call::Progress;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
@@ -67,7 +67,7 @@ struct Operation<T> {
 }
 
 impl<T: Clone + Send + 'static> Operations<T> {
-    pub fn start<F, Fut, E>(
+    pub(super) fn start<F, Fut, E>(
         table: &Arc<Mutex<Self>>,
         owner: &str,
         call: F,
@@ -132,7 +132,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
         Ok(op_id(&id))
     }
 
-    pub fn status(
+    pub(super) fn status(
         &mut self,
         owner: &str,
         id: &str,
@@ -155,7 +155,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
         })
     }
 
-    pub fn cancel(
+    pub(super) fn cancel(
         &mut self,
         owner: &str,
         id: &str,
@@ -173,12 +173,12 @@ impl<T: Clone + Send + 'static> Operations<T> {
     }
 
     /// A receiver that turns true when the operation ends (`None` if `id` is not live).
-    pub fn watch(&self, owner: &str, id: &str) -> Option<watch::Receiver<bool>> {
+    pub(super) fn watch(&self, owner: &str, id: &str) -> Option<watch::Receiver<bool>> {
         let op = self.live.get(parse(id)?)?;
         (&*op.owner == owner).then(|| op.done.clone())
     }
 
-    pub fn purge(&mut self, now: Instant, limits: &StoreLimits) {
+    pub(super) fn purge(&mut self, now: Instant, limits: &StoreLimits) {
         let dead: Vec<String> = self
             .live
             .iter()
@@ -192,7 +192,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
     }
 
     /// (operations kept, of which running).
-    pub fn stats(&self) -> (usize, usize) {
+    pub(super) fn stats(&self) -> (usize, usize) {
         let running = self.live.values().filter(|o| o.status.is_running()).count();
         (self.live.len(), running)
     }

@@ -27,7 +27,7 @@
 
 use super::fields::{self, FieldPath};
 use super::pages::split_pages_with;
-use crate::upstream::CallOutcome;
+use crate::call::CallOutcome;
 use serde_json::{json, Value};
 
 /// The default budget for what one `execute` or `continue` shows the model (o200k tokens).

@@ -1,7 +1,7 @@
 //! Tests of `shape`: fields, budgets and the handling of every kind of block.
 
 use super::shape::*;
-use crate::upstream::CallOutcome;
+use crate::call::CallOutcome;
 use serde_json::{json, Value};
 
 /// About four characters a token, like o200k on English prose.

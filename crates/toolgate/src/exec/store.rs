@@ -17,8 +17,8 @@
 
 use super::cursors::Cursors;
 use super::operations::{OperationStatus, Operations};
+use crate::call::{CallOutcome, Progress};
 use crate::principal::Principal;
-use crate::upstream::{CallOutcome, Progress};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
@@ -310,7 +310,7 @@ const MAX_TOMBSTONES: usize = 16_384;
 
 impl Tombstones {
     /// Remembers `id` of `owner` for six TTLs.
-    pub fn bury(&mut self, id: String, owner: Arc<str>, now: Instant, ttl: Duration) {
+    pub(crate) fn bury(&mut self, id: String, owner: Arc<str>, now: Instant, ttl: Duration) {
         if self.dead.len() >= MAX_TOMBSTONES {
             let mut until: Vec<Instant> = self.dead.values().map(|(_, t)| *t).collect();
             until.sort();
@@ -321,7 +321,7 @@ impl Tombstones {
     }
 
     /// The error for an id that is not live: foreign, expired, or unknown.
-    pub fn error_for(
+    pub(crate) fn error_for(
         &self,
         kind: IdKind,
         id: &str,
@@ -337,7 +337,7 @@ impl Tombstones {
         }
     }
 
-    pub fn purge(&mut self, now: Instant) {
+    pub(crate) fn purge(&mut self, now: Instant) {
         self.dead.retain(|_, (_, until)| *until > now);
     }
 }

@@ -2,8 +2,8 @@
 
 use super::operations::OperationStatus;
 use super::store::*;
+use crate::call::Progress;
 use crate::principal::Principal;
-use crate::upstream::Progress;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::advance;

@@ -25,7 +25,7 @@ struct Admin {
 }
 
 /// The admin routes, behind their own check (not the MCP endpoints' key check).
-pub fn routes(engine: Arc<Engine>) -> axum::Router {
+pub(super) fn routes(engine: Arc<Engine>) -> axum::Router {
     let state = Admin {
         policy: engine.policy.clone(),
         engine,

@@ -19,7 +19,7 @@ const APPROVAL_WAIT: Duration = Duration::from_secs(300);
 
 /// Elicitation over the peer of the request being served: rmcp then sends the question on
 /// that request's own stream (which Streamable HTTP needs).
-pub struct ElicitApprover {
+pub(super) struct ElicitApprover {
     pub peer: Peer<RoleServer>,
 }
 
@@ -59,7 +59,7 @@ impl Approver for ElicitApprover {
 /// of the same call brings the user's answer and the `requestState` it was given. The
 /// state is good for one retry of the same call by the same principal, so one approval
 /// runs the call once.
-pub struct MrtrApprover {
+pub(super) struct MrtrApprover {
     policy: Arc<Policy>,
     owner: Principal,
     /// The client declared elicitation (in the request's `_meta`): it can show the question.
@@ -71,10 +71,10 @@ pub struct MrtrApprover {
 }
 
 /// The key of the approval question in `inputRequests` / `inputResponses`.
-pub const APPROVAL_INPUT: &str = "approval";
+pub(super) const APPROVAL_INPUT: &str = "approval";
 
 impl MrtrApprover {
-    pub fn new(
+    pub(super) fn new(
         policy: Arc<Policy>,
         owner: Principal,
         capable: bool,
@@ -112,7 +112,7 @@ impl MrtrApprover {
     }
 
     /// The `input_required` answer, when this round asked for approval.
-    pub fn input_required(&self) -> Option<InputRequiredResult> {
+    pub(super) fn input_required(&self) -> Option<InputRequiredResult> {
         let (state, question) = self.asked.lock().expect("asked").take()?;
         let params = ElicitRequestParams::FormElicitationParams {
             meta: None,

@@ -12,7 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
-pub async fn require_key(
+pub(super) async fn require_key(
     State(policy): State<Arc<Policy>>,
     mut request: Request,
     next: Next,
@@ -41,7 +41,7 @@ pub async fn require_key(
 }
 
 /// The grant an HTTP request was authenticated as (set by [`require_key`]).
-pub fn grant_of(extensions: &rmcp::model::Extensions) -> Option<Arc<Grant>> {
+pub(super) fn grant_of(extensions: &rmcp::model::Extensions) -> Option<Arc<Grant>> {
     extensions
         .get::<http::request::Parts>()
         .and_then(|p| p.extensions.get::<Arc<Grant>>())

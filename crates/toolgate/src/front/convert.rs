@@ -5,7 +5,7 @@ use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::{Map, Value};
 
 /// An MCP Tool object (as JSON) under the name clients should see.
-pub fn tool_named(tool: &Map<String, Value>, name: &str) -> Option<Tool> {
+pub(super) fn tool_named(tool: &Map<String, Value>, name: &str) -> Option<Tool> {
     let mut t = tool.clone();
     t.insert("name".into(), Value::String(name.to_string()));
     if !t.contains_key("inputSchema") {
@@ -15,12 +15,12 @@ pub fn tool_named(tool: &Map<String, Value>, name: &str) -> Option<Tool> {
 }
 
 /// A JSON tool definition (e.g. a meta-tool) as an rmcp Tool.
-pub fn tool_from(def: &Value) -> Tool {
+pub(super) fn tool_from(def: &Value) -> Tool {
     serde_json::from_value(def.clone()).expect("meta-tool definitions are valid Tool objects")
 }
 
 /// An upstream outcome passed on unchanged: content, structuredContentBlock and isError kept.
-pub fn result_from(outcome: CallOutcome) -> CallToolResult {
+pub(super) fn result_from(outcome: CallOutcome) -> CallToolResult {
     let content: Vec<ContentBlock> = outcome
         .content
         .into_iter()
@@ -39,6 +39,6 @@ pub fn result_from(outcome: CallOutcome) -> CallToolResult {
 }
 
 /// A model-fixable error as a tool result (`isError: true`) with a message saying what to do.
-pub fn tool_error(message: impl Into<String>) -> CallToolResult {
+pub(super) fn tool_error(message: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.into())])
 }

@@ -7,7 +7,8 @@
 
 use crate::catalog::Catalog;
 use crate::guided::Engine;
-use crate::shape::{Encoding, TokenReport};
+use crate::measure::TokenReport;
+use crate::shape::Encoding;
 use crate::upstream::UpstreamStatus;
 use serde_json::{json, Value};
 use std::io::{Read, Seek, SeekFrom};

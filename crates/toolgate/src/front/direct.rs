@@ -1,10 +1,12 @@
-//! The direct surface: every visible tool under its exposed name, calls forwarded as they
-//! are; and, for callers with code mode, the skills they are offered, as `skills_<name>`.
+//! The direct surface: every visible tool under its exposed name, its calls through the
+//! gate (`gate::admit`) and bounded on the way back; and, for callers with code mode, the
+//! skills they are offered, as `skills_<name>`.
 
 use super::convert::{result_from, tool_error, tool_named};
 use crate::catalog::Catalog;
-use crate::gateway::Gateway;
-use crate::guided::Engine;
+use crate::engine::Engine;
+use crate::gate::{self, Origin};
+use crate::guided::execute::off_async_worker;
 use crate::policy::Caller;
 use crate::skills::Skill;
 use crate::upstream::{CallOptions, Progress};
@@ -16,7 +18,7 @@ use tokio::sync::mpsc;
 
 /// The tools/list of the direct surface: the catalog under the configured profile (raw,
 /// slim or local), shaped once per snapshot. Calls still go out with the original.
-pub fn list(engine: &Engine) -> Vec<Tool> {
+pub(super) fn list(engine: &Engine) -> Vec<Tool> {
     let view = engine.view(&engine.gw.catalog());
     view.tools
         .iter()
@@ -30,7 +32,7 @@ pub fn list(engine: &Engine) -> Vec<Tool> {
 /// The skills this caller is offered (see `guided::skill::offered`), as tools under their
 /// exposed names (`skills_<name>`) with their input schemas. A name an upstream tool
 /// already has stays the tool's.
-pub fn skill_tools(engine: &Engine, caller: &Caller) -> Vec<Tool> {
+pub(super) fn skill_tools(engine: &Engine, caller: &Caller) -> Vec<Tool> {
     let catalog = engine.gw.catalog();
     crate::guided::skill::offered(engine, caller, &catalog)
         .iter()
@@ -41,7 +43,7 @@ pub fn skill_tools(engine: &Engine, caller: &Caller) -> Vec<Tool> {
 
 /// The skill a direct tools/call names, when this caller is offered it and no upstream
 /// tool has that name.
-pub fn skill_named(engine: &Engine, caller: &Caller, name: &str) -> Option<Arc<Skill>> {
+pub(super) fn skill_named(engine: &Engine, caller: &Caller, name: &str) -> Option<Arc<Skill>> {
     if !engine.skills.configured() || !name.starts_with(crate::skills::SKILLS_SERVER) {
         return None;
     }
@@ -54,16 +56,17 @@ pub fn skill_named(engine: &Engine, caller: &Caller, name: &str) -> Option<Arc<S
         .find(|s| s.record.exposed == name)
 }
 
-/// Forwards a tools/call, passing the client's progress token and cancellation through.
-/// The caller's permission is checked (and the call audited) before any upstream sees it.
-pub async fn call(
-    gw: &Gateway,
+/// Forwards a tools/call through the gate (`gate::admit`: permission, PII restored,
+/// validation, approval, audit), passing the client's progress token and cancellation
+/// through; the result comes back with PII tokenized and within the direct budget.
+pub(super) async fn call(
+    engine: &Engine,
     name: &str,
     arguments: Map<String, Value>,
     context: &RequestContext<RoleServer>,
     caller: &Caller,
 ) -> CallToolResult {
-    let since = std::time::Instant::now();
+    let gw = &engine.gw;
     let catalog = gw.catalog();
     let Some(tool) = catalog.by_exposed(name).or_else(|| catalog.resolve(name)) else {
         if let Some(down) = gw.unavailable_for(name) {
@@ -79,9 +82,11 @@ pub async fn call(
         let listed = |t: &crate::catalog::ToolRecord| caller.policy.lists(caller, t);
         return tool_error(unknown_tool_message(&catalog, name, &listed));
     };
-    let permit = match caller.policy.authorize(caller, tool, &arguments).await {
-        Ok(p) => p,
-        Err(refusal) => return tool_error(refusal),
+    let owner = caller.principal();
+    let admitted = gate::admit(engine, caller, &owner, tool, arguments, Origin::Client).await;
+    let admitted = match admitted {
+        Ok(a) => a,
+        Err(refusal) => return refused(&refusal, tool),
     };
     let mut opts = CallOptions {
         cancel: Some(context.ct.clone()),
@@ -114,10 +119,17 @@ pub async fn call(
         }
     };
     let call = async {
-        let outcome = gw.call_as("direct", since, tool, arguments, opts).await;
-        permit.finish(&outcome);
-        match outcome {
-            Ok(outcome) => result_from(outcome),
+        match admitted.run(opts).await {
+            Ok(mut outcome) => {
+                let code = &gw.config.code;
+                if code.pii {
+                    let fields = &code.pii_fields;
+                    gate::outbound(&engine.pii, fields, &owner, &tool.id.server, &mut outcome);
+                }
+                let budget = gate::direct_budget(engine, tool);
+                let bounded = off_async_worker(|| gate::bound(outcome, budget, tool));
+                result_from(bounded)
+            }
             Err(e) => tool_error(format!("{} failed: {e}", tool.exposed)),
         }
     };
@@ -126,8 +138,19 @@ pub async fn call(
     result
 }
 
+/// A refusal as the direct surface answers it: the message, and in the structured part
+/// the refusal's code (the one the audit record has), the tool, any detail, and the
+/// message again (some clients show only the structured part).
+fn refused(refusal: &gate::Refusal, tool: &crate::catalog::ToolRecord) -> CallToolResult {
+    let mut r = tool_error(refusal.message.clone());
+    let mut structured = gate::refusal_json(refusal, &tool.id.to_string());
+    structured["text"] = Value::String(refusal.message.clone());
+    r.structured_content = Some(structured);
+    r
+}
+
 /// "Unknown tool" with the closest names, so the model can correct itself.
-pub fn unknown_tool_message(
+pub(super) fn unknown_tool_message(
     catalog: &Catalog,
     name: &str,
     shown: &dyn Fn(&crate::catalog::ToolRecord) -> bool,

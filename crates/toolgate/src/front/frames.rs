@@ -26,7 +26,7 @@ const TYPED: &[&str] = &[
 
 /// The error answer for one client message (a JSON-RPC text), or `None` when rmcp can be
 /// left to answer it. A batch (array) is left to rmcp.
-pub fn refusal(text: &[u8]) -> Option<Value> {
+pub(super) fn refusal(text: &[u8]) -> Option<Value> {
     let value: Value = match serde_json::from_slice(text) {
         Ok(v) => v,
         // Valid JSON the parser will not hold (nested too deep).
@@ -66,7 +66,7 @@ pub fn refusal(text: &[u8]) -> Option<Value> {
 /// stdin and stdout for rmcp, with every line from the client checked first: a line
 /// `refusal` answers is answered on stdout (between rmcp's own lines, never inside one)
 /// and not passed on; a line that is not JSON is skipped (there is no id to answer).
-pub fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
+pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let (mut to_rmcp, rmcp_in) = tokio::io::duplex(1 << 20);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);

@@ -16,12 +16,12 @@ use std::sync::Mutex;
 
 /// Per-session guided state.
 #[derive(Default)]
-pub struct GuidedState {
+pub(super) struct GuidedState {
     /// Tools route selected that this session now lists directly (`expand_selected`).
     pub expanded: Mutex<BTreeSet<String>>,
 }
 
-pub fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
+pub(super) fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
     let gw = &session.engine.gw;
     let code = session.engine.code_for(caller);
     let skills = code && session.engine.skills.configured();
@@ -51,7 +51,7 @@ pub fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
     tools
 }
 
-pub async fn call(
+pub(super) async fn call(
     session: &Session,
     name: &str,
     args: Map<String, Value>,
@@ -98,10 +98,13 @@ pub async fn call(
             propose::run(engine, id, &args, caller)
         }
         _ => {
-            // Pinned and expanded tools are called directly, like in direct mode.
+            // Pinned and expanded tools are called directly, through the same gate as in
+            // direct mode. A pinned or expanded name the profile does not list still goes
+            // to the gate, which answers it as execute would (the operator named it, so
+            // the name reveals nothing); any other name is not a tool here.
             let listed = list(session, caller).iter().any(|t| t.name == name);
-            if listed {
-                return direct::call(&engine.gw, name, args, context, caller).await;
+            if listed || pinned_or_expanded(session, name) {
+                return direct::call(engine, name, args, context, caller).await;
             }
             return tool_error(format!(
                 "Unknown tool {name:?}. This gateway is in guided mode: call {prefix}{ROUTE} with the task to find the right tool, then {prefix}{EXECUTE}."
@@ -109,6 +112,16 @@ pub async fn call(
         }
     };
     to_result(result, prose)
+}
+
+/// Whether `name` is a configured pinned tool or one this session expanded, by its
+/// exposed name.
+fn pinned_or_expanded(session: &Session, name: &str) -> bool {
+    let gw = &session.engine.gw;
+    let catalog = gw.catalog();
+    let expanded = session.state.guided.expanded.lock().expect("expanded");
+    let exposed = |n: &String| catalog.resolve(n).is_some_and(|t| t.exposed == name);
+    gw.config.guided.pinned.iter().any(exposed) || expanded.iter().any(exposed)
 }
 
 /// Audits what route decided, from its structured answer.
@@ -138,7 +151,7 @@ fn audit_route(caller: &Caller, args: &Map<String, Value>, r: &MetaResult) {
 
 /// A skill called by name on the direct surface: the same run as `execute` of
 /// `skills/<name>`, with the call's arguments as the skill's input.
-pub async fn run_skill(
+pub(super) async fn run_skill(
     session: &Session,
     skill: &crate::skills::Skill,
     arguments: Map<String, Value>,

@@ -5,8 +5,8 @@
 
 use super::Session;
 use crate::config::Mode;
+use crate::engine::Engine;
 use crate::gateway::Gateway;
-use crate::guided::Engine;
 use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::{
     session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,

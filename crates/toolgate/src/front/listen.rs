@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 /// What toolgate can deliver of what was asked: list changes only. Per-resource updates
 /// stay with the older revisions' `resources/subscribe`.
-pub fn accepted(requested: &SubscriptionFilter) -> SubscriptionFilter {
+pub(super) fn accepted(requested: &SubscriptionFilter) -> SubscriptionFilter {
     let mut out = SubscriptionFilter::new();
     out.tools_list_changed = requested.tools_list_changed.filter(|on| *on);
     out.prompts_list_changed = requested.prompts_list_changed.filter(|on| *on);
@@ -25,7 +25,7 @@ pub fn accepted(requested: &SubscriptionFilter) -> SubscriptionFilter {
 }
 
 /// Delivers the accepted notifications until the subscription ends.
-pub async fn run(gw: Arc<Gateway>, cx: SubscriptionContext) {
+pub(super) async fn run(gw: Arc<Gateway>, cx: SubscriptionContext) {
     let mut catalog = gw.subscribe();
     // Upstream notices arrive on one broadcast per upstream: merge them into one channel.
     let (tx, mut notices) = mpsc::channel::<Notice>(64);

@@ -26,8 +26,8 @@ mod resources;
 pub use http::{router, serve_http};
 
 use crate::config::Mode;
+use crate::engine::Engine;
 use crate::gateway::Gateway;
-use crate::guided::Engine;
 use crate::policy::{Caller, Profile};
 #[allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still what clients send.
 use rmcp::model::SetLevelRequestParams;
@@ -110,7 +110,7 @@ impl Session {
         }
         Self {
             state: Arc::new(SessionState {
-                id: crate::guided::random_hex(16),
+                id: crate::ids::random_hex(16),
                 surface,
                 _guard: closed.clone().drop_guard(),
                 closed,
@@ -155,6 +155,7 @@ impl Session {
                 peer: context.peer.clone(),
             })),
             relay: Some(relay::relay_for(context)),
+            run: None,
             policy,
         }
     }

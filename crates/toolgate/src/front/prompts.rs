@@ -51,7 +51,7 @@ async fn merged(gw: &Gateway) -> Vec<(String, String, String, Value)> {
         .collect()
 }
 
-pub async fn list(
+pub(super) async fn list(
     gw: &Gateway,
     caller: &Caller,
     request: Option<PaginatedRequestParams>,
@@ -104,7 +104,7 @@ async fn owner(
 /// (MRTR) gets it back to a 2026-07-28 client under a gateway handle, whose retry is
 /// passed on with the client's `inputResponses`; an older client is asked each request and
 /// the upstream retried (`upstream::mrtr`).
-pub async fn get(
+pub(super) async fn get(
     gw: &Gateway,
     caller: &Caller,
     request: GetPromptRequestParams,
@@ -169,7 +169,7 @@ pub async fn get(
 }
 
 /// `completion/complete` for a prompt argument or a resource template, on its upstream.
-pub async fn complete(
+pub(super) async fn complete(
     gw: &Gateway,
     caller: &Caller,
     request: CompleteRequestParams,
@@ -218,7 +218,10 @@ pub async fn complete(
 }
 
 /// Applies the level to every upstream that logs; one refusing does not fail the rest.
-pub async fn set_level(gw: &Gateway, request: SetLevelRequestParams) -> Result<(), McpError> {
+pub(super) async fn set_level(
+    gw: &Gateway,
+    request: SetLevelRequestParams,
+) -> Result<(), McpError> {
     let params = serde_json::to_value(&request)
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
     let ups = with_capability(gw, "logging").await;

@@ -16,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 /// One client session, for an upstream's requests while that session's call is in flight.
-pub struct SessionRelay {
+pub(super) struct SessionRelay {
     peer: Peer<RoleServer>,
     /// The session's request being served, so relayed requests travel on its stream.
     origin: RequestId,
@@ -40,7 +40,7 @@ pub struct SessionRelay {
 }
 
 /// An older upstream's request during a 2026-07-28 call, waiting for the client's retry.
-pub struct Asked {
+pub(super) struct Asked {
     pub kind: RelayKind,
     /// `{"method", "params"}`, as an input request.
     pub request: Value,
@@ -54,7 +54,7 @@ impl SessionRelay {
     /// The relay of a 2026-07-28 request, carrying what it brings for its upstream call;
     /// with `park`, a one-tool call whose older upstream's requests go there, to be
     /// answered by the client's retry (`front/inputs.rs`).
-    pub fn modern(
+    pub(super) fn modern(
         context: &RequestContext<RoleServer>,
         mrtr: MrtrRequest,
         park: Option<tokio::sync::mpsc::Sender<Asked>>,
@@ -73,18 +73,18 @@ impl SessionRelay {
     }
 
     /// What the call's upstream asked for and this client could not be asked, if anything.
-    pub fn refused_kind(&self) -> Option<RelayKind> {
+    pub(super) fn refused_kind(&self) -> Option<RelayKind> {
         *self.refused.lock().expect("refused")
     }
 
     /// The upstream's `input_required` answer (upstream, tool, result), if it gave one.
-    pub fn take_asked(&self) -> Option<(String, String, Value)> {
+    pub(super) fn take_asked(&self) -> Option<(String, String, Value)> {
         self.asked.lock().expect("asked").take()
     }
 }
 
 /// The relay for the session behind `context`, while it serves that request.
-pub fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientRelay> {
+pub(super) fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientRelay> {
     Arc::new(SessionRelay {
         peer: context.peer.clone(),
         origin: context.id.clone(),
@@ -208,7 +208,7 @@ impl ClientRelay for SessionRelay {
 
 /// A session's resource subscriptions: (upstream, upstream URI) -> the URI the client used.
 #[derive(Default)]
-pub struct Subscriptions(pub Mutex<HashMap<(String, String), String>>);
+pub(super) struct Subscriptions(pub Mutex<HashMap<(String, String), String>>);
 
 impl Subscriptions {
     fn exposed(&self, upstream: &str, uri: &str) -> Option<String> {
@@ -219,7 +219,7 @@ impl Subscriptions {
 
 /// Passes every upstream's notices to this session until `closed`: logs outside calls,
 /// `resources/updated` for what this session subscribed to, and list changes.
-pub fn spawn_notices(
+pub(super) fn spawn_notices(
     gw: &Gateway,
     peer: Peer<RoleServer>,
     subs: Arc<Subscriptions>,
@@ -262,7 +262,7 @@ pub fn spawn_notices(
 }
 
 /// The browser origins an HTTP endpoint accepts: the allowed hosts, any port, http(s).
-pub fn allowed_origins(hosts: &[String]) -> Vec<String> {
+pub(super) fn allowed_origins(hosts: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for h in hosts {
         // An IPv6 address is bracketed; a `host:port` entry allows that port only.

@@ -102,7 +102,7 @@ impl Session {
         match self.surface() {
             Surface::Direct => match direct::skill_named(&self.engine, caller, name) {
                 Some(skill) => super::guided::run_skill(self, &skill, args, context, caller).await,
-                None => direct::call(self.gw(), name, args, context, caller).await,
+                None => direct::call(&self.engine, name, args, context, caller).await,
             },
             Surface::Guided => super::guided::call(self, name, args, context, caller).await,
         }

@@ -32,7 +32,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Items per page of the merged lists.
-pub const PAGE: usize = 100;
+pub(super) const PAGE: usize = 100;
 /// The scheme of rewritten (shared) URIs.
 const SCHEME: &str = "toolgate://";
 /// Upstream pages followed per list, against a looping cursor.
@@ -124,12 +124,12 @@ fn decode(s: &str) -> Option<String> {
 }
 
 /// The rewritten form of `uri` on `upstream`.
-pub fn shared_uri(upstream: &str, uri: &str) -> String {
+pub(super) fn shared_uri(upstream: &str, uri: &str) -> String {
     format!("{SCHEME}{upstream}/{}", encode(uri))
 }
 
 /// `(upstream, uri)` from a rewritten URI.
-pub fn parse_shared(exposed: &str) -> Option<(String, String)> {
+pub(super) fn parse_shared(exposed: &str) -> Option<(String, String)> {
     let rest = exposed.strip_prefix(SCHEME)?;
     let (up, uri) = rest.split_once('/')?;
     Some((up.to_string(), decode(uri)?))
@@ -161,7 +161,7 @@ async fn merged(gw: &Gateway) -> Vec<(String, String, String, Value)> {
     out
 }
 
-pub async fn list(
+pub(super) async fn list(
     gw: &Gateway,
     caller: &Caller,
     request: Option<PaginatedRequestParams>,
@@ -205,7 +205,7 @@ async fn templates(gw: &Gateway, keep: impl Fn(&str) -> bool) -> Vec<(String, Va
     out
 }
 
-pub async fn list_templates(
+pub(super) async fn list_templates(
     gw: &Gateway,
     caller: &Caller,
     request: Option<PaginatedRequestParams>,
@@ -318,7 +318,7 @@ fn refused(why: String, target: &str) -> McpError {
     McpError::invalid_request(why, Some(json!({"target": target})))
 }
 
-pub async fn read(
+pub(super) async fn read(
     gw: &Gateway,
     caller: &Caller,
     exposed: &str,
@@ -356,7 +356,7 @@ pub async fn read(
     ))
 }
 
-pub async fn subscribe(
+pub(super) async fn subscribe(
     gw: &Gateway,
     caller: &Caller,
     exposed: &str,
@@ -385,7 +385,7 @@ pub async fn subscribe(
     Ok(())
 }
 
-pub async fn unsubscribe(
+pub(super) async fn unsubscribe(
     gw: &Gateway,
     exposed: &str,
     subs: &Subscriptions,
@@ -411,7 +411,7 @@ pub async fn unsubscribe(
 }
 
 /// Drops every subscription of an ended session, upstream too.
-pub fn release(gw: Arc<Gateway>, subs: &Subscriptions) {
+pub(super) fn release(gw: Arc<Gateway>, subs: &Subscriptions) {
     let all: Vec<_> = subs
         .0
         .lock()

@@ -3,11 +3,11 @@
 //! [`run_program`] is also how a skill runs (`guided::skill`).
 
 use super::{opt_str, opt_uint, Engine, MetaResult};
-use crate::code::calls::Gate;
 use crate::code::tree::ToolTree;
 use crate::code::worker::{self, RunReport, WorkerSettings, MAX_RESULT_BYTES};
 use crate::code::workspace::paths::{self, Tree};
 use crate::code::{answer, strip_fences};
+use crate::gate::program::Gate;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
@@ -45,10 +45,19 @@ pub async fn run(
         skill: None,
         depth: 0,
     };
+    // The run is audited, and its calls are made as the run (linked by its id).
+    let (audit, caller) = match crate::gate::start_run(caller, "execute_code", None) {
+        Ok(started) => started,
+        Err(refusal) => return MetaResult::error(format!("execute_code: {refusal}")),
+    };
+    let caller = &caller;
     let report = tokio::select! {
         r = run_program(engine, owner, caller, &program) => match r {
             Ok(r) => r,
-            Err(e) => return MetaResult::error(format!("execute_code: {e}")),
+            Err(e) => {
+                audit.end("refused", 0, None);
+                return MetaResult::error(format!("execute_code: {e}"));
+            }
         },
         _ = cancel.cancelled() => return MetaResult::error(
             "execute_code: cancelled; tool calls the program already made may have taken effect",
@@ -70,6 +79,7 @@ pub async fn run(
         &report.status,
         servers,
     );
+    audit.end(&report.status, report.calls.len(), Some(&run_id));
     let mut answer = show(engine, owner, report);
     if let Some(s) = answer.structured.as_mut() {
         s["runId"] = Value::String(run_id.clone());
@@ -129,14 +139,35 @@ pub(crate) fn show(engine: &Engine, owner: &Principal, mut report: RunReport) ->
         // Each token remembers which servers' results held its value (for flow rules).
         let (pii, from) = (&engine.pii, &report.origins);
         pii.tokenize_from(owner, &mut report.result, &cfg.pii_fields, from);
+        // Console lines too, `pii_fields` included where a line is JSON.
         for line in &mut report.logs {
-            *line = pii.tokenize_text_from(owner, line, from);
+            *line = tokenize_log(pii, owner, line, &cfg.pii_fields, from);
         }
         if let Some(e) = &mut report.error {
             e.message = pii.tokenize_text_from(owner, &e.message, from);
         }
     }
     answer::render(report, cfg.output_bytes)
+}
+
+/// One console line (`level: text`, or plain text) with its PII tokenized.
+fn tokenize_log(
+    pii: &crate::code::pii::Vault,
+    owner: &Principal,
+    line: &str,
+    fields: &[String],
+    from: &crate::code::pii::Origins,
+) -> String {
+    let level = ["log: ", "info: ", "warn: ", "error: ", "debug: "]
+        .iter()
+        .find(|p| line.starts_with(**p));
+    match level {
+        Some(p) => format!(
+            "{p}{}",
+            crate::gate::tokenize_line(pii, owner, &line[p.len()..], fields, from)
+        ),
+        None => crate::gate::tokenize_line(pii, owner, line, fields, from),
+    }
 }
 
 /// Runs a program in a new worker, its tool calls through `caller`'s gate. `Err` says why
@@ -181,14 +212,10 @@ pub(crate) async fn run_program(
         ));
     };
     let (entries, allowed) = crate::code::tools_where(&engine.gw.catalog(), |t| {
-        let tier = engine.policy.facts(t).tier;
         program
             .skill
             .is_none_or(|s| s.servers.contains(&t.id.server))
-            && caller
-                .grant
-                .missing_permission(&t.id.to_string(), tier)
-                .is_none()
+            && crate::gate::permitted(caller, t)
     });
     // The tool tree shows what the run may call and the caller's profile shows.
     let tree = ToolTree::new(
@@ -197,7 +224,7 @@ pub(crate) async fn run_program(
                 .get(&(e.server.clone(), e.tool.clone()))
                 .map(|r| (e, r))
         }),
-        |t| engine.policy.shows(caller, t),
+        |t| crate::gate::describable(caller, t),
     );
     let (timeout, max_calls) = (program.timeout, program.max_calls);
     let kill_after = timeout + cfg.grace;
@@ -283,7 +310,7 @@ type Parsed = (String, Value, Duration, u32);
 fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
     let cfg = &engine.gw.config.code;
     for key in args.keys() {
-        if !["code", "input", "timeout_ms", "max_tool_calls"].contains(&key.as_str()) {
+        if !super::surface::declares(super::surface::EXECUTE_CODE, key) {
             return Err(format!(
                 "unknown argument {key:?}: execute_code takes code, input, timeout_ms and max_tool_calls"
             ));

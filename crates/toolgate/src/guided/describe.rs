@@ -29,8 +29,6 @@ const SERVER_LIMIT: usize = 50;
 /// Longest one-line summary of a tool.
 const SUMMARY_BYTES: usize = 160;
 
-const ARGS: [&str; 5] = ["tools", "server", "search", "detail", "limit"];
-
 pub fn run(engine: &Engine, args: &Map<String, Value>, caller: &Caller) -> MetaResult {
     match answer(engine, args, caller) {
         Ok(r) => r,
@@ -40,15 +38,8 @@ pub fn run(engine: &Engine, args: &Map<String, Value>, caller: &Caller) -> MetaR
 
 /// The tools this caller's programs may call and its profile shows, with their run
 /// layout (the same as `code::tree`'s).
-fn visible(engine: &Engine, catalog: &Catalog, caller: &Caller) -> ToolSet {
-    tools_where(catalog, |t| {
-        let tier = engine.policy.facts(t).tier;
-        caller
-            .grant
-            .missing_permission(&t.id.to_string(), tier)
-            .is_none()
-            && engine.policy.shows(caller, t)
-    })
+fn visible(catalog: &Catalog, caller: &Caller) -> ToolSet {
+    tools_where(catalog, |t| crate::gate::describable(caller, t))
 }
 
 fn answer(
@@ -56,7 +47,8 @@ fn answer(
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<MetaResult, String> {
-    if let Some(key) = args.keys().find(|k| !ARGS.contains(&k.as_str())) {
+    let declared = |k: &String| super::surface::declares(super::surface::DESCRIBE_TOOLS, k);
+    if let Some(key) = args.keys().find(|k| !declared(k)) {
         return Err(format!(
             "unknown argument {key:?}: describe_tools takes tools, or server and/or search, with detail and limit"
         ));
@@ -66,7 +58,7 @@ fn answer(
         return Err(format!("detail {d:?}: use names, summary or typescript"));
     }
     let (catalog, index) = engine.index();
-    let (entries, allowed) = visible(engine, &catalog, caller);
+    let (entries, allowed) = visible(&catalog, caller);
     if let Some(tools) = args.get("tools") {
         if args.contains_key("server") || args.contains_key("search") {
             return Err("give tools, or server/search, not both".into());

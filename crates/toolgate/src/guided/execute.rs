@@ -4,7 +4,8 @@
 use super::resume::answer_status;
 use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::catalog::ToolRecord;
-use crate::exec::{shape, Checked, Shaped};
+use crate::exec::{shape, Shaped};
+use crate::gate::{self, Origin, Refusal, RefusalKind};
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::shape::tokens::Encoding;
@@ -38,38 +39,23 @@ pub async fn run(
         }
     };
     let tool = request.tool;
-    let mut permit = match engine.policy.check(caller, &tool, &request.arguments) {
-        Ok(p) => p,
-        Err(refusal) => return MetaResult::error(format!("execute: {refusal}")),
-    };
-    let call = match admit(engine, owner, &tool, request.arguments) {
+    let call = match gate::admit(
+        engine,
+        caller,
+        owner,
+        &tool,
+        request.arguments,
+        Origin::Client,
+    )
+    .await
+    {
         Ok(call) => call,
-        Err(Refusal::Token(e)) => {
-            permit.not_run("unknown or foreign PII token");
-            let e = engine.refused(caller, "piiToken", &e.message.clone(), e);
-            return MetaResult::error(format!("execute: {e}"));
-        }
-        Err(Refusal::Flow { rule, message }) => {
-            permit.not_run(&format!("flow rule {rule}"));
-            return MetaResult::error(format!("execute: {message}"));
-        }
-        Err(Refusal::InvalidArguments(report)) => {
-            permit.not_run("invalid arguments");
-            // The message in the structured part too: some clients show only that.
-            let message = report.to_text(&tool.id.to_string());
-            return MetaResult {
-                structured: Some(
-                    json!({"error": "invalid_arguments", "tool": tool.id.to_string(), "validation": report.structured()}),
-                ),
-                ..MetaResult::error(message)
-            };
-        }
+        Err(refusal) => return refused(&refusal, &tool),
     };
-    // Valid arguments first, so the user is never asked to approve a call that cannot run.
-    if let Err(refusal) = permit.confirm(caller).await {
-        return MetaResult::error(format!("execute: {refusal}"));
-    }
     let relay = caller.relay.clone();
+    let code = &engine.gw.config.code;
+    let pii = (code.pii).then(|| (engine.pii.clone(), code.pii_fields.clone(), owner.clone()));
+    let server = tool.id.server.clone();
     let started = engine.store.start(owner, move |ct, progress| async move {
         let opts = CallOptions {
             progress: Some(progress),
@@ -78,8 +64,11 @@ pub async fn run(
             relay,
             ..Default::default()
         };
-        let result = call.run("guided", opts).await;
-        permit.finish(&result);
+        let mut result = call.run(opts).await;
+        // PII leaves tokenized (`code.pii`), as from every surface.
+        if let (Some((vault, fields, owner)), Ok(outcome)) = (&pii, result.as_mut()) {
+            gate::outbound(vault, fields, owner, &server, outcome);
+        }
         result
     });
     let op = match started {
@@ -97,93 +86,17 @@ pub async fn run(
     answer_status(engine, owner, &op, status, &request.fields, budget)
 }
 
-/// Why a call was not admitted.
-#[derive(Debug)]
-pub enum Refusal {
-    /// The arguments do not match the tool's input schema.
-    InvalidArguments(crate::exec::ValidationReport),
-    /// A PII token in the arguments is not the caller's (`code.pii`).
-    Token(crate::principal::Refused),
-    /// A `[code.flows]` rule keeps a token's value from this tool's server.
-    Flow { rule: String, message: String },
-}
-
-/// A call that passed [`admit`]: the only way to reach an upstream from a meta-tool or a
-/// program, so every call is checked the same way.
-pub struct Admitted {
-    gw: Arc<crate::gateway::Gateway>,
-    tool: Arc<ToolRecord>,
-    arguments: Map<String, Value>,
-    /// When admission began (the gateway's own time before the call is measured from it).
-    since: std::time::Instant,
-}
-
-/// The gate every tool call passes, from execute and from code mode alike: validation
-/// against the tool's full schema (and the caller's authorization, where configured).
-/// `arguments` is the one value that is checked and then sent.
-pub fn admit(
-    engine: &Engine,
-    owner: &Principal,
-    tool: &Arc<ToolRecord>,
-    arguments: Map<String, Value>,
-) -> Result<Admitted, Refusal> {
-    let since = std::time::Instant::now();
-    let mut value = Value::Object(arguments);
-    let code = &engine.gw.config.code;
-    if code.pii {
-        let server = tool.id.server.as_str();
-        let mut rule = None;
-        let mut decide =
-            |token: &str, class: &str, origins: &std::collections::BTreeSet<String>| {
-                match crate::code::flows::forbidden(&code.flows, class, origins, server, token) {
-                    Some((name, message)) => {
-                        rule = Some(name);
-                        crate::code::pii::Decision::Refuse(message)
-                    }
-                    None => crate::code::pii::Decision::Restore,
-                }
-            };
-        let restored = engine.pii.restore_with(owner, &mut value, &mut decide);
-        match restored {
-            Ok(()) => {}
-            Err(crate::code::pii::RestoreError::Token(e)) => return Err(Refusal::Token(e)),
-            Err(crate::code::pii::RestoreError::Flow(message)) => {
-                return Err(Refusal::Flow {
-                    rule: rule.unwrap_or_default(),
-                    message,
-                })
-            }
-        }
-    }
-    match engine.validators.validate(tool, &value) {
-        Ok(Checked::Valid) => {}
-        Ok(Checked::Skipped { reason }) => {
-            tracing::debug!(tool = %tool.id, "arguments not validated: {reason}")
-        }
-        Err(report) => return Err(Refusal::InvalidArguments(report)),
-    }
-    let Value::Object(arguments) = value else {
-        unreachable!("built from a map above")
+/// A refusal as execute answers it: the message (invalid arguments as the validation
+/// report's text, others after `execute: `), and in the structured part the refusal's code
+/// (the one the audit record has), the tool and any detail; some clients show only that.
+fn refused(refusal: &Refusal, tool: &ToolRecord) -> MetaResult {
+    let message = match refusal.kind {
+        RefusalKind::InvalidArguments => refusal.message.clone(),
+        _ => format!("execute: {refusal}"),
     };
-    Ok(Admitted {
-        gw: engine.gw.clone(),
-        tool: tool.clone(),
-        arguments,
-        since,
-    })
-}
-
-impl Admitted {
-    /// Calls the upstream with the admitted arguments (`surface`: guided or code, for
-    /// the metrics).
-    pub async fn run(
-        self,
-        surface: &'static str,
-        opts: CallOptions,
-    ) -> Result<CallOutcome, crate::upstream::CallError> {
-        let (gw, since) = (&self.gw, self.since);
-        gw.call_as(surface, since, &self.tool, self.arguments, opts)
-            .await
+    MetaResult {
+        structured: Some(gate::refusal_json(refusal, &tool.id.to_string())),
+        ..MetaResult::error(message)
     }
 }
 
@@ -201,7 +114,7 @@ fn parse(
     caller: &Caller,
 ) -> Result<Request, String> {
     for key in args.keys() {
-        if !["selectionId", "tool", "arguments", "fields", "max_tokens"].contains(&key.as_str()) {
+        if !super::surface::declares(super::surface::EXECUTE, key) {
             return Err(format!(
                 "unknown argument {key:?}: execute takes selectionId (or tool), arguments, fields and max_tokens; the tool's own arguments go inside \"arguments\""
             ));
@@ -261,7 +174,7 @@ fn parse(
 /// Runs CPU-bound `f` where it does not stall the async runtime: on a multi-threaded
 /// runtime the worker hands its other tasks to another thread first (`block_in_place`);
 /// a current-thread runtime (tests) runs it as is.
-fn off_async_worker<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn off_async_worker<T>(f: impl FnOnce() -> T) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),

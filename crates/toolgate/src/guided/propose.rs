@@ -34,7 +34,7 @@ fn propose(
         return Err("skills are not configured on this gateway".into());
     };
     for key in args.keys() {
-        if !["runId", "name", "description", "input_schema", "servers"].contains(&key.as_str()) {
+        if !super::surface::declares(super::surface::PROPOSE_SKILL, key) {
             return Err(format!(
                 "unknown argument {key:?}: propose_skill takes runId, name, description, input_schema and servers"
             ));

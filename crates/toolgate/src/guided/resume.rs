@@ -20,7 +20,7 @@ pub async fn run(
     caller: &Caller,
 ) -> MetaResult {
     for key in args.keys() {
-        if !["cursor", "operationId", "cancel"].contains(&key.as_str()) {
+        if !super::surface::declares(super::surface::CONTINUE, key) {
             return MetaResult::error(format!(
                 "continue: unknown argument {key:?}: it takes cursor, or operationId and cancel"
             ));

@@ -146,7 +146,7 @@ struct RouteArgs<'a> {
 
 fn parse(args: &Map<String, Value>) -> Result<RouteArgs<'_>, String> {
     for key in args.keys() {
-        if !["task", "server", "detail", "limit", "cursor"].contains(&key.as_str()) {
+        if !super::surface::declares(super::surface::ROUTE, key) {
             return Err(format!(
                 "unknown argument {key:?}: route takes task, server, detail, limit and cursor"
             ));

@@ -150,15 +150,24 @@ pub async fn execute(
         skill: Some(&skill),
         depth: 0,
     };
+    let (audit, caller) = match crate::gate::start_run(caller, "skill", Some(name)) {
+        Ok(started) => started,
+        Err(refusal) => return MetaResult::error(format!("execute: {refusal}")),
+    };
+    let caller = &caller;
     let report = tokio::select! {
         r = run_program(engine, owner, caller, &program) => match r {
             Ok(r) => r,
-            Err(e) => return MetaResult::error(format!("execute: {e}")),
+            Err(e) => {
+                audit.end("refused", 0, None);
+                return MetaResult::error(format!("execute: {e}"));
+            }
         },
         _ = cancel.cancelled() => return MetaResult::error(
             "execute: cancelled; tool calls the skill already made may have taken effect",
         ),
     };
+    audit.end(&report.status, report.calls.len(), None);
     let mut answer = show(engine, owner, report);
     if let Some(s) = answer.structured.as_mut() {
         s["skill"] = json!(name);
@@ -205,9 +214,17 @@ pub fn nested<'a>(
             skill: Some(&skill),
             depth,
         };
-        let report = run_program(engine, owner, caller, &program)
-            .await
-            .map_err(|e| fail("limit", e))?;
+        let (audit, caller) = crate::gate::start_run(caller, "skill", Some(&name))
+            .map_err(|r| fail("denied", r.message))?;
+        let report = run_program(engine, owner, &caller, &program).await;
+        let report = match report {
+            Ok(r) => r,
+            Err(e) => {
+                audit.end("refused", 0, None);
+                return Err(fail("limit", e));
+            }
+        };
+        audit.end(&report.status, report.calls.len(), None);
         if report.status == "ok" {
             return Ok(report.result);
         }

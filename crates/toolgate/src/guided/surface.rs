@@ -54,6 +54,30 @@ pub fn session_tools(prefix: &str, code: bool, skills: bool) -> Vec<Value> {
     tools
 }
 
+/// Whether `key` is an argument the meta-tool `tool` (unprefixed) declares in its input
+/// schema: the one list of its arguments, which its handler checks the call against, so
+/// schema and handler cannot drift apart.
+pub fn declares(tool: &str, key: &str) -> bool {
+    static PROPERTIES: std::sync::OnceLock<Vec<(String, Vec<String>)>> = std::sync::OnceLock::new();
+    let all = PROPERTIES.get_or_init(|| {
+        session_tools("", true, true)
+            .iter()
+            .map(|t| {
+                let name = t["name"].as_str().unwrap_or_default().to_string();
+                let props = t["inputSchema"]["properties"].as_object();
+                (
+                    name,
+                    props
+                        .map(|p| p.keys().cloned().collect())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect()
+    });
+    all.iter()
+        .any(|(name, props)| name == tool && props.iter().any(|p| p == key))
+}
+
 /// The `propose_skill` meta-tool (listed when code mode and skills are on).
 pub fn skill_tools(prefix: &str) -> Vec<Value> {
     vec![json!({
@@ -158,4 +182,19 @@ pub fn meta_tools(prefix: &str) -> Vec<Value> {
             "annotations": {"openWorldHint": false}
         }),
     ]
+}
+
+#[cfg(test)]
+mod declares_tests {
+    use super::*;
+
+    #[test]
+    fn handlers_accept_exactly_what_the_schemas_declare() {
+        assert!(declares(EXECUTE, "arguments") && declares(EXECUTE, "max_tokens"));
+        assert!(declares(ROUTE, "cursor") && declares(CONTINUE, "operationId"));
+        assert!(declares(DESCRIBE_TOOLS, "search") && declares(PROPOSE_SKILL, "servers"));
+        assert!(declares(EXECUTE_CODE, "max_tool_calls"));
+        assert!(!declares(EXECUTE, "nope") && !declares(ROUTE, "arguments"));
+        assert!(!declares("no_such_tool", "task"));
+    }
 }

@@ -67,23 +67,35 @@ impl Grant {
 
     /// Why this key may not call `id` at `tier`, or `None` when it may.
     pub fn missing_permission(&self, id: &str, tier: Tier) -> Option<String> {
+        self.missing(id, tier).map(|(_, why)| why)
+    }
+
+    /// Like [`Grant::missing_permission`], with which permission is missing.
+    pub fn missing(&self, id: &str, tier: Tier) -> Option<(super::RefusalKind, String)> {
+        use super::RefusalKind::{Scope, Tier as TierKind};
         if !self.scopes.matches(id) {
             let why = match self.scopes.excluded_by(id) {
                 Some(ex) => format!("its scopes exclude it (\"!{ex}\")"),
                 None => "it is outside the key's scopes".to_string(),
             };
-            return Some(format!(
-                "key {:?} may not call {id}: {why}; the missing permission is scope \"{id}\"",
-                self.name
+            return Some((
+                Scope,
+                format!(
+                    "key {:?} may not call {id}: {why}; the missing permission is scope \"{id}\"",
+                    self.name
+                ),
             ));
         }
         if tier > self.tier {
-            return Some(format!(
-                "key {:?} may not call {id}: it is a {} tool and the key allows up to {}; the missing permission is tier \"{}\"",
-                self.name,
-                tier.as_str(),
-                self.tier.as_str(),
-                tier.as_str()
+            return Some((
+                TierKind,
+                format!(
+                    "key {:?} may not call {id}: it is a {} tool and the key allows up to {}; the missing permission is tier \"{}\"",
+                    self.name,
+                    tier.as_str(),
+                    self.tier.as_str(),
+                    tier.as_str()
+                ),
             ));
         }
         None
@@ -183,7 +195,7 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// A new random key (256 bits) and the configuration hash line for it.
 pub fn new_key() -> (String, String) {
-    let key = format!("{KEY_PREFIX}{}", crate::guided::random_hex(32));
+    let key = format!("{KEY_PREFIX}{}", crate::ids::random_hex(32));
     let hash = format!("{HASH_PREFIX}{}", hex::encode(hash_key(&key)));
     (key, hash)
 }

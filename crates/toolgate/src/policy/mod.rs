@@ -10,6 +10,7 @@
 //! - [`profiles`]: what a profile shows, and route over a profile's view.
 //! - [`keys`]: API keys (hashes, constant-time lookup) and what each may call.
 //! - [`permit`]: one judged call: its refusal, approval and outcome, audited.
+//! - [`refusal`]: why a call was refused, as a typed value with one code.
 //! - [`approval`]: asking the user before destructive calls.
 //! - [`audit`]: the append-only JSON-lines trail.
 //! - [`config`]: the `[policy]` section of `toolgate.toml`.
@@ -21,12 +22,14 @@ pub mod glob;
 pub mod keys;
 pub mod permit;
 pub mod profiles;
+pub mod refusal;
 pub mod tiers;
 
 pub use config::PolicyConfig;
 pub use keys::{Grant, KeyRejection};
 pub use permit::Permit;
 pub use profiles::Profile;
+pub use refusal::{Refusal, RefusalKind};
 pub use tiers::Tier;
 
 use crate::catalog::{Catalog, CatalogEntry, ToolRecord};
@@ -72,7 +75,10 @@ pub struct Caller {
     pub approver: Option<Arc<dyn Approver>>,
     /// Where an upstream's sampling, elicitation and roots requests during this caller's
     /// calls go: this session's client (absent: outside any session).
-    pub relay: Option<Arc<dyn crate::upstream::ClientRelay>>,
+    pub relay: Option<Arc<dyn crate::call::ClientRelay>>,
+    /// The program run (`execute_code`, a skill) this caller's calls are made from: their
+    /// audit records carry it as `run`, linking them to the run's own records.
+    pub run: Option<Arc<str>>,
 }
 
 impl Caller {
@@ -86,6 +92,7 @@ impl Caller {
             surface: "direct",
             approver: None,
             relay: None,
+            run: None,
         }
     }
 
@@ -209,6 +216,13 @@ impl Policy {
         tiers::facts(&self.config.tools, tool)
     }
 
+    /// The one meaning of "destructive": the tool's tier, from the configured rules or
+    /// else its annotations (unannotated is destructive, see [`Tier::from_annotations`]).
+    /// Approval, keys and code mode all ask this.
+    pub fn destructive(&self, tool: &ToolRecord) -> bool {
+        self.facts(tool).tier == Tier::Destructive
+    }
+
     /// Whether route may name `tool` for this caller (shadow tools included).
     pub fn shows(&self, caller: &Caller, tool: &ToolRecord) -> bool {
         match &caller.profile {
@@ -284,7 +298,7 @@ impl Policy {
         caller: &Caller,
         tool: &ToolRecord,
         arguments: &Map<String, Value>,
-    ) -> Result<Permit, String> {
+    ) -> Result<Permit, Refusal> {
         let mut permit = self.check(caller, tool, arguments)?;
         permit.confirm(caller).await?;
         Ok(permit)
@@ -297,7 +311,7 @@ impl Policy {
         caller: &Caller,
         tool: &ToolRecord,
         arguments: &Map<String, Value>,
-    ) -> Result<Permit, String> {
+    ) -> Result<Permit, Refusal> {
         let facts = self.facts(tool);
         let id = tool.id.to_string();
         let visible = caller
@@ -307,24 +321,24 @@ impl Policy {
         // A log that could not be opened refuses everything; a write that fails is found by
         // the call's own `start` record (`Permit::confirm`), so the log recovers with the disk.
         if let Some(e) = &self.audit_broken {
-            return Err(format!(
+            return Err(Refusal::new(RefusalKind::AuditUnwritable, format!(
                 "{id} was not run: the audit log cannot be written ({e}); ask the gateway's administrator"
-            ));
+            )));
         }
         let permit = Permit::new(self, caller, tool, facts.tier, visible, arguments);
         let contact = self.config.contact.as_deref();
         if facts.shadow {
             let ask = contact.unwrap_or("the gateway's administrator");
-            return Err(permit.refuse(
-                Verdict::Shadow,
+            return Err(permit.refuse(Refusal::new(
+                RefusalKind::Shadow,
                 format!("{id} is not enabled yet (it is being introduced in shadow mode). To use it, ask {ask}."),
-            ));
+            )));
         }
-        if let Some(missing) = caller.grant.missing_permission(&id, facts.tier) {
+        if let Some((kind, missing)) = caller.grant.missing(&id, facts.tier) {
             let who = contact
                 .map(|c| format!(" To widen the key, ask {c}."))
                 .unwrap_or_default();
-            return Err(permit.refuse(Verdict::Refused, format!("{missing}.{who}")));
+            return Err(permit.refuse(Refusal::new(kind, format!("{missing}.{who}"))));
         }
         Ok(permit)
     }
@@ -387,7 +401,7 @@ impl Policy {
                 surface: caller.surface,
                 server,
                 tool,
-                call_id: &crate::guided::random_hex(8),
+                call_id: &crate::ids::random_hex(8),
                 phase: None,
                 visible: false,
                 tier: "",
@@ -399,6 +413,8 @@ impl Policy {
                 error: None,
                 latency: None,
                 result_tokens: None,
+                code: Some(RefusalKind::NotVisible.code()),
+                run: caller.run.as_deref(),
             },
             false,
         );

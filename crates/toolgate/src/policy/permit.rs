@@ -4,9 +4,9 @@
 
 use super::approval::{self, Answer};
 use super::audit::{AuditLog, CallRecord, Verdict};
-use super::{Caller, Policy, Tier};
+use super::{Caller, Policy, Refusal, RefusalKind, Tier};
+use crate::call::{CallError, CallOutcome};
 use crate::catalog::ToolRecord;
-use crate::upstream::{CallError, CallOutcome};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,6 +29,8 @@ pub struct Permit {
     arguments: Map<String, Value>,
     approved: Option<bool>,
     started: Instant,
+    /// The program run this call is made from (`Caller::run`), if any.
+    run: Option<Arc<str>>,
 }
 
 impl Permit {
@@ -54,7 +56,7 @@ impl Permit {
             surface: caller.surface,
             server: tool.id.server.clone(),
             tool: tool.id.name.clone(),
-            call_id: crate::guided::random_hex(8),
+            call_id: crate::ids::random_hex(8),
             visible,
             tier,
             arguments: if keep_arguments {
@@ -64,34 +66,45 @@ impl Permit {
             },
             approved: None,
             started: Instant::now(),
+            run: caller.run.clone(),
         }
     }
 
-    /// Audits a refusal (synced: it must be on disk before the answer) and returns its message.
-    pub(super) fn refuse(&self, verdict: Verdict, reason: String) -> String {
+    /// Audits a refusal (synced: it must be on disk before the answer) and returns it.
+    /// A refusal of a permitted call (invalid arguments, a token, a flow rule) is recorded
+    /// as before, `allowed` with outcome `not_run`; every record carries the refusal's code.
+    pub fn refuse(&self, refusal: Refusal) -> Refusal {
+        let verdict = refusal.kind.verdict();
+        let code = Some(refusal.code());
         // Refused either way; a record that cannot be written is logged by the audit log.
-        let _ = self.record(None, verdict, Some(reason.clone()), None, None, None);
-        reason
+        let _ = if verdict == Verdict::Allowed {
+            let why = refusal.not_run_reason();
+            self.record_coded(None, verdict, None, Some("not_run"), Some(why), None, code)
+        } else {
+            let reason = Some(refusal.message.clone());
+            self.record_coded(None, verdict, reason, None, None, None, code)
+        };
+        refusal
     }
 
     /// The last step before the call runs. For a destructive call under approval, asks the
     /// user and waits; anything but an acceptance (a decline, a dismissal, a client that
     /// cannot ask) is a refusal. Then writes the call's `start` record: a call that cannot be
     /// recorded does not run.
-    pub async fn confirm(&mut self, caller: &Caller) -> Result<(), String> {
+    pub async fn confirm(&mut self, caller: &Caller) -> Result<(), Refusal> {
         self.approve(caller).await?;
         self.started = Instant::now();
         let reason = self.hidden_reason();
         self.record(Some("start"), Verdict::Allowed, reason, None, None, None)
             .map_err(|e| {
-                format!(
+                Refusal::new(RefusalKind::AuditUnwritable, format!(
                     "{}/{} was not run: the audit log cannot be written ({e}); ask the gateway's administrator",
                     self.server, self.tool
-                )
+                ))
             })
     }
 
-    async fn approve(&mut self, caller: &Caller) -> Result<(), String> {
+    async fn approve(&mut self, caller: &Caller) -> Result<(), Refusal> {
         if self.tier != Tier::Destructive || !self.needs_approval {
             return Ok(());
         }
@@ -108,12 +121,12 @@ impl Permit {
             return Ok(());
         }
         self.approved = Some(false);
-        let verdict = match answer {
-            Answer::Unsupported => Verdict::ApprovalUnavailable,
-            Answer::InputRequired => Verdict::ApprovalRequested,
-            _ => Verdict::ApprovalDeclined,
+        let kind = match answer {
+            Answer::Unsupported => RefusalKind::ApprovalUnavailable,
+            Answer::InputRequired => RefusalKind::ApprovalRequested,
+            _ => RefusalKind::ApprovalDeclined,
         };
-        Err(self.refuse(verdict, approval::refusal(&id, &answer)))
+        Err(self.refuse(Refusal::new(kind, approval::refusal(&id, &answer))))
     }
 
     /// Audits the finished call: outcome, latency and result tokens (o200k). Destructive
@@ -148,16 +161,9 @@ impl Permit {
         (!self.visible).then(|| "hidden by the profile; called by exact name".into())
     }
 
-    /// Audits a permitted call that never reached the upstream (e.g. invalid arguments).
-    pub fn not_run(self, why: &str) {
-        let _ = self.record(
-            None,
-            Verdict::Allowed,
-            None,
-            Some("not_run"),
-            Some(why.into()),
-            None,
-        );
+    /// Whether the call is destructive (its tier), as approval judges it.
+    pub fn destructive(&self) -> bool {
+        self.tier == Tier::Destructive
     }
 
     /// Writes one record of this call; an error says why it could not be written.
@@ -169,6 +175,20 @@ impl Permit {
         outcome: Option<&str>,
         error: Option<String>,
         result_tokens: Option<usize>,
+    ) -> Result<(), String> {
+        self.record_coded(phase, verdict, reason, outcome, error, result_tokens, None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_coded(
+        &self,
+        phase: Option<&str>,
+        verdict: Verdict,
+        reason: Option<String>,
+        outcome: Option<&str>,
+        error: Option<String>,
+        result_tokens: Option<usize>,
+        code: Option<&str>,
     ) -> Result<(), String> {
         let Some(log) = &self.audit else {
             return Ok(());
@@ -194,6 +214,8 @@ impl Permit {
                 error,
                 latency: ran.then(|| self.started.elapsed()),
                 result_tokens,
+                code,
+                run: self.run.as_deref(),
             },
             verdict != Verdict::Allowed || self.tier == Tier::Destructive,
         )

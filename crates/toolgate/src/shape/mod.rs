@@ -8,17 +8,14 @@
 //! - [`slim`]: `SlimOptions` and the slimmed tool listing; [`boilerplate`] finds
 //!   per-server repeated text; [`text`] cuts descriptions at sentence ends.
 //! - [`local`]: `LocalOptions` and the grammar-safe schema rewrite; [`refs`] inlines `$ref`s.
-//! - [`lint`]: the rules local models trip on; [`report`]: `TokenReport` and `LintReport`.
+//! - [`lint`]: the rules local models trip on (the reports over a catalog are in `measure`).
 //! - [`walk`]: visiting every subschema with its JSON pointer.
 //! - [`view`]: one snapshot under the configured direct profile (`ProfileView`).
-//! - [`simulate`]: whole-task token cost, direct against guided, with an oracle agent.
 
 pub mod boilerplate;
 pub mod lint;
 pub mod local;
 pub mod refs;
-pub mod report;
-pub mod simulate;
 pub mod slim;
 pub mod text;
 pub mod tokens;
@@ -27,7 +24,6 @@ pub mod walk;
 
 pub use lint::{lint_schema, Rule, SchemaFinding};
 pub use local::{rewrite_schema, LocalOptions};
-pub use report::{Finding, LintReport, ServerRow, SurfaceTotals, TokenReport};
 pub use slim::{slim_catalog, slim_schema, slim_tool, ShapedTool, SlimOptions, ToolOverride};
 pub use tokens::{Encoding, FormTokens};
 pub use view::ProfileView;

@@ -84,7 +84,7 @@ mod tests {
     #[tokio::test]
     async fn the_engine_builds_one_view_per_snapshot() {
         let gw = crate::gateway::Gateway::start(crate::config::Config::empty());
-        let engine = crate::guided::Engine::new(gw.clone());
+        let engine = crate::engine::Engine::new(gw.clone());
         let current = gw.catalog();
         let a = engine.view(&current);
         assert!(

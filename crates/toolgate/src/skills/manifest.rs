@@ -119,7 +119,7 @@ fn check(fm: FrontMatter, folder: &str, file: &Path) -> Result<Skill, String> {
         return Err(format!("{at}: servers: at most {MAX_SERVERS}"));
     }
     for s in &fm.servers {
-        if !crate::config::is_simple_name(s) || s == SKILLS_SERVER {
+        if !crate::ids::is_simple_name(s) || s == SKILLS_SERVER {
             return Err(format!(
                 "{at}: servers: {s:?} is not an upstream name (list the upstream servers the program calls)"
             ));

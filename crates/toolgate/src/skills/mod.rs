@@ -29,10 +29,10 @@ pub const SKILL_MD: &str = "SKILL.md";
 pub const SKILL_JS: &str = "skill.js";
 
 /// A skill name is a folder name and a route name: a simple name (see
-/// [`crate::config::is_simple_name`]) that does not start with a dot, so it is never `.`,
+/// [`crate::ids::is_simple_name`]) that does not start with a dot, so it is never `.`,
 /// `..` or a hidden folder such as `.drafts`.
 pub fn is_skill_name(name: &str) -> bool {
-    crate::config::is_simple_name(name) && !name.starts_with('.')
+    crate::ids::is_simple_name(name) && !name.starts_with('.')
 }
 
 /// What a bad skill name is told.
@@ -48,9 +48,8 @@ pub(crate) struct TempDir(pub std::path::PathBuf);
 
 #[cfg(test)]
 impl TempDir {
-    pub fn new() -> Self {
-        let p =
-            std::env::temp_dir().join(format!("toolgate-skill-{}", crate::guided::random_hex(6)));
+    pub(crate) fn new() -> Self {
+        let p = std::env::temp_dir().join(format!("toolgate-skill-{}", crate::ids::random_hex(6)));
         std::fs::create_dir_all(&p).unwrap();
         Self(p)
     }

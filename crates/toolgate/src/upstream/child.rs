@@ -16,7 +16,7 @@ const STDERR_LINES_PER_SEC: u32 = 50;
 
 /// A running child. Dropping it kills its whole process group, so no grandchild
 /// (e.g. `npx` -> `node`) outlives the gateway's handle on it.
-pub struct ChildProcess {
+pub(super) struct ChildProcess {
     child: Child,
     /// The process group id (= the child's pid, since it leads its own group).
     pgid: Option<Pid>,
@@ -30,7 +30,7 @@ type StderrTail = std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<Str
 const TAIL_LINES: usize = 5;
 
 /// What a stdio upstream is started with.
-pub struct Spawn<'a> {
+pub(super) struct Spawn<'a> {
     pub command: &'a str,
     pub args: &'a [String],
     /// The upstream's own `env`, on top of the minimal environment.
@@ -45,7 +45,7 @@ pub struct Spawn<'a> {
 
 /// Spawns the command with a minimal environment (`environment::child_env`); returns the
 /// child, a reader yielding only its JSON lines, and its stdin.
-pub fn spawn(
+pub(super) fn spawn(
     upstream: &str,
     what: Spawn<'_>,
     raw_tools: super::RawTools,
@@ -251,7 +251,7 @@ fn clip(s: &str) -> &str {
 
 impl ChildProcess {
     /// Asks the process group to stop (SIGTERM), then kills it after `grace`.
-    pub async fn terminate(&mut self, grace: Duration) {
+    pub(super) async fn terminate(&mut self, grace: Duration) {
         if let Some(pgid) = self.pgid {
             let _ = killpg(pgid, Signal::SIGTERM);
         }
@@ -275,7 +275,7 @@ impl ChildProcess {
     }
 
     /// Waits for the child to exit and describes how it ended.
-    pub async fn wait(&mut self) -> String {
+    pub(super) async fn wait(&mut self) -> String {
         match self.child.wait().await {
             Ok(status) => format!("the process exited ({status})"),
             Err(e) => format!("waiting for the process failed: {e}"),
@@ -284,7 +284,7 @@ impl ChildProcess {
 
     /// `message` with the last lines the child wrote to stderr, where a dying program
     /// says why (called once it has exited, so the pipe is drained or about to be).
-    pub async fn with_stderr(&self, message: String) -> String {
+    pub(super) async fn with_stderr(&self, message: String) -> String {
         for _ in 0..20 {
             if !self.stderr_tail.lock().expect("stderr tail").is_empty() {
                 break;

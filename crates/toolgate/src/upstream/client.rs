@@ -3,7 +3,8 @@
 // Logging is deprecated by SEP-2577 but still what 2025-era servers send.
 #![allow(deprecated)]
 
-use super::requests::{request_key, Notice, Relay, RelayKind};
+use super::requests::{request_key, Notice, Relay};
+use crate::call::{Progress, RelayKind};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, Implementation, ListRootsResult, LoggingLevel,
@@ -15,14 +16,6 @@ use rmcp::{ClientHandler, ErrorData};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
-
-/// Progress of one upstream call, as toolgate passes it on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    pub progress: f64,
-    pub total: Option<f64>,
-    pub message: Option<String>,
-}
 
 /// Progress tokens of calls in flight -> where their progress goes.
 pub(crate) type ProgressRoutes = Arc<Mutex<ProgressTable>>;
@@ -44,7 +37,7 @@ const EARLY_TTL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl ProgressTable {
     /// Registers a route and hands it whatever arrived early for its token.
-    pub fn insert(&mut self, key: String, tx: mpsc::UnboundedSender<Progress>) {
+    pub(super) fn insert(&mut self, key: String, tx: mpsc::UnboundedSender<Progress>) {
         if let Some((_, early)) = self.early.remove(&key) {
             for p in early {
                 let _ = tx.send(p);
@@ -54,11 +47,11 @@ impl ProgressTable {
     }
 
     /// True once the upstream has sent progress for this route.
-    pub fn has_progress(&self, key: &str) -> bool {
+    pub(super) fn has_progress(&self, key: &str) -> bool {
         self.active.contains(key)
     }
 
-    pub fn remove(&mut self, key: &str) {
+    pub(super) fn remove(&mut self, key: &str) {
         self.routes.remove(key);
         self.active.remove(key);
     }

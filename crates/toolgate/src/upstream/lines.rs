@@ -3,7 +3,7 @@
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
-pub struct Lines<R> {
+pub(super) struct Lines<R> {
     reader: BufReader<R>,
     max: usize,
     buf: Vec<u8>,
@@ -13,7 +13,7 @@ pub struct Lines<R> {
 
 /// The first and last bytes of a line too long to keep: enough to find its JSON-RPC id.
 #[derive(Default)]
-pub struct Dropped {
+pub(super) struct Dropped {
     head: Vec<u8>,
     tail: Vec<u8>,
 }
@@ -36,7 +36,7 @@ impl Dropped {
 
     /// The message's top-level `id`: near the start (`{"jsonrpc":"2.0","id":7,...`) or,
     /// as the TypeScript SDK writes it, at the end (`...,"jsonrpc":"2.0","id":7}`).
-    pub fn id(&self) -> Option<serde_json::Value> {
+    pub(super) fn id(&self) -> Option<serde_json::Value> {
         let head = String::from_utf8_lossy(&self.head);
         let tail = String::from_utf8_lossy(&self.tail);
         top_level_id(&head).or_else(|| trailing_id(tail.trim_end()))
@@ -84,7 +84,7 @@ fn scalar_end(s: &str) -> Option<usize> {
     (!s[..end].contains(['{', '['])).then_some(end)
 }
 
-pub fn lines<R: AsyncRead + Unpin>(r: R, max: usize) -> Lines<R> {
+pub(super) fn lines<R: AsyncRead + Unpin>(r: R, max: usize) -> Lines<R> {
     Lines {
         reader: BufReader::with_capacity(64 * 1024, r),
         max,
@@ -95,7 +95,7 @@ pub fn lines<R: AsyncRead + Unpin>(r: R, max: usize) -> Lines<R> {
 
 impl<R: AsyncRead + Unpin> Lines<R> {
     /// The next line without its newline; `None` at end of input.
-    pub async fn next_line(&mut self) -> Option<std::io::Result<String>> {
+    pub(super) async fn next_line(&mut self) -> Option<std::io::Result<String>> {
         self.buf.clear();
         self.dropped = None;
         let mut too_long = false;

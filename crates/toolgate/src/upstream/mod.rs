@@ -16,8 +16,8 @@ pub(crate) use lines::top_level_id;
 mod requests;
 mod supervisor;
 
-pub use client::Progress;
-pub use requests::{ClientRelay, Notice, RelayKind, RequestOptions};
+pub use crate::call::{CallError, CallOptions, CallOutcome, ClientRelay, Progress, RelayKind};
+pub use requests::{Notice, RequestOptions};
 pub(crate) use supervisor::supervise;
 
 use crate::config::UpstreamConfig;
@@ -28,8 +28,6 @@ use rmcp::Peer;
 use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// Tool objects by name, as an upstream wrote them.
 pub(crate) type RawTools = Arc<Mutex<std::collections::HashMap<String, Map<String, Value>>>>;
@@ -64,59 +62,6 @@ impl UpstreamStatus {
     pub fn settled(&self) -> bool {
         !matches!(self, Self::Starting)
     }
-}
-
-/// The result of a `tools/call`, kept as JSON so nothing the upstream sent is lost.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct CallOutcome {
-    /// The content blocks, exactly as sent.
-    pub content: Vec<Value>,
-    pub structured_content: Option<Value>,
-    pub is_error: bool,
-    pub meta: Option<Value>,
-}
-
-/// Why a call did not produce an outcome. Each message names the upstream.
-#[derive(Debug, thiserror::Error)]
-pub enum CallError {
-    #[error("upstream {0:?} is not connected ({1}); try again shortly or run `toolgate check`")]
-    Unavailable(String, String),
-    #[error("upstream {server:?} did not answer {tool:?} within {secs:.1} s (call_timeout_secs)")]
-    Timeout {
-        server: String,
-        tool: String,
-        secs: f64,
-    },
-    /// The second field says what else ends a connection this way (or is empty).
-    #[error("upstream {0:?} closed the connection during the call (it may have crashed{1})")]
-    Closed(String, String),
-    #[error("upstream {server:?} rejected the call: {message}")]
-    Rejected {
-        server: String,
-        code: i32,
-        message: String,
-    },
-    #[error("the call was cancelled")]
-    Cancelled,
-    #[error("upstream {0:?}: {1}")]
-    Other(String, String),
-    /// The upstream answered `input_required` and the call's client took it to its user
-    /// (2026-07-28, see `mrtr`): nothing to show for this round; the client retries.
-    #[error("upstream {0:?} needs input from the user; the client was asked for it")]
-    InputRequired(String),
-}
-
-/// Options for one call.
-#[derive(Debug, Default)]
-pub struct CallOptions {
-    /// Overrides the upstream's `call_timeout`.
-    pub timeout: Option<Duration>,
-    /// Where progress notifications go, if anywhere.
-    pub progress: Option<mpsc::UnboundedSender<Progress>>,
-    /// Cancelling it cancels the upstream request (`notifications/cancelled`).
-    pub cancel: Option<CancellationToken>,
-    /// Where the upstream's sampling, elicitation and roots requests go during the call.
-    pub relay: Option<Arc<dyn ClientRelay>>,
 }
 
 /// One upstream: its configuration and live state, shared by its supervisor and callers.

@@ -14,7 +14,7 @@
 //!   times;
 //! - a call no client stands behind (a guided operation's, a program's) fails, saying so.
 
-use super::requests::{ClientRelay, RelayKind};
+use crate::call::{ClientRelay, RelayKind};
 use crate::principal::Principal;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -33,26 +33,7 @@ const MAX_PENDING: usize = 10_000;
 /// The prefix of the gateway's own MRTR handles (approval's are `ap-`).
 pub const HANDLE_PREFIX: &str = "in-";
 
-/// What a 2026-07-28 client's request carries for its upstream call.
-#[derive(Debug, Clone, Default)]
-pub struct MrtrRequest {
-    /// The client's `inputResponses`, passed to the upstream as they are.
-    pub input_responses: Option<BTreeMap<String, Value>>,
-    /// The upstream's own `requestState` and the (upstream, tool) it was issued for, when
-    /// the client's `requestState` was one of the gateway's handles.
-    pub resumes: Option<Resumed>,
-    /// The capabilities the client declared (`_meta`), so the upstream asks only for what
-    /// this client can give.
-    pub client_capabilities: Option<Value>,
-}
-
-/// A handle taken back: the upstream call it continues.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Resumed {
-    pub server: String,
-    pub tool: String,
-    pub state: Option<String>,
-}
+pub use crate::call::{MrtrRequest, Resumed};
 
 /// `requestState` handles handed to 2026-07-28 clients, by handle.
 #[derive(Default)]

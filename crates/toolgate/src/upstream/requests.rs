@@ -12,7 +12,7 @@
 //! error at once.
 
 use super::{CallError, Upstream};
-use futures::future::BoxFuture;
+use crate::call::{ClientRelay, RelayKind};
 use rmcp::model::{ClientRequest, RequestId, ServerResult};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{json, Value};
@@ -21,59 +21,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::broadcast;
-
-/// What a server may ask of a client, by the capability the client must declare.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RelayKind {
-    Sampling,
-    Elicitation,
-    Roots,
-}
-
-impl RelayKind {
-    pub fn method(self) -> &'static str {
-        match self {
-            Self::Sampling => "sampling/createMessage",
-            Self::Elicitation => "elicitation/create",
-            Self::Roots => "roots/list",
-        }
-    }
-}
-
-/// The client side of a call in flight, as the front provides it: where the upstream's
-/// requests and call-scoped notifications go. JSON in, JSON out, so no rmcp server type
-/// leaks into the upstream layer.
-pub trait ClientRelay: Send + Sync {
-    /// True when the client declared the capability `kind` needs.
-    fn supports(&self, kind: RelayKind) -> bool;
-    /// Sends `method` with `params` to the client and returns its result.
-    fn request(
-        &self,
-        method: &'static str,
-        params: Value,
-    ) -> BoxFuture<'static, Result<Value, String>>;
-    /// Sends a notification (`notifications/message` during a call) to the client.
-    fn notify(&self, method: &'static str, params: Value) -> BoxFuture<'static, ()>;
-    /// Told when the upstream of this client's own call asked for `kind` and this client
-    /// could not be asked (so the front can answer with the capability it lacks).
-    fn refused(&self, _kind: RelayKind) {}
-    /// For a client that answers `input_required` itself (2026-07-28): what its request
-    /// carries for this upstream call (see `upstream::mrtr`).
-    fn mrtr(&self) -> Option<super::mrtr::MrtrRequest> {
-        None
-    }
-    /// The upstream answered `input_required` (`result`, as JSON). True when this client
-    /// takes it to its user itself; false to have the gateway ask it by `request`.
-    fn input_required(&self, _server: &str, _tool: &str, _result: Value) -> bool {
-        false
-    }
-}
-
-impl std::fmt::Debug for dyn ClientRelay {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClientRelay")
-    }
-}
 
 /// A notification from an upstream that is not tied to a call in flight.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,4 +1,5 @@
 //! Helpers shared by the integration tests.
+#![allow(unreachable_pub)] // `pub` is for the test binary's own modules.
 pub mod instances;
 
 /// A shared dataset, or `None` (after saying why on stderr, past the test harness's capture,

@@ -12,6 +12,8 @@
 //! summary record.
 
 pub mod chain;
+mod run;
+pub use run::RunRecord;
 
 use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
@@ -155,6 +157,10 @@ pub struct CallRecord<'a> {
     pub error: Option<String>,
     pub latency: Option<Duration>,
     pub result_tokens: Option<usize>,
+    /// The refusal's code (`policy::RefusalKind::code`) when the call was refused or not run.
+    pub code: Option<&'a str>,
+    /// The program run the call was made from (its `run` record has the same id).
+    pub run: Option<&'a str>,
 }
 
 /// A handle refused because another principal made it, as the audit log records it.
@@ -254,6 +260,12 @@ impl AuditLog {
         let o = line.as_object_mut().expect("object");
         if let Some(phase) = r.phase {
             o.insert("phase".into(), json!(phase));
+        }
+        if let Some(code) = r.code {
+            o.insert("code".into(), json!(code));
+        }
+        if let Some(run) = r.run {
+            o.insert("run".into(), json!(run));
         }
         if self.arguments {
             o.insert("arguments".into(), Value::Object(r.arguments.clone()));
@@ -492,7 +504,7 @@ fn secret_file(path: &Path) -> Result<Vec<u8>> {
                 .with_context(|| format!("cannot read the audit log's secret {}", path.display()))
         }
     }
-    let secret = crate::guided::random_hex(32);
+    let secret = crate::ids::random_hex(32);
     let mut f = OpenOptions::new();
     f.write(true).create_new(true);
     #[cfg(unix)]

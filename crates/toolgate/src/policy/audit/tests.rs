@@ -23,6 +23,8 @@ fn record<'a>(args: &'a Map<String, Value>, verdict: Verdict) -> CallRecord<'a> 
         error: None,
         latency: None,
         result_tokens: None,
+        code: None,
+        run: None,
     }
 }
 

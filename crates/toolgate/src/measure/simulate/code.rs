@@ -11,11 +11,11 @@ use std::sync::Arc;
 use toolgate_sandbox::protocol::ToolEntry;
 
 /// Tokens of the surface a guided session with code mode on carries per request, as the
-/// session lists it (`shape::report::code_surface`: every meta-tool including
+/// session lists it (`measure::report::code_surface`: every meta-tool including
 /// execute_code and describe_tools, propose_skill with `skills`), and its instructions
 /// as a system message.
 pub fn code_surface_tokens(enc: Encoding, prefix: &str, skills: bool) -> usize {
-    let (tools, _, instructions) = crate::shape::report::code_surface(enc, prefix, skills);
+    let (tools, _, instructions) = crate::measure::report::code_surface(enc, prefix, skills);
     tools + enc.count_json(&json!({"role": "system", "content": instructions}))
 }
 

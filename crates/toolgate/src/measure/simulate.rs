@@ -6,16 +6,16 @@
 //! then the messages, each counted as its compact JSON. Tool results are left out of every
 //! loop; route's and describe_tools' answers are not tool results of the task, so they are in.
 
-use super::tokens::{openai_form_of_tool, Encoding};
-use super::{Profile, SurfaceOptions};
 use crate::catalog::{Catalog, LabelledQuery, ToolId, ToolRecord};
 use crate::code::tools_for;
 use crate::guided::route::{respond, RouteContext};
 use crate::guided::schema_view::Detail;
 use crate::guided::surface::{EXECUTE, INSTRUCTIONS, ROUTE};
-use crate::guided::MetaResult;
+use crate::meta::MetaResult;
 use crate::route::RouteIndex;
+use crate::shape::tokens::{openai_form_of_tool, Encoding};
 use crate::shape::ProfileView;
+use crate::shape::{Profile, SurfaceOptions};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};

@@ -1,13 +1,13 @@
-//! A program's tool call, through the same gate as execute ([`admit`]): only tools the
-//! caller may use, `[code.flows]` rules on values earlier results of the run held,
-//! destructive ones refused (`approval_required`) unless configured,
+//! A program's tool call, through the same gate as execute ([`gate::admit`]): the key's
+//! scopes and tier, `[code.flows]` rules on values earlier results of the run held,
+//! destructive ones (the policy's tier) refused (`approval_required`) unless configured,
 //! arguments validated against the full schema, the upstream's timeout capped by the
 //! run's deadline, and a result too large for the program refused (`limit`).
 
-use super::worker::ToolCall;
 use crate::catalog::ToolRecord;
-use crate::guided::execute::{admit, Refusal};
-use crate::guided::Engine;
+use crate::code::worker::ToolCall;
+use crate::engine::Engine;
+use crate::gate::{self, Origin, Refusal, RefusalKind};
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::upstream::{CallError, CallOptions, CallOutcome};
@@ -28,7 +28,7 @@ pub struct Gate<'a> {
     /// When the run's own deadline passes (calls get no more time than the run has).
     pub deadline: Instant,
     /// PII the run's results held, for `[code.flows]` (tracked only when rules exist).
-    pub flows: super::flows::RunFlows,
+    pub flows: crate::code::flows::RunFlows,
 }
 
 fn fail(code: &str, message: impl Into<String>) -> CallFailure {
@@ -38,18 +38,39 @@ fn fail(code: &str, message: impl Into<String>) -> CallFailure {
     }
 }
 
-/// True for a tool whose annotations say it may destroy data.
-pub fn destructive(tool: &ToolRecord) -> bool {
-    let a = tool.tool.get("annotations");
-    let hint = |k: &str| a.and_then(|a| a.get(k)).and_then(Value::as_bool);
-    hint("readOnlyHint") != Some(true) && hint("destructiveHint") == Some(true)
+/// A refusal as a program sees it: a `ToolError` whose `code` is one of the sandbox's
+/// categories (`denied`, `invalid_arguments`, `approval_required`) and whose message ends
+/// with the refusal's own code, the one the audit record has.
+fn refused(refusal: Refusal) -> CallFailure {
+    let category = match refusal.kind {
+        RefusalKind::InvalidArguments | RefusalKind::PiiToken => "invalid_arguments",
+        RefusalKind::ApprovalRequired
+        | RefusalKind::ApprovalDeclined
+        | RefusalKind::ApprovalUnavailable
+        | RefusalKind::ApprovalRequested => "approval_required",
+        _ => "denied",
+    };
+    fail(
+        category,
+        format!("{} (refused: {})", refusal.message, refusal.code()),
+    )
 }
 
 impl Gate<'_> {
     pub async fn call(&self, call: ToolCall) -> Result<Value, CallFailure> {
         let key = (call.server, call.tool);
-        let Some(tool) = self.allowed.get(&key) else {
-            let name = format!("{}/{}", key.0, key.1);
+        let name = format!("{}/{}", key.0, key.1);
+        // A tool outside the run's set because the key may not call it goes to the gate
+        // all the same, so the caller hears (and the audit log records) the refusal
+        // execute would give. One outside it for another reason (a skill's servers) is not
+        // a tool of this run.
+        let catalog = self.engine.gw.catalog();
+        let forbidden = || {
+            catalog
+                .resolve(&name)
+                .filter(|t| !gate::permitted(self.caller, t))
+        };
+        let Some(tool) = self.allowed.get(&key).or_else(forbidden) else {
             let reason = "not a tool this program's caller may use";
             self.engine
                 .policy
@@ -57,22 +78,18 @@ impl Gate<'_> {
             return Err(fail(
                 "denied",
                 format!(
-                    "there is no tool {:?} on server {:?} that this caller may use",
-                    key.1, key.0
+                    "there is no tool {:?} on server {:?} that this caller may use (refused: {})",
+                    key.1,
+                    key.0,
+                    RefusalKind::NotVisible.code()
                 ),
             ));
         };
         let config = &self.engine.gw.config.code;
         let name = tool.id.to_string();
-        if destructive(tool) && !config.allow_destructive.contains(&name) {
-            return Err(fail(
-                "approval_required",
-                format!("{name} is marked destructive: make this call with execute, where the user can confirm it"),
-            ));
-        }
         // A value an earlier result of this run held, going where a flow rule forbids
-        // (refused after the permit below, so it is audited like any refusal).
-        let flow_refusal = if config.flows.is_empty() {
+        // (refused by the gate after the policy, so it is audited like any refusal).
+        let flow = if config.flows.is_empty() {
             None
         } else {
             let (rules, fields) = (&config.flows, &config.pii_fields);
@@ -85,34 +102,17 @@ impl Gate<'_> {
                 format!("{name} takes an object of arguments"),
             ));
         };
-        // The key's scopes and tier, exactly as for execute (and audited the same way).
-        let mut permit = match self.engine.policy.check(self.caller, tool, &arguments) {
-            Ok(p) => p,
-            Err(refusal) => return Err(fail("denied", refusal)),
-        };
-        if let Some((rule, message)) = flow_refusal {
-            permit.not_run(&format!("flow rule {rule}"));
-            return Err(fail("denied", message));
-        }
-        let admitted = match admit(self.engine, self.owner, tool, arguments) {
-            Ok(a) => a,
-            Err(Refusal::InvalidArguments(report)) => {
-                permit.not_run("invalid arguments");
-                return Err(fail("invalid_arguments", report.to_text(&name)));
-            }
-            Err(Refusal::Token(e)) => {
-                permit.not_run("unknown or foreign PII token");
-                let e = (self.engine).refused(self.caller, "piiToken", &e.message.clone(), e);
-                return Err(fail("invalid_arguments", e));
-            }
-            Err(Refusal::Flow { rule, message }) => {
-                permit.not_run(&format!("flow rule {rule}"));
-                return Err(fail("denied", message));
-            }
-        };
-        if let Err(refusal) = permit.confirm(self.caller).await {
-            return Err(fail("approval_required", refusal));
-        }
+        let origin = Origin::Program { flow };
+        let admitted = gate::admit(
+            self.engine,
+            self.caller,
+            self.owner,
+            tool,
+            arguments,
+            origin,
+        )
+        .await
+        .map_err(refused)?;
         let left = self.deadline.saturating_duration_since(Instant::now());
         let upstream = self
             .engine
@@ -124,8 +124,7 @@ impl Gate<'_> {
             relay: self.caller.relay.clone(),
             ..Default::default()
         };
-        let result = admitted.run("code", opts).await;
-        permit.finish(&result);
+        let result = admitted.run(opts).await;
         match result {
             Ok(outcome) if outcome.is_error => Err(fail("upstream", text_of(&outcome))),
             Ok(outcome) => {
@@ -181,6 +180,6 @@ fn text_of(outcome: &CallOutcome) -> String {
     if t.is_empty() {
         "the tool reported an error".into()
     } else {
-        super::clip(&t, 2000)
+        crate::code::clip(&t, 2000)
     }
 }

@@ -2,11 +2,11 @@
 //! Library functions over `&Catalog`, so the CLI runs them on a catalog file and the
 //! gateway on its live catalog.
 
-use super::lint::{lint_schema, Rule};
-use super::tokens::{openai_form, Encoding, FormTokens};
-use super::{listing, Profile, SurfaceOptions};
 use crate::catalog::Catalog;
 use crate::guided::surface::{meta_tools, INSTRUCTIONS};
+use crate::shape::lint::{lint_schema, Rule};
+use crate::shape::tokens::{openai_form, Encoding, FormTokens};
+use crate::shape::{listing, Profile, SurfaceOptions};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

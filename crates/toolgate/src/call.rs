@@ -1,0 +1,148 @@
+//! Call types: what a tool call is given and gives back (`CallOutcome`, `CallError`,
+//! `CallOptions`, `Progress`) and the client side of a call in flight (`ClientRelay`).
+//! A leaf: the upstream layer makes them, the policy, the store and the surfaces read
+//! them, and none of those has to depend on `upstream` (which speaks rmcp) for that.
+//! `upstream` re-exports them where they always were.
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// The result of a `tools/call`, kept as JSON so nothing the upstream sent is lost.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CallOutcome {
+    /// The content blocks, exactly as sent.
+    pub content: Vec<Value>,
+    pub structured_content: Option<Value>,
+    pub is_error: bool,
+    pub meta: Option<Value>,
+}
+
+/// Why a call did not produce an outcome. Each message names the upstream.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("upstream {0:?} is not connected ({1}); try again shortly or run `toolgate check`")]
+    Unavailable(String, String),
+    #[error("upstream {server:?} did not answer {tool:?} within {secs:.1} s (call_timeout_secs)")]
+    Timeout {
+        server: String,
+        tool: String,
+        secs: f64,
+    },
+    /// The second field says what else ends a connection this way (or is empty).
+    #[error("upstream {0:?} closed the connection during the call (it may have crashed{1})")]
+    Closed(String, String),
+    #[error("upstream {server:?} rejected the call: {message}")]
+    Rejected {
+        server: String,
+        code: i32,
+        message: String,
+    },
+    #[error("the call was cancelled")]
+    Cancelled,
+    #[error("upstream {0:?}: {1}")]
+    Other(String, String),
+    /// The upstream answered `input_required` and the call's client took it to its user
+    /// (2026-07-28, see `upstream::mrtr`): nothing to show for this round; the client retries.
+    #[error("upstream {0:?} needs input from the user; the client was asked for it")]
+    InputRequired(String),
+}
+
+/// Options for one call.
+#[derive(Debug, Default)]
+pub struct CallOptions {
+    /// Overrides the upstream's `call_timeout`.
+    pub timeout: Option<Duration>,
+    /// Where progress notifications go, if anywhere.
+    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    /// Cancelling it cancels the upstream request (`notifications/cancelled`).
+    pub cancel: Option<CancellationToken>,
+    /// Where the upstream's sampling, elicitation and roots requests go during the call.
+    pub relay: Option<Arc<dyn ClientRelay>>,
+}
+
+/// Progress of one upstream call, as toolgate passes it on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// What a server may ask of a client, by the capability the client must declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelayKind {
+    Sampling,
+    Elicitation,
+    Roots,
+}
+
+impl RelayKind {
+    pub fn method(self) -> &'static str {
+        match self {
+            Self::Sampling => "sampling/createMessage",
+            Self::Elicitation => "elicitation/create",
+            Self::Roots => "roots/list",
+        }
+    }
+}
+
+/// The client side of a call in flight, as the front provides it: where the upstream's
+/// requests and call-scoped notifications go. JSON in, JSON out, so no rmcp server type
+/// leaks into the upstream layer.
+pub trait ClientRelay: Send + Sync {
+    /// True when the client declared the capability `kind` needs.
+    fn supports(&self, kind: RelayKind) -> bool;
+    /// Sends `method` with `params` to the client and returns its result.
+    fn request(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> BoxFuture<'static, Result<Value, String>>;
+    /// Sends a notification (`notifications/message` during a call) to the client.
+    fn notify(&self, method: &'static str, params: Value) -> BoxFuture<'static, ()>;
+    /// Told when the upstream of this client's own call asked for `kind` and this client
+    /// could not be asked (so the front can answer with the capability it lacks).
+    fn refused(&self, _kind: RelayKind) {}
+    /// For a client that answers `input_required` itself (2026-07-28): what its request
+    /// carries for this upstream call (see `upstream::mrtr`).
+    fn mrtr(&self) -> Option<MrtrRequest> {
+        None
+    }
+    /// The upstream answered `input_required` (`result`, as JSON). True when this client
+    /// takes it to its user itself; false to have the gateway ask it by `request`.
+    fn input_required(&self, _server: &str, _tool: &str, _result: Value) -> bool {
+        false
+    }
+}
+
+/// What a 2026-07-28 client's request carries for its upstream call.
+#[derive(Debug, Clone, Default)]
+pub struct MrtrRequest {
+    /// The client's `inputResponses`, passed to the upstream as they are.
+    pub input_responses: Option<BTreeMap<String, Value>>,
+    /// The upstream's own `requestState` and the (upstream, tool) it was issued for, when
+    /// the client's `requestState` was one of the gateway's handles.
+    pub resumes: Option<Resumed>,
+    /// The capabilities the client declared (`_meta`), so the upstream asks only for what
+    /// this client can give.
+    pub client_capabilities: Option<Value>,
+}
+
+/// A handle taken back: the upstream call it continues.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resumed {
+    pub server: String,
+    pub tool: String,
+    pub state: Option<String>,
+}
+
+impl std::fmt::Debug for dyn ClientRelay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientRelay")
+    }
+}

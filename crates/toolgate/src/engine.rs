@@ -1,0 +1,293 @@
+//! The application core, one per gateway, that both surfaces and the gate take: the
+//! gateway (upstreams, catalog), the policy, the compiled validators, the session store
+//! (pages, operations), the PII vault, code mode's state, workspace and run history, the
+//! skills folder, the route index (kept in step with the catalog, re-indexing only the
+//! servers that changed) with route's selections, and the catalog under the direct profile.
+
+use crate::catalog::{Catalog, ToolId, ToolRecord};
+use crate::exec::{SessionStore, StoreLimits, Validators};
+use crate::gateway::Gateway;
+use crate::policy::Caller;
+use crate::principal::{Principal, Refused};
+use crate::route::{RouteIndex, SnapshotIndex};
+use crate::shape::{ProfileView, SurfaceOptions};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a selection made by route stays usable.
+const SELECTION_TTL: Duration = Duration::from_secs(3600);
+/// Selections kept at most (oldest dropped first).
+const MAX_SELECTIONS: usize = 10_000;
+
+/// A tool route chose, for execute to run by `selectionId`.
+#[derive(Debug, Clone)]
+struct Selection {
+    owner: Principal,
+    tool: ToolId,
+    made: Instant,
+}
+
+/// The application core: what every surface and the gate share (one per gateway).
+pub struct Engine {
+    pub gw: Arc<Gateway>,
+    /// The catalog the index was built from, and the index.
+    index: Mutex<(Arc<Catalog>, Arc<dyn SnapshotIndex>)>,
+    /// The skills the index holds (as tools of the server `skills`).
+    indexed_skills: Mutex<Arc<crate::skills::SkillSet>>,
+    pub validators: Validators,
+    pub store: Arc<SessionStore>,
+    selections: Mutex<HashMap<String, Selection>>,
+    /// The current snapshot under the configured direct profile (direct `tools/list`,
+    /// route's `full` detail, `auto` mode's cost), rebuilt when the snapshot changes.
+    view: Mutex<Arc<ProfileView>>,
+    /// Profiles, keys, approval and audit: consulted by route, execute and the front.
+    pub policy: Arc<crate::policy::Policy>,
+    /// PII tokens handed to the model (`code.pii`), per principal.
+    pub pii: Arc<crate::code::pii::Vault>,
+    /// Code mode's `state.get/set` values, per principal.
+    pub code_state: crate::code::state::StateStore,
+    /// Code mode's workspace files, per principal (`code.workspace`).
+    pub workspace: crate::code::workspace::Workspace,
+    /// The skills folder (`code.skills_dir`), re-read when it changes.
+    pub skills: crate::skills::SkillLibrary,
+    /// Finished code-mode runs, so a model can propose one as a skill.
+    pub runs: crate::code::history::RunHistory,
+}
+
+impl Engine {
+    pub fn new(gw: Arc<Gateway>) -> Arc<Self> {
+        let limits = StoreLimits {
+            cursor_ttl: gw.config.guided.result_ttl,
+            operation_ttl: gw.config.guided.result_ttl,
+            ..StoreLimits::default()
+        };
+        let empty = Arc::new(Catalog::default());
+        let code = &gw.config.code;
+        // Skills are programs: without code mode there is nothing to run them with.
+        let skills_dir = code.skills_dir.clone().filter(|_| code.enabled);
+        let skills = crate::skills::SkillLibrary::new(skills_dir, code.max_source_bytes);
+        let engine = Arc::new(Self {
+            index: Mutex::new((empty.clone(), Arc::from(initial_index(&gw.config.guided)))),
+            // Not the library's own empty set, so the first index() adds the skills.
+            indexed_skills: Mutex::new(Arc::default()),
+            skills,
+            runs: Default::default(),
+            validators: Validators::new(),
+            store: Arc::new(SessionStore::new(limits)),
+            selections: Mutex::new(HashMap::new()),
+            view: Mutex::new(Arc::new(ProfileView::build(
+                empty,
+                gw.config.direct.profile,
+                &SurfaceOptions::default(),
+            ))),
+            policy: crate::policy::Policy::new(&gw.config.policy),
+            pii: Default::default(),
+            code_state: Default::default(),
+            workspace: crate::code::workspace::Workspace::new(&gw.config.code.workspace),
+            gw,
+        });
+        engine.warm_index();
+        engine
+    }
+
+    /// Builds the route index once the upstreams have settled, in the background, so the
+    /// first route call does not pay for it (with embeddings, every tool is embedded).
+    fn warm_index(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let engine = Arc::downgrade(self);
+        let wait = self.gw.config.gateway.startup_wait;
+        let gw = self.gw.clone();
+        runtime.spawn(async move {
+            gw.wait_settled(wait).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                if let Some(engine) = engine.upgrade() {
+                    engine.index();
+                }
+            })
+            .await;
+        });
+    }
+
+    /// Whether `caller` gets code mode (`code.enabled`, narrowed by `code.profiles` and
+    /// `code.keys`); skills, being programs, follow it.
+    pub fn code_for(&self, caller: &crate::policy::Caller) -> bool {
+        self.gw
+            .config
+            .code
+            .allows(caller.profile_name(), &caller.grant.name)
+    }
+
+    /// The route index for the current catalog and skills. When the catalog changed, only
+    /// the servers whose tools changed are re-indexed; when the skills changed, only them.
+    pub fn index(&self) -> (Arc<Catalog>, Arc<dyn SnapshotIndex>) {
+        let catalog = self.gw.catalog();
+        let skills = self.skills.current();
+        let mut guard = self.index.lock().expect("index");
+        let mut indexed = self.indexed_skills.lock().expect("skills");
+        if !Arc::ptr_eq(&indexed, &skills) {
+            let mut index = guard.1.clone_box();
+            let records = skills.skills.values().map(|s| s.record.clone()).collect();
+            index.replace_server(crate::skills::SKILLS_SERVER, records);
+            guard.1 = Arc::from(index);
+            *indexed = skills;
+        }
+        if !Arc::ptr_eq(&guard.0, &catalog) {
+            let mut index = guard.1.clone_box();
+            for server in changed_servers(&guard.0, &catalog) {
+                let tools = catalog
+                    .tools()
+                    .iter()
+                    .filter(|t| t.id.server == server)
+                    .cloned()
+                    .collect();
+                index.replace_server(&server, tools);
+            }
+            *guard = (catalog, Arc::from(index));
+        }
+        guard.clone()
+    }
+
+    /// Tokens the current catalog costs as a plain tool list under the configured direct
+    /// profile (OpenAI form, o200k), for `auto` mode.
+    pub fn direct_tokens(&self) -> usize {
+        self.view(&self.gw.catalog()).tokens
+    }
+
+    /// `catalog` under the configured direct profile: built once per snapshot.
+    pub fn view(&self, catalog: &Arc<Catalog>) -> Arc<ProfileView> {
+        let mut guard = self.view.lock().expect("view");
+        if !Arc::ptr_eq(&guard.catalog, catalog) {
+            let d = &self.gw.config.direct;
+            let opts = d.surface_options(&self.gw.config.gateway.meta_prefix);
+            *guard = Arc::new(ProfileView::build(catalog.clone(), d.profile, &opts));
+        }
+        guard.clone()
+    }
+
+    /// Remembers route's choice for `owner`; the selectionId execute takes.
+    pub(crate) fn remember(&self, owner: &Principal, tool: &ToolId) -> String {
+        let id = format!("sel-{}", crate::ids::random_hex(16));
+        let mut sel = self.selections.lock().expect("selections");
+        if sel.len() >= MAX_SELECTIONS {
+            let cutoff = Instant::now() - SELECTION_TTL;
+            sel.retain(|_, s| s.made > cutoff);
+            if sel.len() >= MAX_SELECTIONS {
+                if let Some(oldest) = sel
+                    .iter()
+                    .min_by_key(|(_, s)| s.made)
+                    .map(|(k, _)| k.clone())
+                {
+                    sel.remove(&oldest);
+                }
+            }
+        }
+        sel.insert(
+            id.clone(),
+            Selection {
+                owner: owner.clone(),
+                tool: tool.clone(),
+                made: Instant::now(),
+            },
+        );
+        id
+    }
+
+    /// The tool behind a selectionId, if `owner` made it and it is still fresh.
+    pub(crate) fn recall(&self, owner: &Principal, id: &str) -> Result<ToolId, Refused> {
+        let sel = self.selections.lock().expect("selections");
+        match sel.get(id) {
+            None => Err(Refused::stale(format!(
+                "Unknown selectionId {id:?}: call route again, or pass the tool's exact name as \"tool\"."
+            ))),
+            Some(s) if s.owner != *owner => Err(Refused::foreign(format!(
+                "selectionId {id:?} was made by another caller (a different API key): call route yourself."
+            ))),
+            Some(s) if s.made.elapsed() > SELECTION_TTL => Err(Refused::stale(format!(
+                "selectionId {id:?} has expired: call route again."
+            ))),
+            Some(s) => Ok(s.tool.clone()),
+        }
+    }
+
+    /// The message for a handle that was not honoured; a foreign one is audited first.
+    pub(crate) fn refused(&self, caller: &Caller, handle: &str, text: &str, r: Refused) -> String {
+        if r.foreign {
+            self.policy.audit_foreign(caller, handle, text);
+        }
+        r.message
+    }
+
+    /// The output budget for a tool: its configured budget, else the default.
+    pub fn budget_for(&self, tool: &ToolRecord) -> usize {
+        let g = &self.gw.config.guided;
+        g.tool_budgets
+            .get(&tool.id.to_string())
+            .copied()
+            .unwrap_or(g.budget_tokens)
+    }
+}
+
+fn changed_servers(old: &Catalog, new: &Catalog) -> Vec<String> {
+    let (a, b) = (by_server(old), by_server(new));
+    let mut servers: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|s| {
+            let (x, y) = (a.get(*s), b.get(*s));
+            match (x, y) {
+                (Some(x), Some(y)) => {
+                    x.len() != y.len()
+                        || x.iter()
+                            .zip(y.iter())
+                            .any(|(p, q)| p.exposed != q.exposed || p.tool != q.tool)
+                }
+                _ => true,
+            }
+        })
+        .map(|s| s.to_string())
+        .collect();
+    servers.sort();
+    servers.dedup();
+    servers
+}
+
+fn by_server(c: &Catalog) -> HashMap<&str, Vec<&Arc<ToolRecord>>> {
+    let mut m: HashMap<&str, Vec<&Arc<ToolRecord>>> = HashMap::new();
+    for t in c.tools() {
+        m.entry(t.id.server.as_str()).or_default().push(t);
+    }
+    m
+}
+
+/// The empty route index the engine starts from: BM25F with the configured example tasks,
+/// or (built with the `embed` feature, `guided.route_model` set) the hybrid of BM25F and
+/// sentence embeddings. A model that cannot be loaded is logged and BM25F routes alone.
+fn initial_index(g: &crate::config::GuidedConfig) -> Box<dyn SnapshotIndex> {
+    let empty = Catalog::default();
+    let examples = g.route_examples.clone();
+    #[cfg(feature = "embed")]
+    if let Some(dir) = &g.route_model {
+        use crate::route::{Embedder, FusionParams, HybridIndex};
+        let built = Embedder::load(dir).and_then(|model| {
+            HybridIndex::with_examples(
+                &empty,
+                Default::default(),
+                Arc::new(model),
+                FusionParams::default(),
+                examples.clone(),
+            )
+        });
+        match built {
+            Ok(index) => return Box::new(index),
+            Err(e) => tracing::error!("route: guided.route_model: {e}; routing with BM25F alone"),
+        }
+    }
+    Box::new(RouteIndex::with_examples(
+        &empty,
+        Default::default(),
+        examples,
+    ))
+}

@@ -1,0 +1,226 @@
+//! The gate: the one way a tool call reaches an upstream, whatever asked for it (guided
+//! `execute`, the direct surface, pinned and expanded tools, a program's `tools.*` call, a
+//! skill's calls). Every path calls [`admit`], which asks, in this order:
+//!
+//! 1. the policy ([`Policy::check`](crate::policy::Policy::check)): the audit log works,
+//!    the tool is not in shadow, the key's scopes and tier cover it (visibility never
+//!    grants; a hidden tool the key covers stays callable by exact name);
+//! 2. for a program: a destructive tool (the policy's one definition) only when
+//!    `code.allow_destructive` names it, and the run's `[code.flows]` rules;
+//! 3. PII tokens restored in the arguments (`code.pii`), flow rules asked at each token;
+//! 4. the arguments validated against the tool's full upstream schema;
+//! 5. approval of a destructive call, then the call's `start` record.
+//!
+//! A refusal is a typed [`Refusal`] whose code reaches the model and the audit record.
+//! [`Admitted::run`] calls the upstream and audits the outcome; [`outbound`] tokenizes PII
+//! in what goes back; [`bound`] cuts a result to the surface's budget. [`finished`] is
+//! the one place where a call's outcome is known (refused or run): hang metrics there.
+//! [`start_run`] audits a program run (`execute_code`, a skill) and links its calls.
+
+mod bound;
+mod pii;
+pub mod program;
+mod run;
+
+pub use bound::{bound, direct_budget};
+pub use pii::{outbound, tokenize_line};
+pub use run::{start_run, RunAudit};
+
+use crate::catalog::ToolRecord;
+use crate::engine::Engine;
+use crate::gateway::Gateway;
+use crate::policy::{Caller, Permit};
+pub use crate::policy::{Refusal, RefusalKind};
+use crate::principal::Principal;
+use crate::upstream::{CallError, CallOptions, CallOutcome};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// Where a call comes from, for the checks that differ by path.
+pub enum Origin {
+    /// A call the client made (execute, direct, pinned, expanded): the user may approve.
+    Client,
+    /// A program's call. `flow` is the refusal the run's flow tracking found for these
+    /// arguments (a value an earlier result of the run held, going where a rule forbids).
+    Program { flow: Option<(String, String)> },
+}
+
+/// How a call ended, as [`finished`] is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Refused before any upstream saw it.
+    Refused(RefusalKind),
+    /// The upstream answered.
+    Ok,
+    /// The upstream answered with `isError`.
+    ToolError,
+    /// No answer: timeout, cancellation, a lost connection.
+    Failed,
+}
+
+/// A call that passed every check: the only way to reach an upstream.
+pub struct Admitted {
+    permit: Permit,
+    gw: Arc<Gateway>,
+    tool: Arc<ToolRecord>,
+    surface: &'static str,
+    arguments: Map<String, Value>,
+    /// When the call path began: the gateway's own time is measured from it (metrics).
+    since: std::time::Instant,
+}
+
+/// Judges one call (see the module's list for the order). `arguments` is the one value
+/// that is checked and then sent. Every refusal is audited before it is returned.
+pub async fn admit(
+    engine: &Engine,
+    caller: &Caller,
+    owner: &Principal,
+    tool: &Arc<ToolRecord>,
+    arguments: Map<String, Value>,
+    origin: Origin,
+) -> Result<Admitted, Refusal> {
+    let admitted = checks(engine, caller, owner, tool, arguments, origin).await;
+    if let Err(refusal) = &admitted {
+        finished(caller.surface, tool, Outcome::Refused(refusal.kind));
+    }
+    admitted
+}
+
+async fn checks(
+    engine: &Engine,
+    caller: &Caller,
+    owner: &Principal,
+    tool: &Arc<ToolRecord>,
+    arguments: Map<String, Value>,
+    origin: Origin,
+) -> Result<Admitted, Refusal> {
+    let since = std::time::Instant::now();
+    // The metrics' surface: a program's calls count as code mode's.
+    let surface = match origin {
+        Origin::Program { .. } => "code",
+        _ => caller.surface,
+    };
+    let mut permit = engine.policy.check(caller, tool, &arguments)?;
+    if let Origin::Program { flow } = origin {
+        let name = tool.id.to_string();
+        let allowed = &engine.gw.config.code.allow_destructive;
+        if permit.destructive() && !allowed.contains(&name) {
+            return Err(permit.refuse(Refusal::new(
+                RefusalKind::ApprovalRequired,
+                format!("{name} is destructive: make this call with execute, where the user can confirm it (or list it in code.allow_destructive)"),
+            )));
+        }
+        if let Some((rule, message)) = flow {
+            return Err(permit.refuse(flow_refusal(rule, message)));
+        }
+    }
+    let arguments = match pii::inbound(engine, caller, owner, tool, arguments) {
+        Ok(a) => a,
+        Err(refusal) => return Err(permit.refuse(refusal)),
+    };
+    if let Err(refusal) = validate(engine, tool, &arguments) {
+        return Err(permit.refuse(refusal));
+    }
+    // Valid arguments first, so the user is never asked to approve a call that cannot run.
+    permit.confirm(caller).await?;
+    Ok(Admitted {
+        permit,
+        gw: engine.gw.clone(),
+        tool: tool.clone(),
+        surface,
+        arguments,
+        since,
+    })
+}
+
+/// The refusal of a `[code.flows]` rule.
+fn flow_refusal(rule: String, message: String) -> Refusal {
+    Refusal {
+        detail: Some(serde_json::json!({ "rule": rule })),
+        ..Refusal::new(RefusalKind::Flow, message)
+    }
+}
+
+/// The arguments against the tool's full input schema: a model-fixable refusal that
+/// says what is wrong, on every path alike.
+fn validate(
+    engine: &Engine,
+    tool: &ToolRecord,
+    arguments: &Map<String, Value>,
+) -> Result<(), Refusal> {
+    // The validators take a value; the map is cloned only for that call's borrow.
+    let value = Value::Object(arguments.clone());
+    match engine.validators.validate(tool, &value) {
+        Ok(crate::exec::Checked::Valid) => Ok(()),
+        Ok(crate::exec::Checked::Skipped { reason }) => {
+            tracing::debug!(tool = %tool.id, "arguments not validated: {reason}");
+            Ok(())
+        }
+        Err(report) => Err(Refusal {
+            detail: Some(report.structured()),
+            ..Refusal::new(
+                RefusalKind::InvalidArguments,
+                report.to_text(&tool.id.to_string()),
+            )
+        }),
+    }
+}
+
+impl Admitted {
+    /// Calls the upstream with the admitted arguments, and audits how it went.
+    pub async fn run(self, opts: CallOptions) -> Result<CallOutcome, CallError> {
+        let (gw, since) = (&self.gw, self.since);
+        let result = gw
+            .call_as(self.surface, since, &self.tool, self.arguments, opts)
+            .await;
+        self.permit.finish(&result);
+        let outcome = match &result {
+            Ok(o) if o.is_error => Outcome::ToolError,
+            Ok(_) => Outcome::Ok,
+            Err(_) => Outcome::Failed,
+        };
+        finished(self.surface, &self.tool, outcome);
+        result
+    }
+
+    pub fn tool(&self) -> &Arc<ToolRecord> {
+        &self.tool
+    }
+}
+
+/// A call finished with `outcome`: refused by [`admit`], or run by [`Admitted::run`].
+/// Every call of every path ends here exactly once (the audit record is written by the
+/// permit before); metrics belong here.
+pub fn finished(surface: &str, tool: &ToolRecord, outcome: Outcome) {
+    tracing::debug!(surface, tool = %tool.id, ?outcome, "call finished");
+}
+
+/// Whether `caller`'s key may call `tool` (scopes and tier): what a program's `tools`
+/// object holds. The gate asks the same again at each call.
+pub fn permitted(caller: &Caller, tool: &ToolRecord) -> bool {
+    let tier = caller.policy.facts(tool).tier;
+    (caller.grant)
+        .missing_permission(&tool.id.to_string(), tier)
+        .is_none()
+}
+
+/// Whether `describe_tools`, a program's `./servers` tree or route may show `tool` to
+/// `caller`: the key may call it and the profile shows it. A hidden tool is never
+/// described, whatever the key allows.
+pub fn describable(caller: &Caller, tool: &ToolRecord) -> bool {
+    permitted(caller, tool) && caller.policy.shows(caller, tool)
+}
+
+/// The structured part of a refusal's answer: its code (the same as in the audit
+/// record), the tool, and any detail (the validation report).
+pub fn refusal_json(refusal: &Refusal, tool: &str) -> Value {
+    let mut v = serde_json::json!({"error": refusal.code(), "tool": tool});
+    if let Some(detail) = &refusal.detail {
+        let key = match refusal.kind {
+            RefusalKind::InvalidArguments => "validation",
+            _ => "detail",
+        };
+        v[key] = detail.clone();
+    }
+    v
+}

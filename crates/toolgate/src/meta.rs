@@ -1,0 +1,32 @@
+//! What a meta-tool answers (`MetaResult`), before the front turns it into an MCP
+//! result: content blocks, a structured part, and whether it is an error. A leaf, so
+//! code mode, the gate and the simulation can make one too.
+
+use serde_json::Value;
+
+/// What a meta-tool answers, before the front turns it into an MCP result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetaResult {
+    /// Content blocks (MCP JSON), shown to the model.
+    pub content: Vec<Value>,
+    pub structured: Option<Value>,
+    pub is_error: bool,
+}
+
+impl MetaResult {
+    pub fn text(text: impl Into<String>, structured: Option<Value>) -> Self {
+        Self {
+            content: vec![serde_json::json!({"type": "text", "text": text.into()})],
+            structured,
+            is_error: false,
+        }
+    }
+
+    /// A model-fixable error: what was wrong and what to do.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            is_error: true,
+            ..Self::text(text, None)
+        }
+    }
+}
