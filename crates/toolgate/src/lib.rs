@@ -18,12 +18,14 @@
 //! - [`skills`]: operator-reviewed programs (`skills/<name>/SKILL.md`), drafts and approval.
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
+//! - [`drain`]: shutdown of tool calls: none admitted once it begins, the running ones given a bound, then cut.
 //! - [`principal`]: who a request acts for (its API key, else the local identity); owns every handle.
 #![forbid(unsafe_code)]
 
 pub mod catalog;
 pub mod code;
 pub mod config;
+pub mod drain;
 pub mod exec;
 pub mod front;
 pub mod gateway;

@@ -10,6 +10,7 @@ pub mod code;
 pub mod code_flows;
 pub mod code_workspace;
 pub(crate) mod env;
+pub mod limits;
 pub mod mcp_json;
 pub mod raw;
 #[cfg(test)]
@@ -104,6 +105,8 @@ pub struct GatewayConfig {
     pub list_ttl_ms: u64,
     /// Host names (besides loopback) accepted in the `Host` header (DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
+    /// Timeouts, connection and session caps, the shutdown bound (`[gateway.limits]`).
+    pub limits: limits::Limits,
 }
 
 /// Settings of guided mode (route, execute, continue).
@@ -311,6 +314,7 @@ impl Default for GatewayConfig {
             max_body_bytes: 4 * 1024 * 1024,
             list_ttl_ms: 60_000,
             allowed_hosts: Vec::new(),
+            limits: limits::Limits::default(),
         }
     }
 }

@@ -235,6 +235,9 @@ pub struct RawGateway {
     pub list_ttl_ms: Option<u64>,
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// `[gateway.limits]`: timeouts, connection and session caps, the shutdown bound.
+    #[serde(default)]
+    pub limits: super::limits::RawLimits,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -421,6 +424,7 @@ impl RawConfig {
             max_body_bytes: g.max_body_bytes.unwrap_or(defaults.max_body_bytes),
             list_ttl_ms: g.list_ttl_ms.unwrap_or(defaults.list_ttl_ms),
             allowed_hosts: g.allowed_hosts,
+            limits: g.limits.validate(file)?,
         };
         let mut upstreams = BTreeMap::new();
         for (name, raw) in self.upstreams {

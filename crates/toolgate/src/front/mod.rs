@@ -8,6 +8,7 @@
 mod approve;
 mod auth;
 mod auto;
+mod conn;
 mod convert;
 mod direct;
 mod frames;
@@ -18,8 +19,10 @@ mod prompts;
 mod relay;
 mod request;
 mod resources;
+mod serve;
 
-pub use http::{router, serve_http};
+pub use http::router;
+pub use serve::serve_http;
 
 use crate::config::Mode;
 use crate::gateway::Gateway;
