@@ -6,9 +6,7 @@ use super::Session;
 use crate::config::Mode;
 use crate::gateway::Gateway;
 use crate::guided::Engine;
-use rmcp::transport::streamable_http_server::{
-    session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -36,11 +34,13 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     // One engine for every endpoint: pages and operations are shared state.
     let engine = Engine::new(gw.clone());
     let policy = engine.policy.clone();
-    let endpoint = |mode: Mode, profile: Option<Arc<crate::policy::Profile>>| {
+    // Every endpoint's sessions count against the same caps (`gateway.limits`).
+    let mut caps = super::sessions::SessionCaps::new(g.limits.clone());
+    let mut endpoint = |mode: Mode, profile: Option<Arc<crate::policy::Profile>>| {
         let engine = engine.clone();
         StreamableHttpService::new(
             move || Ok(Session::new(engine.clone(), mode).with_profile(profile.clone())),
-            Arc::new(LocalSessionManager::default()),
+            caps.manager(),
             config.clone(),
         )
     };
@@ -52,10 +52,15 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
         let path = format!("/mcp/p/{name}");
         app = app.nest_service(&path, endpoint(g.mode, Some(profile.clone())));
     }
+    let caps = Arc::new(caps);
     let unknown = axum::routing::any(unknown_profile).with_state(policy.clone());
     let index = index_page(g.mode, !policy.config.profiles.is_empty());
     app.route("/mcp/p/{profile}", unknown.clone())
         .route("/mcp/p/{profile}/{*rest}", unknown)
+        .layer(axum::middleware::from_fn_with_state(
+            caps,
+            super::sessions::cap_sessions,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             g.max_body_bytes,
             answer_broken_requests,

@@ -20,6 +20,7 @@ mod relay;
 mod request;
 mod resources;
 mod serve;
+mod sessions;
 
 pub use http::router;
 pub use serve::serve_http;
