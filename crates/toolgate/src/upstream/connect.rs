@@ -37,11 +37,16 @@ pub(crate) struct Connection {
 /// -32022) is asked again, on a fresh process or connection, with `server/discover`.
 pub(crate) async fn connect(
     up: &Arc<Upstream>,
-    events: mpsc::UnboundedSender<UpstreamEvent>,
+    events: mpsc::Sender<UpstreamEvent>,
 ) -> Result<Connection, String> {
+    let flood = Arc::new(super::flood::Floodgate::new(
+        up.name().into(),
+        up.relay.clone(),
+    ));
     let handler = || UpstreamClient {
         name: up.name().into(),
         events: events.clone(),
+        flood: flood.clone(),
         progress: up.progress.clone(),
         relay: up.relay.clone(),
     };

@@ -10,6 +10,7 @@ mod child;
 mod client;
 mod connect;
 pub mod environment;
+mod flood;
 mod lines;
 pub(crate) use lines::top_level_id;
 mod requests;
