@@ -32,6 +32,30 @@ pub enum Fault {
     /// (1 KiB of data each), 500 `tools/list_changed` and 500 `resources/list_changed`
     /// (see [`flood_notifications`]).
     FloodNotifications,
+    /// At start, leave two `sleep` grandchildren (shells named `group-grandchild` and
+    /// `escaped-grandchild`, the catalog path as their argument): one in the fixture's
+    /// process group, one in a session of its own (`setsid`); then serve normally.
+    SpawnGrandchildren,
+}
+
+/// Starts the `spawn-grandchildren` shells, each marked with `marker` (the catalog path).
+pub fn spawn_grandchildren(marker: &str) -> std::io::Result<()> {
+    let sleeper = ["-c", "sleep 600; :"];
+    std::process::Command::new("/bin/sh")
+        .args(sleeper)
+        .args(["group-grandchild", marker])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    // setsid(1): the grandchild leaves the fixture's process group and session.
+    std::process::Command::new("setsid")
+        .arg("/bin/sh")
+        .args(sleeper)
+        .args(["escaped-grandchild", marker])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    Ok(())
 }
 
 /// Log messages `flood-notifications` sends per call.

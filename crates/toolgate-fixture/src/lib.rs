@@ -44,7 +44,8 @@
 //! `malformed-tools` (every `tools/list` page also lists a tool whose `inputSchema` is a
 //! string, one with an empty name, and a copy of the page's first tool),
 //! `flood-notifications` (before each call's answer: 5,000 log messages of 1 KiB, 500
-//! `tools/list_changed` and 500 `resources/list_changed`).
+//! `tools/list_changed` and 500 `resources/list_changed`), `spawn-grandchildren` (two
+//! `sleep` shells at start, one in the fixture's process group, one `setsid` out of it).
 //!
 //! # Layout
 //!
@@ -158,6 +159,11 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
     let server = build_server(&args)?;
     if args.fault == Some(Fault::FloodStderr) {
         tokio::spawn(faults::flood_stderr());
+    }
+    if args.fault == Some(Fault::SpawnGrandchildren) {
+        let marker = args.catalog.as_ref().map(|p| p.display().to_string());
+        faults::spawn_grandchildren(marker.as_deref().unwrap_or("demo"))
+            .context("spawn-grandchildren")?;
     }
     let hang = args.fault == Some(Fault::NoInitialize);
     match args.http {

@@ -47,6 +47,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     toolgate::policy::Policy::preflight(&config.policy)?;
     let stop = CancellationToken::new();
     spawn_signal_handler(stop.clone());
+    // A grandchild that leaves its upstream's process group (`setsid`) is reparented
+    // here when its parent exits, and killed with what is left at shutdown.
+    toolgate::upstream::adopt_orphans();
     if args.stdio {
         let gw = Gateway::start(config);
         let mode = gw.config.gateway.mode;
@@ -57,6 +60,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             _ = stop.cancelled() => drain_stdio(&gw, serving).await,
         };
         gw.shutdown().await;
+        toolgate::upstream::kill_orphans();
         toolgate::policy::audit::flush_all();
         return served;
     }
@@ -85,6 +89,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let served = toolgate::front::serve_http(listener, gw.clone(), stop.clone()).await;
     banner.abort();
     gw.shutdown().await;
+    toolgate::upstream::kill_orphans();
     toolgate::policy::audit::flush_all();
     served
 }

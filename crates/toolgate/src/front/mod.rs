@@ -86,6 +86,8 @@ struct SessionState {
     engine: Arc<Engine>,
     /// Resources this session subscribed to (see `resources`).
     subs: Arc<relay::Subscriptions>,
+    /// Set by the first `initialize`: a second one is refused.
+    initialized: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for SessionState {
@@ -113,6 +115,7 @@ impl Session {
                 owner: OnceLock::new(),
                 engine: engine.clone(),
                 subs: Default::default(),
+                initialized: Default::default(),
             }),
             engine,
             mode,
@@ -241,6 +244,18 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        // A session is initialized once: a second `initialize` would re-pick its surface
+        // and identity under a live session.
+        if self
+            .state
+            .initialized
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return Err(McpError::invalid_request(
+                "this session is already initialized: a second initialize is refused; open a new session (a new connection, or over HTTP an initialize without Mcp-Session-Id) to start again",
+                None,
+            ));
+        }
         context.peer.set_peer_info(request.clone());
         // The session belongs to whoever opens it.
         let caller = self.bound_caller(&context)?;

@@ -12,6 +12,7 @@ mod connect;
 pub mod environment;
 mod flood;
 mod lines;
+mod orphans;
 pub(crate) use lines::top_level_id;
 mod requests;
 mod supervisor;
@@ -22,6 +23,7 @@ pub(crate) use supervisor::supervise;
 
 use crate::config::UpstreamConfig;
 use client::{token_key, ProgressRoutes};
+pub use orphans::{adopt_orphans, kill_orphans};
 use rmcp::model::{CallToolRequestParams, ClientRequest};
 use rmcp::service::{PeerRequestOptions, RoleClient, ServiceError};
 use rmcp::Peer;
