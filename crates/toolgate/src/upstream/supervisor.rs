@@ -90,7 +90,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                             return stopped(&up);
                         }
                         Some(UpstreamEvent::ToolsChanged) = events.recv(), if !quiet => {
-                            match list_tools(up.name(), &peer, &up.raw_tools).await {
+                            match refresh(&up, &peer, &shutdown).await {
                                 Ok((tools, t)) => {
                                     // Only a real change rebuilds the catalog.
                                     if up.state.read().expect("state").tools != tools {
@@ -104,7 +104,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                         }
                         _ = tokio::time::sleep_until(quiet_until), if quiet => {}
                         _ = expired => {
-                            match list_tools(up.name(), &peer, &up.raw_tools).await {
+                            match refresh(&up, &peer, &shutdown).await {
                                 Ok((tools, t)) => {
                                     // Only a real change rebuilds the catalog.
                                     if up.state.read().expect("state").tools != tools {
@@ -143,6 +143,30 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
             _ = shutdown.cancelled() => return stopped(&up),
             _ = tokio::time::sleep(backoff(attempt)) => {}
         }
+    }
+}
+
+/// A tool-list refresh bounded by the upstream's call timeout and given up at shutdown:
+/// an upstream that stops answering must not hold its supervisor (and so the gateway's
+/// shutdown) forever.
+async fn refresh(
+    up: &Arc<Upstream>,
+    peer: &rmcp::Peer<rmcp::RoleClient>,
+    shutdown: &CancellationToken,
+) -> Result<
+    (
+        Vec<serde_json::Map<String, serde_json::Value>>,
+        Option<Duration>,
+    ),
+    String,
+> {
+    let limit = up.config.call_timeout;
+    tokio::select! {
+        _ = shutdown.cancelled() => Err("the gateway is shutting down".into()),
+        r = tokio::time::timeout(limit, list_tools(up.name(), peer, &up.raw_tools)) => match r {
+            Ok(r) => r,
+            Err(_) => Err(format!("no answer to tools/list within {:.1} s (call_timeout_secs)", limit.as_secs_f64())),
+        },
     }
 }
 
