@@ -13,6 +13,7 @@ pub mod environment;
 mod flood;
 mod lines;
 mod orphans;
+mod oversize;
 pub(crate) use lines::top_level_id;
 mod requests;
 mod supervisor;
@@ -133,6 +134,8 @@ pub struct Upstream {
     changed: tokio::sync::watch::Sender<u64>,
     /// Callers in flight, notices and subscriptions (see `requests`).
     relay: Arc<requests::Relay>,
+    /// HTTP: requests whose answer was over `max_message_bytes` (`oversize`).
+    oversized: oversize::Oversized,
 }
 
 #[derive(Default)]
@@ -164,6 +167,7 @@ impl Upstream {
             raw_tools: Default::default(),
             changed: tokio::sync::watch::channel(0).0,
             relay: Default::default(),
+            oversized: Default::default(),
         })
     }
 
@@ -247,6 +251,7 @@ impl Upstream {
         });
         let cancel = opts.cancel.unwrap_or_default();
         let request_id = handle.id.clone();
+        let answered = request_id.clone();
         if let Some(c) = &caller {
             c.bind(&request_id);
         }
@@ -271,7 +276,16 @@ impl Upstream {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         drop(route);
-        let result = response.map_err(|e| map_err(e, &self.config, tool, timeout))?;
+        let result = response.map_err(|e| {
+            let key = requests::request_key(&answered);
+            if self.oversized.lock().expect("oversized").remove(&key) {
+                return CallError::Other(name.clone(), format!(
+                    "its answer to {tool:?} was larger than upstreams.{name}.max_message_bytes = {} and was dropped: ask for less, or raise the limit",
+                    self.config.max_message_bytes
+                ));
+            }
+            map_err(e, &self.config, tool, timeout)
+        })?;
         tracing::debug!(upstream = %name, tool, ms = started.elapsed().as_millis() as u64, "call done");
         outcome_from(result, &name)
     }
