@@ -238,18 +238,21 @@ def main():
     cfg = os.path.join(work, "toolgate.toml")
     with open(cfg, "w") as f:
         f.write(config)
-    log = open(os.path.join(work, "gateway.log"), "w")
+    # The gateway's log goes to a file, so it outlives this script if the script dies.
+    log_path = os.path.join(work, "gateway.log")
     gw = subprocess.Popen([exe, "serve", "--http", "127.0.0.1:0", "--config", cfg],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                          stdout=subprocess.DEVNULL, stderr=open(log_path, "w"))
     url = None
-    for line in gw.stderr:
-        log.write(line)
-        if line.startswith("MCP endpoint: "):
-            url = line.split()[2]
+    for _ in range(600):
+        with open(log_path, errors="replace") as f:
+            for line in f:
+                if line.startswith("MCP endpoint: "):
+                    url = line.split()[2]
+        if url or gw.poll() is not None:
             break
-    threading.Thread(target=lambda: [log.write(l) for l in gw.stderr], daemon=True).start()
+        time.sleep(0.1)
     if not url:
-        sys.exit("the gateway printed no endpoint; see " + log.name)
+        sys.exit("the gateway printed no endpoint; see " + log_path)
 
     tally, sessions = Tally(), []
     # Warm-up: one session per principal, a few calls each, then the baseline.

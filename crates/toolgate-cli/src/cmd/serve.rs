@@ -89,6 +89,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let served = toolgate::front::serve_http(listener, gw.clone(), stop.clone()).await;
     banner.abort();
     gw.shutdown().await;
+    tracing::info!("shutting down: upstreams stopped");
     toolgate::upstream::kill_orphans();
     toolgate::policy::audit::flush_all();
     served

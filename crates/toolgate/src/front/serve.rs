@@ -78,6 +78,7 @@ pub async fn serve_http(
         }
     }
     drop(listener);
+    tracing::info!("shutting down: no new connections");
     gw.drain(limits.shutdown_grace).await;
     if tokio::time::timeout(ANSWER_GRACE, posts.until_none())
         .await
@@ -96,9 +97,14 @@ pub async fn serve_http(
         .await
         .is_err()
     {
+        tracing::info!(
+            "shutting down: closing {} connections still open",
+            conns.len()
+        );
         kill.cancel();
         conns.wait().await;
     }
+    tracing::info!("shutting down: HTTP closed");
     Ok(())
 }
 
