@@ -35,7 +35,7 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     let engine = Engine::new(gw.clone());
     let policy = engine.policy.clone();
     // Every endpoint's sessions count against the same caps (`gateway.limits`).
-    let mut caps = super::sessions::SessionCaps::new(g.limits.clone());
+    let mut caps = super::sessions::SessionCaps::new(g.limits.clone(), policy.clone());
     let mut endpoint = |mode: Mode, profile: Option<Arc<crate::policy::Profile>>| {
         let engine = engine.clone();
         StreamableHttpService::new(

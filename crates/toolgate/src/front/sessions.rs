@@ -12,6 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::SessionManager;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -21,6 +22,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// The open sessions, by id, and the session managers they live in.
 pub struct SessionCaps {
     limits: Limits,
+    /// For the audit record of a session id presented by another key.
+    policy: Arc<crate::policy::Policy>,
     /// One per endpoint (`/mcp`, `/mcp/guided`, ...): where a session is closed early.
     managers: Vec<Arc<LocalSessionManager>>,
     state: Mutex<Table>,
@@ -41,9 +44,10 @@ struct Open {
 }
 
 impl SessionCaps {
-    pub fn new(limits: Limits) -> Self {
+    pub fn new(limits: Limits, policy: Arc<crate::policy::Policy>) -> Self {
         Self {
             limits,
+            policy,
             managers: Vec::new(),
             state: Mutex::default(),
         }
@@ -155,10 +159,40 @@ impl SessionCaps {
         }
     }
 
-    fn touch(&self, id: &str) {
-        if let Some(o) = self.state.lock().unwrap().open.get_mut(id) {
-            o.last_used = Instant::now();
+    /// Marks session `id` used, unless another principal opened it.
+    fn touch(&self, id: &str, principal: &str) -> Result<(), ()> {
+        match self.state.lock().unwrap().open.get_mut(id) {
+            Some(o) if o.principal != principal => Err(()),
+            Some(o) => {
+                o.last_used = Instant::now();
+                Ok(())
+            }
+            None => Ok(()),
         }
+    }
+
+    /// A session id of another key: refused before it reaches the session (where its
+    /// request ids could collide with the owner's and take their answers) with 403, and
+    /// audited like any foreign handle.
+    fn foreign(&self, principal: &str, id: &str, request_id: Value) -> Response {
+        tracing::warn!(key = principal, hint = %crate::principal::redacted(id), "refused a session opened by another key");
+        if let Some(log) = &self.policy.audit {
+            let who = crate::principal::Principal::key(principal);
+            log.foreign(&crate::policy::audit::ForeignRecord {
+                session: "-",
+                key: principal,
+                principal: who.as_str(),
+                profile: None,
+                handle: "session",
+                handle_text: id,
+            });
+        }
+        let answer = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "error": {"code": -32001, "message": "this session was opened with another API key: it is refused (and audited); initialize a session of your own"},
+        });
+        (StatusCode::FORBIDDEN, axum::Json(answer)).into_response()
     }
 }
 
@@ -168,9 +202,18 @@ pub async fn cap_sessions(
     request: Request,
     next: Next,
 ) -> Response {
+    let principal =
+        (request.extensions().get::<Arc<Grant>>()).map_or_else(String::new, |g| g.name.clone());
     if let Some(id) = session_id(request.headers()) {
         let delete = request.method() == axum::http::Method::DELETE;
-        caps.touch(&id);
+        if caps.touch(&id, &principal).is_err() {
+            let (_, body) = request.into_parts();
+            let bytes = axum::body::to_bytes(body, usize::MAX)
+                .await
+                .unwrap_or_default();
+            let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            return caps.foreign(&principal, &id, message["id"].clone());
+        }
         let response = next.run(request).await;
         if delete && response.status().is_success() {
             caps.state.lock().unwrap().open.remove(&id);
@@ -180,14 +223,12 @@ pub async fn cap_sessions(
     if request.method() != axum::http::Method::POST {
         return next.run(request).await;
     }
-    let principal =
-        (request.extensions().get::<Arc<Grant>>()).map_or_else(String::new, |g| g.name.clone());
     let (parts, body) = request.into_parts();
     // Bodies reach here whole and bounded (`front::http` reads JSON POSTs first).
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::BAD_REQUEST.into_response();
     };
-    let message: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
     let request = Request::from_parts(parts, axum::body::Body::from(bytes));
     if message["method"] != "initialize" {
         return next.run(request).await;
