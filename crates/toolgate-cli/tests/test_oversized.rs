@@ -1,7 +1,7 @@
 //! An answer larger than an upstream's `max_message_bytes`, over stdio and over HTTP: the
 //! call fails at once with an error that names the limit (not, after the whole call
-//! timeout, that the upstream did not answer; over HTTP rmcp ends the stream, so the
-//! error names the limit as the likely cause), and the upstream keeps serving.
+//! timeout, that the upstream did not answer; nor, over HTTP, that the connection closed),
+//! and the upstream keeps serving.
 
 mod common;
 use common::*;
@@ -34,6 +34,12 @@ async fn an_answer_over_the_limit_fails_its_call_saying_so() {
         assert!(
             msg.contains(&format!("upstreams.{up}.max_message_bytes = 1048576")),
             "{tool}: the error names the limit: {msg}"
+        );
+        // Said exactly, over HTTP too: not a guess among causes of a closed connection.
+        assert!(
+            !msg.contains("may have crashed")
+                && (msg.contains("larger than") || msg.contains("more than")),
+            "{tool}: the error says the answer was over the limit: {msg}"
         );
         // The upstream still serves an answer under the limit.
         let small = json!({"message": "y", "_result_bytes": 100_000});

@@ -28,6 +28,58 @@ pub enum Fault {
     /// use: `malformed_schema` (an `inputSchema` that is a string), one with an empty
     /// name, and a second copy of the page's first tool (see [`malformed_tools`]).
     MalformedTools,
+    /// Serve normally, but before answering each `tools/call` send 5,000 log messages
+    /// (1 KiB of data each), 500 `tools/list_changed` and 500 `resources/list_changed`
+    /// (see [`flood_notifications`]).
+    FloodNotifications,
+    /// At start, leave two `sleep` grandchildren (shells named `group-grandchild` and
+    /// `escaped-grandchild`, the catalog path as their argument): one in the fixture's
+    /// process group, one in a session of its own (`setsid`); then serve normally.
+    SpawnGrandchildren,
+}
+
+/// Starts the `spawn-grandchildren` shells, each marked with `marker` (the catalog path).
+pub fn spawn_grandchildren(marker: &str) -> std::io::Result<()> {
+    let sleeper = ["-c", "sleep 600; :"];
+    std::process::Command::new("/bin/sh")
+        .args(sleeper)
+        .args(["group-grandchild", marker])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    // setsid(1): the grandchild leaves the fixture's process group and session.
+    std::process::Command::new("setsid")
+        .arg("/bin/sh")
+        .args(sleeper)
+        .args(["escaped-grandchild", marker])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    Ok(())
+}
+
+/// Log messages `flood-notifications` sends per call.
+pub const FLOOD_LOGS: usize = 5_000;
+/// `list_changed` notifications of each kind `flood-notifications` sends per call.
+pub const FLOOD_LIST_CHANGES: usize = 500;
+
+/// The `flood-notifications` burst, sent on `peer` before a call's answer.
+#[allow(deprecated)] // Logging is deprecated by SEP-2577; hostile servers still send it.
+pub async fn flood_notifications(peer: &rmcp::Peer<rmcp::RoleServer>) {
+    use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+    let filler = "x".repeat(1024);
+    for i in 0..FLOOD_LOGS {
+        let data = serde_json::json!({"flood": i, "filler": filler});
+        let p = LoggingMessageNotificationParam::new(LoggingLevel::Info, data)
+            .with_logger("toolgate-fixture-flood");
+        if peer.notify_logging_message(p).await.is_err() {
+            return;
+        }
+        if i % 10 == 0 {
+            let _ = peer.notify_tool_list_changed().await;
+            let _ = peer.notify_resource_list_changed().await;
+        }
+    }
 }
 
 /// The tools `malformed-tools` adds to a `tools/list` page whose first tool is `first`.

@@ -42,7 +42,10 @@
 //! stdout before and between messages, in stdio mode; serves normally otherwise),
 //! `flood-stderr` (10,000 stderr lines at once, then one every 100 ms, serving normally),
 //! `malformed-tools` (every `tools/list` page also lists a tool whose `inputSchema` is a
-//! string, one with an empty name, and a copy of the page's first tool).
+//! string, one with an empty name, and a copy of the page's first tool),
+//! `flood-notifications` (before each call's answer: 5,000 log messages of 1 KiB, 500
+//! `tools/list_changed` and 500 `resources/list_changed`), `spawn-grandchildren` (two
+//! `sleep` shells at start, one in the fixture's process group, one `setsid` out of it).
 //!
 //! # Layout
 //!
@@ -157,6 +160,11 @@ pub async fn run(args: FixtureArgs) -> anyhow::Result<()> {
     if args.fault == Some(Fault::FloodStderr) {
         tokio::spawn(faults::flood_stderr());
     }
+    if args.fault == Some(Fault::SpawnGrandchildren) {
+        let marker = args.catalog.as_ref().map(|p| p.display().to_string());
+        faults::spawn_grandchildren(marker.as_deref().unwrap_or("demo"))
+            .context("spawn-grandchildren")?;
+    }
     let hang = args.fault == Some(Fault::NoInitialize);
     match args.http {
         Some(addr) => http::serve_http(server, addr, hang, shutdown).await,
@@ -195,7 +203,8 @@ pub fn build_server(args: &FixtureArgs) -> anyhow::Result<FixtureServer> {
     tracing::info!(server = %name, tools = tools.len(), "catalog loaded");
     Ok(FixtureServer::new(name, tools, knobs, args.page_size)
         .modern_only(args.modern_only)
-        .malformed_tools(args.fault == Some(Fault::MalformedTools)))
+        .malformed_tools(args.fault == Some(Fault::MalformedTools))
+        .flood_notifications(args.fault == Some(Fault::FloodNotifications)))
 }
 
 /// Cancels `shutdown` on SIGTERM or SIGINT.

@@ -38,6 +38,8 @@ pub struct FixtureServer {
     modern_only: bool,
     /// `--fault malformed-tools`: every `tools/list` page lists unusable tools too.
     malformed_tools: bool,
+    /// `--fault flood-notifications`: a burst of notifications before every call's answer.
+    flood_notifications: bool,
 }
 
 impl FixtureServer {
@@ -56,6 +58,7 @@ impl FixtureServer {
             name: name.into(),
             modern_only: false,
             malformed_tools: false,
+            flood_notifications: false,
         }
     }
 
@@ -68,6 +71,12 @@ impl FixtureServer {
     /// Every `tools/list` page also lists unusable tools (`--fault malformed-tools`).
     pub fn malformed_tools(mut self, on: bool) -> Self {
         self.malformed_tools = on;
+        self
+    }
+
+    /// A burst of notifications before every call's answer (`--fault flood-notifications`).
+    pub fn flood_notifications(mut self, on: bool) -> Self {
+        self.flood_notifications = on;
         self
     }
 
@@ -239,6 +248,9 @@ impl ServerHandler for FixtureServer {
         if knobs.crash {
             tracing::warn!(tool = name, "_crash: exiting mid-call");
             std::process::exit(CRASH_EXIT_CODE);
+        }
+        if self.flood_notifications {
+            crate::faults::flood_notifications(&context.peer).await;
         }
         if let Some(problem) = self.side_effects(&knobs, &context).await {
             return Ok(error_result(problem));

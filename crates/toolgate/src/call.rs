@@ -44,6 +44,10 @@ pub enum CallError {
     },
     #[error("the call was cancelled")]
     Cancelled,
+    /// The gateway is stopping (SIGTERM): the call was not run, or was cut at the end of
+    /// `gateway.limits.shutdown_grace_secs`.
+    #[error("{0}")]
+    ShuttingDown(String),
     #[error("upstream {0:?}: {1}")]
     Other(String, String),
     /// The upstream answered `input_required` and the call's client took it to its user

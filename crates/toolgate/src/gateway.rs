@@ -32,6 +32,8 @@ pub struct Gateway {
     /// Code mode's sandbox workers, `code.pool_size` of them started ahead and waiting;
     /// shutdown kills the waiting ones.
     pub code_workers: Arc<crate::code::pool::WorkerPool>,
+    /// Tool calls in flight, for a bounded drain at shutdown (`drain`).
+    pub drain: crate::drain::Drain,
     /// The configuration warnings last logged (`config_warnings`), so each is logged once
     /// when it appears rather than on every rebuild.
     warned: std::sync::Mutex<Vec<String>>,
@@ -67,6 +69,7 @@ impl Gateway {
             inputs: Default::default(),
             parked: Default::default(),
             observe: Default::default(),
+            drain: Default::default(),
             config,
         });
         if gw.code_workers.keeps_workers() {
@@ -159,7 +162,29 @@ impl Gateway {
         let up = self.upstreams.get(&tool.id.server).ok_or_else(|| {
             CallError::Unavailable(tool.id.server.clone(), "not configured".into())
         })?;
-        up.call(&tool.id.name, arguments, opts).await
+        // Every call passes here (direct, execute, programs, skills): a drain sees them all.
+        let call = self
+            .drain
+            .run(up.call(&tool.id.name, arguments, opts))
+            .await;
+        call.unwrap_or_else(|why| Err(shutting_down(&tool.id.to_string(), why)))
+    }
+
+    /// Begins the drain: no call starts from now on; calls in flight get `grace` to finish,
+    /// then end with an error saying the gateway is shutting down. Returns what it found.
+    pub async fn drain(&self, grace: Duration) -> crate::drain::Drained {
+        let running = self.drain.in_flight();
+        if running > 0 {
+            tracing::info!(
+                "shutting down: waiting up to {:.1} s for {running} calls in flight",
+                grace.as_secs_f64()
+            );
+        }
+        let drained = self.drain.drain(grace).await;
+        if drained.cut > 0 {
+            tracing::warn!("shutting down: {} calls were still running after {:.1} s (gateway.limits.shutdown_grace_secs) and were answered with an error", drained.cut, grace.as_secs_f64());
+        }
+        drained
     }
 
     /// [`Gateway::call`] for a client's call on `surface` (guided, direct, code), counted
@@ -334,6 +359,18 @@ impl Gateway {
         }
         *warned = now;
     }
+}
+
+/// The error a call gets when the gateway stops before or while it runs.
+fn shutting_down(tool: &str, why: crate::drain::ShuttingDown) -> CallError {
+    CallError::ShuttingDown(match why {
+        crate::drain::ShuttingDown::NotStarted => format!(
+            "the gateway is shutting down: {tool} was not run; call it again once the gateway is back"
+        ),
+        crate::drain::ShuttingDown::Cut => format!(
+            "the gateway is shutting down: {tool} was still running at the end of the shutdown grace period and was cancelled; it may or may not have taken effect, so check before calling it again"
+        ),
+    })
 }
 
 fn same_tools(a: &Catalog, b: &Catalog) -> bool {

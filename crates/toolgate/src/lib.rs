@@ -25,6 +25,7 @@
 //! - [`measure`]: token and lint reports, the whole-task simulation (above what they measure).
 //! - [`call`]: call types (outcome, error, options, progress, the client relay): a leaf.
 //! - [`ids`], [`env`]: leaves: random ids and simple names; `${VAR}` substitution.
+//! - [`drain`]: shutdown of tool calls: none admitted once it begins, the running ones given a bound, then cut.
 //! - [`principal`]: who a request acts for (its API key, else the local identity); owns every handle.
 #![forbid(unsafe_code)]
 
@@ -32,6 +33,7 @@ pub mod call;
 pub mod catalog;
 pub mod code;
 pub mod config;
+pub mod drain;
 pub mod engine;
 pub mod env;
 pub mod exec;

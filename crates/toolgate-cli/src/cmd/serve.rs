@@ -47,14 +47,20 @@ pub(crate) async fn run(args: ServeArgs) -> Result<()> {
     toolgate::policy::Policy::preflight(&config.policy)?;
     let stop = CancellationToken::new();
     spawn_signal_handler(stop.clone());
+    // A grandchild that leaves its upstream's process group (`setsid`) is reparented
+    // here when its parent exits, and killed with what is left at shutdown.
+    toolgate::upstream::adopt_orphans();
     if args.stdio {
         let gw = Gateway::start(config);
         let mode = gw.config.gateway.mode;
+        let serving = toolgate::front::serve_stdio(gw.clone(), mode);
+        let mut serving = std::pin::pin!(serving);
         let served = tokio::select! {
-            r = toolgate::front::serve_stdio(gw.clone(), mode) => r,
-            _ = stop.cancelled() => Ok(()),
+            r = &mut serving => r,
+            _ = stop.cancelled() => drain_stdio(&gw, serving).await,
         };
         gw.shutdown().await;
+        toolgate::upstream::kill_orphans();
         toolgate::policy::audit::flush_all();
         return served;
     }
@@ -83,8 +89,29 @@ pub(crate) async fn run(args: ServeArgs) -> Result<()> {
     let served = toolgate::front::serve_http(listener, gw.clone(), stop.clone()).await;
     banner.abort();
     gw.shutdown().await;
+    tracing::info!("shutting down: upstreams stopped");
+    toolgate::upstream::kill_orphans();
     toolgate::policy::audit::flush_all();
     served
+}
+
+/// SIGTERM on stdio: the session keeps being served while the calls in flight drain
+/// (`gateway.limits.shutdown_grace_secs`; the rest are answered with an error saying the
+/// gateway is shutting down), and a moment more for those answers to be written.
+async fn drain_stdio(
+    gw: &Arc<Gateway>,
+    mut serving: std::pin::Pin<&mut impl std::future::Future<Output = Result<()>>>,
+) -> Result<()> {
+    let grace = gw.config.gateway.limits.shutdown_grace;
+    tokio::select! {
+        r = &mut serving => return r,
+        _ = gw.drain(grace) => {}
+    }
+    // The last answers are one channel hop from stdout; the client may also just close.
+    match tokio::time::timeout(std::time::Duration::from_secs(2), serving).await {
+        Ok(r) => r,
+        Err(_) => Ok(()),
+    }
 }
 
 /// `--profile` and `--key` for stdio: checked against the configuration here, so a typo

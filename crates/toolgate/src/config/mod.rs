@@ -9,6 +9,7 @@ mod checks;
 pub mod code;
 pub mod code_flows;
 pub mod code_workspace;
+pub mod limits;
 pub mod mcp_json;
 pub mod raw;
 #[cfg(test)]
@@ -106,6 +107,8 @@ pub struct GatewayConfig {
     /// `/metrics` and `/ui` answer peers off loopback too (`gateway.admin_allow_remote`);
     /// by default they answer loopback peers only, whatever `listen` is.
     pub admin_allow_remote: bool,
+    /// Timeouts, connection and session caps, the shutdown bound (`[gateway.limits]`).
+    pub limits: limits::Limits,
 }
 
 /// Settings of guided mode (route, execute, continue).
@@ -351,6 +354,7 @@ impl Default for GatewayConfig {
             list_ttl_ms: 60_000,
             allowed_hosts: Vec::new(),
             admin_allow_remote: false,
+            limits: limits::Limits::default(),
         }
     }
 }

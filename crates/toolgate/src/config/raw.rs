@@ -259,6 +259,9 @@ pub struct RawGateway {
     /// Serve `/metrics` and `/ui` to peers that are not on loopback.
     #[serde(default)]
     pub admin_allow_remote: bool,
+    /// `[gateway.limits]`: timeouts, connection and session caps, the shutdown bound.
+    #[serde(default)]
+    pub limits: super::limits::RawLimits,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -463,6 +466,7 @@ impl RawConfig {
             list_ttl_ms: g.list_ttl_ms.unwrap_or(defaults.list_ttl_ms),
             allowed_hosts: g.allowed_hosts,
             admin_allow_remote: g.admin_allow_remote,
+            limits: g.limits.validate(file)?,
         };
         let mut upstreams = BTreeMap::new();
         for (name, raw) in self.upstreams {

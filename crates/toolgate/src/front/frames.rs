@@ -170,4 +170,31 @@ mod tests {
             None
         );
     }
+
+    mod props {
+        use super::refusal;
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+            /// Any bytes: no panic; an answer is JSON-RPC 2.0 and carries the message's own
+            /// id whenever the message is an object with one.
+            #[test]
+            fn any_message_is_left_to_rmcp_or_answered_with_its_own_id(
+                id in prop_oneof![any::<i64>().prop_map(|n| json!(n)), "[a-z]{1,6}".prop_map(|s| json!(s))],
+                method in prop_oneof![Just("tools/call"), Just("resources/read"), Just("ping"), Just("x")],
+                params in prop_oneof![Just(json!({})), Just(json!({"name": 5})), Just(json!([1])), Just(json!(null)), Just(json!({"name": "t", "arguments": 3}))],
+                noise in prop::collection::vec(any::<u8>(), 0..40),
+            ) {
+                let _ = refusal(&noise);
+                let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                if let Some(answer) = refusal(msg.to_string().as_bytes()) {
+                    prop_assert_eq!(&answer["jsonrpc"], "2.0");
+                    prop_assert_eq!(&answer["id"], &id);
+                }
+            }
+        }
+    }
 }

@@ -7,12 +7,8 @@ use super::Session;
 use crate::config::Mode;
 use crate::engine::Engine;
 use crate::gateway::Gateway;
-use axum::serve::ListenerExt;
-use rmcp::transport::streamable_http_server::{
-    session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::Arc;
-use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 /// The axum router with every MCP endpoint.
@@ -39,11 +35,13 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     // One engine for every endpoint: pages and operations are shared state.
     let engine = Engine::new(gw.clone());
     let policy = engine.policy.clone();
-    let endpoint = |mode: Mode, profile: Option<Arc<crate::policy::Profile>>| {
+    // Every endpoint's sessions count against the same caps (`gateway.limits`).
+    let mut caps = super::sessions::SessionCaps::new(g.limits.clone(), policy.clone());
+    let mut endpoint = |mode: Mode, profile: Option<Arc<crate::policy::Profile>>| {
         let engine = engine.clone();
         StreamableHttpService::new(
             move || Ok(Session::new(engine.clone(), mode).with_profile(profile.clone())),
-            Arc::new(LocalSessionManager::default()),
+            caps.manager(),
             config.clone(),
         )
     };
@@ -56,10 +54,15 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
         app = app.nest_service(&path, endpoint(g.mode, Some(profile.clone())));
     }
     let admin = super::admin::routes(engine.clone());
+    let caps = Arc::new(caps);
     let unknown = axum::routing::any(unknown_profile).with_state(policy.clone());
     let index = index_page(g.mode, !policy.config.profiles.is_empty());
     app.route("/mcp/p/{profile}", unknown.clone())
         .route("/mcp/p/{profile}/{*rest}", unknown)
+        .layer(axum::middleware::from_fn_with_state(
+            caps,
+            super::sessions::cap_sessions,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             g.max_body_bytes,
             answer_broken_requests,
@@ -127,9 +130,16 @@ async fn answer_broken_requests(
         return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, max_body).await else {
-        let why = format!("the request body is larger than gateway.max_body_bytes = {max_body}");
-        return (StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
+    let bytes = match axum::body::to_bytes(body, max_body).await {
+        Ok(bytes) => bytes,
+        Err(e) => match timed_out(&e) {
+            Some(why) => return (StatusCode::REQUEST_TIMEOUT, why).into_response(),
+            None => {
+                let why =
+                    format!("the request body is larger than gateway.max_body_bytes = {max_body}");
+                return (StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
+            }
+        },
     };
     if let Some(answer) = super::frames::refusal(&bytes) {
         let code = answer["error"]["code"].as_i64();
@@ -144,6 +154,18 @@ async fn answer_broken_requests(
         axum::body::Body::from(bytes),
     ))
     .await
+}
+
+/// The message of a body that failed because `gateway.limits.body_timeout_secs` passed.
+fn timed_out(e: &axum::Error) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(t) = err.downcast_ref::<super::conn::BodyTimedOut>() {
+            return Some(t.to_string());
+        }
+        source = err.source();
+    }
+    None
 }
 
 /// `/mcp/p/<name>` for a profile that is not configured: 404 naming the ones that are.
@@ -162,28 +184,4 @@ async fn unknown_profile(
         )
     };
     (axum::http::StatusCode::NOT_FOUND, body)
-}
-
-/// Serves HTTP on `listener` until `shutdown` is cancelled.
-pub async fn serve_http(
-    listener: TcpListener,
-    gw: Arc<Gateway>,
-    shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    let app = router(gw, shutdown.child_token());
-    // The peer's address, so `/metrics` and `/ui` can answer loopback only (`admin`).
-    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener.tap_io(set_nodelay), app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await?;
-    Ok(())
-}
-
-/// Every accepted connection sends each write at once. Without it, Nagle holds the later
-/// small writes of a streamed (SSE) answer until the client ACKs the first, and a client
-/// with delayed ACKs waits ~40 ms per call on a keep-alive connection.
-fn set_nodelay(stream: &mut TcpStream) {
-    if let Err(e) = stream.set_nodelay(true) {
-        tracing::debug!("TCP_NODELAY on an accepted connection: {e}");
-    }
 }

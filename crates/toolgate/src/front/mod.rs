@@ -10,6 +10,7 @@ mod admin;
 mod approve;
 mod auth;
 mod auto;
+mod conn;
 mod convert;
 pub mod dashboard;
 mod direct;
@@ -22,8 +23,11 @@ mod prompts;
 mod relay;
 mod request;
 mod resources;
+mod serve;
+mod sessions;
 
-pub use http::{router, serve_http};
+pub use http::router;
+pub use serve::serve_http;
 
 use crate::config::Mode;
 use crate::engine::Engine;
@@ -88,6 +92,8 @@ struct SessionState {
     subs: Arc<relay::Subscriptions>,
     /// Set at `initialize`: a legacy session, counted open in the metrics until dropped.
     counted: OnceLock<()>,
+    /// Set by the first `initialize`: a second one is refused.
+    initialized: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for SessionState {
@@ -119,6 +125,7 @@ impl Session {
                 engine: engine.clone(),
                 subs: Default::default(),
                 counted: OnceLock::new(),
+                initialized: Default::default(),
             }),
             engine,
             mode,
@@ -248,6 +255,18 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        // A session is initialized once: a second `initialize` would re-pick its surface
+        // and identity under a live session.
+        if self
+            .state
+            .initialized
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return Err(McpError::invalid_request(
+                "this session is already initialized: a second initialize is refused; open a new session (a new connection, or over HTTP an initialize without Mcp-Session-Id) to start again",
+                None,
+            ));
+        }
         context.peer.set_peer_info(request.clone());
         // The session belongs to whoever opens it.
         let caller = self.bound_caller(&context)?;

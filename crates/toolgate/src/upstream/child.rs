@@ -23,6 +23,8 @@ pub(super) struct ChildProcess {
     /// The last stderr lines, for the error when the child dies before it answers: that
     /// is where it says why (a missing module, a bad flag, a missing token).
     stderr_tail: StderrTail,
+    /// Kills the group should the gateway die without doing it (`orphans`).
+    _guard: Option<super::orphans::GroupGuard>,
 }
 
 type StderrTail = std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>;
@@ -177,6 +179,7 @@ pub(super) fn spawn(
         child,
         pgid,
         stderr_tail,
+        _guard: pgid.and_then(super::orphans::GroupGuard::spawn),
     };
     Ok((proc, from_filter, stdin))
 }

@@ -82,8 +82,10 @@ pub(crate) enum UpstreamEvent {
 pub(crate) struct UpstreamClient {
     /// For log lines.
     pub name: Arc<str>,
-    /// To the supervisor.
-    pub events: mpsc::UnboundedSender<UpstreamEvent>,
+    /// To the supervisor; one slot, so a flood of `list_changed` is one refresh pending.
+    pub events: mpsc::Sender<UpstreamEvent>,
+    /// Rates and coalescing of what the upstream sends unasked (`flood`).
+    pub flood: Arc<super::flood::Floodgate>,
     /// Calls in flight that asked for progress.
     pub progress: ProgressRoutes,
     /// Callers in flight and notices for sessions.
@@ -165,16 +167,18 @@ impl ClientHandler for UpstreamClient {
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.relay.notice(&self.name, Notice::ResourcesChanged);
+        let _ = self.flood.resources.try_send(());
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.relay.notice(&self.name, Notice::PromptsChanged);
+        let _ = self.flood.prompts.try_send(());
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        tracing::info!(upstream = %self.name, "tools/list_changed");
-        let _ = self.events.send(UpstreamEvent::ToolsChanged);
+        // A full slot is a refresh already pending: this change is in it.
+        if self.events.try_send(UpstreamEvent::ToolsChanged).is_ok() {
+            tracing::info!(upstream = %self.name, "tools/list_changed");
+        }
     }
 
     async fn on_progress(
@@ -182,6 +186,9 @@ impl ClientHandler for UpstreamClient {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        if !self.flood.progress.admit().0 {
+            return;
+        }
         let key = token_key(&params.progress_token);
         let p = Progress {
             progress: params.progress,
@@ -196,9 +203,17 @@ impl ClientHandler for UpstreamClient {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        let (pass, dropped) = self.flood.logs.admit();
+        if let Some(n) = dropped {
+            tracing::warn!(upstream = %self.name, "{n} more log messages not passed on (over {} a second)", super::flood::LOGS_PER_SEC);
+        }
+        if !pass {
+            return;
+        }
         let logger = params.logger.as_deref().unwrap_or("-");
-        let data = &params.data;
         let mut relayed = params.clone();
+        relayed.data = super::flood::bounded_data(&params.data);
+        let data = &relayed.data;
         relayed.logger = Some(match &params.logger {
             Some(l) => format!("{}/{l}", self.name),
             None => self.name.to_string(),

@@ -41,11 +41,16 @@ pub(crate) struct Connection {
 /// requests (`upstream::mrtr`).
 pub(crate) async fn connect(
     up: &Arc<Upstream>,
-    events: mpsc::UnboundedSender<UpstreamEvent>,
+    events: mpsc::Sender<UpstreamEvent>,
 ) -> Result<Connection, String> {
+    let flood = Arc::new(super::flood::Floodgate::new(
+        up.name().into(),
+        up.relay.clone(),
+    ));
     let handler = || UpstreamClient {
         name: up.name().into(),
         events: events.clone(),
+        flood: flood.clone(),
         progress: up.progress.clone(),
         relay: up.relay.clone(),
     };
@@ -220,7 +225,10 @@ async fn open(
             config.retry_config = Arc::new(retry);
             config.max_sse_event_size = up.config.max_message_bytes;
             config.max_json_response_size = up.config.max_message_bytes;
-            let client = http_client().map_err(Failed::Other)?;
+            let client = super::oversize::MeasuredClient {
+                inner: http_client().map_err(Failed::Other)?,
+                oversized: up.oversized.clone(),
+            };
             let transport = StreamableHttpClientTransport::with_client(client, config);
             match handler.serve_with_lifecycle(transport, lifecycle).await {
                 Ok(s) => Ok((s, None)),

@@ -151,3 +151,53 @@ impl<R: AsyncRead + Unpin> Lines<R> {
         Ok(String::from_utf8_lossy(&self.buf).into_owned())
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Stdio framing: one item per line, in order; a line over the limit is an error
+        /// whose id is found at either end, every other line comes back whole.
+        #[test]
+        fn every_line_comes_back_or_is_reported_with_its_id(
+            msgs in prop::collection::vec((0u64..1000, 0usize..3000, any::<bool>(), "[ -~]{0,20}"), 1..12),
+            max in 64usize..2048,
+        ) {
+            let mut text = String::new();
+            for (id, pad, id_last, noise) in &msgs {
+                let pad = "x".repeat(*pad);
+                let noise = noise.replace('"', "'").replace('\\', "/");
+                if *id_last {
+                    text.push_str(&format!("{{\"result\":{{\"t\":\"{pad}{noise}\"}},\"jsonrpc\":\"2.0\",\"id\":{id}}}\n"));
+                } else {
+                    text.push_str(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"t\":\"{pad}{noise}\"}}}}\n"));
+                }
+            }
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            rt.block_on(async {
+                let mut l = lines(text.as_bytes(), max);
+                for (n, expected) in text.lines().enumerate() {
+                    let got = l.next_line().await.expect("one item per line");
+                    let id = msgs[n].0;
+                    match got {
+                        Ok(line) => {
+                            prop_assert!(expected.len() <= max, "line {n} over the limit came back");
+                            prop_assert_eq!(line, expected);
+                        }
+                        Err(_) => {
+                            prop_assert!(expected.len() > max, "line {n} within the limit was dropped");
+                            let found = l.dropped.take().and_then(|d| d.id());
+                            prop_assert_eq!(found, Some(serde_json::json!(id)));
+                        }
+                    }
+                }
+                prop_assert!(l.next_line().await.is_none());
+                Ok(())
+            })?;
+        }
+    }
+}

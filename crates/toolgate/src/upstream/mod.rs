@@ -10,8 +10,11 @@ mod child;
 mod client;
 mod connect;
 pub mod environment;
+mod flood;
 mod lines;
 pub mod mrtr;
+mod orphans;
+mod oversize;
 pub(crate) use lines::top_level_id;
 mod requests;
 mod supervisor;
@@ -22,6 +25,7 @@ pub(crate) use supervisor::supervise;
 
 use crate::config::UpstreamConfig;
 use client::{token_key, ProgressRoutes};
+pub use orphans::{adopt_orphans, kill_orphans};
 use rmcp::model::{CallToolRequestParams, ClientRequest};
 use rmcp::service::{PeerRequestOptions, RoleClient, ServiceError};
 use rmcp::Peer;
@@ -76,6 +80,8 @@ pub struct Upstream {
     changed: tokio::sync::watch::Sender<u64>,
     /// Callers in flight, notices and subscriptions (see `requests`).
     relay: Arc<requests::Relay>,
+    /// HTTP: requests whose answer was over `max_message_bytes` (`oversize`).
+    oversized: oversize::Oversized,
 }
 
 #[derive(Default)]
@@ -107,6 +113,7 @@ impl Upstream {
             raw_tools: Default::default(),
             changed: tokio::sync::watch::channel(0).0,
             relay: Default::default(),
+            oversized: Default::default(),
         })
     }
 
@@ -246,6 +253,7 @@ impl Upstream {
         });
         let cancel = opts.cancel.clone().unwrap_or_default();
         let request_id = handle.id.clone();
+        let answered = request_id.clone();
         if let Some(c) = caller {
             c.bind(&request_id);
         }
@@ -281,7 +289,17 @@ impl Upstream {
                 }
             }
         }
-        let result = response.map_err(|e| map_err(e, &self.config, tool, timeout))?;
+        let result = response.map_err(|e| {
+            let key = requests::request_key(&answered);
+            if self.oversized.lock().expect("oversized").remove(&key) {
+                let name = self.name();
+                return CallError::Other(name.to_string(), format!(
+                    "its answer to {tool:?} was larger than upstreams.{name}.max_message_bytes = {} and was dropped: ask for less, or raise the limit",
+                    self.config.max_message_bytes
+                ));
+            }
+            map_err(e, &self.config, tool, timeout)
+        })?;
         tracing::debug!(upstream = %self.name(), tool, ms = started.elapsed().as_millis() as u64, "call done");
         Ok(result)
     }

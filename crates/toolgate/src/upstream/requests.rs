@@ -153,8 +153,11 @@ impl Relay {
         if callers.is_empty() {
             let _ = self.notices.send((upstream.clone(), Notice::Log(params)));
         } else {
+            // Bounded: a caller that does not read its stream must not hold the upstream's
+            // notification tasks (each one a task of its own) forever.
             for c in callers {
-                c.notify("notifications/message", params.clone()).await;
+                let sent = c.notify("notifications/message", params.clone());
+                let _ = tokio::time::timeout(Duration::from_secs(5), sent).await;
             }
         }
     }

@@ -7,8 +7,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// A connection that stayed up this long resets the backoff.
-const STABLE: Duration = Duration::from_secs(60);
+/// A connection that stayed up at least this long, and twice the wait before it, resets
+/// the backoff (`resets_backoff`).
+const STABLE_MIN: Duration = Duration::from_secs(5);
+/// The shortest time between two tool-list refreshes that `list_changed` asks for: a flood
+/// of them is one refresh per gap (the last change is never lost: one stays pending).
+const REFRESH_GAP: Duration = Duration::from_millis(200);
 /// A tool list with a `ttlMs` is fetched again when it runs out, but not more often than
 /// this (a 2026-07-28 server that sets no TTL gets 0, and cannot push list changes to a
 /// client that does not listen).
@@ -23,7 +27,8 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
     }
     let mut attempt = 0u32;
     loop {
-        let (tx, mut events) = mpsc::unbounded_channel();
+        // One slot: `list_changed` notifications coalesce into one pending refresh.
+        let (tx, mut events) = mpsc::channel(1);
         let started = Instant::now();
         let limit = up.config.connect_timeout;
         let result = tokio::select! {
@@ -57,7 +62,9 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                 let mut running = tokio::spawn(conn.service.waiting());
                 let refresh_after = |ttl: Option<Duration>| ttl.map(|t| t.max(MIN_REFRESH));
                 let mut ttl = refresh_after(conn.list_ttl);
+                let mut quiet_until = tokio::time::Instant::now();
                 let why = loop {
+                    let quiet = tokio::time::Instant::now() < quiet_until;
                     let expired = async {
                         match ttl {
                             Some(t) => tokio::time::sleep(t).await,
@@ -82,17 +89,22 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                             }
                             return stopped(&up);
                         }
-                        Some(UpstreamEvent::ToolsChanged) = events.recv() => {
-                            match list_tools(up.name(), &peer, &up.raw_tools).await {
+                        Some(UpstreamEvent::ToolsChanged) = events.recv(), if !quiet => {
+                            match refresh(&up, &peer, &shutdown).await {
                                 Ok((tools, t)) => {
-                                    up.update(|s| s.tools = tools);
+                                    // Only a real change rebuilds the catalog.
+                                    if up.state.read().expect("state").tools != tools {
+                                        up.update(|s| s.tools = tools);
+                                    }
                                     ttl = refresh_after(t);
                                 }
                                 Err(e) => tracing::warn!(upstream = up.name(), "refresh after list_changed failed: {e}"),
                             }
+                            quiet_until = tokio::time::Instant::now() + REFRESH_GAP;
                         }
+                        _ = tokio::time::sleep_until(quiet_until), if quiet => {}
                         _ = expired => {
-                            match list_tools(up.name(), &peer, &up.raw_tools).await {
+                            match refresh(&up, &peer, &shutdown).await {
                                 Ok((tools, t)) => {
                                     // Only a real change rebuilds the catalog.
                                     if up.state.read().expect("state").tools != tools {
@@ -111,7 +123,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                 if let Some(c) = child.as_mut() {
                     c.terminate(Duration::from_millis(500)).await;
                 }
-                if up_since.elapsed() >= STABLE {
+                if resets_backoff(attempt, up_since.elapsed()) {
                     attempt = 0;
                 }
                 why
@@ -134,9 +146,62 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
     }
 }
 
+/// A tool-list refresh bounded by the upstream's call timeout and given up at shutdown:
+/// an upstream that stops answering must not hold its supervisor (and so the gateway's
+/// shutdown) forever.
+async fn refresh(
+    up: &Arc<Upstream>,
+    peer: &rmcp::Peer<rmcp::RoleClient>,
+    shutdown: &CancellationToken,
+) -> Result<
+    (
+        Vec<serde_json::Map<String, serde_json::Value>>,
+        Option<Duration>,
+    ),
+    String,
+> {
+    let limit = up.config.call_timeout;
+    tokio::select! {
+        _ = shutdown.cancelled() => Err("the gateway is shutting down".into()),
+        r = tokio::time::timeout(limit, list_tools(up.name(), peer, &up.raw_tools)) => match r {
+            Ok(r) => r,
+            Err(_) => Err(format!("no answer to tools/list within {:.1} s (call_timeout_secs)", limit.as_secs_f64())),
+        },
+    }
+}
+
+/// Whether a connection that stayed up `uptime` after `attempt` failures in a row was
+/// healthy enough to start the backoff again from its shortest wait: up at least
+/// `STABLE_MIN` and at least twice the wait that preceded it. A server that crashes after
+/// serving for a while is retried at once; one that crashes as it starts backs off.
+fn resets_backoff(attempt: u32, uptime: Duration) -> bool {
+    let waited = if attempt == 0 {
+        Duration::ZERO
+    } else {
+        backoff(attempt)
+    };
+    uptime >= STABLE_MIN.max(waited * 2)
+}
+
 fn stopped(up: &Upstream) {
     up.update(|s| {
         s.status = Some(UpstreamStatus::Stopped);
         s.peer = None;
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_restarts_after_a_connection_that_outlived_its_wait() {
+        // Served for 10 s after the first failure: the next retry waits the shortest time.
+        assert!(resets_backoff(1, Duration::from_secs(10)));
+        // Crashed 1 s after starting: keep backing off.
+        assert!(!resets_backoff(1, Duration::from_secs(1)));
+        // After a 30 s wait, up for 40 s is not yet twice that; 60 s is.
+        assert!(!resets_backoff(8, Duration::from_secs(40)));
+        assert!(resets_backoff(8, Duration::from_secs(60)));
+    }
 }

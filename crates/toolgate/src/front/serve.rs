@@ -1,0 +1,250 @@
+//! The HTTP front's connections: accepted up to `gateway.limits.max_connections` (the next
+//! one is answered 503 and closed), each closed when its headers come too slowly or it
+//! idles too long (`front::conn`), and a shutdown that ends in bounded time: calls in
+//! flight drain (`Gateway::drain`), their answers are written, sessions end, and whatever
+//! is still open after that is closed.
+
+use super::conn::{Activity, Answer, Deadline, Watched};
+use crate::gateway::Gateway;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// After the drain, how long answers still being written (POSTs) may take.
+const ANSWER_GRACE: Duration = Duration::from_secs(3);
+/// After that, how long connections may take to close on their own before they are cut.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// Connections over the cap being told so at once; past this many, they are just closed.
+const REFUSING_AT_ONCE: usize = 64;
+
+/// Serves HTTP on `listener` until `shutdown` is cancelled, then shuts down in bounded time.
+pub async fn serve_http(
+    listener: TcpListener,
+    gw: Arc<Gateway>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let limits = gw.config.gateway.limits.clone();
+    // Sessions end after the drain, not at the signal: their calls' answers go out first.
+    let sessions_stop = CancellationToken::new();
+    let app = super::http::router(gw.clone(), sessions_stop.clone());
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let refusing = Arc::new(Semaphore::new(REFUSING_AT_ONCE));
+    let posts = Arc::new(Posts::default());
+    let conns = TaskTracker::new();
+    let (closing, kill) = (CancellationToken::new(), CancellationToken::new());
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            a = listener.accept() => a,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors, most often: let some close before accepting more.
+                tracing::warn!("accepting an HTTP connection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        set_nodelay(&stream);
+        if let Ok(slot) = slots.clone().try_acquire_owned() {
+            let conn = Connection {
+                app: app.clone(),
+                limits: limits.clone(),
+                posts: posts.clone(),
+                closing: closing.clone(),
+                kill: kill.clone(),
+            };
+            conns.spawn(async move {
+                conn.serve(stream).await;
+                drop(slot);
+            });
+        } else if let Ok(turn) = refusing.clone().try_acquire_owned() {
+            tracing::debug!(
+                "HTTP connection refused: {} open (gateway.limits.max_connections)",
+                limits.max_connections
+            );
+            conns.spawn(async move {
+                refuse(stream, limits.max_connections).await;
+                drop(turn);
+            });
+        }
+    }
+    drop(listener);
+    tracing::info!("shutting down: no new connections");
+    gw.drain(limits.shutdown_grace).await;
+    if tokio::time::timeout(ANSWER_GRACE, posts.until_none())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "shutting down: {} answers still unwritten after {} s; closing their connections",
+            posts.count(),
+            ANSWER_GRACE.as_secs()
+        );
+    }
+    sessions_stop.cancel();
+    closing.cancel();
+    conns.close();
+    if tokio::time::timeout(CLOSE_GRACE, conns.wait())
+        .await
+        .is_err()
+    {
+        tracing::info!(
+            "shutting down: closing {} connections still open",
+            conns.len()
+        );
+        kill.cancel();
+        conns.wait().await;
+    }
+    tracing::info!("shutting down: HTTP closed");
+    Ok(())
+}
+
+/// What every connection shares.
+struct Connection {
+    app: axum::Router,
+    limits: crate::config::limits::Limits,
+    posts: Arc<Posts>,
+    /// Cancelled at shutdown: finish the request in hand, take no other.
+    closing: CancellationToken,
+    /// Cancelled when shutdown's bound is over: close now.
+    kill: CancellationToken,
+}
+
+impl Connection {
+    async fn serve(self, stream: TcpStream) {
+        let activity = Activity::new();
+        // The peer's address, so `/metrics` and `/ui` can answer loopback only (`admin`).
+        let peer = stream.peer_addr().ok();
+        let io = TokioIo::new(Watched {
+            inner: stream,
+            activity: activity.clone(),
+        });
+        let (app, posts, body_limit) = (self.app, self.posts, self.limits.body_timeout);
+        let watch = activity.clone();
+        let service =
+            hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                let request = watch.begin();
+                let post = (req.method() == http::Method::POST).then(|| posts.enter());
+                let mut req = req.map(|inner| {
+                    axum::body::Body::new(Deadline {
+                        inner,
+                        sleep: Box::pin(tokio::time::sleep(body_limit)),
+                        limit: body_limit,
+                    })
+                });
+                if let Some(peer) = peer {
+                    req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                }
+                let mut app = app.clone();
+                async move {
+                    let response = tower_service::Service::call(&mut app, req).await?;
+                    Ok::<_, Infallible>(response.map(|inner| Answer {
+                        inner,
+                        request: Some((request, post)),
+                    }))
+                }
+            });
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        // The watchdog below times headers (hyper's own timer would also start on idle).
+        builder.timer(TokioTimer::new()).header_read_timeout(None);
+        let conn = builder.serve_connection(io, service);
+        let mut conn = std::pin::pin!(conn);
+        let mut closing = false;
+        let (header, idle) = (self.limits.header_timeout, self.limits.idle_timeout);
+        loop {
+            tokio::select! {
+                r = conn.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::debug!("HTTP connection: {e}");
+                    }
+                    return;
+                }
+                why = activity.expired(header, idle) => {
+                    tracing::debug!("HTTP connection closed: {why:?} timeout");
+                    return;
+                }
+                _ = self.closing.cancelled(), if !closing => {
+                    closing = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+                _ = self.kill.cancelled() => return,
+            }
+        }
+    }
+}
+
+/// POST requests whose answer is not yet written, across connections: shutdown waits for
+/// them (the drained calls' answers) before it ends the sessions.
+#[derive(Default)]
+pub struct Posts {
+    n: AtomicUsize,
+    none: Notify,
+}
+
+/// One POST being answered.
+pub struct Post(Arc<Posts>);
+
+impl Posts {
+    fn enter(self: &Arc<Self>) -> Post {
+        self.n.fetch_add(1, Ordering::AcqRel);
+        Post(self.clone())
+    }
+    fn count(&self) -> usize {
+        self.n.load(Ordering::Acquire)
+    }
+    async fn until_none(&self) {
+        loop {
+            let woken = self.none.notified();
+            if self.count() == 0 {
+                return;
+            }
+            woken.await;
+        }
+    }
+}
+
+impl Drop for Post {
+    fn drop(&mut self) {
+        if self.0.n.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.none.notify_waiters();
+        }
+    }
+}
+
+/// A connection over the cap: told why, in HTTP, then closed.
+async fn refuse(mut stream: TcpStream, max: usize) {
+    let body = format!(
+        "toolgate: too many open connections (gateway.limits.max_connections = {max}); retry shortly, reuse keep-alive connections, or raise the limit\n"
+    );
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    // Read what the client sent first: closing with unread bytes resets the connection,
+    // and the client would never see the answer.
+    let mut buf = [0u8; 8192];
+    let _ = tokio::time::timeout(Duration::from_millis(500), stream.read(&mut buf)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+/// Every accepted connection sends each write at once. Without it, Nagle holds the later
+/// small writes of a streamed (SSE) answer until the client ACKs the first, and a client
+/// with delayed ACKs waits ~40 ms per call on a keep-alive connection.
+fn set_nodelay(stream: &TcpStream) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!("TCP_NODELAY on an accepted connection: {e}");
+    }
+}

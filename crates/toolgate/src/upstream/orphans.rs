@@ -1,0 +1,99 @@
+//! What a stdio upstream leaves behind when the gateway stops: a guard per child process
+//! group that kills the group if the gateway dies without doing it (SIGKILL, a crash),
+//! and, for `toolgate serve`, the gateway as subreaper of its descendants, so a grandchild
+//! that left its group (`setsid`) is reparented to the gateway and killed at shutdown.
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::process::Stdio;
+
+/// A small shell that waits on a pipe only the gateway holds open, then kills the process
+/// group. It ignores the signals a terminal or a service manager sends the gateway's group,
+/// so it outlives the gateway long enough to do its one job; `None` when no shell runs.
+pub(crate) struct GroupGuard {
+    /// Dropped (closed) when the gateway lets the group go, or when the gateway dies.
+    _pipe: tokio::process::ChildStdin,
+    _child: tokio::process::Child,
+}
+
+impl GroupGuard {
+    pub(crate) fn spawn(pgid: Pid) -> Option<Self> {
+        let script = "trap '' INT TERM HUP; read _line; kill -KILL -\"$1\" 2>/dev/null";
+        let mut child = tokio::process::Command::new("/bin/sh")
+            .args(["-c", script, "toolgate-group-guard"])
+            .arg(pgid.as_raw().to_string())
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| tracing::debug!("no group guard for process group {pgid}: {e}"))
+            .ok()?;
+        let pipe = child.stdin.take()?;
+        Some(Self {
+            _pipe: pipe,
+            _child: child,
+        })
+    }
+}
+
+/// Makes this process the subreaper of its descendants (Linux): a process whose parent
+/// exits is reparented here, not to init, so `kill_orphans` finds it.
+pub fn adopt_orphans() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::debug!("PR_SET_CHILD_SUBREAPER: {e}");
+    }
+}
+
+/// Kills and reaps every child process still left (reparented orphans included); called
+/// once the upstreams and workers have been stopped. Returns how many there were.
+pub fn kill_orphans() -> usize {
+    let me = std::process::id();
+    let mut killed = 0;
+    // A killed orphan's own children are reparented here in turn: a few rounds.
+    for _ in 0..5 {
+        let children = children_of(me);
+        if children.is_empty() {
+            break;
+        }
+        for pid in children {
+            let pid = Pid::from_raw(pid as i32);
+            if kill(pid, Signal::SIGKILL).is_ok() {
+                killed += 1;
+            }
+            let _ = nix::sys::wait::waitpid(pid, None);
+        }
+    }
+    if killed > 0 {
+        tracing::info!("shutdown: killed {killed} processes the upstreams left behind");
+    }
+    killed
+}
+
+/// The pids whose parent is `parent` (from /proc).
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The command name (field 2) may hold spaces and parentheses: read after the last ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) && state.is_some() {
+            out.push(pid);
+        }
+    }
+    out
+}

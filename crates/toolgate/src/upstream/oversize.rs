@@ -1,0 +1,151 @@
+//! An HTTP upstream's answers over `max_message_bytes`, named exactly: rmcp's HTTP client
+//! ends a response stream whose event is over its limit (or refuses a JSON body over it)
+//! and the call then fails as if the connection had closed. This wraps the client rmcp is
+//! given, notes which request's answer was too large, and `Upstream::call` says so.
+
+use futures::stream::{BoxStream, StreamExt};
+use http::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+/// Request keys (`requests::request_key`) whose answer was over the limit, until taken.
+pub(crate) type Oversized = Arc<Mutex<HashSet<String>>>;
+
+/// The most keys kept; a flood of oversized answers nobody asks about stays bounded.
+const KEPT: usize = 1024;
+
+/// `reqwest::Client` as rmcp's HTTP client, noting oversized answers.
+#[derive(Clone)]
+pub(crate) struct MeasuredClient {
+    pub inner: reqwest::Client,
+    pub oversized: Oversized,
+}
+
+fn note(set: &Oversized, key: Option<&String>) {
+    if let Some(k) = key {
+        let mut s = set.lock().expect("oversized");
+        if s.len() >= KEPT {
+            s.clear();
+        }
+        s.insert(k.clone());
+    }
+}
+
+fn too_large(e: &SseError) -> bool {
+    e.to_string().contains("exceeded the maximum size")
+}
+
+impl StreamableHttpClient for MeasuredClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let key = match &message {
+            rmcp::model::JsonRpcMessage::Request(r) => Some(super::requests::request_key(&r.id)),
+            _ => None,
+        };
+        let sent = self.inner.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        );
+        match sent.await {
+            Err(e @ StreamableHttpError::ResponseBodyTooLarge { .. }) => {
+                note(&self.oversized, key.as_ref());
+                Err(e)
+            }
+            Ok(StreamableHttpPostResponse::Sse(stream, sid)) => {
+                let set = self.oversized.clone();
+                let watched = stream.inspect(move |item| {
+                    if item.as_ref().is_err_and(too_large) {
+                        note(&set, key.as_ref());
+                    }
+                });
+                Ok(StreamableHttpPostResponse::Sse(watched.boxed(), sid))
+            }
+            other => other,
+        }
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        (self.inner)
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        (self.inner)
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        (self.inner)
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
