@@ -35,12 +35,22 @@ pub struct Gateway {
     /// The configuration warnings last logged (`config_warnings`), so each is logged once
     /// when it appears rather than on every rebuild.
     warned: std::sync::Mutex<Vec<String>>,
+    /// Where handles outlive the process (`[store]`); `None`: memory only.
+    pub durable: Option<Arc<dyn crate::store::Store>>,
 }
 
 impl Gateway {
     /// Starts a supervisor per enabled upstream and returns at once; upstreams connect
     /// concurrently in the background. Must be called inside a tokio runtime.
     pub fn start(config: Config) -> Arc<Self> {
+        Self::start_with_store(config, None)
+    }
+
+    /// [`start`](Self::start), keeping handles in `durable` as well as in memory.
+    pub fn start_with_store(
+        config: Config,
+        durable: Option<Arc<dyn crate::store::Store>>,
+    ) -> Arc<Self> {
         let upstreams: BTreeMap<_, _> = config
             .upstreams
             .values()
@@ -56,6 +66,7 @@ impl Gateway {
             code_runs: Default::default(),
             code_workers: crate::code::pool::WorkerPool::new(&config.code),
             warned: Default::default(),
+            durable,
             config,
         });
         if gw.code_workers.keeps_workers() {

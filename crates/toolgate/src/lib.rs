@@ -18,6 +18,7 @@
 //! - [`skills`]: operator-reviewed programs (`skills/<name>/SKILL.md`), drafts and approval.
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
+//! - [`store`]: state that outlives the process (the `Store` trait; the embedded redb store).
 //! - [`principal`]: who a request acts for (its API key, else the local identity); owns every handle.
 #![forbid(unsafe_code)]
 
@@ -33,4 +34,5 @@ pub mod principal;
 pub mod route;
 pub mod shape;
 pub mod skills;
+pub mod store;
 pub mod upstream;

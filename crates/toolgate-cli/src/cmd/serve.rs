@@ -47,8 +47,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     toolgate::policy::Policy::preflight(&config.policy)?;
     let stop = CancellationToken::new();
     spawn_signal_handler(stop.clone());
+    let durable = open_store(&config.store, args.stdio)?;
     if args.stdio {
-        let gw = Gateway::start(config);
+        let gw = Gateway::start_with_store(config, durable);
         let mode = gw.config.gateway.mode;
         let served = tokio::select! {
             r = toolgate::front::serve_stdio(gw.clone(), mode) => r,
@@ -72,7 +73,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         tracing::warn!("listening on {local} with no API keys: anyone who can reach it may call every tool; add [policy.keys] (toolgate key new NAME)");
     }
     config.gateway.listen = local;
-    let gw = Gateway::start(config);
+    let gw = Gateway::start_with_store(config, durable);
     let banner = {
         let gw = gw.clone();
         tokio::spawn(async move {
@@ -85,6 +86,25 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     gw.shutdown().await;
     toolgate::policy::audit::flush_all();
     served
+}
+
+/// The `[store]` in force: nothing for memory, else the embedded database opened now, so
+/// a store that cannot be used stops the command before anything is served.
+fn open_store(
+    store: &toolgate::config::store::StoreConfig,
+    stdio: bool,
+) -> Result<Option<Arc<dyn toolgate::store::Store>>> {
+    use toolgate::config::store::StoreBackend;
+    match store.backend_for(stdio) {
+        StoreBackend::Memory => Ok(None),
+        StoreBackend::Embedded => {
+            let path = store.embedded_path()?;
+            let db = toolgate::store::embedded::EmbeddedStore::open_with_key(&path, &store.key_env)
+                .map_err(|e| anyhow!("[store] backend = \"embedded\": {e}"))?;
+            tracing::info!(path = %path.display(), "state store: embedded");
+            Ok(Some(Arc::new(db)))
+        }
+    }
 }
 
 /// `--profile` and `--key` for stdio: checked against the configuration here, so a typo

@@ -20,6 +20,7 @@
 //!   finished result as `execute` does. A [`StoreError`]'s message goes back as `isError`.
 
 mod cursors;
+mod durable;
 pub use cursors::PagePosition;
 pub mod fields;
 mod operations;

@@ -14,11 +14,19 @@
 //! a purged id leaves a small tombstone for a while, so a late `continue` is told
 //! "expired" rather than "unknown". Time is `tokio::time::Instant`, so tests run with
 //! paused time and never sleep.
+//!
+//! With a durable store (`[store] backend = "embedded"`, see [`super::durable`]) every
+//! paged result and operation is also written there, and a handle this process does not
+//! hold is read back from it: after a restart, cursors continue and finished operations
+//! are delivered; one that was running is reported lost.
 
-use super::cursors::Cursors;
-use super::operations::{OperationStatus, Operations};
+use super::cursors::{self, Cursors};
+use super::durable::{Durable, StoredOperation};
+use super::operations::{OnEnd, OperationStatus, Operations};
 use crate::principal::Principal;
 use crate::upstream::{CallOutcome, Progress};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
@@ -103,6 +111,11 @@ pub enum StoreError {
     Busy { limit: usize },
     #[error("the result is too large to keep for paging ({bytes} bytes, at most {limit}); ask for less, e.g. with fields")]
     TooLarge { bytes: usize, limit: usize },
+    #[error("operation {id:?} was lost: the gateway restarted before it finished, so no result was kept; call execute again (the upstream may have run it already: check first if the call changes something)")]
+    Lost { id: String },
+    /// The durable store failed; the message says so and what to do.
+    #[error("{0}")]
+    StoreDown(String),
 }
 
 /// What the store holds now (for status reports and tests).
@@ -122,16 +135,37 @@ pub struct SessionStore<T = CallOutcome> {
     operations: Arc<Mutex<Operations<T>>>,
     /// When the next purge on access is due.
     next_purge: Mutex<Instant>,
+    /// Where handles outlive the process; `None`: memory only.
+    durable: Option<Arc<Durable>>,
+    /// When the durable store's next sweep is due (a pass over its tables: rarer).
+    next_durable_sweep: Mutex<Instant>,
 }
 
-impl<T: Clone + Send + 'static> SessionStore<T> {
+/// How often the durable store drops what expired.
+const DURABLE_SWEEP: Duration = Duration::from_secs(60);
+
+impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     pub fn new(limits: StoreLimits) -> Self {
         Self {
             cursors: Mutex::new(Cursors::default()),
             operations: Arc::new(Mutex::new(Operations::default())),
             next_purge: Mutex::new(Instant::now()),
+            durable: None,
+            next_durable_sweep: Mutex::new(Instant::now()),
             limits,
         }
+    }
+
+    /// Also keeps every paged result and operation in `store`, and reads back from it the
+    /// handles this process does not hold.
+    pub fn with_durable(mut self, store: Option<Arc<dyn crate::store::Store>>) -> Self {
+        self.durable = store.map(|s| Arc::new(Durable::new(s)));
+        self
+    }
+
+    /// The durable backend's name, if there is one.
+    pub fn durable_backend(&self) -> Option<&'static str> {
+        self.durable.as_ref().map(|d| d.backend())
     }
 
     pub fn limits(&self) -> &StoreLimits {
@@ -142,10 +176,31 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
     /// the cursor of the first of them. An empty `pages` is kept as one empty page.
     pub fn put_pages(&self, owner: &Principal, pages: Vec<String>) -> Result<String, StoreError> {
         let now = self.purge_if_due();
-        self.cursors
-            .lock()
-            .expect("cursors")
-            .put(owner.as_str(), pages, now, &self.limits)
+        let Some(durable) = &self.durable else {
+            return self.cursors.lock().expect("cursors").put(
+                owner.as_str(),
+                pages,
+                now,
+                &self.limits,
+            );
+        };
+        let kept = if pages.is_empty() {
+            vec![String::new()]
+        } else {
+            pages.clone()
+        };
+        let cursor =
+            self.cursors
+                .lock()
+                .expect("cursors")
+                .put(owner.as_str(), pages, now, &self.limits)?;
+        let (id, _) = cursors::parse(&cursor).expect("a cursor just made");
+        if let Err(e) = durable.put_pages(owner.as_str(), id, &kept, self.limits.cursor_ttl) {
+            self.cursors.lock().expect("cursors").forget(&cursor);
+            return Err(e);
+        }
+        self.forget_evicted();
+        Ok(cursor)
     }
 
     /// The page `cursor` names, and the cursor of the page after it (`None` after the last).
@@ -166,10 +221,58 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
         cursor: &str,
     ) -> Result<(String, Option<String>, super::PagePosition), StoreError> {
         let now = self.purge_if_due();
-        self.cursors
-            .lock()
-            .expect("cursors")
-            .next(owner.as_str(), cursor, now, &self.limits)
+        let Some(durable) = &self.durable else {
+            return self.cursors.lock().expect("cursors").next(
+                owner.as_str(),
+                cursor,
+                now,
+                &self.limits,
+            );
+        };
+        let Some((id, _)) = cursors::parse(cursor) else {
+            return Err(StoreError::Unknown {
+                kind: IdKind::Cursor,
+                id: cursor.to_string(),
+            });
+        };
+        if !self.cursors.lock().expect("cursors").contains(id) {
+            let ttl = self.limits.cursor_ttl;
+            if let Some((pages, left)) = durable.pages(owner.as_str(), id, cursor, ttl)? {
+                self.cursors.lock().expect("cursors").adopt(
+                    id,
+                    owner.as_str(),
+                    pages,
+                    now,
+                    left,
+                    &self.limits,
+                )?;
+                self.forget_evicted();
+            }
+        }
+        let read = self.cursors.lock().expect("cursors").next(
+            owner.as_str(),
+            cursor,
+            now,
+            &self.limits,
+        )?;
+        // As in memory: reading on keeps the rest alive, the last page leaves a grace.
+        let keep = if read.1.is_some() {
+            self.limits.cursor_ttl
+        } else {
+            self.limits.grace
+        };
+        durable.touch(crate::store::Kind::Pages, id, keep);
+        Ok(read)
+    }
+
+    /// Removes from the durable store what memory evicted to make room.
+    fn forget_evicted(&self) {
+        if let Some(durable) = &self.durable {
+            let evicted = self.cursors.lock().expect("cursors").take_evicted();
+            for id in evicted {
+                durable.remove(crate::store::Kind::Pages, &id);
+            }
+        }
     }
 
     /// Runs a call in the background and returns its operation id at once. `call` gets
@@ -183,17 +286,108 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
         E: fmt::Display,
     {
         let now = self.purge_if_due();
-        Operations::start(&self.operations, owner.as_str(), call, now, &self.limits)
+        let Some(durable) = &self.durable else {
+            return Operations::start(
+                &self.operations,
+                owner.as_str(),
+                call,
+                None,
+                now,
+                &self.limits,
+            );
+        };
+        // The ending is written once the id is known; `key` is filled right after start.
+        let key: Arc<Mutex<String>> = Arc::default();
+        let on_end: OnEnd<T> = {
+            let (durable, key, owner) = (durable.clone(), key.clone(), owner.clone());
+            let ttl = self.limits.operation_ttl;
+            Box::new(move |status: &OperationStatus<T>| {
+                let key = key.lock().expect("key").clone();
+                let stored = match status {
+                    OperationStatus::Done(v) => StoredOperation::Done { result: v.clone() },
+                    OperationStatus::Failed(m) => StoredOperation::Failed { message: m.clone() },
+                    OperationStatus::Cancelled => StoredOperation::Cancelled,
+                    OperationStatus::Running { .. } => return,
+                };
+                if let Err(e) = durable.put_operation(owner.as_str(), &key, &stored, ttl) {
+                    tracing::error!("an operation's result was not kept in the state store (it is still delivered by this process): {e}");
+                }
+            })
+        };
+        // Held while the record is written, so a fast call cannot record its end first.
+        let written = key.lock().expect("key");
+        let id = Operations::start(
+            &self.operations,
+            owner.as_str(),
+            call,
+            Some(on_end),
+            now,
+            &self.limits,
+        )?;
+        let op_key = id.strip_prefix("op-").unwrap_or(&id).to_string();
+        let running: StoredOperation<T> = StoredOperation::Running {
+            boot: durable.boot().to_string(),
+        };
+        let ttl = self.limits.operation_ttl;
+        let mut written = written;
+        if let Err(e) = durable.put_operation(owner.as_str(), &op_key, &running, ttl) {
+            drop(written);
+            self.operations.lock().expect("operations").abandon(&id);
+            return Err(e);
+        }
+        *written = op_key;
+        Ok(id)
     }
 
     /// Where an operation stands. A result (done, failed or cancelled) is delivered and
     /// then kept for [`StoreLimits::grace`], so a retried `continue` gets it again.
     pub fn status(&self, owner: &Principal, id: &str) -> Result<OperationStatus<T>, StoreError> {
         let now = self.purge_if_due();
-        self.operations
-            .lock()
-            .expect("operations")
-            .status(owner.as_str(), id, now, &self.limits)
+        let here = self.operations.lock().expect("operations").status(
+            owner.as_str(),
+            id,
+            now,
+            &self.limits,
+        );
+        match (&self.durable, here) {
+            (Some(durable), Err(StoreError::Unknown { .. })) => {
+                self.stored_status(durable, owner, id)
+            }
+            (Some(durable), Ok(status)) if !status.is_running() => {
+                let key = id.strip_prefix("op-").unwrap_or(id);
+                durable.touch(crate::store::Kind::Operation, key, self.limits.grace);
+                Ok(status)
+            }
+            (_, here) => here,
+        }
+    }
+
+    /// How an operation this process does not hold stands in the durable store: its
+    /// ending (delivered, then kept for the grace), or lost if it was running elsewhen.
+    fn stored_status(
+        &self,
+        durable: &Durable,
+        owner: &Principal,
+        id: &str,
+    ) -> Result<OperationStatus<T>, StoreError> {
+        let unknown = || StoreError::Unknown {
+            kind: IdKind::Operation,
+            id: id.to_string(),
+        };
+        let key = id.strip_prefix("op-").ok_or_else(unknown)?;
+        let ttl = self.limits.operation_ttl;
+        let stored = durable
+            .operation::<T>(owner.as_str(), key, id, ttl)?
+            .ok_or_else(unknown)?;
+        let status = match stored {
+            // Not in this process's memory, so not running here: its process is gone.
+            StoredOperation::Running { .. } => return Err(StoreError::Lost { id: id.to_string() }),
+            StoredOperation::Done { result } => OperationStatus::Done(result),
+            StoredOperation::Failed { message } => OperationStatus::Failed(message),
+            StoredOperation::Cancelled => OperationStatus::Cancelled,
+        };
+        durable.touch(crate::store::Kind::Operation, key, self.limits.grace);
+        Ok(status)
     }
 
     /// Like [`status`](Self::status), but first waits up to `max` for the operation to
@@ -221,10 +415,19 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
     /// call. An operation that already finished is not changed; its status is returned.
     pub fn cancel(&self, owner: &Principal, id: &str) -> Result<OperationStatus<T>, StoreError> {
         let now = self.purge_if_due();
-        self.operations
-            .lock()
-            .expect("operations")
-            .cancel(owner.as_str(), id, now, &self.limits)
+        let here = self.operations.lock().expect("operations").cancel(
+            owner.as_str(),
+            id,
+            now,
+            &self.limits,
+        );
+        match (&self.durable, here) {
+            // One that ended before a restart keeps its ending; a lost one says so.
+            (Some(durable), Err(StoreError::Unknown { .. })) => {
+                self.stored_status(durable, owner, id)
+            }
+            (_, here) => here,
+        }
     }
 
     /// Purges every expired entry now.
@@ -238,6 +441,16 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
             .lock()
             .expect("operations")
             .purge(now, &self.limits);
+        if let Some(durable) = &self.durable {
+            let mut next = self.next_durable_sweep.lock().expect("sweep");
+            if now >= *next {
+                *next = now + DURABLE_SWEEP;
+                drop(next);
+                // Tombstones as long as memory keeps them: six TTLs.
+                let ttl = self.limits.cursor_ttl.max(self.limits.operation_ttl);
+                durable.sweep(ttl * 6);
+            }
+        }
     }
 
     pub fn stats(&self) -> StoreStats {
@@ -286,7 +499,7 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
     }
 }
 
-impl<T: Clone + Send + 'static> Default for SessionStore<T> {
+impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> Default for SessionStore<T> {
     fn default() -> Self {
         Self::new(StoreLimits::default())
     }

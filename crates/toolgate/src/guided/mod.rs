@@ -116,7 +116,7 @@ impl Engine {
             skills,
             runs: Default::default(),
             validators: Validators::new(),
-            store: Arc::new(SessionStore::new(limits)),
+            store: Arc::new(SessionStore::new(limits).with_durable(gw.durable.clone())),
             selections: Mutex::new(HashMap::new()),
             view: Mutex::new(Arc::new(ProfileView::build(
                 empty,

@@ -65,8 +65,9 @@ impl UpstreamStatus {
     }
 }
 
-/// The result of a `tools/call`, kept as JSON so nothing the upstream sent is lost.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// The result of a `tools/call`, kept as JSON so nothing the upstream sent is lost
+/// (serde: a finished operation is kept in the durable store as it was received).
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CallOutcome {
     /// The content blocks, exactly as sent.
     pub content: Vec<Value>,

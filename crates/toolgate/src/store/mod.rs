@@ -1,0 +1,118 @@
+//! State that outlives one process: the [`Store`] trait and its durable implementation.
+//!
+//! A store keeps opaque values by kind and id, each with its owner (a principal's name)
+//! and a wall-clock expiry. It knows nothing of pages, operations or selections: the
+//! modules that own those (`exec/`, `guided/`) encode their own values and keep their
+//! in-process tables as the fast path, writing through to the store and reading from it
+//! when a handle is not in memory (after a restart). [`Store::lookup`] is where the owner
+//! and the expiry are checked, so a foreign or expired handle is told apart from an
+//! unknown one for the same messages as in memory.
+//!
+//! `backend = "memory"` has no store at all (today's in-process tables alone);
+//! `"embedded"` is [`embedded::EmbeddedStore`] (one redb file), its values sealed by
+//! [`seal::Sealer`]. This module imports nothing else of the crate.
+
+pub mod embedded;
+pub mod seal;
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What a stored value is; each kind is its own table (and its own id space).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The pages of one paged result.
+    Pages,
+    /// One background operation: running (and where), or its ending.
+    Operation,
+    /// A tool route chose, for execute by `selectionId`.
+    Selection,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Pages, Kind::Operation, Kind::Selection];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Pages => "pages",
+            Kind::Operation => "operation",
+            Kind::Selection => "selection",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One stored value with the facts the store checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The principal that made it (`Principal::as_str`).
+    pub owner: String,
+    /// Wall-clock expiry, milliseconds since the Unix epoch: a restart keeps the clock.
+    pub expires_ms: u64,
+    pub value: Vec<u8>,
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    Found(Record),
+    /// The id is known but belongs to another owner.
+    Foreign,
+    /// The id was the caller's but its time ran out (kept a while as a tombstone).
+    Expired,
+    /// Never stored here, or removed long ago.
+    Unknown,
+}
+
+/// The store could not do what was asked. The message says what to check; a call that
+/// needs the store fails with it (nothing is silently dropped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreFault {
+    #[error("the state store ({backend}) failed: {detail}; the call was not kept, try again shortly (and check the store)")]
+    Down {
+        backend: &'static str,
+        detail: String,
+    },
+    #[error("a stored {kind} could not be opened: {detail} (was the store key changed? every replica and restart needs the same key)")]
+    Unsealed { kind: Kind, detail: String },
+}
+
+/// Values by kind and id, with owner, expiry and tombstones. Implementations are shared
+/// by every request of the process (`Send + Sync`) and do their own locking.
+pub trait Store: Send + Sync {
+    /// A short name for messages and reports ("embedded").
+    fn backend(&self) -> &'static str;
+
+    /// Stores (or replaces) `id` of `kind`.
+    fn put(&self, kind: Kind, id: &str, record: &Record) -> Result<(), StoreFault>;
+
+    /// The record of `id` if `owner` may have it and it has not expired at `now_ms`.
+    fn lookup(&self, kind: Kind, id: &str, owner: &str, now_ms: u64) -> Result<Lookup, StoreFault>;
+
+    /// Moves the expiry of `id` (keeps reading alive; a delivered result's grace).
+    fn touch(&self, kind: Kind, id: &str, expires_ms: u64) -> Result<(), StoreFault>;
+
+    /// Forgets `id` now, leaving a tombstone so a late use is told "expired".
+    fn remove(&self, kind: Kind, id: &str, now_ms: u64) -> Result<(), StoreFault>;
+
+    /// Drops the values that expired and the tombstones older than `tombstone_for`;
+    /// returns how many values went.
+    fn sweep(&self, now_ms: u64, tombstone_for: Duration) -> Result<usize, StoreFault>;
+}
+
+/// Now, in the store's clock (milliseconds since the Unix epoch).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `now_ms() + ttl`.
+pub fn expiry_after(ttl: Duration) -> u64 {
+    now_ms().saturating_add(ttl.as_millis() as u64)
+}
