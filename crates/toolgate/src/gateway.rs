@@ -167,6 +167,12 @@ impl Gateway {
 
     /// Stops every upstream (children get SIGTERM, then SIGKILL) and the sandbox worker
     /// pool (idle workers are killed), and waits for them.
+    /// Fired when the gateway starts shutting down (calls still running then are lost
+    /// with the process, not failed: the durable store keeps them as running).
+    pub fn stopping(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.tasks.wait().await;

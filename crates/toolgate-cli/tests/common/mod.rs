@@ -232,6 +232,10 @@ impl HttpGateway {
         if let Some(f) = filter {
             cmd.env("RUST_LOG", f);
         }
+        // `serve` over HTTP keeps its state in an embedded store under the user's state
+        // folder unless configured: the test's own folder instead, never the user's.
+        let state = config.parent().unwrap_or(Path::new(".")).join("state");
+        cmd.env("XDG_STATE_HOME", state);
         let mut child = cmd
             .args(["serve", "--http", "127.0.0.1:0", "--config"])
             .arg(config)

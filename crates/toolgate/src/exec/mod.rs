@@ -31,6 +31,8 @@ pub mod store;
 pub mod validate;
 
 #[cfg(test)]
+mod durable_tests;
+#[cfg(test)]
 mod shape_tests;
 #[cfg(test)]
 mod store_tests;

@@ -342,6 +342,7 @@ impl<T: Clone + Send + 'static> Ending<T> {
         if let Some(on_end) = self.on_end.take() {
             on_end(&stands);
         }
+        tracing::debug!(operation = %crate::principal::redacted(&self.key), "operation ended");
         let _ = done.send(true);
     }
 }

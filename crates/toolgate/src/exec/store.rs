@@ -139,6 +139,8 @@ pub struct SessionStore<T = CallOutcome> {
     durable: Option<Arc<Durable>>,
     /// When the durable store's next sweep is due (a pass over its tables: rarer).
     next_durable_sweep: Mutex<Instant>,
+    /// Fired at shutdown: endings after it are not written to the durable store.
+    closing: CancellationToken,
 }
 
 /// How often the durable store drops what expired.
@@ -152,14 +154,23 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
             next_purge: Mutex::new(Instant::now()),
             durable: None,
             next_durable_sweep: Mutex::new(Instant::now()),
+            closing: CancellationToken::new(),
             limits,
         }
     }
 
     /// Also keeps every paged result and operation in `store`, and reads back from it the
     /// handles this process does not hold.
-    pub fn with_durable(mut self, store: Option<Arc<dyn crate::store::Store>>) -> Self {
+    /// Once `closing` fires (the gateway is shutting down), calls that end are not
+    /// recorded: their upstreams are being closed under them, and after the restart they
+    /// are reported lost rather than failed.
+    pub fn with_durable(
+        mut self,
+        store: Option<Arc<dyn crate::store::Store>>,
+        closing: CancellationToken,
+    ) -> Self {
         self.durable = store.map(|s| Arc::new(Durable::new(s)));
+        self.closing = closing;
         self
     }
 
@@ -300,8 +311,11 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         let key: Arc<Mutex<String>> = Arc::default();
         let on_end: OnEnd<T> = {
             let (durable, key, owner) = (durable.clone(), key.clone(), owner.clone());
-            let ttl = self.limits.operation_ttl;
+            let (ttl, closing) = (self.limits.operation_ttl, self.closing.clone());
             Box::new(move |status: &OperationStatus<T>| {
+                if closing.is_cancelled() {
+                    return;
+                }
                 let key = key.lock().expect("key").clone();
                 let stored = match status {
                     OperationStatus::Done(v) => StoredOperation::Done { result: v.clone() },

@@ -116,7 +116,9 @@ impl Engine {
             skills,
             runs: Default::default(),
             validators: Validators::new(),
-            store: Arc::new(SessionStore::new(limits).with_durable(gw.durable.clone())),
+            store: Arc::new(
+                SessionStore::new(limits).with_durable(gw.durable.clone(), gw.stopping()),
+            ),
             selections: Mutex::new(HashMap::new()),
             view: Mutex::new(Arc::new(ProfileView::build(
                 empty,
