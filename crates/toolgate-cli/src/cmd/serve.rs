@@ -104,6 +104,26 @@ fn open_store(
             tracing::info!(path = %path.display(), "state store: embedded");
             Ok(Some(Arc::new(db)))
         }
+        #[cfg(feature = "redis")]
+        StoreBackend::Redis => {
+            let url = store.url.as_deref().expect("validated: redis has a url");
+            let Some(sealer) = toolgate::store::seal::Sealer::from_env(&store.key_env)
+                .map_err(|e| anyhow!("[store] backend = \"redis\": {e}"))?
+            else {
+                return Err(anyhow!(
+                    "[store] backend = \"redis\" needs the key that seals stored values: set {} to 64 hex digits, the same on every replica (make one with `openssl rand -hex 32`)",
+                    store.key_env
+                ));
+            };
+            let db = toolgate::store::redis::RedisStore::open(url, sealer)
+                .map_err(|e| anyhow!("[store] backend = \"redis\": {e}"))?;
+            tracing::info!("state store: redis");
+            Ok(Some(Arc::new(db)))
+        }
+        #[cfg(not(feature = "redis"))]
+        StoreBackend::Redis => Err(anyhow!(
+            "this toolgate was built without the `redis` feature"
+        )),
     }
 }
 

@@ -3,12 +3,14 @@
 //!
 //! ```toml
 //! [store]
-//! backend = "embedded"           # "memory" | "embedded"; absent: embedded for `serve`
-//!                                #   over HTTP, memory for `serve --stdio`
+//! backend = "embedded"           # "memory" | "embedded" | "redis"; absent: embedded
+//!                                #   for `serve` over HTTP, memory for `serve --stdio`
 //! path = "state.redb"            # embedded: relative to this file; absent:
 //!                                #   $XDG_STATE_HOME/toolgate/state.redb
+//! url = "redis://127.0.0.1:6379" # redis (or Valkey): the server every replica shares
 //! key_env = "TOOLGATE_STORE_KEY" # the variable holding the 64-hex-digit key; unset:
-//!                                #   a key file beside the database (<path>.key, 0600)
+//!                                #   embedded makes a key file beside the database
+//!                                #   (<path>.key, 0600); redis refuses to start
 //! ```
 
 use anyhow::{bail, Result};
@@ -23,6 +25,8 @@ pub enum StoreBackend {
     Memory,
     /// One redb file: cursors and finished operations survive a restart.
     Embedded,
+    /// A Redis or Valkey server shared by several replicas (feature `redis`).
+    Redis,
 }
 
 /// `[store]`, validated.
@@ -32,6 +36,8 @@ pub struct StoreConfig {
     pub backend: Option<StoreBackend>,
     /// The embedded database; `None`: [`default_path`].
     pub path: Option<PathBuf>,
+    /// The Redis server (`backend = "redis"` only, where it is required).
+    pub url: Option<String>,
     /// The environment variable that holds the key sealing stored values.
     pub key_env: String,
 }
@@ -43,6 +49,7 @@ impl Default for StoreConfig {
         Self {
             backend: None,
             path: None,
+            url: None,
             key_env: DEFAULT_KEY_ENV.into(),
         }
     }
@@ -88,6 +95,7 @@ pub fn default_path() -> Result<PathBuf> {
 pub struct RawStore {
     pub backend: Option<String>,
     pub path: Option<PathBuf>,
+    pub url: Option<String>,
     pub key_env: Option<String>,
 }
 
@@ -98,13 +106,29 @@ impl RawStore {
             None => None,
             Some("memory") => Some(StoreBackend::Memory),
             Some("embedded") => Some(StoreBackend::Embedded),
+            Some("redis") if cfg!(feature = "redis") => Some(StoreBackend::Redis),
             Some("redis") => bail!(
-                "{f}: store.backend = \"redis\" is not available in this build yet: use \"embedded\" (one gateway, survives restarts) or \"memory\""
+                "{f}: store.backend = \"redis\": this toolgate was built without the `redis` feature; rebuild with it, or use \"embedded\""
             ),
             Some(other) => bail!(
-                "{f}: store.backend = {other:?}: use \"memory\" or \"embedded\""
+                "{f}: store.backend = {other:?}: use \"memory\", \"embedded\" or \"redis\""
             ),
         };
+        match (&self.url, backend) {
+            (None, Some(StoreBackend::Redis)) => bail!(
+                "{f}: store.backend = \"redis\" needs store.url, e.g. url = \"redis://127.0.0.1:6379\""
+            ),
+            (Some(_), b) if b != Some(StoreBackend::Redis) => bail!(
+                "{f}: store.url is only for backend = \"redis\": set that, or remove url"
+            ),
+            (Some(u), _) if !(u.starts_with("redis://") || u.starts_with("valkey://") || u.starts_with("redis+unix://")) => bail!(
+                "{f}: store.url = {u:?}: write redis://HOST:PORT[/DB] (TLS is not built in)"
+            ),
+            _ => {}
+        }
+        if self.path.is_some() && backend == Some(StoreBackend::Redis) {
+            bail!("{f}: store.path is for backend = \"embedded\"; a redis store lives at store.url: remove path");
+        }
         if self.path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
             bail!("{f}: store.path is empty: name the database file (relative to this file), or remove the key for the default");
         }
@@ -122,6 +146,7 @@ impl RawStore {
         Ok(StoreConfig {
             backend,
             path: self.path.map(|p| super::relative_to_config(file, &p)),
+            url: self.url,
             key_env,
         })
     }
@@ -153,8 +178,20 @@ mod tests {
     #[test]
     fn mistakes_name_the_key_and_the_fix() {
         for (text, says) in [
-            ("backend = \"disk\"", "use \"memory\" or \"embedded\""),
-            ("backend = \"redis\"", "not available in this build"),
+            (
+                "backend = \"disk\"",
+                "use \"memory\", \"embedded\" or \"redis\"",
+            ),
+            ("backend = \"redis\"", "needs store.url"),
+            ("url = \"redis://x\"", "only for backend = \"redis\""),
+            (
+                "backend = \"redis\"\nurl = \"http://x\"",
+                "write redis://HOST:PORT",
+            ),
+            (
+                "backend = \"redis\"\nurl = \"redis://x\"\npath = \"p\"",
+                "remove path",
+            ),
             ("path = \"\"", "store.path is empty"),
             (
                 "backend = \"memory\"\npath = \"x\"",
@@ -165,6 +202,8 @@ mod tests {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(says), "{text}: {e}");
         }
-        assert!(parse("url = \"redis://x\"").is_err());
+        assert!(parse("host = \"x\"").is_err());
+        let c = parse("backend = \"redis\"\nurl = \"redis://127.0.0.1:6379\"").unwrap();
+        assert_eq!(c.backend_for(true), StoreBackend::Redis);
     }
 }

@@ -13,13 +13,22 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A process's heartbeat lasts this long; one that stopped beating is taken for gone,
+/// and its running operations for lost.
+pub(crate) const HEARTBEAT_TTL: Duration = Duration::from_secs(15);
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+/// The owner heartbeats are stored under (no principal has this form).
+const REPLICA_OWNER: &str = "gateway:replica";
+
 /// How an operation stands in the store.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "lowercase")]
 pub(crate) enum StoredOperation<T> {
-    /// Running in the gateway process whose boot id this is.
+    /// Running in the gateway process whose boot id this is, since `started_ms`.
     Running {
         boot: String,
+        #[serde(default)]
+        started_ms: u64,
     },
     Done {
         result: T,
@@ -51,6 +60,82 @@ impl Durable {
 
     pub fn backend(&self) -> &'static str {
         self.store.backend()
+    }
+
+    /// Whether other processes share the store (and may be running operations).
+    pub fn shared(&self) -> bool {
+        self.store.shared()
+    }
+
+    /// Says this process is alive for [`HEARTBEAT_TTL`] more (shared stores only).
+    pub fn beat(&self) -> Result<(), StoreError> {
+        self.put(
+            Kind::Replica,
+            REPLICA_OWNER,
+            &self.boot,
+            Vec::new(),
+            HEARTBEAT_TTL,
+        )
+    }
+
+    /// Whether the process `boot` has beaten within [`HEARTBEAT_TTL`].
+    pub fn alive(&self, boot: &str) -> Result<bool, StoreError> {
+        let found = self
+            .store
+            .lookup(Kind::Replica, boot, REPLICA_OWNER, st::now_ms())
+            .map_err(fault)?;
+        Ok(matches!(found, Lookup::Found(_)))
+    }
+
+    /// Beats every [`HEARTBEAT_EVERY`] until `stop` fires (inside a tokio runtime).
+    pub fn spawn_heartbeat(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let me = Arc::clone(self);
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(HEARTBEAT_EVERY);
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tick.tick() => {
+                        let me = me.clone();
+                        let beat = tokio::task::spawn_blocking(move || me.beat()).await;
+                        if let Ok(Err(e)) = beat {
+                            tracing::warn!("state store: heartbeat failed: {e}");
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// A selection (`server` and `name` of the tool route chose).
+    pub fn put_selection(&self, owner: &str, id: &str, tool: (&str, &str), ttl: Duration) {
+        let value = serde_json::to_vec(&[tool.0, tool.1]).expect("strings serialize");
+        if let Err(e) = self.put(Kind::Selection, owner, id, value, ttl) {
+            tracing::warn!("a selection was kept in this process only (execute it here, or by the tool's name): {e}");
+        }
+    }
+
+    /// A selection made by another process (or before a restart); `None` if unknown.
+    pub fn selection(
+        &self,
+        owner: &str,
+        id: &str,
+        ttl: Duration,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        let Some(record) = self.lookup(Kind::Selection, IdKind::Selection, owner, id, id, ttl)?
+        else {
+            return Ok(None);
+        };
+        let [server, name]: [String; 2] = serde_json::from_slice(&record.value).map_err(|e| {
+            down(
+                self.backend(),
+                format!("a stored selection is damaged: {e}"),
+            )
+        })?;
+        Ok(Some((server, name)))
     }
 
     pub fn put_pages(

@@ -80,6 +80,7 @@ impl Default for StoreLimits {
 pub enum IdKind {
     Cursor,
     Operation,
+    Selection,
 }
 
 impl fmt::Display for IdKind {
@@ -87,6 +88,7 @@ impl fmt::Display for IdKind {
         f.write_str(match self {
             Self::Cursor => "cursor",
             Self::Operation => "operation",
+            Self::Selection => "selectionId",
         })
     }
 }
@@ -113,6 +115,8 @@ pub enum StoreError {
     TooLarge { bytes: usize, limit: usize },
     #[error("operation {id:?} was lost: the gateway restarted before it finished, so no result was kept; call execute again (the upstream may have run it already: check first if the call changes something)")]
     Lost { id: String },
+    #[error("operation {id:?} runs on another replica of this gateway: follow it with continue from any replica; it can be cancelled only on the one running it (call continue with cancel: true again, a later request may reach it)")]
+    Elsewhere { id: String },
     /// The durable store failed; the message says so and what to do.
     #[error("{0}")]
     StoreDown(String),
@@ -143,6 +147,9 @@ pub struct SessionStore<T = CallOutcome> {
     closing: CancellationToken,
 }
 
+/// How often `wait` looks again at an operation another replica runs.
+const REMOTE_POLL: Duration = Duration::from_millis(250);
+
 /// How often the durable store drops what expired.
 const DURABLE_SWEEP: Duration = Duration::from_secs(60);
 
@@ -170,8 +177,33 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         closing: CancellationToken,
     ) -> Self {
         self.durable = store.map(|s| Arc::new(Durable::new(s)));
+        if let Some(d) = self.durable.as_ref().filter(|d| d.shared()) {
+            d.spawn_heartbeat(closing.clone());
+        }
         self.closing = closing;
         self
+    }
+
+    /// Keeps a selection of route's in the durable store too (for another replica, or
+    /// after a restart). `tool` is (server, name).
+    pub fn keep_selection(&self, owner: &Principal, id: &str, tool: (&str, &str), ttl: Duration) {
+        if let Some(d) = &self.durable {
+            d.put_selection(owner.as_str(), id, tool, ttl);
+        }
+    }
+
+    /// A selection this process does not hold, from the durable store: `Ok(None)` if it
+    /// does not know it either (or there is none).
+    pub fn stored_selection(
+        &self,
+        owner: &Principal,
+        id: &str,
+        ttl: Duration,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        match &self.durable {
+            Some(d) => d.selection(owner.as_str(), id, ttl),
+            None => Ok(None),
+        }
     }
 
     /// The durable backend's name, if there is one.
@@ -341,6 +373,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         let op_key = id.strip_prefix("op-").unwrap_or(&id).to_string();
         let running: StoredOperation<T> = StoredOperation::Running {
             boot: durable.boot().to_string(),
+            started_ms: crate::store::now_ms(),
         };
         let ttl = self.limits.operation_ttl;
         let mut written = written;
@@ -394,8 +427,18 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
             .operation::<T>(owner.as_str(), key, id, ttl)?
             .ok_or_else(unknown)?;
         let status = match stored {
-            // Not in this process's memory, so not running here: its process is gone.
-            StoredOperation::Running { .. } => return Err(StoreError::Lost { id: id.to_string() }),
+            // Not in this process's memory, so not running here; on a shared store it
+            // may be running on a replica that is alive, else its process is gone.
+            StoredOperation::Running { boot, started_ms } => {
+                if durable.shared() && boot != durable.boot() && durable.alive(&boot)? {
+                    let elapsed = crate::store::now_ms().saturating_sub(started_ms);
+                    return Ok(OperationStatus::Running {
+                        progress: None,
+                        elapsed: Duration::from_millis(elapsed),
+                    });
+                }
+                return Err(StoreError::Lost { id: id.to_string() });
+            }
             StoredOperation::Done { result } => OperationStatus::Done(result),
             StoredOperation::Failed { message } => OperationStatus::Failed(message),
             StoredOperation::Cancelled => OperationStatus::Cancelled,
@@ -421,8 +464,18 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         if let Some(mut done) = done {
             // A closed channel means the task is gone; status() says why.
             let _ = tokio::time::timeout(max, done.wait_for(|d| *d)).await;
+            return self.status(owner, id);
         }
-        self.status(owner, id)
+        // Running on another replica: look again now and then, within `max`.
+        let until = Instant::now() + max;
+        loop {
+            let status = self.status(owner, id);
+            let running = matches!(&status, Ok(s) if s.is_running());
+            if !running || Instant::now() + REMOTE_POLL > until {
+                return status;
+            }
+            tokio::time::sleep(REMOTE_POLL).await;
+        }
     }
 
     /// Stops a running operation: fires its token (so the upstream is told) and drops the
@@ -436,9 +489,15 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
             &self.limits,
         );
         match (&self.durable, here) {
-            // One that ended before a restart keeps its ending; a lost one says so.
+            // One that ended before a restart keeps its ending; a lost one says so; one
+            // running on another replica cannot be stopped from here.
             (Some(durable), Err(StoreError::Unknown { .. })) => {
-                self.stored_status(durable, owner, id)
+                match self.stored_status(durable, owner, id)? {
+                    OperationStatus::Running { .. } => {
+                        Err(StoreError::Elsewhere { id: id.to_string() })
+                    }
+                    ended => Ok(ended),
+                }
             }
             (_, here) => here,
         }

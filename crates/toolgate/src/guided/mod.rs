@@ -235,6 +235,9 @@ impl Engine {
                 made: Instant::now(),
             },
         );
+        drop(sel);
+        self.store
+            .keep_selection(owner, &id, (&tool.server, &tool.name), SELECTION_TTL);
         id
     }
 
@@ -242,6 +245,11 @@ impl Engine {
     fn recall(&self, owner: &Principal, id: &str) -> Result<ToolId, Refused> {
         let sel = self.selections.lock().expect("selections");
         match sel.get(id) {
+            // Made by another replica, or before a restart: the durable store may know it.
+            None if self.store.durable_backend().is_some() => {
+                drop(sel);
+                self.recall_stored(owner, id)
+            }
             None => Err(Refused::stale(format!(
                 "Unknown selectionId {id:?}: call route again, or pass the tool's exact name as \"tool\"."
             ))),
@@ -252,6 +260,25 @@ impl Engine {
                 "selectionId {id:?} has expired: call route again."
             ))),
             Some(s) => Ok(s.tool.clone()),
+        }
+    }
+
+    fn recall_stored(&self, owner: &Principal, id: &str) -> Result<ToolId, Refused> {
+        use crate::exec::StoreError;
+        match self.store.stored_selection(owner, id, SELECTION_TTL) {
+            Ok(Some((server, name))) => Ok(ToolId { server, name }),
+            Ok(None) => Err(Refused::stale(format!(
+                "Unknown selectionId {id:?}: call route again, or pass the tool's exact name as \"tool\"."
+            ))),
+            Err(StoreError::Foreign { .. }) => Err(Refused::foreign(format!(
+                "selectionId {id:?} was made by another caller (a different API key): call route yourself."
+            ))),
+            Err(StoreError::Expired { .. }) => Err(Refused::stale(format!(
+                "selectionId {id:?} has expired: call route again."
+            ))),
+            Err(e) => Err(Refused::stale(format!(
+                "selectionId {id:?} could not be looked up: {e}; or pass the tool's exact name as \"tool\"."
+            ))),
         }
     }
 

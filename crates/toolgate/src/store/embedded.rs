@@ -10,7 +10,7 @@
 #![allow(clippy::result_large_err)]
 
 use super::seal::Sealer;
-use super::{Kind, Lookup, Record, Store, StoreFault};
+use super::{Kind, Lookup, Meta, Record, Store, StoreFault};
 use redb::{Database, Durability, ReadableTable, TableDefinition};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +22,7 @@ fn values(kind: Kind) -> Table {
         Kind::Pages => "pages",
         Kind::Operation => "operation",
         Kind::Selection => "selection",
+        Kind::Replica => "replica",
     })
 }
 
@@ -30,36 +31,8 @@ fn metas(kind: Kind) -> Table {
         Kind::Pages => "pages.meta",
         Kind::Operation => "operation.meta",
         Kind::Selection => "selection.meta",
+        Kind::Replica => "replica.meta",
     })
-}
-
-/// The facts about one id: `[live: u8][expires_ms: u64 LE][owner bytes]`. A tombstone
-/// (live = 0) keeps the owner, and its expiry is when it was buried.
-struct Meta {
-    live: bool,
-    expires_ms: u64,
-    owner: String,
-}
-
-impl Meta {
-    fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(9 + self.owner.len());
-        out.push(u8::from(self.live));
-        out.extend_from_slice(&self.expires_ms.to_le_bytes());
-        out.extend_from_slice(self.owner.as_bytes());
-        out
-    }
-
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        if bytes.len() < 9 {
-            return None;
-        }
-        Some(Self {
-            live: bytes[0] == 1,
-            expires_ms: u64::from_le_bytes(bytes[1..9].try_into().ok()?),
-            owner: String::from_utf8(bytes[9..].to_vec()).ok()?,
-        })
-    }
 }
 
 pub struct EmbeddedStore {
@@ -104,9 +77,9 @@ impl EmbeddedStore {
     /// Opens the store at `path` with its key: from the variable `key_env` if it is set,
     /// else from the key file beside the database (`<path>.key`, made on first start).
     pub fn open_with_key(path: &Path, key_env: &str) -> Result<Self, String> {
-        let sealer = match std::env::var(key_env) {
-            Ok(hex) if !hex.trim().is_empty() => Sealer::from_hex(&hex, key_env)?,
-            _ => {
+        let sealer = match Sealer::from_env(key_env)? {
+            Some(sealer) => sealer,
+            None => {
                 let mut file = path.as_os_str().to_owned();
                 file.push(".key");
                 Sealer::from_key_file(Path::new(&file))?

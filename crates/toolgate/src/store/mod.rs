@@ -9,10 +9,13 @@
 //! unknown one for the same messages as in memory.
 //!
 //! `backend = "memory"` has no store at all (today's in-process tables alone);
-//! `"embedded"` is [`embedded::EmbeddedStore`] (one redb file), its values sealed by
-//! [`seal::Sealer`]. This module imports nothing else of the crate.
+//! `"embedded"` is [`embedded::EmbeddedStore`] (one redb file, one process), `"redis"` is
+//! `redis::RedisStore` (a fleet of replicas sharing one Redis or Valkey; feature `redis`),
+//! their values sealed by [`seal::Sealer`]. This module imports nothing else of the crate.
 
 pub mod embedded;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod seal;
 
 use std::fmt;
@@ -27,16 +30,19 @@ pub enum Kind {
     Operation,
     /// A tool route chose, for execute by `selectionId`.
     Selection,
+    /// A gateway process's heartbeat (shared stores): its operations are still running.
+    Replica,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::Pages, Kind::Operation, Kind::Selection];
+    pub const ALL: [Kind; 4] = [Kind::Pages, Kind::Operation, Kind::Selection, Kind::Replica];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Pages => "pages",
             Kind::Operation => "operation",
             Kind::Selection => "selection",
+            Kind::Replica => "replica",
         }
     }
 }
@@ -73,7 +79,7 @@ pub enum Lookup {
 /// needs the store fails with it (nothing is silently dropped).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreFault {
-    #[error("the state store ({backend}) failed: {detail}; the call was not kept, try again shortly (and check the store)")]
+    #[error("the state store ({backend}) is not answering ({detail}): nothing was kept or changed; try again shortly (the operator should check the store)")]
     Down {
         backend: &'static str,
         detail: String,
@@ -85,8 +91,14 @@ pub enum StoreFault {
 /// Values by kind and id, with owner, expiry and tombstones. Implementations are shared
 /// by every request of the process (`Send + Sync`) and do their own locking.
 pub trait Store: Send + Sync {
-    /// A short name for messages and reports ("embedded").
+    /// A short name for messages and reports ("embedded", "redis").
     fn backend(&self) -> &'static str;
+
+    /// True when other gateway processes use the same store at once (a fleet): an
+    /// operation running under another boot may be alive there.
+    fn shared(&self) -> bool {
+        false
+    }
 
     /// Stores (or replaces) `id` of `kind`.
     fn put(&self, kind: Kind, id: &str, record: &Record) -> Result<(), StoreFault>;
@@ -103,6 +115,35 @@ pub trait Store: Send + Sync {
     /// Drops the values that expired and the tombstones older than `tombstone_for`;
     /// returns how many values went.
     fn sweep(&self, now_ms: u64, tombstone_for: Duration) -> Result<usize, StoreFault>;
+}
+
+/// The facts about one id: `[live: u8][expires_ms: u64 LE][owner bytes]`. A tombstone
+/// (live = 0) keeps the owner, and its expiry is when it was buried.
+pub(crate) struct Meta {
+    pub live: bool,
+    pub expires_ms: u64,
+    pub owner: String,
+}
+
+impl Meta {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(9 + self.owner.len());
+        out.push(u8::from(self.live));
+        out.extend_from_slice(&self.expires_ms.to_le_bytes());
+        out.extend_from_slice(self.owner.as_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        if bytes.len() < 9 {
+            return None;
+        }
+        Some(Self {
+            live: bytes[0] == 1,
+            expires_ms: u64::from_le_bytes(bytes[1..9].try_into().ok()?),
+            owner: String::from_utf8(bytes[9..].to_vec()).ok()?,
+        })
+    }
 }
 
 /// Now, in the store's clock (milliseconds since the Unix epoch).

@@ -44,6 +44,14 @@ impl Sealer {
         Ok(Self::new(key))
     }
 
+    /// The key in the variable `name`, if it is set (and not empty).
+    pub fn from_env(name: &str) -> Result<Option<Self>, String> {
+        match std::env::var(name) {
+            Ok(hex) if !hex.trim().is_empty() => Self::from_hex(&hex, name).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// The key in `path`, made (random, mode 0600) if the file does not exist yet.
     pub fn from_key_file(path: &Path) -> Result<Self, String> {
         match std::fs::read_to_string(path) {
