@@ -68,7 +68,14 @@ fn start_redis(dir: &Path) -> Option<(Proc, u16)> {
     let bin = find("redis-server")?;
     let port = free_port();
     let child = Command::new(bin)
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", ""])
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+        ])
         .arg("--dir")
         .arg(dir)
         .stdout(Stdio::null())
@@ -256,7 +263,10 @@ fn idle_cursors(backend: &str, dir: &Path, redis_port: Option<u16>) {
     let before = rss_kib();
     let mut keep = Vec::with_capacity(IDLE_CURSORS);
     for _ in 0..IDLE_CURSORS {
-        keep.push(s.put_pages(&owner, vec![page.clone(), page.clone()]).unwrap());
+        keep.push(
+            s.put_pages(&owner, vec![page.clone(), page.clone()])
+                .unwrap(),
+        );
     }
     println!("{}", rss_kib().saturating_sub(before));
 }
@@ -269,7 +279,11 @@ fn measure_idle(backend: &str, dir: &Path, redis_port: Option<u16>) -> (f64, Opt
         cmd.arg(p.to_string());
     }
     let out = cmd.output().expect("child");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let kib: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     let server = redis_port
         .filter(|_| backend == "redis")

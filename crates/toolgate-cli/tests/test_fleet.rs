@@ -96,7 +96,7 @@ async fn two_replicas_on_one_redis_serve_each_others_handles() {
     let redis_port = fleet::free_port();
     let mut redis = fleet::redis(&redis_bin, redis_port, &redis_dir);
     let store = format!(
-        "[guided]\nwait_secs = 0.05\n[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:{redis_port}\"\n"
+        "[guided]\nwait_secs = 0.05\n[code]\nenabled = true\n[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:{redis_port}\"\n"
     );
     let config = dir.config(
         "mode = \"guided\"",
@@ -133,6 +133,22 @@ async fn two_replicas_on_one_redis_serve_each_others_handles() {
         "{}",
         text(&r)
     );
+
+    // Code mode's state set by a program on A, read by one on B.
+    let r = call(
+        &on_a,
+        "execute_code",
+        json!({"code": "await state.set('progress', {done: 7}); return 'set'"}),
+    )
+    .await;
+    assert_eq!(structured(&r)["status"], "ok", "{}", text(&r));
+    let r = call(
+        &on_b,
+        "execute_code",
+        json!({"code": "return await state.get('progress')"}),
+    )
+    .await;
+    assert_eq!(structured(&r)["result"], json!({"done": 7}), "{}", text(&r));
 
     // Every page of a large result through alternating replicas, and through the
     // balancer, joins to exactly the original.

@@ -1,6 +1,7 @@
 //! A restarted gateway on the same embedded store: cursors continue where they were,
 //! operations that finished before the restart are delivered, one that was still running
-//! is reported lost (and can be called again), and nothing is kept in plain text.
+//! is reported lost (and can be called again), code mode's `state` is still there, and
+//! nothing is kept in plain text.
 
 mod common;
 
@@ -25,7 +26,7 @@ fn body(r: &CallToolResult) -> String {
 fn restart_config(dir: &TestDir) -> std::path::PathBuf {
     // A short wait, so a call of a few hundred milliseconds becomes an operation.
     let store =
-        "[guided]\nwait_secs = 0.05\n[store]\nbackend = \"embedded\"\npath = \"state.redb\"\n";
+        "[guided]\nwait_secs = 0.05\n[code]\nenabled = true\n[store]\nbackend = \"embedded\"\npath = \"state.redb\"\n";
     dir.config(
         "mode = \"guided\"",
         &[store.to_string(), dir.stdio_upstream("alpha", "alpha", &[])],
@@ -92,6 +93,13 @@ async fn a_restarted_gateway_continues_cursors_and_delivers_what_finished() {
     .await;
     assert_eq!(structured(&r)["status"], "running", "{}", text(&r));
     let running = structured(&r)["operationId"].as_str().unwrap().to_string();
+    let r = call(
+        &client,
+        "execute_code",
+        json!({"code": "await state.set('where', {page: 2}); return 'kept'"}),
+    )
+    .await;
+    assert_eq!(structured(&r)["status"], "ok", "{}", text(&r));
     let _ = client.cancel().await;
     assert!(first.stop().success(), "the first gateway stops cleanly");
 
@@ -129,6 +137,15 @@ async fn a_restarted_gateway_continues_cursors_and_delivers_what_finished() {
             && says.contains("call execute again"),
         "{says}"
     );
+
+    // Code mode's state too.
+    let r = call(
+        &client,
+        "execute_code",
+        json!({"code": "return await state.get('where')"}),
+    )
+    .await;
+    assert_eq!(structured(&r)["result"], json!({"page": 2}), "{}", text(&r));
 
     // A handle the store never had is still "unknown".
     let r = call(

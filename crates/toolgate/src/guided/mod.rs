@@ -127,7 +127,7 @@ impl Engine {
             ))),
             policy: crate::policy::Policy::new(&gw.config.policy),
             pii: Default::default(),
-            code_state: Default::default(),
+            code_state: crate::code::state::StateStore::new(gw.durable.clone()),
             workspace: crate::code::workspace::Workspace::new(&gw.config.code.workspace),
             gw,
         });

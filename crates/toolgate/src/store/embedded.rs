@@ -23,6 +23,7 @@ fn values(kind: Kind) -> Table {
         Kind::Operation => "operation",
         Kind::Selection => "selection",
         Kind::Replica => "replica",
+        Kind::State => "state",
     })
 }
 
@@ -32,6 +33,7 @@ fn metas(kind: Kind) -> Table {
         Kind::Operation => "operation.meta",
         Kind::Selection => "selection.meta",
         Kind::Replica => "replica.meta",
+        Kind::State => "state.meta",
     })
 }
 

@@ -32,10 +32,18 @@ pub enum Kind {
     Selection,
     /// A gateway process's heartbeat (shared stores): its operations are still running.
     Replica,
+    /// One code-mode `state` value of one principal.
+    State,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Pages, Kind::Operation, Kind::Selection, Kind::Replica];
+    pub const ALL: [Kind; 5] = [
+        Kind::Pages,
+        Kind::Operation,
+        Kind::Selection,
+        Kind::Replica,
+        Kind::State,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -43,6 +51,7 @@ impl Kind {
             Kind::Operation => "operation",
             Kind::Selection => "selection",
             Kind::Replica => "replica",
+            Kind::State => "state",
         }
     }
 }
