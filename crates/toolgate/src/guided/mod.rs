@@ -114,7 +114,7 @@ impl Engine {
             // Not the library's own empty set, so the first index() adds the skills.
             indexed_skills: Mutex::new(Arc::default()),
             skills,
-            runs: Default::default(),
+            runs: crate::code::history::RunHistory::new(gw.durable.clone()),
             validators: Validators::new(),
             store: Arc::new(
                 SessionStore::new(limits).with_durable(gw.durable.clone(), gw.stopping()),

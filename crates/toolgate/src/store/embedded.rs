@@ -24,6 +24,7 @@ fn values(kind: Kind) -> Table {
         Kind::Selection => "selection",
         Kind::Replica => "replica",
         Kind::State => "state",
+        Kind::Run => "run",
     })
 }
 
@@ -34,6 +35,7 @@ fn metas(kind: Kind) -> Table {
         Kind::Selection => "selection.meta",
         Kind::Replica => "replica.meta",
         Kind::State => "state.meta",
+        Kind::Run => "run.meta",
     })
 }
 

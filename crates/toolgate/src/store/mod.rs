@@ -34,15 +34,18 @@ pub enum Kind {
     Replica,
     /// One code-mode `state` value of one principal.
     State,
+    /// A finished code-mode run, kept for `propose_skill`.
+    Run,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Pages,
         Kind::Operation,
         Kind::Selection,
         Kind::Replica,
         Kind::State,
+        Kind::Run,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -52,6 +55,7 @@ impl Kind {
             Kind::Selection => "selection",
             Kind::Replica => "replica",
             Kind::State => "state",
+            Kind::Run => "run",
         }
     }
 }
