@@ -25,6 +25,7 @@ fn values(kind: Kind) -> Table {
         Kind::Replica => "replica",
         Kind::State => "state",
         Kind::Run => "run",
+        Kind::Pii => "pii",
     })
 }
 
@@ -36,6 +37,7 @@ fn metas(kind: Kind) -> Table {
         Kind::Replica => "replica.meta",
         Kind::State => "state.meta",
         Kind::Run => "run.meta",
+        Kind::Pii => "pii.meta",
     })
 }
 

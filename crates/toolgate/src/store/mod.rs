@@ -36,16 +36,19 @@ pub enum Kind {
     State,
     /// A finished code-mode run, kept for `propose_skill`.
     Run,
+    /// A PII token handed to the model, and the value it stands for.
+    Pii,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Pages,
         Kind::Operation,
         Kind::Selection,
         Kind::Replica,
         Kind::State,
         Kind::Run,
+        Kind::Pii,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -56,6 +59,7 @@ impl Kind {
             Kind::Replica => "replica",
             Kind::State => "state",
             Kind::Run => "run",
+            Kind::Pii => "pii",
         }
     }
 }
