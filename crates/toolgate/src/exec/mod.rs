@@ -23,11 +23,13 @@ mod cursors;
 mod durable;
 pub use cursors::PagePosition;
 pub mod fields;
+mod limits;
 mod operations;
 pub mod pages;
 pub mod report;
 pub mod shape;
 pub mod store;
+mod tombstones;
 pub mod validate;
 
 #[cfg(test)]
