@@ -94,6 +94,29 @@ impl EmbeddedStore {
         Self::open(path, sealer)
     }
 
+    /// Whether a sweep would change anything (a read, so a quiet store is not rewritten).
+    fn anything_to_sweep(&self, now_ms: u64, keep_ms: u64) -> Result<bool, StoreFault> {
+        let tx = self.db.begin_read().map_err(|e| self.down(e))?;
+        for kind in Kind::ALL {
+            let meta = tx.open_table(metas(kind)).map_err(|e| self.down(e))?;
+            for entry in meta.iter().map_err(|e| self.down(e))? {
+                let (_, bytes) = entry.map_err(|e| self.down(e))?;
+                let due = Meta::decode(bytes.value()).is_none_or(|m| {
+                    let until = if m.live {
+                        m.expires_ms
+                    } else {
+                        m.expires_ms.saturating_add(keep_ms)
+                    };
+                    now_ms >= until
+                });
+                if due {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -193,6 +216,9 @@ impl Store for EmbeddedStore {
 
     fn sweep(&self, now_ms: u64, tombstone_for: Duration) -> Result<usize, StoreFault> {
         let keep_ms = tombstone_for.as_millis() as u64;
+        if !self.anything_to_sweep(now_ms, keep_ms)? {
+            return Ok(0);
+        }
         self.write(Durability::Immediate, |tx| {
             let mut dropped = 0;
             for kind in Kind::ALL {
