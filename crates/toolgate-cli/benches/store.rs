@@ -6,7 +6,7 @@
 //! own `used_memory`). Medians, and each figure's ratio to memory.
 //!
 //! `cargo bench -p toolgate-cli --bench store` (release build). `STORE_BENCH_ROUNDS`
-//! sets the route -> execute round trips per backend (default 300).
+//! sets the route -> execute round trips per backend (default 300). Takes about a minute.
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
