@@ -92,7 +92,8 @@ mode = "direct"
 command = "${FIXTURE[0]}"
 args = ["fixture", "--catalog", "$CATALOG"]
 EOF
-  "$2" serve --config "$WORK/$1.toml" --http 127.0.0.1:0 >/dev/null 2>"$WORK/$1.err" &
+  # Each gateway its own embedded store, in the work folder (not the user's state folder).
+  XDG_STATE_HOME="$WORK/state-$1" "$2" serve --config "$WORK/$1.toml" --http 127.0.0.1:0 >/dev/null 2>"$WORK/$1.err" &
   PIDS+=($!); PID[$1]=$!
   URL[$1]=$(wait_line "$WORK/$1.err" 'MCP endpoint: (http://[^ ]+)')
   TOOL[$1]=bench_echo; NAMES+=("$1")

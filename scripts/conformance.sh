@@ -67,7 +67,8 @@ start_gateway() {
     fi
     printf '[gateway]\nmode = "direct"\n[upstreams.conformance]\n%s\nprefix = ""\n' "$1" >"$WORK/toolgate.toml"
     : >"$WORK/gateway.log"
-    "$TOOLGATE_BIN" serve --config "$WORK/toolgate.toml" --http 127.0.0.1:0 2>"$WORK/gateway.log" &
+    # The embedded store in the work folder, not the user's state folder.
+    XDG_STATE_HOME="$WORK/state" "$TOOLGATE_BIN" serve --config "$WORK/toolgate.toml" --http 127.0.0.1:0 2>"$WORK/gateway.log" &
     GATEWAY_PID=$!
     URL=
     for _ in $(seq 100); do

@@ -85,6 +85,8 @@ class Workspace:
         """The environment of a process this test starts: ours plus a marker."""
         env = dict(os.environ)
         env[MARKER_VAR] = marker or self.marker
+        # `serve --http` keeps an embedded store under the state folder: this test's, not the user's.
+        env["XDG_STATE_HOME"] = str(self.dir / "state")
         env.update(extra or {})
         return env
 

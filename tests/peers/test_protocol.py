@@ -207,6 +207,8 @@ async def test_everything_over_http(config: Path):
     with tempfile.TemporaryFile() as log:
         gateway = subprocess.Popen(
             [toolgate_bin(), "serve", "--config", str(config), "--http", "127.0.0.1:0"],
+            # The embedded store goes in this test's folder, not the user's state folder.
+            env={**os.environ, "XDG_STATE_HOME": str(config.parent / "state")},
             stdout=subprocess.DEVNULL,
             stderr=log,
         )

@@ -159,6 +159,8 @@ async fn main() {
         &format!("[upstreams.bench]\nurl = {fx_url:?}\n"),
     );
     let mut g = Command::new(toolgate());
+    // The embedded store in the bench's folder, not the user's state folder.
+    g.env("XDG_STATE_HOME", dir.path().join("state"));
     g.args([
         "serve",
         "--http",

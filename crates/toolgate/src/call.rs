@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// The result of a `tools/call`, kept as JSON so nothing the upstream sent is lost.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CallOutcome {
     /// The content blocks, exactly as sent.
     pub content: Vec<Value>,

@@ -72,9 +72,11 @@ impl Engine {
             // Not the library's own empty set, so the first index() adds the skills.
             indexed_skills: Mutex::new(Arc::default()),
             skills,
-            runs: Default::default(),
+            runs: crate::code::history::RunHistory::new(gw.durable.clone()),
             validators: Validators::new(),
-            store: Arc::new(SessionStore::new(limits)),
+            store: Arc::new(
+                SessionStore::new(limits).with_durable(gw.durable.clone(), gw.stopping()),
+            ),
             selections: Mutex::new(HashMap::new()),
             view: Mutex::new(Arc::new(ProfileView::build(
                 empty,
@@ -82,8 +84,8 @@ impl Engine {
                 &SurfaceOptions::default(),
             ))),
             policy: crate::policy::Policy::new(&gw.config.policy),
-            pii: Default::default(),
-            code_state: Default::default(),
+            pii: crate::code::pii::Vault::new(gw.durable.clone()),
+            code_state: crate::code::state::StateStore::new(gw.durable.clone()),
             workspace: crate::code::workspace::Workspace::new(&gw.config.code.workspace),
             gw,
         });
@@ -192,6 +194,9 @@ impl Engine {
                 made: Instant::now(),
             },
         );
+        drop(sel);
+        self.store
+            .keep_selection(owner, &id, (&tool.server, &tool.name), SELECTION_TTL);
         id
     }
 
@@ -199,6 +204,11 @@ impl Engine {
     pub(crate) fn recall(&self, owner: &Principal, id: &str) -> Result<ToolId, Refused> {
         let sel = self.selections.lock().expect("selections");
         match sel.get(id) {
+            // Made by another replica, or before a restart: the durable store may know it.
+            None if self.store.durable_backend().is_some() => {
+                drop(sel);
+                self.recall_stored(owner, id)
+            }
             None => Err(Refused::stale(format!(
                 "Unknown selectionId {id:?}: call route again, or pass the tool's exact name as \"tool\"."
             ))),
@@ -209,6 +219,25 @@ impl Engine {
                 "selectionId {id:?} has expired: call route again."
             ))),
             Some(s) => Ok(s.tool.clone()),
+        }
+    }
+
+    fn recall_stored(&self, owner: &Principal, id: &str) -> Result<ToolId, Refused> {
+        use crate::exec::StoreError;
+        match self.store.stored_selection(owner, id, SELECTION_TTL) {
+            Ok(Some((server, name))) => Ok(ToolId { server, name }),
+            Ok(None) => Err(Refused::stale(format!(
+                "Unknown selectionId {id:?}: call route again, or pass the tool's exact name as \"tool\"."
+            ))),
+            Err(StoreError::Foreign { .. }) => Err(Refused::foreign(format!(
+                "selectionId {id:?} was made by another caller (a different API key): call route yourself."
+            ))),
+            Err(StoreError::Expired { .. }) => Err(Refused::stale(format!(
+                "selectionId {id:?} has expired: call route again."
+            ))),
+            Err(e) => Err(Refused::stale(format!(
+                "selectionId {id:?} could not be looked up: {e}; or pass the tool's exact name as \"tool\"."
+            ))),
         }
     }
 

@@ -45,12 +45,22 @@ pub struct Gateway {
     pub parked: crate::upstream::mrtr::ParkedCalls,
     /// Metrics, each session's token count, recent route decisions (`/metrics`, `/ui`).
     pub observe: crate::observe::Observer,
+    /// Where handles outlive the process (`[store]`); `None`: memory only.
+    pub durable: Option<Arc<dyn crate::store::Store>>,
 }
 
 impl Gateway {
     /// Starts a supervisor per enabled upstream and returns at once; upstreams connect
     /// concurrently in the background. Must be called inside a tokio runtime.
     pub fn start(config: Config) -> Arc<Self> {
+        Self::start_with_store(config, None)
+    }
+
+    /// [`start`](Self::start), keeping handles in `durable` as well as in memory.
+    pub fn start_with_store(
+        config: Config,
+        durable: Option<Arc<dyn crate::store::Store>>,
+    ) -> Arc<Self> {
         let upstreams: BTreeMap<_, _> = config
             .upstreams
             .values()
@@ -70,6 +80,7 @@ impl Gateway {
             parked: Default::default(),
             observe: Default::default(),
             drain: Default::default(),
+            durable,
             config,
         });
         if gw.code_workers.keeps_workers() {
@@ -230,6 +241,12 @@ impl Gateway {
 
     /// Stops every upstream (children get SIGTERM, then SIGKILL) and the sandbox worker
     /// pool (idle workers are killed), and waits for them.
+    /// Fired when the gateway starts shutting down (calls still running then are lost
+    /// with the process, not failed: the durable store keeps them as running).
+    pub fn stopping(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.tasks.wait().await;

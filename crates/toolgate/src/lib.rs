@@ -26,6 +26,7 @@
 //! - [`call`]: call types (outcome, error, options, progress, the client relay): a leaf.
 //! - [`ids`], [`env`]: leaves: random ids and simple names; `${VAR}` substitution.
 //! - [`drain`]: shutdown of tool calls: none admitted once it begins, the running ones given a bound, then cut.
+//! - [`store`]: state that outlives the process (the `Store` trait; the embedded redb store).
 //! - [`principal`]: who a request acts for (its API key, else the local identity); owns every handle.
 #![forbid(unsafe_code)]
 
@@ -50,4 +51,5 @@ pub mod principal;
 pub mod route;
 pub mod shape;
 pub mod skills;
+pub mod store;
 pub mod upstream;

@@ -50,8 +50,9 @@ pub(crate) async fn run(args: ServeArgs) -> Result<()> {
     // A grandchild that leaves its upstream's process group (`setsid`) is reparented
     // here when its parent exits, and killed with what is left at shutdown.
     toolgate::upstream::adopt_orphans();
+    let durable = open_store(&config.store, args.stdio)?;
     if args.stdio {
-        let gw = Gateway::start(config);
+        let gw = Gateway::start_with_store(config, durable);
         let mode = gw.config.gateway.mode;
         let serving = toolgate::front::serve_stdio(gw.clone(), mode);
         let mut serving = std::pin::pin!(serving);
@@ -78,7 +79,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<()> {
         tracing::warn!("listening on {local} with no API keys: anyone who can reach it may call every tool; add [policy.keys] (toolgate key new NAME)");
     }
     config.gateway.listen = local;
-    let gw = Gateway::start(config);
+    let gw = Gateway::start_with_store(config, durable);
     let banner = {
         let gw = gw.clone();
         tokio::spawn(async move {
@@ -111,6 +112,45 @@ async fn drain_stdio(
     match tokio::time::timeout(std::time::Duration::from_secs(2), serving).await {
         Ok(r) => r,
         Err(_) => Ok(()),
+    }
+}
+
+/// The `[store]` in force: nothing for memory, else the embedded database opened now, so
+/// a store that cannot be used stops the command before anything is served.
+fn open_store(
+    store: &toolgate::config::store::StoreConfig,
+    stdio: bool,
+) -> Result<Option<Arc<dyn toolgate::store::Store>>> {
+    use toolgate::config::store::StoreBackend;
+    match store.backend_for(stdio) {
+        StoreBackend::Memory => Ok(None),
+        StoreBackend::Embedded => {
+            let path = store.embedded_path()?;
+            let db = toolgate::store::embedded::EmbeddedStore::open_with_key(&path, &store.key_env)
+                .map_err(|e| anyhow!("[store] backend = \"embedded\": {e}"))?;
+            tracing::info!(path = %path.display(), "state store: embedded");
+            Ok(Some(Arc::new(db)))
+        }
+        #[cfg(feature = "redis")]
+        StoreBackend::Redis => {
+            let url = store.url.as_deref().expect("validated: redis has a url");
+            let Some(sealer) = toolgate::store::seal::Sealer::from_env(&store.key_env)
+                .map_err(|e| anyhow!("[store] backend = \"redis\": {e}"))?
+            else {
+                return Err(anyhow!(
+                    "[store] backend = \"redis\" needs the key that seals stored values: set {} to 64 hex digits, the same on every replica (make one with `openssl rand -hex 32`)",
+                    store.key_env
+                ));
+            };
+            let db = toolgate::store::redis::RedisStore::open(url, sealer)
+                .map_err(|e| anyhow!("[store] backend = \"redis\": {e}"))?;
+            tracing::info!("state store: redis");
+            Ok(Some(Arc::new(db)))
+        }
+        #[cfg(not(feature = "redis"))]
+        StoreBackend::Redis => Err(anyhow!(
+            "this toolgate was built without the `redis` feature"
+        )),
     }
 }
 

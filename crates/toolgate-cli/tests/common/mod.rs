@@ -228,10 +228,25 @@ impl HttpGateway {
         extra: &[&str],
         filter: Option<&str>,
     ) -> (Self, std::sync::mpsc::Receiver<String>) {
+        Self::start_with_env(config, extra, filter, &[])
+    }
+
+    /// `start_logging` with more environment variables (a store key, say).
+    pub fn start_with_env(
+        config: &Path,
+        extra: &[&str],
+        filter: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> (Self, std::sync::mpsc::Receiver<String>) {
         let mut cmd = Command::new(toolgate());
         if let Some(f) = filter {
             cmd.env("RUST_LOG", f);
         }
+        cmd.envs(env.iter().copied());
+        // `serve` over HTTP keeps its state in an embedded store under the user's state
+        // folder unless configured: the test's own folder instead, never the user's.
+        let state = config.parent().unwrap_or(Path::new(".")).join("state");
+        cmd.env("XDG_STATE_HOME", state);
         let mut child = cmd
             .args(["serve", "--http", "127.0.0.1:0", "--config"])
             .arg(config)
@@ -258,6 +273,11 @@ impl HttpGateway {
             .recv_timeout(Duration::from_secs(60))
             .expect("toolgate printed its endpoint");
         (Self { child, url }, log_rx)
+    }
+
+    /// The process id (to kill it without a clean shutdown).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn base(&self) -> String {

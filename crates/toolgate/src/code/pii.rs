@@ -8,12 +8,17 @@
 //!
 //! This is a privacy default, not data-loss prevention: a program can encode data (spell
 //! it out, base64 it) and it will pass untouched.
+//!
+//! With a durable store, tokens are also kept there ([`stored`]), so one handed out before
+//! a restart, or by another replica, is restored too.
+
+mod stored;
 
 use crate::principal::{Principal, Refused};
 use regex::Regex;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long a token can be passed back.
@@ -40,6 +45,7 @@ static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
     .collect()
 });
 
+#[derive(Clone)]
 struct Entry {
     owner: Principal,
     value: String,
@@ -128,9 +134,19 @@ pub struct Vault {
     tokens: Mutex<HashMap<String, Entry>>,
     /// (owner, value) to its token, so a value keeps one token for its owner.
     by_value: Mutex<HashMap<(Principal, String), String>>,
+    /// Where tokens are also kept, if configured.
+    durable: Option<Arc<dyn crate::store::Store>>,
 }
 
 impl Vault {
+    /// Tokens also kept in `durable`, if given.
+    pub fn new(durable: Option<Arc<dyn crate::store::Store>>) -> Self {
+        Self {
+            durable,
+            ..Self::default()
+        }
+    }
+
     /// Replaces PII in every string of `v` (and the whole value of fields named in
     /// `fields`) with tokens owned by `owner`.
     pub fn tokenize(&self, owner: &Principal, v: &mut Value, fields: &[String]) {
@@ -217,6 +233,7 @@ impl Vault {
     ) -> Result<(), RestoreError> {
         match v {
             Value::String(s) if s.contains("[[") => {
+                self.adopt_stored(owner, s).map_err(RestoreError::Token)?;
                 let tokens = self.tokens.lock().expect("pii tokens");
                 let mut bad = None;
                 let mut refused = None;
@@ -272,7 +289,10 @@ impl Vault {
             if let Some(e) = tokens.get_mut(t) {
                 e.made = Instant::now();
                 e.origins.extend(from);
-                return t.clone();
+                let (t, e) = (t.clone(), e.clone());
+                drop((tokens, by_value));
+                self.keep_stored(&t, &e);
+                return t;
             }
         }
         if tokens.len() >= MAX_TOKENS {
@@ -294,16 +314,16 @@ impl Vault {
                 break t;
             }
         };
-        tokens.insert(
-            token.clone(),
-            Entry {
-                owner: owner.clone(),
-                value: value.to_string(),
-                made: Instant::now(),
-                origins: from,
-            },
-        );
+        let entry = Entry {
+            owner: owner.clone(),
+            value: value.to_string(),
+            made: Instant::now(),
+            origins: from,
+        };
+        tokens.insert(token.clone(), entry.clone());
         by_value.insert(key, token.clone());
+        drop((tokens, by_value));
+        self.keep_stored(&token, &entry);
         token
     }
 }
@@ -392,6 +412,28 @@ mod tests {
         assert_eq!(x["a"], x["b"][0]);
         assert!(x["name"].as_str().unwrap().starts_with("[[FIELD:"));
         assert_eq!(x["age"], 40);
+    }
+
+    #[test]
+    fn with_a_durable_store_a_token_is_restored_by_another_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || -> Arc<dyn crate::store::Store> {
+            Arc::new(
+                crate::store::embedded::EmbeddedStore::open(
+                    &dir.path().join("s.redb"),
+                    crate::store::seal::Sealer::new([4; 32]),
+                )
+                .unwrap(),
+            )
+        };
+        let text = Vault::new(Some(open())).tokenize_text(&p("a"), "mail ann@example.com");
+        assert!(!text.contains("ann@"), "{text}");
+        let v = Vault::new(Some(open()));
+        let mut back = Value::String(text.clone());
+        v.restore(&p("a"), &mut back).unwrap();
+        assert_eq!(back, Value::String("mail ann@example.com".into()));
+        let mut other = Value::String(text);
+        assert!(v.restore(&p("b"), &mut other).unwrap_err().foreign);
     }
 
     #[test]

@@ -1,11 +1,16 @@
 //! `state.get/set` for programs: small JSON values kept per principal (the caller's API key,
 //! else the gateway's local identity) between runs, so a run can pick up where an earlier one stopped. Bounded in
 //! size and count, and expiring.
+//!
+//! With a durable store (`[store]` embedded or redis) the store holds the values (one
+//! sealed record per principal and key, so replicas and restarts see the same state);
+//! memory then only counts this process's keys for the bound.
 
 use crate::principal::Principal;
+use crate::store::{Kind, Lookup, Record, Store};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolgate_sandbox::protocol::CallFailure;
 
@@ -23,8 +28,23 @@ type Values = HashMap<String, (Value, Instant)>;
 /// Every principal's state.
 #[derive(Default)]
 pub struct StateStore {
-    /// Owner -> its values.
+    /// Owner -> its values (with a durable store: the keys this process set, for the bound).
     owners: Mutex<HashMap<Principal, Values>>,
+    /// Where values live when configured; `None`: in `owners`.
+    durable: Option<Arc<dyn Store>>,
+}
+
+/// A store failure, as the program sees it.
+fn unavailable(e: crate::store::StoreFault) -> CallFailure {
+    CallFailure {
+        code: "unavailable".into(),
+        message: e.to_string(),
+    }
+}
+
+/// The store's id of one owner's key (the owner is part of it: keys repeat across owners).
+fn record_id(owner: &Principal, key: &str) -> String {
+    format!("{}\u{1f}{key}", owner.as_str())
 }
 
 fn fail(message: String) -> CallFailure {
@@ -35,6 +55,14 @@ fn fail(message: String) -> CallFailure {
 }
 
 impl StateStore {
+    /// Values kept in `durable` if given, else in memory.
+    pub fn new(durable: Option<Arc<dyn Store>>) -> Self {
+        Self {
+            owners: Mutex::default(),
+            durable,
+        }
+    }
+
     /// Answers `state.get` (`op` "get") or `state.set` ("set"); `args` is `{key, value?}`.
     pub fn request(&self, owner: &Principal, op: &str, args: &Value) -> Result<Value, CallFailure> {
         let key = match args.get("key").and_then(Value::as_str) {
@@ -46,6 +74,9 @@ impl StateStore {
                 })
             }
         };
+        if let Some(store) = &self.durable {
+            return self.request_stored(store.as_ref(), owner, op, key, args);
+        }
         let mut owners = self.owners.lock().expect("state");
         let map = owners.entry(owner.clone()).or_default();
         map.retain(|_, (_, used)| used.elapsed() <= STATE_TTL);
@@ -77,12 +108,106 @@ impl StateStore {
             _ => Err(fail(format!("no state operation {op:?}"))),
         }
     }
+
+    /// `request` over the durable store: it holds the values; memory counts the keys.
+    fn request_stored(
+        &self,
+        store: &dyn Store,
+        owner: &Principal,
+        op: &str,
+        key: &str,
+        args: &Value,
+    ) -> Result<Value, CallFailure> {
+        let id = record_id(owner, key);
+        let now = crate::store::now_ms();
+        match op {
+            "get" => match store
+                .lookup(Kind::State, &id, owner.as_str(), now)
+                .map_err(unavailable)?
+            {
+                Lookup::Found(r) => {
+                    let _ = store.touch(Kind::State, &id, crate::store::expiry_after(STATE_TTL));
+                    Ok(serde_json::from_slice(&r.value).unwrap_or(Value::Null))
+                }
+                _ => Ok(Value::Null),
+            },
+            "set" => {
+                let value = args.get("value").cloned().unwrap_or(Value::Null);
+                let mut owners = self.owners.lock().expect("state");
+                let map = owners.entry(owner.clone()).or_default();
+                map.retain(|_, (_, used)| used.elapsed() <= STATE_TTL);
+                if value.is_null() {
+                    store.remove(Kind::State, &id, now).map_err(unavailable)?;
+                    map.remove(key);
+                    return Ok(Value::Null);
+                }
+                let bytes = value.to_string().into_bytes();
+                if bytes.len() > MAX_VALUE_BYTES {
+                    return Err(fail(format!(
+                        "a state value is at most {MAX_VALUE_BYTES} bytes as JSON; this one is {}",
+                        bytes.len()
+                    )));
+                }
+                if !map.contains_key(key) && map.len() >= MAX_KEYS {
+                    return Err(fail(format!(
+                        "a caller (its API key) keeps at most {MAX_KEYS} state keys; set one to null to free it"
+                    )));
+                }
+                let record = Record {
+                    owner: owner.as_str().to_string(),
+                    expires_ms: crate::store::expiry_after(STATE_TTL),
+                    value: bytes,
+                };
+                store.put(Kind::State, &id, &record).map_err(unavailable)?;
+                map.insert(key.to_string(), (Value::Null, Instant::now()));
+                Ok(Value::Null)
+            }
+            _ => Err(fail(format!("no state operation {op:?}"))),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn with_a_durable_store_state_survives_the_process_and_stays_its_owners() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || -> Arc<dyn Store> {
+            Arc::new(
+                crate::store::embedded::EmbeddedStore::open(
+                    &dir.path().join("s.redb"),
+                    crate::store::seal::Sealer::new([5; 32]),
+                )
+                .unwrap(),
+            )
+        };
+        let (a, b) = (Principal::key("a"), Principal::key("b"));
+        {
+            let s = StateStore::new(Some(open()));
+            s.request(&a, "set", &json!({"key": "k", "value": {"page": 3}}))
+                .unwrap();
+            s.request(&a, "set", &json!({"key": "gone", "value": 1}))
+                .unwrap();
+            s.request(&a, "set", &json!({"key": "gone", "value": null}))
+                .unwrap();
+        }
+        let s = StateStore::new(Some(open()));
+        assert_eq!(
+            s.request(&a, "get", &json!({"key": "k"})).unwrap(),
+            json!({"page": 3})
+        );
+        assert_eq!(
+            s.request(&a, "get", &json!({"key": "gone"})).unwrap(),
+            Value::Null
+        );
+        assert_eq!(
+            s.request(&b, "get", &json!({"key": "k"})).unwrap(),
+            Value::Null
+        );
+    }
 
     #[test]
     fn set_get_delete_and_bounds() {

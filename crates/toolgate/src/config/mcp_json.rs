@@ -191,6 +191,7 @@ pub fn parse_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Config
         code: Default::default(),
         upstreams,
         policy: Default::default(),
+        store: Default::default(),
         warnings,
     };
     config.check_names()?;

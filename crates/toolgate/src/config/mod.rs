@@ -14,6 +14,7 @@ pub mod mcp_json;
 pub mod raw;
 #[cfg(test)]
 mod raw_tests;
+pub mod store;
 
 use crate::shape::{LocalOptions, Profile, SlimOptions, SurfaceOptions};
 use anyhow::{bail, Context, Result};
@@ -79,6 +80,8 @@ pub struct Config {
     pub upstreams: BTreeMap<String, UpstreamConfig>,
     /// Profiles, keys, approval and audit.
     pub policy: crate::policy::PolicyConfig,
+    /// Where handles are kept (`[store]`).
+    pub store: store::StoreConfig,
     /// What was read but not used (keys other clients write in an mcpServers file, other
     /// folders' project entries): shown once when the configuration is loaded.
     pub warnings: Vec<String>,
@@ -267,6 +270,7 @@ impl Config {
             code: code::CodeConfig::default(),
             upstreams: BTreeMap::new(),
             policy: Default::default(),
+            store: Default::default(),
             warnings: Vec::new(),
         }
     }

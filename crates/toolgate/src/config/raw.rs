@@ -54,6 +54,9 @@ pub struct RawConfig {
     /// Profiles, keys, per-tool rules, approval and audit (see `policy::config`).
     #[serde(default)]
     pub policy: crate::policy::config::RawPolicy,
+    /// Where handles are kept (see `config::store`).
+    #[serde(default)]
+    pub store: super::store::RawStore,
 }
 
 /// `[direct]`: the profile and its options (unknown keys refused at every level).
@@ -507,6 +510,7 @@ impl RawConfig {
             code,
             upstreams,
             policy,
+            store: self.store.validate(file)?,
             warnings: Vec::new(),
         })
     }

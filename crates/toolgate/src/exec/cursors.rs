@@ -25,6 +25,9 @@ pub(crate) struct Cursors {
     tombs: Tombstones,
     /// Bytes of page text held, against `max_bytes`.
     bytes: usize,
+    /// Results evicted to make room since the last `take_evicted` (the durable store
+    /// forgets them too, so a restart does not bring them back).
+    evicted: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -38,7 +41,8 @@ struct PageSet {
 }
 
 impl Cursors {
-    pub(super) fn put(
+    /// Keeps `pages` under a new id; returns the cursor of the first.
+    pub fn put(
         &mut self,
         owner: &str,
         mut pages: Vec<String>,
@@ -48,6 +52,49 @@ impl Cursors {
         if pages.is_empty() {
             pages.push(String::new());
         }
+        let id = random_id();
+        self.insert(&id, owner, pages, now, now + limits.cursor_ttl, limits)?;
+        Ok(cursor(&id, 0))
+    }
+
+    /// Takes in a result read back from the durable store (made before a restart), with
+    /// the time it has left.
+    pub fn adopt(
+        &mut self,
+        id: &str,
+        owner: &str,
+        pages: Vec<String>,
+        now: Instant,
+        left: std::time::Duration,
+        limits: &StoreLimits,
+    ) -> Result<(), StoreError> {
+        self.insert(id, owner, pages, now, now + left, limits)
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.results.contains_key(id)
+    }
+
+    /// Drops a result without a tombstone (it could not be kept durably).
+    pub fn forget(&mut self, cursor_text: &str) {
+        if let Some(set) = parse(cursor_text).and_then(|(id, _)| self.results.remove(id)) {
+            self.bytes -= set.bytes;
+        }
+    }
+
+    pub fn take_evicted(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.evicted)
+    }
+
+    fn insert(
+        &mut self,
+        id: &str,
+        owner: &str,
+        pages: Vec<String>,
+        now: Instant,
+        expires: Instant,
+        limits: &StoreLimits,
+    ) -> Result<(), StoreError> {
         let bytes: usize = pages.iter().map(String::len).sum();
         let limit = limits.max_bytes / 4;
         if bytes > limit {
@@ -67,24 +114,23 @@ impl Cursors {
         {
             self.evict_oldest(None, now, limits);
         }
-        let id = random_id();
         self.bytes += bytes;
         self.results.insert(
-            id.clone(),
+            id.to_string(),
             PageSet {
                 owner: owner.into(),
                 pages,
                 bytes,
                 used: now,
-                expires: now + limits.cursor_ttl,
+                expires,
             },
         );
-        Ok(cursor(&id, 0))
+        Ok(())
     }
 
     /// The page a cursor names, the cursor of the one after it (none after the last),
     /// and where it stands among the stored pages.
-    pub(super) fn next(
+    pub fn next(
         &mut self,
         owner: &str,
         cursor_text: &str,
@@ -128,7 +174,7 @@ impl Cursors {
         Ok((page, (!last).then(|| cursor(id, n + 1)), position))
     }
 
-    pub(super) fn purge(&mut self, now: Instant, limits: &StoreLimits) {
+    pub fn purge(&mut self, now: Instant, limits: &StoreLimits) {
         let dead: Vec<String> = self
             .results
             .iter()
@@ -142,7 +188,7 @@ impl Cursors {
     }
 
     /// (results kept, bytes of page text).
-    pub(super) fn stats(&self) -> (usize, usize) {
+    pub fn stats(&self) -> (usize, usize) {
         (self.results.len(), self.bytes)
     }
 
@@ -168,6 +214,7 @@ impl Cursors {
             .map(|(id, _)| id.clone());
         if let Some(id) = oldest {
             tracing::debug!(cursor = %crate::principal::redacted(&id), "cursor evicted to make room");
+            self.evicted.push(id.clone());
             self.remove(id, now, limits);
         }
     }
@@ -185,7 +232,7 @@ fn cursor(id: &str, n: usize) -> String {
 }
 
 /// `pg-<id>-<n>` -> (id, n).
-fn parse(cursor: &str) -> Option<(&str, usize)> {
+pub(crate) fn parse(cursor: &str) -> Option<(&str, usize)> {
     let (id, n) = cursor.strip_prefix("pg-")?.rsplit_once('-')?;
     Some((id, n.parse().ok()?))
 }

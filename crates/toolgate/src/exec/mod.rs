@@ -20,15 +20,20 @@
 //!   finished result as `execute` does. A [`StoreError`]'s message goes back as `isError`.
 
 mod cursors;
+mod durable;
 pub use cursors::PagePosition;
 pub mod fields;
+mod limits;
 mod operations;
 pub mod pages;
 pub mod report;
 pub mod shape;
 pub mod store;
+mod tombstones;
 pub mod validate;
 
+#[cfg(test)]
+mod durable_tests;
 #[cfg(test)]
 mod shape_tests;
 #[cfg(test)]

@@ -67,10 +67,12 @@ struct Operation<T> {
 }
 
 impl<T: Clone + Send + 'static> Operations<T> {
-    pub(super) fn start<F, Fut, E>(
+    /// `on_end` hears the operation's final status once (the durable store keeps it).
+    pub fn start<F, Fut, E>(
         table: &Arc<Mutex<Self>>,
         owner: &str,
         call: F,
+        on_end: Option<OnEnd<T>>,
         now: Instant,
         limits: &StoreLimits,
     ) -> Result<String, StoreError>
@@ -108,6 +110,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
             key: id.clone(),
             ttl: limits.operation_ttl,
             done: Some(done_tx),
+            on_end,
         };
         tokio::spawn(async move {
             tokio::pin!(fut);
@@ -132,7 +135,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
         Ok(op_id(&id))
     }
 
-    pub(super) fn status(
+    pub fn status(
         &mut self,
         owner: &str,
         id: &str,
@@ -155,7 +158,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
         })
     }
 
-    pub(super) fn cancel(
+    pub fn cancel(
         &mut self,
         owner: &str,
         id: &str,
@@ -173,12 +176,12 @@ impl<T: Clone + Send + 'static> Operations<T> {
     }
 
     /// A receiver that turns true when the operation ends (`None` if `id` is not live).
-    pub(super) fn watch(&self, owner: &str, id: &str) -> Option<watch::Receiver<bool>> {
+    pub fn watch(&self, owner: &str, id: &str) -> Option<watch::Receiver<bool>> {
         let op = self.live.get(parse(id)?)?;
         (&*op.owner == owner).then(|| op.done.clone())
     }
 
-    pub(super) fn purge(&mut self, now: Instant, limits: &StoreLimits) {
+    pub fn purge(&mut self, now: Instant, limits: &StoreLimits) {
         let dead: Vec<String> = self
             .live
             .iter()
@@ -192,7 +195,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
     }
 
     /// (operations kept, of which running).
-    pub(super) fn stats(&self) -> (usize, usize) {
+    pub fn stats(&self) -> (usize, usize) {
         let running = self.live.values().filter(|o| o.status.is_running()).count();
         (self.live.len(), running)
     }
@@ -278,13 +281,30 @@ impl<T: Clone + Send + 'static> Operations<T> {
         }
     }
 
-    fn finish(&mut self, key: &str, status: OperationStatus<T>, expires: Instant) {
-        if let Some(op) = self.live.get_mut(key) {
-            // A cancel that got here first stands: the model was told it was cancelled.
-            if op.status.is_running() {
-                op.status = status;
-                op.expires = Some(expires);
+    /// Records the ending; returns the status that stands.
+    fn finish(
+        &mut self,
+        key: &str,
+        status: OperationStatus<T>,
+        expires: Instant,
+    ) -> OperationStatus<T> {
+        match self.live.get_mut(key) {
+            Some(op) => {
+                // A cancel that got here first stands: the model was told it was cancelled.
+                if op.status.is_running() {
+                    op.status = status;
+                    op.expires = Some(expires);
+                }
+                op.status.clone()
             }
+            None => status,
+        }
+    }
+
+    /// Forgets a just-started operation that could not be kept durably (and stops it).
+    pub fn abandon(&mut self, id: &str) {
+        if let Some(op) = parse(id).and_then(|key| self.live.remove(key)) {
+            op.cancel.cancel();
         }
     }
 
@@ -305,7 +325,11 @@ struct Ending<T: Clone + Send + 'static> {
     ttl: Duration,
     /// Taken when the end is recorded.
     done: Option<watch::Sender<bool>>,
+    on_end: Option<OnEnd<T>>,
 }
+
+/// Told the final status of an operation, once (before its waiters wake).
+pub(crate) type OnEnd<T> = Box<dyn FnOnce(&OperationStatus<T>) + Send>;
 
 impl<T: Clone + Send + 'static> Ending<T> {
     fn finish(&mut self, status: OperationStatus<T>) {
@@ -313,14 +337,21 @@ impl<T: Clone + Send + 'static> Ending<T> {
         // A poisoned lock means another task panicked mid-update; the table is still
         // consistent enough to record an ending (every update is a single assignment).
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        table.finish(&self.key, status, Instant::now() + self.ttl);
+        let stands = table.finish(&self.key, status, Instant::now() + self.ttl);
         drop(table);
+        if let Some(on_end) = self.on_end.take() {
+            on_end(&stands);
+        }
+        tracing::debug!(operation = %crate::principal::redacted(&self.key), "operation ended");
         let _ = done.send(true);
     }
 }
 
 impl<T: Clone + Send + 'static> Drop for Ending<T> {
     fn drop(&mut self) {
+        // Not told to the durable store: there it stays running under this boot, so after
+        // a restart (the usual reason for a task to be dropped) it is reported lost.
+        self.on_end = None;
         self.finish(OperationStatus::Failed(
             "the call stopped unexpectedly inside the gateway; call execute again".into(),
         ));

@@ -14,12 +14,21 @@
 //! a purged id leaves a small tombstone for a while, so a late `continue` is told
 //! "expired" rather than "unknown". Time is `tokio::time::Instant`, so tests run with
 //! paused time and never sleep.
+//!
+//! With a durable store (`[store] backend = "embedded"`, see [`super::durable`]) every
+//! paged result and operation is also written there, and a handle this process does not
+//! hold is read back from it: after a restart, cursors continue and finished operations
+//! are delivered; one that was running is reported lost.
 
-use super::cursors::Cursors;
-use super::operations::{OperationStatus, Operations};
-use crate::call::{CallOutcome, Progress};
+use super::cursors::{self, Cursors};
+use super::durable::{Durable, StoredOperation};
+pub use super::limits::{IdKind, StoreError, StoreLimits, StoreStats};
+use super::operations::{OnEnd, OperationStatus, Operations};
+pub(crate) use super::tombstones::{random_id, Tombstones};
 use crate::principal::Principal;
-use std::collections::HashMap;
+use crate::call::{CallOutcome, Progress};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -27,92 +36,6 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// How long and how much the store keeps. `Default` is what the gateway uses.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoreLimits {
-    /// Unread pages are kept this long after their last use (10 min).
-    pub cursor_ttl: Duration,
-    /// A finished operation's result waits this long to be collected (10 min).
-    pub operation_ttl: Duration,
-    /// A last page or a result already delivered stays this long more, so a retried
-    /// `continue` still gets it (60 s).
-    pub grace: Duration,
-    /// Paged results kept per owner; a new one beyond this replaces the oldest (64: without
-    /// keys every caller is the one local identity).
-    pub max_cursors_per_owner: usize,
-    /// Paged results kept in all; a new one beyond this replaces the oldest anywhere (1,024).
-    pub max_cursors: usize,
-    /// Bytes of page text kept in all (64 MiB). One result, and one owner's results
-    /// together, may take at most a quarter of it.
-    pub max_bytes: usize,
-    /// Operations running at once per owner; one more is refused (16).
-    pub max_operations_per_owner: usize,
-    /// Operations kept in all, running or finished; finished ones make room first (256).
-    pub max_operations: usize,
-}
-
-impl Default for StoreLimits {
-    fn default() -> Self {
-        Self {
-            cursor_ttl: Duration::from_secs(600),
-            operation_ttl: Duration::from_secs(600),
-            grace: Duration::from_secs(60),
-            max_cursors_per_owner: 64,
-            max_cursors: 1024,
-            max_bytes: 64 << 20,
-            max_operations_per_owner: 16,
-            max_operations: 256,
-        }
-    }
-}
-
-/// What an id names, for messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IdKind {
-    Cursor,
-    Operation,
-}
-
-impl fmt::Display for IdKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Cursor => "cursor",
-            Self::Operation => "operation",
-        })
-    }
-}
-
-/// Why `continue` (or starting an operation) could not be served. Every message says
-/// what the model should do next; the front returns it as an `isError` tool result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
-    #[error("unknown {kind} {id:?}: it was not issued by this gateway (check it was copied exactly) or was cleaned up long ago; call execute again")]
-    Unknown { kind: IdKind, id: String },
-    #[error("{kind} {id:?} expired (results are kept {} s after last use, less when one caller keeps many); call execute again", .ttl.as_secs())]
-    Expired {
-        kind: IdKind,
-        id: String,
-        ttl: Duration,
-    },
-    #[error("{kind} {id:?} belongs to another caller (a different API key) and works only for the one that made it; call execute again")]
-    Foreign { kind: IdKind, id: String },
-    #[error("this caller (its API key, over all its connections) already has {limit} operations running; follow one with continue or stop one with cancel: true before starting another")]
-    TooManyOperations { limit: usize },
-    #[error("the gateway is already running {limit} operations; try again shortly")]
-    Busy { limit: usize },
-    #[error("the result is too large to keep for paging ({bytes} bytes, at most {limit}); ask for less, e.g. with fields")]
-    TooLarge { bytes: usize, limit: usize },
-}
-
-/// What the store holds now (for status reports and tests).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StoreStats {
-    pub cursors: usize,
-    pub bytes: usize,
-    pub operations: usize,
-    pub running: usize,
-}
 
 /// Cursors and operations of every owner, with expiry and bounds.
 pub struct SessionStore<T = CallOutcome> {
@@ -122,16 +45,76 @@ pub struct SessionStore<T = CallOutcome> {
     operations: Arc<Mutex<Operations<T>>>,
     /// When the next purge on access is due.
     next_purge: Mutex<Instant>,
+    /// Where handles outlive the process; `None`: memory only.
+    durable: Option<Arc<Durable>>,
+    /// When the durable store's next sweep is due (a pass over its tables: rarer).
+    next_durable_sweep: Mutex<Instant>,
+    /// Fired at shutdown: endings after it are not written to the durable store.
+    closing: CancellationToken,
 }
 
-impl<T: Clone + Send + 'static> SessionStore<T> {
+/// How often `wait` looks again at an operation another replica runs.
+const REMOTE_POLL: Duration = Duration::from_millis(250);
+
+/// How often the durable store drops what expired.
+const DURABLE_SWEEP: Duration = Duration::from_secs(60);
+
+impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     pub fn new(limits: StoreLimits) -> Self {
         Self {
             cursors: Mutex::new(Cursors::default()),
             operations: Arc::new(Mutex::new(Operations::default())),
             next_purge: Mutex::new(Instant::now()),
+            durable: None,
+            next_durable_sweep: Mutex::new(Instant::now()),
+            closing: CancellationToken::new(),
             limits,
         }
+    }
+
+    /// Also keeps every paged result and operation in `store`, and reads back from it the
+    /// handles this process does not hold.
+    /// Once `closing` fires (the gateway is shutting down), calls that end are not
+    /// recorded: their upstreams are being closed under them, and after the restart they
+    /// are reported lost rather than failed.
+    pub fn with_durable(
+        mut self,
+        store: Option<Arc<dyn crate::store::Store>>,
+        closing: CancellationToken,
+    ) -> Self {
+        self.durable = store.map(|s| Arc::new(Durable::new(s)));
+        if let Some(d) = self.durable.as_ref().filter(|d| d.shared()) {
+            d.spawn_heartbeat(closing.clone());
+        }
+        self.closing = closing;
+        self
+    }
+
+    /// Keeps a selection of route's in the durable store too (for another replica, or
+    /// after a restart). `tool` is (server, name).
+    pub fn keep_selection(&self, owner: &Principal, id: &str, tool: (&str, &str), ttl: Duration) {
+        if let Some(d) = &self.durable {
+            d.put_selection(owner.as_str(), id, tool, ttl);
+        }
+    }
+
+    /// A selection this process does not hold, from the durable store: `Ok(None)` if it
+    /// does not know it either (or there is none).
+    pub fn stored_selection(
+        &self,
+        owner: &Principal,
+        id: &str,
+        ttl: Duration,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        match &self.durable {
+            Some(d) => d.selection(owner.as_str(), id, ttl),
+            None => Ok(None),
+        }
+    }
+
+    /// The durable backend's name, if there is one.
+    pub fn durable_backend(&self) -> Option<&'static str> {
+        self.durable.as_ref().map(|d| d.backend())
     }
 
     pub fn limits(&self) -> &StoreLimits {
@@ -142,10 +125,31 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
     /// the cursor of the first of them. An empty `pages` is kept as one empty page.
     pub fn put_pages(&self, owner: &Principal, pages: Vec<String>) -> Result<String, StoreError> {
         let now = self.purge_if_due();
-        self.cursors
-            .lock()
-            .expect("cursors")
-            .put(owner.as_str(), pages, now, &self.limits)
+        let Some(durable) = &self.durable else {
+            return self.cursors.lock().expect("cursors").put(
+                owner.as_str(),
+                pages,
+                now,
+                &self.limits,
+            );
+        };
+        let kept = if pages.is_empty() {
+            vec![String::new()]
+        } else {
+            pages.clone()
+        };
+        let cursor =
+            self.cursors
+                .lock()
+                .expect("cursors")
+                .put(owner.as_str(), pages, now, &self.limits)?;
+        let (id, _) = cursors::parse(&cursor).expect("a cursor just made");
+        if let Err(e) = durable.put_pages(owner.as_str(), id, &kept, self.limits.cursor_ttl) {
+            self.cursors.lock().expect("cursors").forget(&cursor);
+            return Err(e);
+        }
+        self.forget_evicted();
+        Ok(cursor)
     }
 
     /// The page `cursor` names, and the cursor of the page after it (`None` after the last).
@@ -166,10 +170,58 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
         cursor: &str,
     ) -> Result<(String, Option<String>, super::PagePosition), StoreError> {
         let now = self.purge_if_due();
-        self.cursors
-            .lock()
-            .expect("cursors")
-            .next(owner.as_str(), cursor, now, &self.limits)
+        let Some(durable) = &self.durable else {
+            return self.cursors.lock().expect("cursors").next(
+                owner.as_str(),
+                cursor,
+                now,
+                &self.limits,
+            );
+        };
+        let Some((id, _)) = cursors::parse(cursor) else {
+            return Err(StoreError::Unknown {
+                kind: IdKind::Cursor,
+                id: cursor.to_string(),
+            });
+        };
+        if !self.cursors.lock().expect("cursors").contains(id) {
+            let ttl = self.limits.cursor_ttl;
+            if let Some((pages, left)) = durable.pages(owner.as_str(), id, cursor, ttl)? {
+                self.cursors.lock().expect("cursors").adopt(
+                    id,
+                    owner.as_str(),
+                    pages,
+                    now,
+                    left,
+                    &self.limits,
+                )?;
+                self.forget_evicted();
+            }
+        }
+        let read = self.cursors.lock().expect("cursors").next(
+            owner.as_str(),
+            cursor,
+            now,
+            &self.limits,
+        )?;
+        // As in memory: reading on keeps the rest alive, the last page leaves a grace.
+        let keep = if read.1.is_some() {
+            self.limits.cursor_ttl
+        } else {
+            self.limits.grace
+        };
+        durable.touch(crate::store::Kind::Pages, id, keep);
+        Ok(read)
+    }
+
+    /// Removes from the durable store what memory evicted to make room.
+    fn forget_evicted(&self) {
+        if let Some(durable) = &self.durable {
+            let evicted = self.cursors.lock().expect("cursors").take_evicted();
+            for id in evicted {
+                durable.remove(crate::store::Kind::Pages, &id);
+            }
+        }
     }
 
     /// Runs a call in the background and returns its operation id at once. `call` gets
@@ -183,17 +235,122 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
         E: fmt::Display,
     {
         let now = self.purge_if_due();
-        Operations::start(&self.operations, owner.as_str(), call, now, &self.limits)
+        let Some(durable) = &self.durable else {
+            return Operations::start(
+                &self.operations,
+                owner.as_str(),
+                call,
+                None,
+                now,
+                &self.limits,
+            );
+        };
+        // The ending is written once the id is known; `key` is filled right after start.
+        let key: Arc<Mutex<String>> = Arc::default();
+        let on_end: OnEnd<T> = {
+            let (durable, key, owner) = (durable.clone(), key.clone(), owner.clone());
+            let (ttl, closing) = (self.limits.operation_ttl, self.closing.clone());
+            Box::new(move |status: &OperationStatus<T>| {
+                if closing.is_cancelled() {
+                    return;
+                }
+                let key = key.lock().expect("key").clone();
+                let stored = match status {
+                    OperationStatus::Done(v) => StoredOperation::Done { result: v.clone() },
+                    OperationStatus::Failed(m) => StoredOperation::Failed { message: m.clone() },
+                    OperationStatus::Cancelled => StoredOperation::Cancelled,
+                    OperationStatus::Running { .. } => return,
+                };
+                if let Err(e) = durable.put_operation(owner.as_str(), &key, &stored, ttl) {
+                    tracing::error!("an operation's result was not kept in the state store (it is still delivered by this process): {e}");
+                }
+            })
+        };
+        // Held while the record is written, so a fast call cannot record its end first.
+        let written = key.lock().expect("key");
+        let id = Operations::start(
+            &self.operations,
+            owner.as_str(),
+            call,
+            Some(on_end),
+            now,
+            &self.limits,
+        )?;
+        let op_key = id.strip_prefix("op-").unwrap_or(&id).to_string();
+        let running: StoredOperation<T> = StoredOperation::Running {
+            boot: durable.boot().to_string(),
+            started_ms: crate::store::now_ms(),
+        };
+        let ttl = self.limits.operation_ttl;
+        let mut written = written;
+        if let Err(e) = durable.put_operation(owner.as_str(), &op_key, &running, ttl) {
+            drop(written);
+            self.operations.lock().expect("operations").abandon(&id);
+            return Err(e);
+        }
+        *written = op_key;
+        Ok(id)
     }
 
     /// Where an operation stands. A result (done, failed or cancelled) is delivered and
     /// then kept for [`StoreLimits::grace`], so a retried `continue` gets it again.
     pub fn status(&self, owner: &Principal, id: &str) -> Result<OperationStatus<T>, StoreError> {
         let now = self.purge_if_due();
-        self.operations
-            .lock()
-            .expect("operations")
-            .status(owner.as_str(), id, now, &self.limits)
+        let here = self.operations.lock().expect("operations").status(
+            owner.as_str(),
+            id,
+            now,
+            &self.limits,
+        );
+        match (&self.durable, here) {
+            (Some(durable), Err(StoreError::Unknown { .. })) => {
+                self.stored_status(durable, owner, id)
+            }
+            (Some(durable), Ok(status)) if !status.is_running() => {
+                let key = id.strip_prefix("op-").unwrap_or(id);
+                durable.touch(crate::store::Kind::Operation, key, self.limits.grace);
+                Ok(status)
+            }
+            (_, here) => here,
+        }
+    }
+
+    /// How an operation this process does not hold stands in the durable store: its
+    /// ending (delivered, then kept for the grace), or lost if it was running elsewhen.
+    fn stored_status(
+        &self,
+        durable: &Durable,
+        owner: &Principal,
+        id: &str,
+    ) -> Result<OperationStatus<T>, StoreError> {
+        let unknown = || StoreError::Unknown {
+            kind: IdKind::Operation,
+            id: id.to_string(),
+        };
+        let key = id.strip_prefix("op-").ok_or_else(unknown)?;
+        let ttl = self.limits.operation_ttl;
+        let stored = durable
+            .operation::<T>(owner.as_str(), key, id, ttl)?
+            .ok_or_else(unknown)?;
+        let status = match stored {
+            // Not in this process's memory, so not running here; on a shared store it
+            // may be running on a replica that is alive, else its process is gone.
+            StoredOperation::Running { boot, started_ms } => {
+                if durable.shared() && boot != durable.boot() && durable.alive(&boot)? {
+                    let elapsed = crate::store::now_ms().saturating_sub(started_ms);
+                    return Ok(OperationStatus::Running {
+                        progress: None,
+                        elapsed: Duration::from_millis(elapsed),
+                    });
+                }
+                return Err(StoreError::Lost { id: id.to_string() });
+            }
+            StoredOperation::Done { result } => OperationStatus::Done(result),
+            StoredOperation::Failed { message } => OperationStatus::Failed(message),
+            StoredOperation::Cancelled => OperationStatus::Cancelled,
+        };
+        durable.touch(crate::store::Kind::Operation, key, self.limits.grace);
+        Ok(status)
     }
 
     /// Like [`status`](Self::status), but first waits up to `max` for the operation to
@@ -213,18 +370,43 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
         if let Some(mut done) = done {
             // A closed channel means the task is gone; status() says why.
             let _ = tokio::time::timeout(max, done.wait_for(|d| *d)).await;
+            return self.status(owner, id);
         }
-        self.status(owner, id)
+        // Running on another replica: look again now and then, within `max`.
+        let until = Instant::now() + max;
+        loop {
+            let status = self.status(owner, id);
+            let running = matches!(&status, Ok(s) if s.is_running());
+            if !running || Instant::now() + REMOTE_POLL > until {
+                return status;
+            }
+            tokio::time::sleep(REMOTE_POLL).await;
+        }
     }
 
     /// Stops a running operation: fires its token (so the upstream is told) and drops the
     /// call. An operation that already finished is not changed; its status is returned.
     pub fn cancel(&self, owner: &Principal, id: &str) -> Result<OperationStatus<T>, StoreError> {
         let now = self.purge_if_due();
-        self.operations
-            .lock()
-            .expect("operations")
-            .cancel(owner.as_str(), id, now, &self.limits)
+        let here = self.operations.lock().expect("operations").cancel(
+            owner.as_str(),
+            id,
+            now,
+            &self.limits,
+        );
+        match (&self.durable, here) {
+            // One that ended before a restart keeps its ending; a lost one says so; one
+            // running on another replica cannot be stopped from here.
+            (Some(durable), Err(StoreError::Unknown { .. })) => {
+                match self.stored_status(durable, owner, id)? {
+                    OperationStatus::Running { .. } => {
+                        Err(StoreError::Elsewhere { id: id.to_string() })
+                    }
+                    ended => Ok(ended),
+                }
+            }
+            (_, here) => here,
+        }
     }
 
     /// Purges every expired entry now.
@@ -238,6 +420,16 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
             .lock()
             .expect("operations")
             .purge(now, &self.limits);
+        if let Some(durable) = &self.durable {
+            let mut next = self.next_durable_sweep.lock().expect("sweep");
+            if now >= *next {
+                *next = now + DURABLE_SWEEP;
+                drop(next);
+                // Tombstones as long as memory keeps them: six TTLs.
+                let ttl = self.limits.cursor_ttl.max(self.limits.operation_ttl);
+                durable.sweep(ttl * 6);
+            }
+        }
     }
 
     pub fn stats(&self) -> StoreStats {
@@ -286,58 +478,8 @@ impl<T: Clone + Send + 'static> SessionStore<T> {
     }
 }
 
-impl<T: Clone + Send + 'static> Default for SessionStore<T> {
+impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> Default for SessionStore<T> {
     fn default() -> Self {
         Self::new(StoreLimits::default())
-    }
-}
-
-/// A fresh unguessable id: 128 random bits in hex.
-pub(crate) fn random_id() -> String {
-    format!("{:032x}", rand::random::<u128>())
-}
-
-/// Ids that were purged, remembered for a while so a late use is told "expired" (or
-/// "another owner's") instead of "unknown".
-#[derive(Debug, Default)]
-pub(crate) struct Tombstones {
-    /// Id -> (its owner, when the tombstone itself may go).
-    dead: HashMap<String, (Arc<str>, Instant)>,
-}
-
-/// At most this many tombstones; past it the oldest half goes (they are only a courtesy).
-const MAX_TOMBSTONES: usize = 16_384;
-
-impl Tombstones {
-    /// Remembers `id` of `owner` for six TTLs.
-    pub(crate) fn bury(&mut self, id: String, owner: Arc<str>, now: Instant, ttl: Duration) {
-        if self.dead.len() >= MAX_TOMBSTONES {
-            let mut until: Vec<Instant> = self.dead.values().map(|(_, t)| *t).collect();
-            until.sort();
-            let cut = until[until.len() / 2];
-            self.dead.retain(|_, (_, t)| *t > cut);
-        }
-        self.dead.insert(id, (owner, now + ttl * 6));
-    }
-
-    /// The error for an id that is not live: foreign, expired, or unknown.
-    pub(crate) fn error_for(
-        &self,
-        kind: IdKind,
-        id: &str,
-        key: &str,
-        owner: &str,
-        ttl: Duration,
-    ) -> StoreError {
-        let id = id.to_string();
-        match self.dead.get(key) {
-            Some((made_by, _)) if &**made_by != owner => StoreError::Foreign { kind, id },
-            Some(_) => StoreError::Expired { kind, id, ttl },
-            None => StoreError::Unknown { kind, id },
-        }
-    }
-
-    pub(crate) fn purge(&mut self, now: Instant) {
-        self.dead.retain(|_, (_, until)| *until > now);
     }
 }

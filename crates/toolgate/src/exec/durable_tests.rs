@@ -1,0 +1,91 @@
+//! The session store over the embedded store, reopened as a restart would: handles keep
+//! their owner, their pages and their endings.
+
+use super::{OperationStatus, SessionStore, StoreError, StoreLimits};
+use crate::principal::Principal;
+use crate::store::embedded::EmbeddedStore;
+use crate::store::seal::Sealer;
+use crate::store::Store;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+fn open(dir: &Path) -> SessionStore<String> {
+    let db: Arc<dyn Store> =
+        Arc::new(EmbeddedStore::open(&dir.join("s.redb"), Sealer::new([3; 32])).unwrap());
+    SessionStore::new(StoreLimits::default()).with_durable(Some(db), CancellationToken::new())
+}
+
+fn pages(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("page {i}")).collect()
+}
+
+#[test]
+fn after_a_restart_pages_keep_their_owner_and_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (alice, bob) = (Principal::key("alice"), Principal::key("bob"));
+    let cursor = {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let _in = rt.enter();
+        let s = open(dir.path());
+        let c = s.put_pages(&alice, pages(3)).unwrap();
+        let (page, next) = s.next_page(&alice, &c).unwrap();
+        assert_eq!(page, "page 0");
+        next.unwrap()
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _in = rt.enter();
+    let s = open(dir.path());
+    assert!(matches!(
+        s.next_page(&bob, &cursor),
+        Err(StoreError::Foreign { .. })
+    ));
+    let (page, next) = s.next_page(&alice, &cursor).unwrap();
+    assert_eq!(page, "page 1");
+    let (page, next) = s.next_page(&alice, &next.unwrap()).unwrap();
+    assert_eq!((page.as_str(), next), ("page 2", None));
+}
+
+#[test]
+fn after_a_restart_an_ending_is_delivered_and_a_running_call_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = Principal::local();
+    let (done, running) = {
+        // The first process: its runtime (and the call still running in it) goes with it.
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let s = open(dir.path());
+            let done = s
+                .start(&me, |_, _| async { Ok::<_, String>("result".to_string()) })
+                .unwrap();
+            let ended = s.wait(&me, &done, Duration::from_secs(30)).await.unwrap();
+            assert_eq!(ended, OperationStatus::Done("result".into()));
+            let running = s
+                .start(&me, |_, _| async {
+                    std::future::pending::<Result<String, String>>().await
+                })
+                .unwrap();
+            (done, running)
+        })
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let s = open(dir.path());
+        assert_eq!(
+            s.wait(&me, &done, Duration::from_secs(1)).await.unwrap(),
+            OperationStatus::Done("result".into())
+        );
+        assert!(matches!(
+            s.status(&Principal::key("other"), &done),
+            Err(StoreError::Foreign { .. })
+        ));
+        let lost = s.status(&me, &running).unwrap_err();
+        assert!(matches!(lost, StoreError::Lost { .. }), "{lost}");
+        assert!(lost.to_string().contains("call execute again"));
+        assert!(matches!(
+            s.cancel(&me, &running),
+            Err(StoreError::Lost { .. })
+        ));
+    });
+}

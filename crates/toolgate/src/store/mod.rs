@@ -1,0 +1,176 @@
+//! State that outlives one process: the [`Store`] trait and its durable implementation.
+//!
+//! A store keeps opaque values by kind and id, each with its owner (a principal's name)
+//! and a wall-clock expiry. It knows nothing of pages, operations or selections: the
+//! modules that own those (`exec/`, `guided/`) encode their own values and keep their
+//! in-process tables as the fast path, writing through to the store and reading from it
+//! when a handle is not in memory (after a restart). [`Store::lookup`] is where the owner
+//! and the expiry are checked, so a foreign or expired handle is told apart from an
+//! unknown one for the same messages as in memory.
+//!
+//! `backend = "memory"` has no store at all (today's in-process tables alone);
+//! `"embedded"` is [`embedded::EmbeddedStore`] (one redb file, one process), `"redis"` is
+//! `redis::RedisStore` (a fleet of replicas sharing one Redis or Valkey; feature `redis`),
+//! their values sealed by [`seal::Sealer`]. This module imports nothing else of the crate.
+
+pub mod embedded;
+#[cfg(feature = "redis")]
+pub mod redis;
+pub mod seal;
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What a stored value is; each kind is its own table (and its own id space).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The pages of one paged result.
+    Pages,
+    /// One background operation: running (and where), or its ending.
+    Operation,
+    /// A tool route chose, for execute by `selectionId`.
+    Selection,
+    /// A gateway process's heartbeat (shared stores): its operations are still running.
+    Replica,
+    /// One code-mode `state` value of one principal.
+    State,
+    /// A finished code-mode run, kept for `propose_skill`.
+    Run,
+    /// A PII token handed to the model, and the value it stands for.
+    Pii,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 7] = [
+        Kind::Pages,
+        Kind::Operation,
+        Kind::Selection,
+        Kind::Replica,
+        Kind::State,
+        Kind::Run,
+        Kind::Pii,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Pages => "pages",
+            Kind::Operation => "operation",
+            Kind::Selection => "selection",
+            Kind::Replica => "replica",
+            Kind::State => "state",
+            Kind::Run => "run",
+            Kind::Pii => "pii",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One stored value with the facts the store checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The principal that made it (`Principal::as_str`).
+    pub owner: String,
+    /// Wall-clock expiry, milliseconds since the Unix epoch: a restart keeps the clock.
+    pub expires_ms: u64,
+    pub value: Vec<u8>,
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    Found(Record),
+    /// The id is known but belongs to another owner.
+    Foreign,
+    /// The id was the caller's but its time ran out (kept a while as a tombstone).
+    Expired,
+    /// Never stored here, or removed long ago.
+    Unknown,
+}
+
+/// The store could not do what was asked. The message says what to check; a call that
+/// needs the store fails with it (nothing is silently dropped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreFault {
+    #[error("the state store ({backend}) is not answering ({detail}): nothing was kept or changed; try again shortly (the operator should check the store)")]
+    Down {
+        backend: &'static str,
+        detail: String,
+    },
+    #[error("a stored {kind} could not be opened: {detail} (was the store key changed? every replica and restart needs the same key)")]
+    Unsealed { kind: Kind, detail: String },
+}
+
+/// Values by kind and id, with owner, expiry and tombstones. Implementations are shared
+/// by every request of the process (`Send + Sync`) and do their own locking.
+pub trait Store: Send + Sync {
+    /// A short name for messages and reports ("embedded", "redis").
+    fn backend(&self) -> &'static str;
+
+    /// True when other gateway processes use the same store at once (a fleet): an
+    /// operation running under another boot may be alive there.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// Stores (or replaces) `id` of `kind`.
+    fn put(&self, kind: Kind, id: &str, record: &Record) -> Result<(), StoreFault>;
+
+    /// The record of `id` if `owner` may have it and it has not expired at `now_ms`.
+    fn lookup(&self, kind: Kind, id: &str, owner: &str, now_ms: u64) -> Result<Lookup, StoreFault>;
+
+    /// Moves the expiry of `id` (keeps reading alive; a delivered result's grace).
+    fn touch(&self, kind: Kind, id: &str, expires_ms: u64) -> Result<(), StoreFault>;
+
+    /// Forgets `id` now, leaving a tombstone so a late use is told "expired".
+    fn remove(&self, kind: Kind, id: &str, now_ms: u64) -> Result<(), StoreFault>;
+
+    /// Drops the values that expired and the tombstones older than `tombstone_for`;
+    /// returns how many values went.
+    fn sweep(&self, now_ms: u64, tombstone_for: Duration) -> Result<usize, StoreFault>;
+}
+
+/// The facts about one id: `[live: u8][expires_ms: u64 LE][owner bytes]`. A tombstone
+/// (live = 0) keeps the owner, and its expiry is when it was buried.
+pub(crate) struct Meta {
+    pub live: bool,
+    pub expires_ms: u64,
+    pub owner: String,
+}
+
+impl Meta {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(9 + self.owner.len());
+        out.push(u8::from(self.live));
+        out.extend_from_slice(&self.expires_ms.to_le_bytes());
+        out.extend_from_slice(self.owner.as_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        if bytes.len() < 9 {
+            return None;
+        }
+        Some(Self {
+            live: bytes[0] == 1,
+            expires_ms: u64::from_le_bytes(bytes[1..9].try_into().ok()?),
+            owner: String::from_utf8(bytes[9..].to_vec()).ok()?,
+        })
+    }
+}
+
+/// Now, in the store's clock (milliseconds since the Unix epoch).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `now_ms() + ttl`.
+pub fn expiry_after(ttl: Duration) -> u64 {
+    now_ms().saturating_add(ttl.as_millis() as u64)
+}

@@ -1,0 +1,186 @@
+//! Sealing stored values: ChaCha20-Poly1305 with a random 96-bit nonce per value, the
+//! kind, id and owner bound in as associated data (a value cannot be moved to another
+//! id or owner and still open).
+//!
+//! The key is 32 bytes written as 64 hex digits. It comes from the environment variable
+//! `[store] key_env` names (default `TOOLGATE_STORE_KEY`), else, for the embedded store,
+//! from a key file beside the database (`<path>.key`, made with mode 0600 on first start).
+
+use super::{Kind, StoreFault};
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use std::io::Write;
+use std::path::Path;
+
+const NONCE: usize = 12;
+
+/// Seals and opens values with one key.
+pub struct Sealer {
+    cipher: ChaCha20Poly1305,
+}
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sealer(..)")
+    }
+}
+
+impl Sealer {
+    pub fn new(key: [u8; 32]) -> Self {
+        Self {
+            cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
+        }
+    }
+
+    /// Reads a key written as 64 hex digits; `source` names where it came from, for the
+    /// error.
+    pub fn from_hex(text: &str, source: &str) -> Result<Self, String> {
+        let bytes = hex::decode(text.trim()).map_err(|e| {
+            format!("{source}: the store key must be 64 hex digits ({e}); make one with `openssl rand -hex 32`")
+        })?;
+        let key: [u8; 32] = bytes.try_into().map_err(|b: Vec<u8>| {
+            format!("{source}: the store key must be 32 bytes (64 hex digits), not {}; make one with `openssl rand -hex 32`", b.len())
+        })?;
+        Ok(Self::new(key))
+    }
+
+    /// The key in the variable `name`, if it is set (and not empty).
+    pub fn from_env(name: &str) -> Result<Option<Self>, String> {
+        match std::env::var(name) {
+            Ok(hex) if !hex.trim().is_empty() => Self::from_hex(&hex, name).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// The key in `path`, made (random, mode 0600) if the file does not exist yet.
+    pub fn from_key_file(path: &Path) -> Result<Self, String> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::from_hex(&text, &path.display().to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let key: [u8; 32] = rand::random();
+                write_private(path, &hex::encode(key)).map_err(|e| {
+                    format!("cannot write the store key file {}: {e}", path.display())
+                })?;
+                tracing::info!(path = %path.display(), "made a new store key file");
+                Ok(Self::new(key))
+            }
+            Err(e) => Err(format!(
+                "cannot read the store key file {}: {e}",
+                path.display()
+            )),
+        }
+    }
+
+    pub fn seal(&self, kind: Kind, id: &str, owner: &str, plain: &[u8]) -> Vec<u8> {
+        let nonce: [u8; NONCE] = rand::random();
+        let aad = aad(kind, id, owner);
+        let sealed = self
+            .cipher
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: plain,
+                    aad: &aad,
+                },
+            )
+            .expect("ChaCha20-Poly1305 encrypts any length the store keeps");
+        let mut out = Vec::with_capacity(NONCE + sealed.len());
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&sealed);
+        out
+    }
+
+    pub fn open(
+        &self,
+        kind: Kind,
+        id: &str,
+        owner: &str,
+        sealed: &[u8],
+    ) -> Result<Vec<u8>, StoreFault> {
+        let fail = |detail: &str| StoreFault::Unsealed {
+            kind,
+            detail: detail.into(),
+        };
+        if sealed.len() < NONCE {
+            return Err(fail("too short"));
+        }
+        let (nonce, body) = sealed.split_at(NONCE);
+        let aad = aad(kind, id, owner);
+        self.cipher
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: body,
+                    aad: &aad,
+                },
+            )
+            .map_err(|_| fail("it does not open with this key"))
+    }
+}
+
+fn aad(kind: Kind, id: &str, owner: &str) -> Vec<u8> {
+    format!("toolgate-store-v1\0{kind}\0{id}\0{owner}").into_bytes()
+}
+
+/// Writes `text` to a new file readable by its owner only.
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(text.as_bytes())?;
+    file.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_value_opens_only_for_its_own_kind_id_and_owner() {
+        let s = Sealer::new([7; 32]);
+        let sealed = s.seal(Kind::Pages, "a", "alice", b"secret page");
+        assert!(!sealed.windows(6).any(|w| w == b"secret"));
+        assert_eq!(
+            s.open(Kind::Pages, "a", "alice", &sealed).unwrap(),
+            b"secret page"
+        );
+        assert!(s.open(Kind::Pages, "a", "bob", &sealed).is_err());
+        assert!(s.open(Kind::Pages, "b", "alice", &sealed).is_err());
+        assert!(Sealer::new([8; 32])
+            .open(Kind::Pages, "a", "alice", &sealed)
+            .is_err());
+    }
+
+    #[test]
+    fn a_key_file_is_made_once_with_owner_only_permissions_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.redb.key");
+        let first = Sealer::from_key_file(&path).unwrap();
+        let sealed = first.seal(Kind::Operation, "x", "o", b"v");
+        let again = Sealer::from_key_file(&path).unwrap();
+        assert_eq!(
+            again.open(Kind::Operation, "x", "o", &sealed).unwrap(),
+            b"v"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn a_malformed_key_says_how_to_make_one() {
+        let e = Sealer::from_hex("abc", "TOOLGATE_STORE_KEY").unwrap_err();
+        assert!(
+            e.contains("64 hex digits") && e.contains("openssl rand -hex 32"),
+            "{e}"
+        );
+    }
+}
