@@ -84,7 +84,7 @@ impl Engine {
                 &SurfaceOptions::default(),
             ))),
             policy: crate::policy::Policy::new(&gw.config.policy),
-            pii: crate::code::pii::Vault::new(gw.durable.clone()),
+            pii: Arc::new(crate::code::pii::Vault::new(gw.durable.clone())),
             code_state: crate::code::state::StateStore::new(gw.durable.clone()),
             workspace: crate::code::workspace::Workspace::new(&gw.config.code.workspace),
             gw,

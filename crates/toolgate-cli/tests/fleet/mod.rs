@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Whether `name` is on PATH (or in /usr/sbin, where Debian puts haproxy).
-pub fn find(name: &str) -> Option<PathBuf> {
+pub(crate) fn find(name: &str) -> Option<PathBuf> {
     let path = std::env::var("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
@@ -18,7 +18,7 @@ pub fn find(name: &str) -> Option<PathBuf> {
 }
 
 /// Both programs, or `None` after printing the skip (a panic on CI).
-pub fn programs_or_skip() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn programs_or_skip() -> Option<(PathBuf, PathBuf)> {
     match (find("redis-server"), find("haproxy")) {
         (Some(r), Some(h)) => Some((r, h)),
         (r, h) => {
@@ -38,7 +38,7 @@ pub fn programs_or_skip() -> Option<(PathBuf, PathBuf)> {
 }
 
 /// A free loopback port (bound, then released for the service to take).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -59,12 +59,12 @@ fn wait_listening(port: u16, what: &str) {
 }
 
 /// A child killed (and reaped) on drop.
-pub struct Service {
+pub(crate) struct Service {
     child: Option<Child>,
 }
 
 impl Service {
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -80,7 +80,7 @@ impl Drop for Service {
 
 /// `redis-server` on `port`, its append-only file in `dir` (so a restart keeps what was
 /// written, as a production Redis configured for it does).
-pub fn redis(program: &Path, port: u16, dir: &Path) -> Service {
+pub(crate) fn redis(program: &Path, port: u16, dir: &Path) -> Service {
     let child = Command::new(program)
         .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
         .args([
@@ -122,7 +122,7 @@ fn ping(port: u16) -> bool {
 }
 
 /// `haproxy` on `port`: round robin over `backends`, no stickiness, HTTP mode.
-pub fn haproxy(program: &Path, port: u16, backends: &[u16], dir: &Path) -> Service {
+pub(crate) fn haproxy(program: &Path, port: u16, backends: &[u16], dir: &Path) -> Service {
     let mut cfg = format!(
         "global\n  maxconn 256\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 120s\n  timeout server 120s\nfrontend gateway\n  bind 127.0.0.1:{port}\n  default_backend replicas\nbackend replicas\n  balance roundrobin\n"
     );

@@ -42,7 +42,7 @@ struct PageSet {
 
 impl Cursors {
     /// Keeps `pages` under a new id; returns the cursor of the first.
-    pub fn put(
+    pub(super) fn put(
         &mut self,
         owner: &str,
         mut pages: Vec<String>,
@@ -59,7 +59,7 @@ impl Cursors {
 
     /// Takes in a result read back from the durable store (made before a restart), with
     /// the time it has left.
-    pub fn adopt(
+    pub(super) fn adopt(
         &mut self,
         id: &str,
         owner: &str,
@@ -71,18 +71,18 @@ impl Cursors {
         self.insert(id, owner, pages, now, now + left, limits)
     }
 
-    pub fn contains(&self, id: &str) -> bool {
+    pub(super) fn contains(&self, id: &str) -> bool {
         self.results.contains_key(id)
     }
 
     /// Drops a result without a tombstone (it could not be kept durably).
-    pub fn forget(&mut self, cursor_text: &str) {
+    pub(super) fn forget(&mut self, cursor_text: &str) {
         if let Some(set) = parse(cursor_text).and_then(|(id, _)| self.results.remove(id)) {
             self.bytes -= set.bytes;
         }
     }
 
-    pub fn take_evicted(&mut self) -> Vec<String> {
+    pub(super) fn take_evicted(&mut self) -> Vec<String> {
         std::mem::take(&mut self.evicted)
     }
 
@@ -130,7 +130,7 @@ impl Cursors {
 
     /// The page a cursor names, the cursor of the one after it (none after the last),
     /// and where it stands among the stored pages.
-    pub fn next(
+    pub(super) fn next(
         &mut self,
         owner: &str,
         cursor_text: &str,
@@ -174,7 +174,7 @@ impl Cursors {
         Ok((page, (!last).then(|| cursor(id, n + 1)), position))
     }
 
-    pub fn purge(&mut self, now: Instant, limits: &StoreLimits) {
+    pub(super) fn purge(&mut self, now: Instant, limits: &StoreLimits) {
         let dead: Vec<String> = self
             .results
             .iter()
@@ -188,7 +188,7 @@ impl Cursors {
     }
 
     /// (results kept, bytes of page text).
-    pub fn stats(&self) -> (usize, usize) {
+    pub(super) fn stats(&self) -> (usize, usize) {
         (self.results.len(), self.bytes)
     }
 

@@ -47,28 +47,28 @@ pub(crate) struct Durable {
 }
 
 impl Durable {
-    pub fn new(store: Arc<dyn Store>) -> Self {
+    pub(super) fn new(store: Arc<dyn Store>) -> Self {
         Self {
             store,
             boot: super::store::random_id(),
         }
     }
 
-    pub fn boot(&self) -> &str {
+    pub(super) fn boot(&self) -> &str {
         &self.boot
     }
 
-    pub fn backend(&self) -> &'static str {
+    pub(super) fn backend(&self) -> &'static str {
         self.store.backend()
     }
 
     /// Whether other processes share the store (and may be running operations).
-    pub fn shared(&self) -> bool {
+    pub(super) fn shared(&self) -> bool {
         self.store.shared()
     }
 
     /// Says this process is alive for [`HEARTBEAT_TTL`] more (shared stores only).
-    pub fn beat(&self) -> Result<(), StoreError> {
+    pub(super) fn beat(&self) -> Result<(), StoreError> {
         self.put(
             Kind::Replica,
             REPLICA_OWNER,
@@ -79,7 +79,7 @@ impl Durable {
     }
 
     /// Whether the process `boot` has beaten within [`HEARTBEAT_TTL`].
-    pub fn alive(&self, boot: &str) -> Result<bool, StoreError> {
+    pub(super) fn alive(&self, boot: &str) -> Result<bool, StoreError> {
         let found = self
             .store
             .lookup(Kind::Replica, boot, REPLICA_OWNER, st::now_ms())
@@ -88,7 +88,7 @@ impl Durable {
     }
 
     /// Beats every [`HEARTBEAT_EVERY`] until `stop` fires (inside a tokio runtime).
-    pub fn spawn_heartbeat(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+    pub(super) fn spawn_heartbeat(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -111,7 +111,7 @@ impl Durable {
     }
 
     /// A selection (`server` and `name` of the tool route chose).
-    pub fn put_selection(&self, owner: &str, id: &str, tool: (&str, &str), ttl: Duration) {
+    pub(super) fn put_selection(&self, owner: &str, id: &str, tool: (&str, &str), ttl: Duration) {
         let value = serde_json::to_vec(&[tool.0, tool.1]).expect("strings serialize");
         if let Err(e) = self.put(Kind::Selection, owner, id, value, ttl) {
             tracing::warn!("a selection was kept in this process only (execute it here, or by the tool's name): {e}");
@@ -119,7 +119,7 @@ impl Durable {
     }
 
     /// A selection made by another process (or before a restart); `None` if unknown.
-    pub fn selection(
+    pub(super) fn selection(
         &self,
         owner: &str,
         id: &str,
@@ -138,7 +138,7 @@ impl Durable {
         Ok(Some((server, name)))
     }
 
-    pub fn put_pages(
+    pub(super) fn put_pages(
         &self,
         owner: &str,
         id: &str,
@@ -151,7 +151,7 @@ impl Durable {
 
     /// The pages kept for result `id` and how long they have left; `None` if the store
     /// does not know the id either.
-    pub fn pages(
+    pub(super) fn pages(
         &self,
         owner: &str,
         id: &str,
@@ -167,7 +167,7 @@ impl Durable {
         Ok(Some((pages, Duration::from_millis(left))))
     }
 
-    pub fn put_operation<T: Serialize>(
+    pub(super) fn put_operation<T: Serialize>(
         &self,
         owner: &str,
         id: &str,
@@ -180,7 +180,7 @@ impl Durable {
     }
 
     /// How operation `key` stands in the store; `None` if the store does not know it.
-    pub fn operation<T: DeserializeOwned>(
+    pub(super) fn operation<T: DeserializeOwned>(
         &self,
         owner: &str,
         key: &str,
@@ -202,20 +202,20 @@ impl Durable {
     }
 
     /// Moves an expiry; a failure only shortens a TTL, so it is logged, not returned.
-    pub fn touch(&self, kind: Kind, id: &str, ttl: Duration) {
+    pub(super) fn touch(&self, kind: Kind, id: &str, ttl: Duration) {
         if let Err(e) = self.store.touch(kind, id, st::expiry_after(ttl)) {
             tracing::warn!(%kind, "state store: could not extend an expiry: {e}");
         }
     }
 
     /// Forgets an evicted handle, so it is not read back after a restart.
-    pub fn remove(&self, kind: Kind, id: &str) {
+    pub(super) fn remove(&self, kind: Kind, id: &str) {
         if let Err(e) = self.store.remove(kind, id, st::now_ms()) {
             tracing::warn!(%kind, "state store: could not remove an evicted entry: {e}");
         }
     }
 
-    pub fn sweep(&self, tombstone_for: Duration) {
+    pub(super) fn sweep(&self, tombstone_for: Duration) {
         match self.store.sweep(st::now_ms(), tombstone_for) {
             Ok(0) => {}
             Ok(n) => tracing::debug!(n, "state store: expired entries dropped"),

@@ -68,7 +68,7 @@ struct Operation<T> {
 
 impl<T: Clone + Send + 'static> Operations<T> {
     /// `on_end` hears the operation's final status once (the durable store keeps it).
-    pub fn start<F, Fut, E>(
+    pub(super) fn start<F, Fut, E>(
         table: &Arc<Mutex<Self>>,
         owner: &str,
         call: F,
@@ -135,7 +135,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
         Ok(op_id(&id))
     }
 
-    pub fn status(
+    pub(super) fn status(
         &mut self,
         owner: &str,
         id: &str,
@@ -158,7 +158,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
         })
     }
 
-    pub fn cancel(
+    pub(super) fn cancel(
         &mut self,
         owner: &str,
         id: &str,
@@ -176,12 +176,12 @@ impl<T: Clone + Send + 'static> Operations<T> {
     }
 
     /// A receiver that turns true when the operation ends (`None` if `id` is not live).
-    pub fn watch(&self, owner: &str, id: &str) -> Option<watch::Receiver<bool>> {
+    pub(super) fn watch(&self, owner: &str, id: &str) -> Option<watch::Receiver<bool>> {
         let op = self.live.get(parse(id)?)?;
         (&*op.owner == owner).then(|| op.done.clone())
     }
 
-    pub fn purge(&mut self, now: Instant, limits: &StoreLimits) {
+    pub(super) fn purge(&mut self, now: Instant, limits: &StoreLimits) {
         let dead: Vec<String> = self
             .live
             .iter()
@@ -195,7 +195,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
     }
 
     /// (operations kept, of which running).
-    pub fn stats(&self) -> (usize, usize) {
+    pub(super) fn stats(&self) -> (usize, usize) {
         let running = self.live.values().filter(|o| o.status.is_running()).count();
         (self.live.len(), running)
     }
@@ -302,7 +302,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
     }
 
     /// Forgets a just-started operation that could not be kept durably (and stops it).
-    pub fn abandon(&mut self, id: &str) {
+    pub(super) fn abandon(&mut self, id: &str) {
         if let Some(op) = parse(id).and_then(|key| self.live.remove(key)) {
             op.cancel.cancel();
         }

@@ -25,7 +25,7 @@ const MAX_TOMBSTONES: usize = 16_384;
 
 impl Tombstones {
     /// Remembers `id` of `owner` for six TTLs.
-    pub fn bury(&mut self, id: String, owner: Arc<str>, now: Instant, ttl: Duration) {
+    pub(crate) fn bury(&mut self, id: String, owner: Arc<str>, now: Instant, ttl: Duration) {
         if self.dead.len() >= MAX_TOMBSTONES {
             let mut until: Vec<Instant> = self.dead.values().map(|(_, t)| *t).collect();
             until.sort();
@@ -36,7 +36,7 @@ impl Tombstones {
     }
 
     /// The error for an id that is not live: foreign, expired, or unknown.
-    pub fn error_for(
+    pub(crate) fn error_for(
         &self,
         kind: IdKind,
         id: &str,
@@ -52,7 +52,7 @@ impl Tombstones {
         }
     }
 
-    pub fn purge(&mut self, now: Instant) {
+    pub(crate) fn purge(&mut self, now: Instant) {
         self.dead.retain(|_, (_, until)| *until > now);
     }
 }

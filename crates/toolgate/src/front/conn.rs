@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
 /// Milliseconds since the connection opened of the moments its timeouts are counted from.
-pub struct Activity {
+pub(super) struct Activity {
     opened: Instant,
     /// Requests whose headers arrived and whose answer is not yet fully written.
     active: AtomicUsize,
@@ -27,7 +27,7 @@ pub struct Activity {
 
 /// Why a connection is closed by its watchdog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expired {
+pub(super) enum Expired {
     /// A request's headers did not arrive in full within `header_timeout_secs`.
     Headers,
     /// No request came within `idle_timeout_secs`.
@@ -35,7 +35,7 @@ pub enum Expired {
 }
 
 impl Activity {
-    pub fn new() -> Arc<Self> {
+    pub(super) fn new() -> Arc<Self> {
         Arc::new(Self {
             opened: Instant::now(),
             active: AtomicUsize::new(0),
@@ -61,7 +61,7 @@ impl Activity {
     }
 
     /// A request's headers arrived: its timeouts stop until its answer is written.
-    pub fn begin(self: &Arc<Self>) -> InRequest {
+    pub(super) fn begin(self: &Arc<Self>) -> InRequest {
         self.active.fetch_add(1, Ordering::AcqRel);
         self.first_byte.store(u64::MAX, Ordering::Release);
         InRequest(self.clone())
@@ -84,7 +84,7 @@ impl Activity {
 
     /// Resolves when the connection has been idle, or slow with its headers, too long.
     /// Wakes at least once a second to re-read the moments, which requests move.
-    pub async fn expired(&self, header: Duration, idle: Duration) -> Expired {
+    pub(super) async fn expired(&self, header: Duration, idle: Duration) -> Expired {
         loop {
             let now = self.now();
             let wait = match self.deadline(header, idle) {
@@ -98,7 +98,7 @@ impl Activity {
 }
 
 /// One request being answered; dropped when its answer's body has been written (or lost).
-pub struct InRequest(Arc<Activity>);
+pub(super) struct InRequest(Arc<Activity>);
 
 impl Drop for InRequest {
     fn drop(&mut self) {
@@ -111,7 +111,7 @@ impl Drop for InRequest {
 }
 
 /// The accepted socket, telling `Activity` of every read.
-pub struct Watched<S> {
+pub(super) struct Watched<S> {
     pub inner: S,
     pub activity: Arc<Activity>,
 }
@@ -159,7 +159,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
 
 /// An answer's body that holds its request's `InRequest` (and, for a POST, its count in
 /// `serve::Posts`) until it is written in full.
-pub struct Answer<B> {
+pub(super) struct Answer<B> {
     pub inner: B,
     pub request: Option<(InRequest, Option<super::serve::Post>)>,
 }
@@ -189,7 +189,7 @@ impl<B: Body + Unpin> Body for Answer<B> {
 /// The error a request body gives once `body_timeout_secs` has passed without its end;
 /// `front::http` answers 408 when it finds it.
 #[derive(Debug)]
-pub struct BodyTimedOut(pub Duration);
+pub(super) struct BodyTimedOut(pub Duration);
 
 impl std::fmt::Display for BodyTimedOut {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -204,7 +204,7 @@ impl std::fmt::Display for BodyTimedOut {
 impl std::error::Error for BodyTimedOut {}
 
 /// A request body with a deadline for its last byte.
-pub struct Deadline<B> {
+pub(super) struct Deadline<B> {
     pub inner: B,
     pub sleep: Pin<Box<tokio::time::Sleep>>,
     pub limit: Duration,

@@ -142,7 +142,8 @@ impl Connection {
                     })
                 });
                 if let Some(peer) = peer {
-                    req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                    req.extensions_mut()
+                        .insert(axum::extract::ConnectInfo(peer));
                 }
                 let mut app = app.clone();
                 async move {
@@ -185,13 +186,13 @@ impl Connection {
 /// POST requests whose answer is not yet written, across connections: shutdown waits for
 /// them (the drained calls' answers) before it ends the sessions.
 #[derive(Default)]
-pub struct Posts {
+pub(super) struct Posts {
     n: AtomicUsize,
     none: Notify,
 }
 
 /// One POST being answered.
-pub struct Post(Arc<Posts>);
+pub(super) struct Post(Arc<Posts>);
 
 impl Posts {
     fn enter(self: &Arc<Self>) -> Post {

@@ -20,7 +20,7 @@ use std::time::Instant;
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The open sessions, by id, and the session managers they live in.
-pub struct SessionCaps {
+pub(super) struct SessionCaps {
     limits: Limits,
     /// For the audit record of a session id presented by another key.
     policy: Arc<crate::policy::Policy>,
@@ -44,7 +44,7 @@ struct Open {
 }
 
 impl SessionCaps {
-    pub fn new(limits: Limits, policy: Arc<crate::policy::Policy>) -> Self {
+    pub(super) fn new(limits: Limits, policy: Arc<crate::policy::Policy>) -> Self {
         Self {
             limits,
             policy,
@@ -54,7 +54,7 @@ impl SessionCaps {
     }
 
     /// A session manager for one endpoint, idle sessions closed by rmcp after `session_idle`.
-    pub fn manager(&mut self) -> Arc<LocalSessionManager> {
+    pub(super) fn manager(&mut self) -> Arc<LocalSessionManager> {
         let mut m = LocalSessionManager::default();
         m.session_config.keep_alive = Some(self.limits.session_idle);
         let m = Arc::new(m);
@@ -197,7 +197,7 @@ impl SessionCaps {
 }
 
 /// The middleware: counts sessions opened and ended, refuses an `initialize` over a cap.
-pub async fn cap_sessions(
+pub(super) async fn cap_sessions(
     State(caps): State<Arc<SessionCaps>>,
     request: Request,
     next: Next,

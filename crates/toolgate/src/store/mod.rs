@@ -143,7 +143,7 @@ pub(crate) struct Meta {
 }
 
 impl Meta {
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(9 + self.owner.len());
         out.push(u8::from(self.live));
         out.extend_from_slice(&self.expires_ms.to_le_bytes());
@@ -151,7 +151,7 @@ impl Meta {
         out
     }
 
-    pub fn decode(bytes: &[u8]) -> Option<Self> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Self> {
         if bytes.len() < 9 {
             return None;
         }

@@ -9,16 +9,16 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Log messages passed on (to callers and to the gateway's log) per second per upstream.
-pub const LOGS_PER_SEC: u32 = 50;
+pub(super) const LOGS_PER_SEC: u32 = 50;
 /// Progress notifications passed on per second per upstream.
-pub const PROGRESS_PER_SEC: u32 = 200;
+pub(super) const PROGRESS_PER_SEC: u32 = 200;
 /// The most of a log message's `data` kept, as JSON text; the rest is cut and marked.
-pub const LOG_DATA_MAX: usize = 8 * 1024;
+pub(super) const LOG_DATA_MAX: usize = 8 * 1024;
 /// The shortest time between two passed-on resource or prompt list changes of an upstream.
-pub const LIST_CHANGE_GAP: Duration = Duration::from_millis(200);
+pub(super) const LIST_CHANGE_GAP: Duration = Duration::from_millis(200);
 
 /// A fixed number of events per one-second window; what is over it is counted.
-pub struct Rate {
+pub(super) struct Rate {
     per_sec: u32,
     window: Mutex<Window>,
 }
@@ -30,7 +30,7 @@ struct Window {
 }
 
 impl Rate {
-    pub fn new(per_sec: u32) -> Self {
+    pub(super) fn new(per_sec: u32) -> Self {
         Self {
             per_sec,
             window: Mutex::new(Window {
@@ -43,7 +43,7 @@ impl Rate {
 
     /// Whether this event passes; with it, how many were dropped in the window that just
     /// ended (for one line saying so), if any.
-    pub fn admit(&self) -> (bool, Option<u64>) {
+    pub(super) fn admit(&self) -> (bool, Option<u64>) {
         let mut w = self.window.lock().expect("rate window");
         let mut ended = None;
         if w.started.elapsed() >= Duration::from_secs(1) {
@@ -68,7 +68,7 @@ impl Rate {
 
 /// `data` as it is passed on: whole when its JSON is at most `LOG_DATA_MAX` bytes, else a
 /// string of the first bytes and a note of how many were cut.
-pub fn bounded_data(data: &Value) -> Value {
+pub(super) fn bounded_data(data: &Value) -> Value {
     let text = match data {
         Value::String(s) if s.len() <= LOG_DATA_MAX => return data.clone(),
         Value::String(s) => s.clone(),
