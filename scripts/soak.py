@@ -240,8 +240,10 @@ def main():
         f.write(config)
     # The gateway's log goes to a file, so it outlives this script if the script dies.
     log_path = os.path.join(work, "gateway.log")
+    # The embedded store (the HTTP default) goes in the work folder, not the user's.
+    env = {**os.environ, "XDG_STATE_HOME": os.path.join(work, "state")}
     gw = subprocess.Popen([exe, "serve", "--http", "127.0.0.1:0", "--config", cfg],
-                          stdout=subprocess.DEVNULL, stderr=open(log_path, "w"))
+                          stdout=subprocess.DEVNULL, stderr=open(log_path, "w"), env=env)
     url = None
     for _ in range(600):
         with open(log_path, errors="replace") as f:

@@ -373,6 +373,8 @@ fn serve_on(ip: std::net::IpAddr, config: &std::path::Path) -> (KillOnDrop, Stri
     let mut child = Command::new(toolgate())
         .args(["serve", "--http", &format!("{ip}:0"), "--config"])
         .arg(config)
+        // The embedded store (the HTTP default) goes in the test's folder, not the user's.
+        .env("XDG_STATE_HOME", config.parent().unwrap().join("state"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
