@@ -24,9 +24,9 @@ fn body(r: &CallToolResult) -> String {
 }
 
 fn restart_config(dir: &TestDir) -> std::path::PathBuf {
-    // A short wait, so a call of a few hundred milliseconds becomes an operation.
-    let store =
-        "[guided]\nwait_secs = 0.05\n[code]\nenabled = true\n[store]\nbackend = \"embedded\"\npath = \"state.redb\"\n";
+    // A short wait, so a call of a few hundred milliseconds becomes an operation; a short
+    // drain, so the call still running at SIGTERM is cut (and kept as running) at once.
+    let store = "[guided]\nwait_secs = 0.05\n[code]\nenabled = true\n[store]\nbackend = \"embedded\"\npath = \"state.redb\"\n[gateway.limits]\nshutdown_grace_secs = 1\n";
     dir.config(
         "mode = \"guided\"",
         &[store.to_string(), dir.stdio_upstream("alpha", "alpha", &[])],

@@ -40,6 +40,21 @@ pub struct Drained {
 }
 
 impl Drain {
+    /// A drain whose cut also comes when `stop` is cancelled (the gateway stopping without a
+    /// drain, or after one): a call still running then is cut the same way.
+    pub fn under(stop: &CancellationToken) -> Self {
+        Self {
+            cut: stop.child_token(),
+            ..Self::default()
+        }
+    }
+
+    /// Cancelled when calls still running are cut: the end of the grace, or the gateway
+    /// stopping. Whatever ends after it ended because of the shutdown.
+    pub fn cutting(&self) -> CancellationToken {
+        self.cut.clone()
+    }
+
     /// Runs `call` unless the drain has begun; ends it with `Cut` when the grace ends first.
     pub async fn run<F: Future>(&self, call: F) -> Result<F::Output, ShuttingDown> {
         if self.closing.is_cancelled() {

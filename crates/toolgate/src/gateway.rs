@@ -66,10 +66,12 @@ impl Gateway {
             .values()
             .map(|u| (u.name.clone(), Upstream::new(u.clone())))
             .collect();
+        let stop = CancellationToken::new();
+        let drain = crate::drain::Drain::under(&stop);
         let gw = Arc::new(Self {
             upstreams,
             catalog: watch::channel(Arc::new(Catalog::default())).0,
-            stop: CancellationToken::new(),
+            stop,
             tasks: TaskTracker::new(),
             started: Instant::now(),
             settled: Default::default(),
@@ -79,7 +81,7 @@ impl Gateway {
             inputs: Default::default(),
             parked: Default::default(),
             observe: Default::default(),
-            drain: Default::default(),
+            drain,
             durable,
             config,
         });
@@ -241,10 +243,11 @@ impl Gateway {
 
     /// Stops every upstream (children get SIGTERM, then SIGKILL) and the sandbox worker
     /// pool (idle workers are killed), and waits for them.
-    /// Fired when the gateway starts shutting down (calls still running then are lost
-    /// with the process, not failed: the durable store keeps them as running).
+    /// Fired when a shutdown cuts the calls still running (the end of the drain's grace,
+    /// or the gateway stopping): they are lost with the process, not failed, so the durable
+    /// store keeps them as running and a restarted gateway reports them lost.
     pub fn stopping(&self) -> CancellationToken {
-        self.stop.clone()
+        self.drain.cutting()
     }
 
     pub async fn shutdown(&self) {
