@@ -10,6 +10,7 @@
 //! (fit on all catalogs but one, measure on that one). `docs/routing.md` has the tables.
 
 use super::decide::confidence;
+use super::synonyms;
 use super::text::Analyzer;
 use crate::catalog::ToolRecord;
 use std::collections::HashSet;
@@ -76,8 +77,12 @@ pub fn features(
     let top_text = tool_terms(analyzer, top);
     let second_text = second.map(|t| tool_terms(analyzer, t)).unwrap_or_default();
     let overlap = jaccard(&top_text, &second_text);
+    // A task word counts as explained by its synonym too ("ticket" by "issue").
     let explained = |text: &HashSet<String>| {
-        let hit = task_terms.iter().filter(|t| text.contains(*t)).count();
+        let hit = task_terms
+            .iter()
+            .filter(|t| text.contains(*t) || synonyms::of(t).iter().any(|s| text.contains(s)))
+            .count();
         hit as f32 / task_terms.len().max(1) as f32
     };
     let top_explained = explained(&top_text);
@@ -135,7 +140,12 @@ fn name_share(analyzer: &Analyzer, task_terms: &HashSet<String>, tool: &ToolReco
     if words.is_empty() {
         return 0.0;
     }
-    let hit = words.iter().filter(|w| task_terms.contains(*w)).count();
+    let hit = words
+        .iter()
+        .filter(|w| {
+            task_terms.contains(*w) || synonyms::of(w).iter().any(|s| task_terms.contains(s))
+        })
+        .count();
     hit as f32 / words.len() as f32
 }
 
