@@ -229,10 +229,9 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
         .count();
     let features = retriever.calibrated().then(|| {
         let analyzer = Analyzer::new();
-        let terms: HashSet<String> = analyzer
-            .analyze(truncate(task, MAX_TASK_BYTES))
-            .into_iter()
-            .collect();
+        let task = truncate(task, MAX_TASK_BYTES);
+        let mut terms: HashSet<String> = analyzer.analyze(task).into_iter().collect();
+        terms.extend(super::synonyms::phrases(&analyzer, task));
         let second = ranked.get(1).map(|(t, _)| t.as_ref());
         features(&analyzer, &terms, &scores, ceiling, top, second)
     });

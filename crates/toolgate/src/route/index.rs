@@ -357,6 +357,12 @@ impl RouteIndex {
         weighted.extend(words.windows(2).map(|w| (bigram(&w[0], &w[1]), bw)));
         let sw = self.params.synonym_weight;
         if synonyms && sw > 0.0 {
+            // What a phrase means counts as a word of the task ("what time" -> current).
+            weighted.extend(
+                super::synonyms::phrases(&self.analyzer, query)
+                    .into_iter()
+                    .map(|m| (m, 1.0)),
+            );
             // A verb in its sense here ("open" a ticket): the meaning is the word.
             for (verb, meaning) in super::synonyms::senses(&self.analyzer, &words) {
                 for (_, w) in weighted.iter_mut().filter(|(t, _)| *t == verb) {
@@ -364,7 +370,7 @@ impl RouteIndex {
                 }
                 weighted.push((meaning, 1.0));
             }
-            let syn = super::synonyms::expand(&self.analyzer, query, &terms_of(&weighted));
+            let syn = super::synonyms::expand(&terms_of(&weighted));
             weighted.extend(syn.into_iter().map(|t| (t, sw)));
         }
         weighted.sort_by(|a, b| a.0.cmp(&b.0));

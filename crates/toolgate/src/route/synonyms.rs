@@ -51,7 +51,7 @@ const IMPLIES: &[(&str, &[&str])] = &[
     ("tonight", &["date", "time"]),
 ];
 
-/// Phrases whose meaning no single word carries: (lowercased words in order, synonyms).
+/// Phrases whose meaning no single word carries: (lowercased words in order, meaning).
 const PHRASES: &[(&[&str], &[&str])] = &[
     (&["what", "time"], &["current"]),
     (&["what", "day"], &["current", "date"]),
@@ -133,10 +133,31 @@ pub fn of(term: &str) -> &'static [String] {
     table().get(term).map_or(&[], Vec::as_slice)
 }
 
+/// What phrases of the task mean ("what time is it" asks for the current time): stemmed
+/// terms that count as words of the task. `text` is the task itself (a phrase's words
+/// may be stop words).
+pub fn phrases(analyzer: &Analyzer, text: &str) -> Vec<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for (phrase, meaning) in PHRASES {
+        if words.windows(phrase.len()).any(|w| w == *phrase) {
+            for m in meaning.iter().filter_map(|m| analyzer.word(m)) {
+                if !out.contains(&m) {
+                    out.push(m);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The synonyms of a task: stemmed terms the task does not already contain, each once.
-/// `terms` are the task's analysed terms; `text` is the task itself (for phrases, whose
-/// words may be stop words).
-pub fn expand(analyzer: &Analyzer, text: &str, terms: &[String]) -> Vec<String> {
+/// `terms` are the task's analysed terms.
+pub fn expand(terms: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut add = |s: &str| {
         if !terms.iter().any(|t| t == s) && !out.iter().any(|o| o == s) {
@@ -147,18 +168,6 @@ pub fn expand(analyzer: &Analyzer, text: &str, terms: &[String]) -> Vec<String> 
     for t in terms {
         for s in table.get(t).into_iter().flatten() {
             add(s);
-        }
-    }
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    for (phrase, synonyms) in PHRASES {
-        if words.windows(phrase.len()).any(|w| w == *phrase) {
-            for s in synonyms.iter().filter_map(|s| analyzer.word(s)) {
-                add(&s);
-            }
         }
     }
     out
@@ -172,16 +181,17 @@ mod tests {
     fn tasks_gain_their_synonyms_once() {
         let a = Analyzer::new();
         let task = "open a support ticket about a broken login page";
-        let syn = expand(&a, task, &a.analyze(task));
+        let syn = expand(&a.analyze(task));
         assert!(syn.contains(&"issu".to_string()), "{syn:?}");
         assert!(syn.contains(&"creat".to_string()), "{syn:?}");
         let task = "what time is it in Tokyo";
-        assert_eq!(expand(&a, task, &a.analyze(task)), ["current"]);
+        assert_eq!(phrases(&a, task), ["current"]);
+        assert!(expand(&a.analyze(task)).is_empty());
         // A word the task already has is not added again.
         let task = "create an issue for this bug";
-        let syn = expand(&a, task, &a.analyze(task));
+        let syn = expand(&a.analyze(task));
         assert!(!syn.contains(&"issu".to_string()) && !syn.contains(&"creat".to_string()));
-        assert!(expand(&a, "zebra", &a.analyze("zebra")).is_empty());
+        assert!(expand(&a.analyze("zebra")).is_empty());
         let words = a.analyze("open a support ticket");
         assert_eq!(
             senses(&a, &words),
