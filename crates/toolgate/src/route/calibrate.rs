@@ -160,10 +160,10 @@ impl Calibration {
     /// Fitted by `toolgate eval route --fit` on the tuning splits (query index mod 5 == 0)
     /// of MetaTool, LiveMCPBench and bfcl, each catalog weighing the same.
     pub const DEFAULT: Calibration = Calibration {
-        bias: -3.2555,
+        bias: -2.9182,
         weights: [
-            1.0183, -2.7488, -1.2920, 3.1551, -1.8610, 0.1211, -0.0939, -0.3384, 2.5207, 0.8973,
-            0.5200, 0.6523, 0.3200,
+            1.0981, -3.4016, -1.4083, 3.5645, -1.9486, 0.2482, -0.4007, -0.3124, 2.1065, 0.3270,
+            1.4270, 0.4932, 0.2461,
         ],
     };
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// least 90% of selections were right on the catalogs left out of the fit (each weighing
 /// the same)
 /// (`toolgate eval route --leave-one-out`, tuning splits; `docs/routing.md` has the table).
-pub const DEFAULT_THRESHOLD: f32 = 0.82;
+pub const DEFAULT_THRESHOLD: f32 = 0.84;
 /// The default when example tasks are indexed (`guided.route_examples`). The calibrated
 /// model was fitted without examples, so with them the softmax confidence decides, at the
 /// lowest threshold where at least 90% of selections were right with examples on a split
