@@ -345,6 +345,12 @@ impl RouteIndex {
             .sum()
     }
 
+    /// A term's idf; a term no tool has counts as the rarest.
+    fn term_idf(&self, term: &str) -> f32 {
+        let n = self.docs.max(1) as f32;
+        idf(n, self.terms.get(term).map_or(0.0, |e| e.df as f32))
+    }
+
     /// Query terms with their weights: words count once per occurrence, phrase bigrams
     /// `bigram_weight` each, and (with `synonyms`) each synonym `synonym_weight`. The
     /// ceiling leaves synonyms out: they stand in for a word, they add nothing to explain.
@@ -370,8 +376,18 @@ impl RouteIndex {
                 }
                 weighted.push((meaning, 1.0));
             }
-            let syn = super::synonyms::expand(&terms_of(&weighted));
-            weighted.extend(syn.into_iter().map(|t| (t, sw)));
+            let own = terms_of(&weighted);
+            for syn in super::synonyms::expand(&own) {
+                // A synonym never weighs more than the word it stands for: a rare synonym
+                // of a common word ("find" for "search") would otherwise outrank it.
+                let source = own
+                    .iter()
+                    .filter(|t| super::synonyms::of(t).contains(&syn))
+                    .map(|t| self.term_idf(t))
+                    .fold(0.0, f32::max);
+                let cap = (source / self.term_idf(&syn).max(1e-6)).min(1.0);
+                weighted.push((syn, sw * cap));
+            }
         }
         weighted.sort_by(|a, b| a.0.cmp(&b.0));
         weighted.dedup_by(|later, first| {
