@@ -62,7 +62,7 @@ async def test_a_clear_task_selects_and_runs(transport, toolgate_bin, peers, wor
     async with session(transport, toolgate_bin, cfg, work, mode="guided") as client:
         s = await route_ready(client, {"task": "convert 3pm London time to Tokyo time"}, "time/convert_time")
         assert s["decision"] == "select", s
-        assert s["confidence"] >= 0.82, s
+        assert s["confidence"] >= 0.84, s
         call = s["nextCall"]
         assert call["tool"] == "execute"
         args = {"source_timezone": "Europe/London", "time": "15:00", "target_timezone": "Asia/Tokyo"}
@@ -170,3 +170,35 @@ async def test_a_chinese_task_finds_a_chinese_described_tool(transport, toolgate
         # A mixed task ranks too: the Chinese words and the English product name.
         s = await route_ready(client, {"task": "用 Bing 搜索关键词", "detail": "names"}, "bing/bing_search")
         assert s["tools"][0]["summary"].startswith("使用必应搜索"), s
+
+
+DEMO_SERVERS = ("tickets", "docs", "calendar", "mail", "files", "metrics", "deploy")
+
+
+async def test_the_demos_natural_tasks_select(toolgate_bin, peers, work):
+    """Tasks a new user types, in their words rather than the tools': each selects the
+    tool it means and runs it (the built-in demo catalog served by `toolgate fixture
+    --demo`, and the real time server next to the real filesystem server)."""
+    demo = lambda server: {  # noqa: E731
+        "command": str(toolgate_bin),
+        "args": ["fixture", "--demo", "--server", server],
+        "connect_timeout_secs": 60,
+        "call_timeout_secs": 60,
+    }
+    ups = {s: demo(s) for s in DEMO_SERVERS}
+    ups.update({k: v for k, v in stdio_upstreams(peers, work).items() if k in ("time", "filesystem")})
+    cfg = write_config(work.path("toolgate.toml"), ups, GUIDED)
+    async with session("stdio", toolgate_bin, cfg, work, mode="guided") as client:
+        await route_ready(client, {"task": "time/get_current_time"}, "time/get_current_time")
+        await route_ready(client, {"task": "calendar/list_events"}, "calendar/list_events")
+        s = await route(client, {"task": "what time is it in Tokyo"})
+        assert (s["decision"], s.get("server"), s.get("name")) == ("select", "time", "get_current_time"), s
+        r = await client.call_tool("execute", {"selectionId": s["selectionId"], "arguments": {"timezone": "Asia/Tokyo"}})
+        assert not r.is_error and "Asia/Tokyo" in text(r), text(r)
+        s = await route(client, {"task": "list my calendar for tomorrow"})
+        assert (s["decision"], s.get("server"), s.get("name")) == ("select", "calendar", "list_events"), s
+        # "open a ticket" means creating one: create_issue comes first (a question, as the
+        # login page could also be a wiki page; see docs/routing.md).
+        s = await route(client, {"task": "open a support ticket about a broken login page"})
+        first = s if s["decision"] == "select" else s["candidates"][0]
+        assert (first["server"], first["name"]) == ("tickets", "create_issue"), s

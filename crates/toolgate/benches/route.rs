@@ -1,5 +1,6 @@
 //! Route latency on a 10,000-tool catalog (realcat repeated under new server names), side
-//! by side with realcat itself: index build time, route p50/p99, one server's re-index.
+//! by side with realcat itself: index build time, route p50/p99, one server's re-index;
+//! each without task-side synonyms (`synonyms` 0) and with the default weight, same run.
 //!
 //! Run: `cargo bench -p toolgate --bench route`. Needs the datasets (`TOOLGATE_DATASETS`,
 //! default `../shared/datasets`); exits non-zero when they are missing.
@@ -11,7 +12,7 @@ use toolgate::catalog::{
     file::datasets_dir, load_catalog_file, load_queries_file, Catalog, CatalogEntry,
 };
 use toolgate::route::eval::percentile;
-use toolgate::route::{route, RouteIndex, RouteOptions};
+use toolgate::route::{route, Bm25fParams, RouteIndex, RouteOptions};
 
 /// Tools in the large catalog (at least).
 const LARGE: usize = 10_000;
@@ -44,11 +45,17 @@ fn run() -> anyhow::Result<()> {
     }
     println!("{} tasks; times in microseconds unless marked", tasks.len());
     println!(
-        "{:>8} {:>10} {:>9} {:>9} {:>13} {:>12}",
-        "tools", "build ms", "p50", "p99", "p99 best-of-3", "reindex ms"
+        "{:>8} {:>9} {:>10} {:>9} {:>9} {:>13} {:>12}",
+        "tools", "synonyms", "build ms", "p50", "p99", "p99 best-of-3", "reindex ms"
     );
+    let default_sw = Bm25fParams::default().synonym_weight;
     let copies = LARGE.div_ceil(entries.len());
-    for n in [1, copies] {
+    for (n, sw) in [
+        (1, 0.0),
+        (1, default_sw),
+        (copies, 0.0),
+        (copies, default_sw),
+    ] {
         let big: Vec<CatalogEntry> = (0..n)
             .flat_map(|i| {
                 entries.iter().map(move |e| CatalogEntry {
@@ -63,7 +70,11 @@ fn run() -> anyhow::Result<()> {
             .collect();
         let catalog = Catalog::from_entries(big);
         let start = Instant::now();
-        let mut index = RouteIndex::build(&catalog);
+        let params = Bm25fParams {
+            synonym_weight: sw,
+            ..Bm25fParams::default()
+        };
+        let mut index = RouteIndex::with_params(&catalog, params);
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
         let opts = RouteOptions::default();
         // One warm-up pass, then the measured passes.
@@ -97,8 +108,9 @@ fn run() -> anyhow::Result<()> {
         index.replace_server("github", github);
         let reindex_ms = start.elapsed().as_secs_f64() * 1e3;
         println!(
-            "{:>8} {:>10.1} {:>9.1} {:>9.1} {:>13.1} {:>12.2}",
+            "{:>8} {:>9} {:>10.1} {:>9.1} {:>9.1} {:>13.1} {:>12.2}",
             catalog.len(),
+            sw,
             build_ms,
             percentile(&lat, 0.50),
             percentile(&lat, 0.99),

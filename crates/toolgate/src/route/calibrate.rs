@@ -10,6 +10,7 @@
 //! (fit on all catalogs but one, measure on that one). `docs/routing.md` has the tables.
 
 use super::decide::confidence;
+use super::synonyms;
 use super::text::Analyzer;
 use crate::catalog::ToolRecord;
 use std::collections::HashSet;
@@ -76,8 +77,12 @@ pub fn features(
     let top_text = tool_terms(analyzer, top);
     let second_text = second.map(|t| tool_terms(analyzer, t)).unwrap_or_default();
     let overlap = jaccard(&top_text, &second_text);
+    // A task word counts as explained by its synonym too ("ticket" by "issue").
     let explained = |text: &HashSet<String>| {
-        let hit = task_terms.iter().filter(|t| text.contains(*t)).count();
+        let hit = task_terms
+            .iter()
+            .filter(|t| text.contains(*t) || synonyms::of(t).iter().any(|s| text.contains(s)))
+            .count();
         hit as f32 / task_terms.len().max(1) as f32
     };
     let top_explained = explained(&top_text);
@@ -135,7 +140,12 @@ fn name_share(analyzer: &Analyzer, task_terms: &HashSet<String>, tool: &ToolReco
     if words.is_empty() {
         return 0.0;
     }
-    let hit = words.iter().filter(|w| task_terms.contains(*w)).count();
+    let hit = words
+        .iter()
+        .filter(|w| {
+            task_terms.contains(*w) || synonyms::of(w).iter().any(|s| task_terms.contains(s))
+        })
+        .count();
     hit as f32 / words.len() as f32
 }
 
@@ -150,10 +160,10 @@ impl Calibration {
     /// Fitted by `toolgate eval route --fit` on the tuning splits (query index mod 5 == 0)
     /// of MetaTool, LiveMCPBench and bfcl, each catalog weighing the same.
     pub const DEFAULT: Calibration = Calibration {
-        bias: -3.2555,
+        bias: -2.9182,
         weights: [
-            1.0183, -2.7488, -1.2920, 3.1551, -1.8610, 0.1211, -0.0939, -0.3384, 2.5207, 0.8973,
-            0.5200, 0.6523, 0.3200,
+            1.0981, -3.4016, -1.4083, 3.5645, -1.9486, 0.2482, -0.4007, -0.3124, 2.1065, 0.3270,
+            1.4270, 0.4932, 0.2461,
         ],
     };
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// least 90% of selections were right on the catalogs left out of the fit (each weighing
 /// the same)
 /// (`toolgate eval route --leave-one-out`, tuning splits; `docs/routing.md` has the table).
-pub const DEFAULT_THRESHOLD: f32 = 0.82;
+pub const DEFAULT_THRESHOLD: f32 = 0.84;
 /// The default when example tasks are indexed (`guided.route_examples`). The calibrated
 /// model was fitted without examples, so with them the softmax confidence decides, at the
 /// lowest threshold where at least 90% of selections were right with examples on a split
@@ -229,10 +229,9 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
         .count();
     let features = retriever.calibrated().then(|| {
         let analyzer = Analyzer::new();
-        let terms: HashSet<String> = analyzer
-            .analyze(truncate(task, MAX_TASK_BYTES))
-            .into_iter()
-            .collect();
+        let task = truncate(task, MAX_TASK_BYTES);
+        let mut terms: HashSet<String> = analyzer.analyze(task).into_iter().collect();
+        terms.extend(super::synonyms::phrases(&analyzer, task));
         let second = ranked.get(1).map(|(t, _)| t.as_ref());
         features(&analyzer, &terms, &scores, ceiling, top, second)
     });

@@ -36,6 +36,8 @@ pub struct Bm25fParams {
     /// Weight of each clause of a multi-step task ("read X, plot it and save it") ranked
     /// on its own and fused with the whole task, so each step's tool can surface.
     pub clause_weight: f32,
+    /// Weight of each synonym of a task word ([`super::synonyms`]) relative to a word.
+    pub synonym_weight: f32,
 }
 
 impl Default for Bm25fParams {
@@ -47,10 +49,13 @@ impl Default for Bm25fParams {
             bigram_weight: 0.5,
             server_weight: 0.0,
             clause_weight: 0.0,
+            synonym_weight: SYNONYM_WEIGHT,
         }
     }
 }
 
+/// Weight of a task word's synonym; chosen on the tuning splits (`docs/routing.md`).
+pub const SYNONYM_WEIGHT: f32 = 0.5;
 /// Weight of the example-tasks field (see [`super::examples`]); chosen on a split of
 /// MetaTool's tuning queries, `docs/routing.md` has the sweep.
 pub const EXAMPLES_WEIGHT: f32 = 0.5;
@@ -331,7 +336,7 @@ impl RouteIndex {
     /// matches a word of it.
     pub fn ceiling(&self, query: &str) -> f32 {
         let n = self.docs.max(1) as f32;
-        self.query_terms(query)
+        self.query_terms(query, false)
             .iter()
             .filter_map(|(t, qw)| {
                 let df = self.terms.get(t.as_str())?.df as f32;
@@ -340,15 +345,50 @@ impl RouteIndex {
             .sum()
     }
 
+    /// A term's idf; a term no tool has counts as the rarest.
+    fn term_idf(&self, term: &str) -> f32 {
+        let n = self.docs.max(1) as f32;
+        idf(n, self.terms.get(term).map_or(0.0, |e| e.df as f32))
+    }
+
     /// Query terms with their weights: words count once per occurrence, phrase bigrams
-    /// `bigram_weight` each.
-    fn query_terms(&self, query: &str) -> Vec<(String, f32)> {
+    /// `bigram_weight` each, and (with `synonyms`) each synonym `synonym_weight`. The
+    /// ceiling leaves synonyms out: they stand in for a word, they add nothing to explain.
+    fn query_terms(&self, query: &str, synonyms: bool) -> Vec<(String, f32)> {
         let query = truncate(query, MAX_TASK_BYTES);
         let (mut terms, mut words) = (Vec::new(), Vec::new());
         self.analyzer.terms(query, &mut terms, Some(&mut words));
         let bw = self.params.bigram_weight;
         let mut weighted: Vec<(String, f32)> = terms.into_iter().map(|t| (t, 1.0)).collect();
         weighted.extend(words.windows(2).map(|w| (bigram(&w[0], &w[1]), bw)));
+        let sw = self.params.synonym_weight;
+        if synonyms && sw > 0.0 {
+            // What a phrase means counts as a word of the task ("what time" -> current).
+            weighted.extend(
+                super::synonyms::phrases(&self.analyzer, query)
+                    .into_iter()
+                    .map(|m| (m, 1.0)),
+            );
+            // A verb in its sense here ("open" a ticket): the meaning is the word.
+            for (verb, meaning) in super::synonyms::senses(&self.analyzer, &words) {
+                for (_, w) in weighted.iter_mut().filter(|(t, _)| *t == verb) {
+                    *w = sw;
+                }
+                weighted.push((meaning, 1.0));
+            }
+            let own = terms_of(&weighted);
+            for syn in super::synonyms::expand(&own) {
+                // A synonym never weighs more than the word it stands for: a rare synonym
+                // of a common word ("find" for "search") would otherwise outrank it.
+                let source = own
+                    .iter()
+                    .filter(|t| super::synonyms::of(t).contains(&syn))
+                    .map(|t| self.term_idf(t))
+                    .fold(0.0, f32::max);
+                let cap = (source / self.term_idf(&syn).max(1e-6)).min(1.0);
+                weighted.push((syn, sw * cap));
+            }
+        }
         weighted.sort_by(|a, b| a.0.cmp(&b.0));
         weighted.dedup_by(|later, first| {
             let same = later.0 == first.0;
@@ -445,7 +485,7 @@ impl RouteIndex {
                 0
             }
         ];
-        for (term, qw) in self.query_terms(query) {
+        for (term, qw) in self.query_terms(query, true) {
             let Some(entry) = self.terms.get(&term) else {
                 continue;
             };
@@ -494,6 +534,11 @@ impl RouteIndex {
         }
         acc
     }
+}
+
+/// The terms of weighted query terms.
+fn terms_of(weighted: &[(String, f32)]) -> Vec<String> {
+    weighted.iter().map(|(t, _)| t.clone()).collect()
 }
 
 /// Longer strings cannot be a `server/name` key (names are at most 64 characters; a

@@ -3,6 +3,7 @@
 //! - [`text`]: the analyzer shared by documents and queries.
 //! - [`doc`]: a tool as a document of weighted fields.
 //! - [`examples`]: example tasks per tool, indexed as one more field ([`RouteExamples`]).
+//! - [`synonyms`]: general synonyms a task's words gain before ranking.
 //! - [`index`]: the BM25F index, one shard per server ([`RouteIndex`]).
 //! - [`calibrate`]: the calibrated confidence (features any catalog has, a fitted logistic).
 //! - [`decide`]: exact names first, then select-or-clarify on the ranking ([`route`]).
@@ -24,6 +25,7 @@ pub mod examples;
 #[cfg(feature = "embed")]
 pub mod hybrid;
 pub mod index;
+pub mod synonyms;
 pub mod text;
 
 pub use calibrate::Calibration;
