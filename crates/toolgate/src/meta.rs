@@ -30,3 +30,29 @@ impl MetaResult {
         }
     }
 }
+
+/// Reads an optional string argument, or says what is wrong with it.
+pub(crate) fn opt_str<'a>(
+    args: &'a serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(format!("\"{key}\" must be a string, got {other}")),
+    }
+}
+
+/// Reads an optional non-negative integer argument.
+pub(crate) fn opt_uint(
+    args: &serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<u64>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("\"{key}\" must be a non-negative integer, got {v}")),
+    }
+}

@@ -1,13 +1,14 @@
 //! The `execute_code` meta-tool: run a program in a sandbox worker, its tool calls going
 //! through the same gate as execute, and show the model only what it returns or logs.
-//! [`run_program`] is also how a skill runs (`guided::skill`).
+//! [`run_program`] is also how a skill runs (`code::skill_run`).
 
-use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::code::tree::ToolTree;
 use crate::code::worker::{self, RunReport, WorkerSettings, MAX_RESULT_BYTES};
 use crate::code::workspace::paths::{self, Tree};
 use crate::code::{answer, strip_fences};
+use crate::engine::Engine;
 use crate::gate::program::Gate;
+use crate::meta::{opt_str, opt_uint, MetaResult};
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
@@ -269,7 +270,7 @@ pub(crate) async fn run_program(
                 None => engine.code_state.request(owner, &c.tool, &c.arguments),
             }
         } else if c.server == SKILLS_SERVER && engine.skills.configured() {
-            super::skill::nested(engine, owner, caller, c, gate.deadline, depth + 1).await
+            super::skill_run::nested(engine, owner, caller, c, gate.deadline, depth + 1).await
         } else {
             gate.call(c).await
         }
@@ -310,7 +311,7 @@ type Parsed = (String, Value, Duration, u32);
 fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
     let cfg = &engine.gw.config.code;
     for key in args.keys() {
-        if !super::surface::declares(super::surface::EXECUTE_CODE, key) {
+        if !crate::guided::surface::declares(crate::guided::surface::EXECUTE_CODE, key) {
             return Err(format!(
                 "unknown argument {key:?}: execute_code takes code, input, timeout_ms and max_tool_calls"
             ));

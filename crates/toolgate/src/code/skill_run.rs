@@ -8,11 +8,12 @@
 //! A skill is offered to a caller only when every server it names is connected and shown
 //! by the caller's profile.
 
-use super::code::{run_program, show, Program};
-use super::{Engine, MetaResult};
+use super::run::{run_program, show, Program};
 use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::code::worker::ToolCall;
+use crate::engine::Engine;
 use crate::exec::ValidationReport;
+use crate::meta::MetaResult;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
@@ -128,7 +129,7 @@ pub async fn execute(
         }
     };
     if cfg.pii {
-        if let Err(e) = super::code::restore_input(engine, owner, &mut input) {
+        if let Err(e) = super::run::restore_input(engine, owner, &mut input) {
             let e = engine.refused(caller, "piiToken", &e.message.clone(), e);
             return MetaResult::error(format!("execute: {e}"));
         }
