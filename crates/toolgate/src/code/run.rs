@@ -8,7 +8,8 @@ use crate::code::workspace::paths::{self, Tree};
 use crate::code::{answer, strip_fences};
 use crate::engine::Engine;
 use crate::gate::program::Gate;
-use crate::meta::{opt_str, opt_uint, MetaResult};
+use crate::meta::args::ExecuteCodeArgs;
+use crate::meta::MetaResult;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
@@ -310,14 +311,8 @@ type Parsed = (String, Value, Duration, u32);
 
 fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
     let cfg = &engine.gw.config.code;
-    for key in args.keys() {
-        if !crate::guided::surface::declares(crate::guided::surface::EXECUTE_CODE, key) {
-            return Err(format!(
-                "unknown argument {key:?}: execute_code takes code, input, timeout_ms and max_tool_calls"
-            ));
-        }
-    }
-    let code = strip_fences(opt_str(args, "code")?.unwrap_or_default());
+    let given: ExecuteCodeArgs = crate::meta::args::parse(args)?;
+    let code = strip_fences(&given.code);
     if code.is_empty() {
         return Err("\"code\" is required: a JavaScript program (a body that may await and return, or an async function)".into());
     }
@@ -328,12 +323,11 @@ fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
             cfg.max_source_bytes
         ));
     }
-    let input = args.get("input").cloned().unwrap_or(Value::Null);
-    let timeout = opt_uint(args, "timeout_ms")?
+    let timeout = (given.timeout_ms)
         .map_or(cfg.timeout, |ms| Duration::from_millis(ms.max(50)))
         .min(cfg.timeout);
-    let max_calls = opt_uint(args, "max_tool_calls")?.map_or(cfg.max_tool_calls, |n| {
+    let max_calls = (given.max_tool_calls).map_or(cfg.max_tool_calls, |n| {
         n.min(u64::from(cfg.max_tool_calls)) as u32
     });
-    Ok((code.to_string(), input, timeout, max_calls))
+    Ok((code.to_string(), given.input, timeout, max_calls))
 }

@@ -16,4 +16,3 @@ pub mod surface;
 
 pub use crate::engine::Engine;
 pub use crate::meta::MetaResult;
-pub(crate) use crate::meta::{opt_str, opt_uint};
