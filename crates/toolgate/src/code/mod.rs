@@ -14,10 +14,10 @@
 //! - [`flows`]: `[code.flows]` rules, where restored PII may go.
 //! - [`workspace`]: files kept per principal between runs (`fs` over `./workspace`).
 //! - [`tree`]: the tool tree (`fs` over `./servers`), TypeScript per tool.
-//! - [`run`]: `execute_code`: a program's run, its calls through the gate, its answer.
-//! - [`skill_run`]: running a skill, from execute or from a program (`skills.run`).
 //!
-//! The sandbox itself (QuickJS, the OS limits) is the `toolgate-sandbox` crate.
+//! The sandbox itself (QuickJS, the OS limits) is the `toolgate-sandbox` crate; running a
+//! program or a skill (above the gate and the engine, which take these services) is
+//! the `programs` module.
 
 pub mod answer;
 pub mod flows;
@@ -25,8 +25,6 @@ pub mod history;
 pub mod names;
 pub mod pii;
 pub mod pool;
-pub mod run;
-pub mod skill_run;
 pub mod state;
 pub mod tree;
 pub mod typescript;

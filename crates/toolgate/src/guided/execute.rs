@@ -24,8 +24,8 @@ pub async fn run(
     cancel: CancellationToken,
     caller: &Caller,
 ) -> MetaResult {
-    if let Some(skill) = crate::code::skill_run::target(engine, owner, args) {
-        return crate::code::skill_run::execute(engine, owner, &skill, args, cancel, caller).await;
+    if let Some(skill) = crate::programs::skill::target(engine, owner, args) {
+        return crate::programs::skill::execute(engine, owner, &skill, args, cancel, caller).await;
     }
     let request = match parse(engine, owner, args, caller) {
         Ok(r) => r,

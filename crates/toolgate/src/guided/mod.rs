@@ -3,8 +3,8 @@
 //!
 //! The meta-tools share the application core ([`Engine`], in `crate::engine`). One file
 //! per meta-tool: [`route`], [`execute`], [`resume`] (`continue`); in code mode also
-//! `execute_code` (a thin call of `crate::code::run`) and [`describe`] (`describe_tools`);
-//! with skills, [`propose`] (`propose_skill`). Running programs and skills is `code`'s.
+//! `execute_code` (a thin call of `programs::run`) and [`describe`] (`describe_tools`);
+//! with skills, [`propose`] (`propose_skill`). Running programs and skills is `programs`'.
 
 pub mod describe;
 pub mod execute;

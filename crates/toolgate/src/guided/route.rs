@@ -69,7 +69,7 @@ pub fn run(
     let (catalog, index) = engine.index();
     let view = engine.view(&catalog);
     // Skills are found like tools of the server `skills`, when this caller is offered them.
-    let skills = crate::code::skill_run::offered(engine, caller, &catalog);
+    let skills = crate::programs::skill::offered(engine, caller, &catalog);
     let offered: HashSet<&str> = skills.iter().map(|s| s.name.as_str()).collect();
     let indexed_skills = index.len().saturating_sub(catalog.len());
     // The profile decides what route can see: hidden tools are neither ranked nor named.
@@ -303,7 +303,7 @@ fn select(
     };
     let skill = tool.id.server == SKILLS_SERVER;
     let schema = match detail {
-        Detail::TypeScript if skill => json!({"typescript": crate::code::skill_run::declare(tool)}),
+        Detail::TypeScript if skill => json!({"typescript": crate::programs::skill::declare(tool)}),
         Detail::TypeScript => {
             json!({"typescript": crate::code::typescript::declare_tool(cx.catalog, tool)})
         }

@@ -1,6 +1,6 @@
 //! The `execute_code` meta-tool: run a program in a sandbox worker, its tool calls going
 //! through the same gate as execute, and show the model only what it returns or logs.
-//! [`run_program`] is also how a skill runs (`code::skill_run`).
+//! [`run_program`] is also how a skill runs (`programs::skill`).
 
 use crate::code::tree::ToolTree;
 use crate::code::worker::{self, RunReport, WorkerSettings, MAX_RESULT_BYTES};
@@ -271,7 +271,7 @@ pub(crate) async fn run_program(
                 None => engine.code_state.request(owner, &c.tool, &c.arguments),
             }
         } else if c.server == SKILLS_SERVER && engine.skills.configured() {
-            super::skill_run::nested(engine, owner, caller, c, gate.deadline, depth + 1).await
+            super::skill::nested(engine, owner, caller, c, gate.deadline, depth + 1).await
         } else {
             gate.call(c).await
         }
