@@ -17,7 +17,8 @@
 //! - [`route`]: the BM25F retriever and the select-or-clarify decision behind `route`.
 //! - [`guided`]: the meta-tool surface (route, execute, continue; execute_code, describe_tools).
 //! - [`policy`]: profiles (what is visible), keys and tiers (what is allowed), approval, audit.
-//! - [`code`]: code mode: sandbox workers, the tool gate for programs, TypeScript declarations.
+//! - [`code`]: code mode's services: sandbox workers, the PII vault, state, workspace, TypeScript declarations.
+//! - [`programs`]: code mode's orchestration: running a program (`execute_code`) or a skill.
 //! - [`skills`]: operator-reviewed programs (`skills/<name>/SKILL.md`), drafts and approval.
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
@@ -48,6 +49,7 @@ pub mod meta;
 pub mod observe;
 pub mod policy;
 pub mod principal;
+pub mod programs;
 pub mod route;
 pub mod shape;
 pub mod skills;

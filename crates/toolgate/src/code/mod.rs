@@ -15,7 +15,9 @@
 //! - [`workspace`]: files kept per principal between runs (`fs` over `./workspace`).
 //! - [`tree`]: the tool tree (`fs` over `./servers`), TypeScript per tool.
 //!
-//! The sandbox itself (QuickJS, the OS limits) is the `toolgate-sandbox` crate.
+//! The sandbox itself (QuickJS, the OS limits) is the `toolgate-sandbox` crate; running a
+//! program or a skill (above the gate and the engine, which take these services) is
+//! the `programs` module.
 
 pub mod answer;
 pub mod flows;

@@ -29,12 +29,12 @@ pub(super) fn list(engine: &Engine) -> Vec<Tool> {
         .collect()
 }
 
-/// The skills this caller is offered (see `guided::skill::offered`), as tools under their
+/// The skills this caller is offered (see `programs::skill::offered`), as tools under their
 /// exposed names (`skills_<name>`) with their input schemas. A name an upstream tool
 /// already has stays the tool's.
 pub(super) fn skill_tools(engine: &Engine, caller: &Caller) -> Vec<Tool> {
     let catalog = engine.gw.catalog();
-    crate::guided::skill::offered(engine, caller, &catalog)
+    crate::programs::skill::offered(engine, caller, &catalog)
         .iter()
         .filter(|s| catalog.by_exposed(&s.record.exposed).is_none())
         .filter_map(|s| tool_named(&s.record.tool, &s.record.exposed))
@@ -51,7 +51,7 @@ pub(super) fn skill_named(engine: &Engine, caller: &Caller, name: &str) -> Optio
     if catalog.by_exposed(name).is_some() {
         return None;
     }
-    crate::guided::skill::offered(engine, caller, &catalog)
+    crate::programs::skill::offered(engine, caller, &catalog)
         .into_iter()
         .find(|s| s.record.exposed == name)
 }

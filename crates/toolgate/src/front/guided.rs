@@ -6,7 +6,7 @@ use super::{direct, Session};
 use crate::guided::surface::{
     session_tools, CONTINUE, DESCRIBE_TOOLS, EXECUTE, EXECUTE_CODE, PROPOSE_SKILL, ROUTE,
 };
-use crate::guided::{code, describe, execute, propose, resume, route, MetaResult};
+use crate::guided::{describe, execute, propose, resume, route, MetaResult};
 use crate::policy::Caller;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::service::{RequestContext, RoleServer};
@@ -67,7 +67,7 @@ pub(super) async fn call(
     // program's answer (execute_code, or execute of a skill) has it all structured.
     let prose = match bare {
         ROUTE | CONTINUE => true,
-        EXECUTE => crate::guided::skill::target(engine, id, &args).is_none(),
+        EXECUTE => crate::programs::skill::target(engine, id, &args).is_none(),
         _ => false,
     };
     let result = match bare {
@@ -91,7 +91,7 @@ pub(super) async fn call(
         EXECUTE => execute::run(engine, id, &args, context.ct.clone(), caller).await,
         CONTINUE => resume::run(engine, id, &args, caller).await,
         EXECUTE_CODE if engine.code_for(caller) => {
-            code::run(engine, id, &args, context.ct.clone(), caller).await
+            crate::programs::run::run(engine, id, &args, context.ct.clone(), caller).await
         }
         DESCRIBE_TOOLS if engine.code_for(caller) => describe::run(engine, &args, caller),
         PROPOSE_SKILL if engine.code_for(caller) && engine.skills.configured() => {
@@ -162,7 +162,7 @@ pub(super) async fn run_skill(
     args.insert("tool".into(), Value::String(skill.record.id.to_string()));
     args.insert("arguments".into(), Value::Object(arguments));
     let (engine, id, ct) = (&session.engine, &caller.principal(), context.ct.clone());
-    let result = crate::guided::skill::execute(engine, id, &skill.name, &args, ct, caller).await;
+    let result = crate::programs::skill::execute(engine, id, &skill.name, &args, ct, caller).await;
     to_result(result, false)
 }
 

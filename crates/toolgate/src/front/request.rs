@@ -67,7 +67,7 @@ impl Session {
                 let bare = request.name.strip_prefix(prefix).unwrap_or(&request.name);
                 let args = request.arguments.clone().unwrap_or_default();
                 bare == crate::guided::surface::EXECUTE
-                    && crate::guided::skill::target(&self.engine, &owner, &args).is_none()
+                    && crate::programs::skill::target(&self.engine, &owner, &args).is_none()
             }
         };
         let capable = (context.client_capabilities()).is_some_and(|c| c.elicitation.is_some());

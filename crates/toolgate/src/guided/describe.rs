@@ -8,9 +8,10 @@
 //! - `detail`: `names`, `summary` (the default for lists: name and first sentence) or
 //!   `typescript` (the default for `tools`).
 
-use super::{opt_str, opt_uint, Engine, MetaResult};
+use super::{Engine, MetaResult};
 use crate::catalog::{Catalog, ToolRecord};
 use crate::code::{tools_where, typescript, ToolSet};
+use crate::meta::args::DescribeArgs;
 use crate::policy::profiles::Visible;
 use crate::policy::Caller;
 use crate::route::Retriever;
@@ -47,20 +48,15 @@ fn answer(
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<MetaResult, String> {
-    let declared = |k: &String| super::surface::declares(super::surface::DESCRIBE_TOOLS, k);
-    if let Some(key) = args.keys().find(|k| !declared(k)) {
-        return Err(format!(
-            "unknown argument {key:?}: describe_tools takes tools, or server and/or search, with detail and limit"
-        ));
-    }
-    let detail = opt_str(args, "detail")?;
+    let given: DescribeArgs = crate::meta::args::parse(args)?;
+    let detail = given.detail.as_deref();
     if let Some(d) = detail.filter(|d| !["names", "summary", "typescript"].contains(d)) {
         return Err(format!("detail {d:?}: use names, summary or typescript"));
     }
     let (catalog, index) = engine.index();
     let (entries, allowed) = visible(&catalog, caller);
-    if let Some(tools) = args.get("tools") {
-        if args.contains_key("server") || args.contains_key("search") {
+    if let Some(tools) = &given.tools {
+        if given.server.is_some() || given.search.is_some() {
             return Err("give tools, or server/search, not both".into());
         }
         let names = tool_names(tools)?;
@@ -71,8 +67,8 @@ fn answer(
             detail.unwrap_or("typescript"),
         ));
     }
-    let server = opt_str(args, "server")?;
-    let search = opt_str(args, "search")?.filter(|s| !s.trim().is_empty());
+    let server = given.server.as_deref();
+    let search = given.search.as_deref().filter(|s| !s.trim().is_empty());
     let detail = detail.unwrap_or("summary");
     let cap = if detail == "typescript" {
         MAX_TOOLS
@@ -84,9 +80,7 @@ fn answer(
     } else {
         SERVER_LIMIT
     };
-    let limit = opt_uint(args, "limit")?
-        .map_or(default, |n| n as usize)
-        .clamp(1, cap);
+    let limit = (given.limit).map_or(default, |n| n as usize).clamp(1, cap);
     let pick = |e: &ToolEntry| allowed.get(&(e.server.clone(), e.tool.clone())).cloned();
     let found: Vec<(ToolEntry, Arc<ToolRecord>)> = match (server, search) {
         (None, None) => return Ok(servers(&entries)),
@@ -134,17 +128,13 @@ fn answer(
     Ok(listing(&shown, total, detail))
 }
 
-fn tool_names(tools: &Value) -> Result<Vec<&str>, String> {
-    match tools {
-        Value::Array(a) if !a.is_empty() && a.len() <= MAX_TOOLS => a
-            .iter()
-            .map(Value::as_str)
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| "\"tools\" must be a list of tool names (server/tool)".into()),
-        _ => Err(format!(
+fn tool_names(tools: &[String]) -> Result<Vec<&str>, String> {
+    if tools.is_empty() || tools.len() > MAX_TOOLS {
+        return Err(format!(
             "\"tools\" must be a list of 1 to {MAX_TOOLS} tool names (server/tool, as route returns them)"
-        )),
+        ));
     }
+    Ok(tools.iter().map(String::as_str).collect())
 }
 
 /// `describe_tools {}`: each server with its number of tools.

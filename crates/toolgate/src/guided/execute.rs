@@ -2,10 +2,11 @@
 //! schema, call it (turning a slow call into an operation), and shape what comes back.
 
 use super::resume::answer_status;
-use super::{opt_str, opt_uint, Engine, MetaResult};
+use super::{Engine, MetaResult};
 use crate::catalog::ToolRecord;
 use crate::exec::{shape, Shaped};
 use crate::gate::{self, Origin, Refusal, RefusalKind};
+use crate::meta::args::ExecuteArgs;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::shape::tokens::Encoding;
@@ -23,8 +24,8 @@ pub async fn run(
     cancel: CancellationToken,
     caller: &Caller,
 ) -> MetaResult {
-    if let Some(skill) = super::skill::target(engine, owner, args) {
-        return super::skill::execute(engine, owner, &skill, args, cancel, caller).await;
+    if let Some(skill) = crate::programs::skill::target(engine, owner, args) {
+        return crate::programs::skill::execute(engine, owner, &skill, args, cancel, caller).await;
     }
     let request = match parse(engine, owner, args, caller) {
         Ok(r) => r,
@@ -113,15 +114,9 @@ fn parse(
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Request, String> {
-    for key in args.keys() {
-        if !super::surface::declares(super::surface::EXECUTE, key) {
-            return Err(format!(
-                "unknown argument {key:?}: execute takes selectionId (or tool), arguments, fields and max_tokens; the tool's own arguments go inside \"arguments\""
-            ));
-        }
-    }
+    let given: ExecuteArgs = crate::meta::args::parse(args)?;
     let catalog = engine.gw.catalog();
-    let tool = match (opt_str(args, "selectionId")?, opt_str(args, "tool")?) {
+    let tool = match (given.selection_id.as_deref(), given.tool.as_deref()) {
         (Some(sel), _) => {
             let id = (engine.recall(owner, sel))
                 .map_err(|r| engine.refused(caller, "selectionId", sel, r))?;
@@ -136,33 +131,9 @@ fn parse(
         })?,
         (None, None) => return Err("pass \"selectionId\" from route, or \"tool\" with an exact tool name".into()),
     };
-    let arguments = match args.get("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(o)) => o.clone(),
-        Some(other) => {
-            return Err(format!(
-                "\"arguments\" must be an object of the tool's arguments, got {other}"
-            ))
-        }
-    };
-    let fields = match args.get("fields") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(a)) => Some(
-            a.iter()
-                .map(|f| {
-                    f.as_str()
-                        .map(str::to_string)
-                        .ok_or("\"fields\" must be a list of strings")
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-        Some(_) => {
-            return Err(
-                "\"fields\" must be a list of strings (JSON pointers or dotted paths)".into(),
-            )
-        }
-    };
-    let max_tokens = opt_uint(args, "max_tokens")?.map(|m| m.max(100) as usize);
+    let arguments = given.arguments.unwrap_or_default();
+    let fields = given.fields;
+    let max_tokens = given.max_tokens.map(|m| m.max(100) as usize);
     Ok(Request {
         tool,
         arguments,

@@ -3,7 +3,8 @@
 //! program as it ran); the model supplies only the name, description and input schema.
 //! A draft is not served until `toolgate skill approve NAME`.
 
-use super::{opt_str, Engine, MetaResult};
+use super::{Engine, MetaResult};
+use crate::meta::args::ProposeArgs;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::skills::drafts::{self, Proposal};
@@ -33,28 +34,20 @@ fn propose(
     let Some(dir) = engine.skills.dir() else {
         return Err("skills are not configured on this gateway".into());
     };
-    for key in args.keys() {
-        if !super::surface::declares(super::surface::PROPOSE_SKILL, key) {
-            return Err(format!(
-                "unknown argument {key:?}: propose_skill takes runId, name, description, input_schema and servers"
-            ));
-        }
-    }
-    let run_id = opt_str(args, "runId")?
-        .ok_or("\"runId\" is required: the runId of a finished execute_code run of this session")?;
-    let name = opt_str(args, "name")?.ok_or("\"name\" is required")?;
+    let given: ProposeArgs = crate::meta::args::parse(args)?;
+    let (run_id, name) = (given.run_id.as_str(), given.name.as_str());
     if !is_skill_name(name) {
         return Err(name_rule(name));
     }
-    let description = opt_str(args, "description")?
-        .map(str::trim)
+    let description = Some(given.description.trim())
         .filter(|d| !d.is_empty() && d.len() <= MAX_DESCRIPTION)
         .ok_or_else(|| format!("\"description\" is required: 1 to {MAX_DESCRIPTION} characters saying what the skill does (route finds it by this)"))?;
-    let input_schema = match args.get("input_schema") {
-        None | Some(Value::Null) => json!({"type": "object"}),
+    let input_schema = match given.input_schema {
+        None => json!({"type": "object"}),
         Some(s) => {
-            check_schema(s).map_err(|e| format!("\"input_schema\": {e}"))?;
-            s.clone()
+            let s = Value::Object(s);
+            check_schema(&s).map_err(|e| format!("\"input_schema\": {e}"))?;
+            s
         }
     };
     let run =
@@ -65,15 +58,7 @@ fn propose(
             run.status
         ));
     }
-    let servers = match args.get("servers") {
-        None | Some(Value::Null) => run.servers.clone(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|s| s.as_str().map(str::to_string))
-            .collect::<Option<Vec<_>>>()
-            .ok_or("\"servers\" must be a list of server names")?,
-        Some(_) => return Err("\"servers\" must be a list of server names".into()),
-    };
+    let servers = given.servers.unwrap_or_else(|| run.servers.clone());
     let proposal = Proposal {
         name,
         description,

@@ -2,8 +2,9 @@
 //! cancellation of a running operation.
 
 use super::execute::shaped_answer;
-use super::{opt_str, Engine, MetaResult};
+use super::{Engine, MetaResult};
 use crate::exec::{OperationStatus, StoreError};
+use crate::meta::args::ContinueArgs;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::upstream::CallOutcome;
@@ -19,18 +20,14 @@ pub async fn run(
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> MetaResult {
-    for key in args.keys() {
-        if !super::surface::declares(super::surface::CONTINUE, key) {
-            return MetaResult::error(format!(
-                "continue: unknown argument {key:?}: it takes cursor, or operationId and cancel"
-            ));
-        }
-    }
-    let parsed = (opt_str(args, "cursor"), opt_str(args, "operationId"));
-    let cancel = args.get("cancel").and_then(Value::as_bool).unwrap_or(false);
+    let given: ContinueArgs = match crate::meta::args::parse(args) {
+        Ok(a) => a,
+        Err(e) => return MetaResult::error(format!("continue: {e}")),
+    };
+    let cancel = given.cancel.unwrap_or(false);
+    let parsed = (given.cursor.as_deref(), given.operation_id.as_deref());
     match parsed {
-        (Err(e), _) | (_, Err(e)) => MetaResult::error(format!("continue: {e}")),
-        (Ok(Some(cursor)), Ok(None)) => match engine.store.next_page_at(owner, cursor) {
+        (Some(cursor), None) => match engine.store.next_page_at(owner, cursor) {
             // execute answered page 1 itself and kept the rest: kept page i is page i + 2.
             Ok((page, next, at)) => page_answer(page, next, at.index + 2, at.stored + 1),
             Err(e) => {
@@ -38,7 +35,7 @@ pub async fn run(
                 store_error(e)
             }
         },
-        (Ok(None), Ok(Some(op))) => {
+        (None, Some(op)) => {
             let status = if cancel {
                 engine.store.cancel(owner, op)
             } else {
@@ -50,10 +47,10 @@ pub async fn run(
             let budget = engine.gw.config.guided.budget_tokens;
             answer_status(engine, owner, op, status, &None, budget)
         }
-        (Ok(Some(_)), Ok(Some(_))) => {
+        (Some(_), Some(_)) => {
             MetaResult::error("continue: pass either cursor or operationId, not both")
         }
-        (Ok(None), Ok(None)) => MetaResult::error(
+        (None, None) => MetaResult::error(
             "continue: pass \"cursor\" (from a paged result) or \"operationId\" (from a slow call)",
         ),
     }

@@ -6,8 +6,9 @@
 
 use super::schema_view::{placeholders, render, Detail};
 use super::surface::{EXECUTE, ROUTE};
-use super::{opt_str, opt_uint, Engine, MetaResult};
+use super::{Engine, MetaResult};
 use crate::catalog::{Catalog, ToolId, ToolRecord};
+use crate::meta::args::{self, RouteArgs};
 use crate::policy::{profiles::Visible, Caller};
 use crate::principal::Principal;
 use crate::route::{route, Retriever, RouteDecision, RouteOptions, DEFAULT_LIMIT, MAX_BROWSE};
@@ -68,7 +69,7 @@ pub fn run(
     let (catalog, index) = engine.index();
     let view = engine.view(&catalog);
     // Skills are found like tools of the server `skills`, when this caller is offered them.
-    let skills = super::skill::offered(engine, caller, &catalog);
+    let skills = crate::programs::skill::offered(engine, caller, &catalog);
     let offered: HashSet<&str> = skills.iter().map(|s| s.name.as_str()).collect();
     let indexed_skills = index.len().saturating_sub(catalog.len());
     // The profile decides what route can see: hidden tools are neither ranked nor named.
@@ -115,7 +116,7 @@ pub fn respond(
         Ok(a) => a,
         Err(e) => return (MetaResult::error(format!("route: {e}")), None),
     };
-    if let Some(s) = a.server {
+    if let Some(s) = a.server.as_deref() {
         if !cx.servers.contains(&s) {
             let known = cx.servers.join(", ");
             return (
@@ -124,18 +125,18 @@ pub fn respond(
             );
         }
     }
-    match (a.task, a.server) {
+    match (a.task.as_deref(), a.server.as_deref()) {
         (None, Some(server)) => (browse_server(cx, server, a.limit, a.cursor), None),
-        (Some(task), _) if a.names => (browse_task(cx, task, a.server, a.limit), None),
+        (Some(task), server) if a.names => (browse_task(cx, task, server, a.limit), None),
         (Some(task), server) => answer(cx, remember, task, server, a.detail, a.limit),
         (None, None) => unreachable!("parse requires a task or a server"),
     }
 }
 
 /// Route's arguments, checked.
-struct RouteArgs<'a> {
-    task: Option<&'a str>,
-    server: Option<&'a str>,
+struct Checked {
+    task: Option<String>,
+    server: Option<String>,
     detail: Detail,
     /// `detail: "names"`: list names and summaries, select nothing.
     names: bool,
@@ -144,16 +145,10 @@ struct RouteArgs<'a> {
     cursor: usize,
 }
 
-fn parse(args: &Map<String, Value>) -> Result<RouteArgs<'_>, String> {
-    for key in args.keys() {
-        if !super::surface::declares(super::surface::ROUTE, key) {
-            return Err(format!(
-                "unknown argument {key:?}: route takes task, server, detail, limit and cursor"
-            ));
-        }
-    }
-    let task = opt_str(args, "task")?.filter(|t| !t.trim().is_empty());
-    let server = opt_str(args, "server")?;
+fn parse(args: &Map<String, Value>) -> Result<Checked, String> {
+    let given: RouteArgs = args::parse(args)?;
+    let task = given.task.filter(|t| !t.trim().is_empty());
+    let server = given.server;
     if task.is_none() && server.is_none() {
         return Err(
             "\"task\" is required: what to do, in a few words, or an exact tool name \
@@ -161,7 +156,7 @@ fn parse(args: &Map<String, Value>) -> Result<RouteArgs<'_>, String> {
                 .into(),
         );
     }
-    let (detail, names) = match opt_str(args, "detail")? {
+    let (detail, names) = match given.detail.as_deref() {
         None => (Detail::Signature, task.is_none()),
         Some("names") => (Detail::Signature, true),
         Some(d) => (
@@ -172,11 +167,11 @@ fn parse(args: &Map<String, Value>) -> Result<RouteArgs<'_>, String> {
         ),
     };
     let default = if names { 10 } else { DEFAULT_LIMIT as u64 };
-    let limit = opt_uint(args, "limit")?.unwrap_or(default);
+    let limit = given.limit.unwrap_or(default);
     if !(1..=MAX_BROWSE as u64).contains(&limit) {
         return Err(format!("\"limit\" is {limit}: use 1 to {MAX_BROWSE}"));
     }
-    let cursor = match opt_str(args, "cursor")? {
+    let cursor = match given.cursor {
         None => 0,
         Some(_) if task.is_some() => {
             return Err(
@@ -187,7 +182,7 @@ fn parse(args: &Map<String, Value>) -> Result<RouteArgs<'_>, String> {
             format!("\"cursor\" is {c:?}: pass the nextCursor of the previous listing")
         })?,
     };
-    Ok(RouteArgs {
+    Ok(Checked {
         task,
         server,
         detail,
@@ -308,7 +303,7 @@ fn select(
     };
     let skill = tool.id.server == SKILLS_SERVER;
     let schema = match detail {
-        Detail::TypeScript if skill => json!({"typescript": super::skill::declare(tool)}),
+        Detail::TypeScript if skill => json!({"typescript": crate::programs::skill::declare(tool)}),
         Detail::TypeScript => {
             json!({"typescript": crate::code::typescript::declare_tool(cx.catalog, tool)})
         }

@@ -5,6 +5,7 @@
 //! Each rule has a stable id (scripts filter on it), and `local` rewrites every finding
 //! away, which the realcat test checks.
 
+use super::keywords::{is_partial, shaped_by_combinator, BOUNDS, CONDITIONAL, IGNORED, NOT};
 use super::local::LocalOptions;
 use super::refs::{classify, RefKind};
 use super::walk;
@@ -82,47 +83,6 @@ pub struct SchemaFinding {
     pub why: String,
 }
 
-/// Keywords that constrain through other keywords' results; converters ignore them, so
-/// a grammar lets through what the schema forbids.
-const CONDITIONAL: &[&str] = &[
-    "if",
-    "then",
-    "else",
-    "dependentSchemas",
-    "dependentRequired",
-    "dependencies",
-];
-const IGNORED: &[&str] = &[
-    "contains",
-    "minContains",
-    "maxContains",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "minProperties",
-    "maxProperties",
-];
-/// Keywords that give a schema a shape; a schema with none of them accepts any value.
-const SHAPING: &[&str] = &[
-    "type",
-    "enum",
-    "const",
-    "$ref",
-    "anyOf",
-    "oneOf",
-    "allOf",
-    "properties",
-    "items",
-    "prefixItems",
-    "additionalProperties",
-    "patternProperties",
-];
-const BOUNDS: &[(&str, &str)] = &[
-    ("maxLength", "characters"),
-    ("minLength", "characters"),
-    ("maxItems", "items"),
-    ("minItems", "items"),
-];
-
 /// Every finding in one input schema, in document order.
 pub fn lint_schema(schema: &Value, opts: &LocalOptions) -> Vec<SchemaFinding> {
     let kinds = classify(schema);
@@ -139,12 +99,6 @@ fn has_type(node: &Map<String, Value>, t: &str) -> bool {
         Some(Value::Array(a)) => a.iter().any(|x| x == t),
         _ => false,
     }
-}
-
-/// A union branch or `allOf` part that only adds `required` (or similar) to its parent:
-/// JSON Schema allows it, but converters treat each branch as a whole value schema.
-pub fn is_partial(node: &Map<String, Value>) -> bool {
-    !SHAPING.iter().any(|k| node.contains_key(*k))
 }
 
 fn check_node(
@@ -242,9 +196,9 @@ fn check_node(
             "allOf: converters merge only object properties and drop everything else in it".into(),
         );
     }
-    if node.contains_key("not") {
+    if node.contains_key(NOT) {
         add(
-            at("not"),
+            at(NOT),
             Rule::Not,
             "not: a grammar cannot exclude a sub-language; converters ignore it".into(),
         );
@@ -273,13 +227,6 @@ fn check_node(
             format!("{k} is ignored by converters: the grammar allows values the schema refuses"),
         );
     }
-}
-
-/// An object whose shape comes from a union, `allOf`, a `$ref` or a constant is not empty.
-pub fn shaped_by_combinator(node: &Map<String, Value>) -> bool {
-    ["oneOf", "anyOf", "allOf", "$ref", "enum", "const"]
-        .iter()
-        .any(|k| node.contains_key(*k))
 }
 
 /// True when `ptr` names a branch of a union or `allOf` (its last two tokens are a

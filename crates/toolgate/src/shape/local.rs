@@ -4,7 +4,7 @@
 //! never narrows (the one exception: a root object with no properties at all is shown as
 //! taking none). Execute keeps validating against the original.
 
-use super::lint::{is_partial, shaped_by_combinator};
+use super::keywords::{is_partial, rewritten_away, shaped_by_combinator, BOUNDS};
 use super::refs::{any_value, inline};
 use super::text::append_note;
 use super::walk;
@@ -138,19 +138,19 @@ fn fix_node(node: &mut Map<String, Value>, is_root: bool, opts: &LocalOptions) {
         notes.push(format!("Keys may match /{}/.", keys.join("/ or /")));
         node.insert("additionalProperties".into(), Value::Bool(true));
     }
-    for (k, text) in [
-        ("maxLength", "At most {} characters."),
-        ("minLength", "At least {} characters."),
-        ("maxItems", "At most {} items."),
-        ("minItems", "At least {} items."),
-    ] {
+    for (k, unit) in BOUNDS {
         if let Some(n) = node
-            .get(k)
+            .get(*k)
             .and_then(Value::as_u64)
             .filter(|n| *n > opts.max_bound)
         {
-            node.remove(k);
-            notes.push(text.replace("{}", &n.to_string()));
+            node.remove(*k);
+            let most = if k.starts_with("max") {
+                "most"
+            } else {
+                "least"
+            };
+            notes.push(format!("At {most} {n} {unit}."));
         }
     }
     for k in ["anyOf", "oneOf"] {
@@ -165,22 +165,7 @@ fn fix_node(node: &mut Map<String, Value>, is_root: bool, opts: &LocalOptions) {
             notes.push(merge_union(node, branches, k));
         }
     }
-    for k in [
-        "not",
-        "if",
-        "then",
-        "else",
-        "dependentSchemas",
-        "dependentRequired",
-        "dependencies",
-        "contains",
-        "minContains",
-        "maxContains",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-        "minProperties",
-        "maxProperties",
-    ] {
+    for k in rewritten_away() {
         if let Some(v) = node.remove(k) {
             let v = v.to_string();
             let v = if v.chars().count() > 120 {

@@ -8,11 +8,13 @@
 //! - [`slim`]: `SlimOptions` and the slimmed tool listing; [`boilerplate`] finds
 //!   per-server repeated text; [`text`] cuts descriptions at sentence ends.
 //! - [`local`]: `LocalOptions` and the grammar-safe schema rewrite; [`refs`] inlines `$ref`s.
+//! - [`keywords`]: the keywords converters mishandle, listed once for lint and local.
 //! - [`lint`]: the rules local models trip on (the reports over a catalog are in `measure`).
 //! - [`walk`]: visiting every subschema with its JSON pointer.
 //! - [`view`]: one snapshot under the configured direct profile (`ProfileView`).
 
 pub mod boilerplate;
+pub mod keywords;
 pub mod lint;
 pub mod local;
 pub mod refs;

@@ -10,7 +10,7 @@
 //! - [`drafts`]: skills models propose (written by the gateway, never by a program) wait
 //!   in `<skills_dir>/.drafts/` until an operator approves or rejects them.
 //!
-//! Running a skill is `guided::skill`; proposing one is `guided::propose`.
+//! Running a skill is `programs::skill`; proposing one is `guided::propose`.
 
 pub mod drafts;
 pub mod library;

@@ -1,6 +1,9 @@
 //! What a meta-tool answers (`MetaResult`), before the front turns it into an MCP
 //! result: content blocks, a structured part, and whether it is an error. A leaf, so
-//! code mode, the gate and the simulation can make one too.
+//! code mode, the gate and the simulation can make one too. [`args`]: each meta-tool's
+//! arguments, typed.
+
+pub mod args;
 
 use serde_json::Value;
 

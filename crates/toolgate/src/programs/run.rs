@@ -1,13 +1,15 @@
 //! The `execute_code` meta-tool: run a program in a sandbox worker, its tool calls going
 //! through the same gate as execute, and show the model only what it returns or logs.
-//! [`run_program`] is also how a skill runs (`guided::skill`).
+//! [`run_program`] is also how a skill runs (`programs::skill`).
 
-use super::{opt_str, opt_uint, Engine, MetaResult};
 use crate::code::tree::ToolTree;
 use crate::code::worker::{self, RunReport, WorkerSettings, MAX_RESULT_BYTES};
 use crate::code::workspace::paths::{self, Tree};
 use crate::code::{answer, strip_fences};
+use crate::engine::Engine;
 use crate::gate::program::Gate;
+use crate::meta::args::ExecuteCodeArgs;
+use crate::meta::MetaResult;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
@@ -309,14 +311,8 @@ type Parsed = (String, Value, Duration, u32);
 
 fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
     let cfg = &engine.gw.config.code;
-    for key in args.keys() {
-        if !super::surface::declares(super::surface::EXECUTE_CODE, key) {
-            return Err(format!(
-                "unknown argument {key:?}: execute_code takes code, input, timeout_ms and max_tool_calls"
-            ));
-        }
-    }
-    let code = strip_fences(opt_str(args, "code")?.unwrap_or_default());
+    let given: ExecuteCodeArgs = crate::meta::args::parse(args)?;
+    let code = strip_fences(&given.code);
     if code.is_empty() {
         return Err("\"code\" is required: a JavaScript program (a body that may await and return, or an async function)".into());
     }
@@ -327,12 +323,11 @@ fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
             cfg.max_source_bytes
         ));
     }
-    let input = args.get("input").cloned().unwrap_or(Value::Null);
-    let timeout = opt_uint(args, "timeout_ms")?
+    let timeout = (given.timeout_ms)
         .map_or(cfg.timeout, |ms| Duration::from_millis(ms.max(50)))
         .min(cfg.timeout);
-    let max_calls = opt_uint(args, "max_tool_calls")?.map_or(cfg.max_tool_calls, |n| {
+    let max_calls = (given.max_tool_calls).map_or(cfg.max_tool_calls, |n| {
         n.min(u64::from(cfg.max_tool_calls)) as u32
     });
-    Ok((code.to_string(), input, timeout, max_calls))
+    Ok((code.to_string(), given.input, timeout, max_calls))
 }

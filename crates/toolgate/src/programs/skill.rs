@@ -8,11 +8,13 @@
 //! A skill is offered to a caller only when every server it names is connected and shown
 //! by the caller's profile.
 
-use super::code::{run_program, show, Program};
-use super::{Engine, MetaResult};
+use super::run::{run_program, show, Program};
 use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::code::worker::ToolCall;
+use crate::engine::Engine;
 use crate::exec::ValidationReport;
+use crate::meta::args::ExecuteArgs;
+use crate::meta::MetaResult;
 use crate::policy::Caller;
 use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
@@ -107,28 +109,25 @@ pub async fn execute(
     caller: &Caller,
 ) -> MetaResult {
     let cfg = &engine.gw.config.code;
-    for key in args.keys() {
-        if !["selectionId", "tool", "arguments"].contains(&key.as_str()) {
-            return MetaResult::error(format!(
-                "execute: unknown argument {key:?} for a skill: it takes selectionId (or tool) and arguments (the skill's input)"
-            ));
-        }
-    }
+    // A skill takes execute's arguments, less the result shaping (its answer is a run's).
+    let given = match crate::meta::args::parse::<ExecuteArgs>(args) {
+        Ok(g) if g.fields.is_some() || g.max_tokens.is_some() => Err(format!(
+            "unknown argument {:?} for a skill: it takes selectionId (or tool) and arguments (the skill's input)",
+            if g.fields.is_some() { "fields" } else { "max_tokens" }
+        )),
+        other => other,
+    };
+    let given = match given {
+        Ok(g) => g,
+        Err(e) => return MetaResult::error(format!("execute: {e}")),
+    };
     let skill = match find(engine, caller, name) {
         Ok(s) => s,
         Err(e) => return MetaResult::error(format!("execute: {e}")),
     };
-    let mut input = match args.get("arguments") {
-        None | Some(Value::Null) => json!({}),
-        Some(v @ Value::Object(_)) => v.clone(),
-        Some(other) => {
-            return MetaResult::error(format!(
-                "execute: \"arguments\" must be an object (the skill's input), got {other}"
-            ))
-        }
-    };
+    let mut input = Value::Object(given.arguments.unwrap_or_default());
     if cfg.pii {
-        if let Err(e) = super::code::restore_input(engine, owner, &mut input) {
+        if let Err(e) = super::run::restore_input(engine, owner, &mut input) {
             let e = engine.refused(caller, "piiToken", &e.message.clone(), e);
             return MetaResult::error(format!("execute: {e}"));
         }

@@ -1,0 +1,210 @@
+//! The meta-tools' arguments: one typed definition per tool (serde, unknown keys refused,
+//! and `schemars` for its shape), parsed by [`parse`] with errors the model can fix.
+//!
+//! The schema the model sees is written by hand in `guided::surface`: a generated one is
+//! longer (nullable types, formats, `additionalProperties`), and every guided session pays
+//! for it. A test there checks that the two agree exactly on property names, types and
+//! `required`, so a field added here and not there (or the reverse) fails the build's tests.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The arguments of one meta-tool.
+pub trait MetaArgs: DeserializeOwned + JsonSchema {
+    /// The tool's name, without the meta prefix.
+    const TOOL: &'static str;
+    /// Said after the list of its arguments when a call passes another key.
+    const HINT: &'static str = "";
+}
+
+/// `route`: find the one tool for a task, or list a server's tools.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteArgs {
+    pub task: Option<String>,
+    pub server: Option<String>,
+    pub detail: Option<String>,
+    pub limit: Option<u64>,
+    pub cursor: Option<String>,
+}
+
+impl MetaArgs for RouteArgs {
+    const TOOL: &'static str = "route";
+}
+
+/// `execute`: run the tool route chose (or one named exactly). `arguments` may be left out
+/// for a tool that takes none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteArgs {
+    #[serde(rename = "selectionId")]
+    pub selection_id: Option<String>,
+    pub tool: Option<String>,
+    pub arguments: Option<Map<String, Value>>,
+    pub fields: Option<Vec<String>>,
+    pub max_tokens: Option<u64>,
+}
+
+impl MetaArgs for ExecuteArgs {
+    const TOOL: &'static str = "execute";
+    const HINT: &'static str = "; the tool's own arguments go inside \"arguments\"";
+}
+
+/// `continue`: the next page of a result, or a running operation.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContinueArgs {
+    pub cursor: Option<String>,
+    #[serde(rename = "operationId")]
+    pub operation_id: Option<String>,
+    pub cancel: Option<bool>,
+}
+
+impl MetaArgs for ContinueArgs {
+    const TOOL: &'static str = "continue";
+}
+
+/// `execute_code`: a program to run in a sandbox worker.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteCodeArgs {
+    /// A JavaScript program (a body that may await and return, or an async function of input)
+    pub code: String,
+    #[serde(default)]
+    pub input: Value,
+    pub timeout_ms: Option<u64>,
+    pub max_tool_calls: Option<u64>,
+}
+
+impl MetaArgs for ExecuteCodeArgs {
+    const TOOL: &'static str = "execute_code";
+}
+
+/// `describe_tools`: TypeScript or summaries of the tools a program may call.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DescribeArgs {
+    pub tools: Option<Vec<String>>,
+    pub server: Option<String>,
+    pub search: Option<String>,
+    pub detail: Option<String>,
+    pub limit: Option<u64>,
+}
+
+impl MetaArgs for DescribeArgs {
+    const TOOL: &'static str = "describe_tools";
+}
+
+/// `propose_skill`: a finished run proposed as a skill draft.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposeArgs {
+    /// the runId of a finished execute_code run of this session
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// a short name, e.g. weekly-report
+    pub name: String,
+    /// what the skill does and when to use it (route finds it by this)
+    pub description: String,
+    pub input_schema: Option<Map<String, Value>>,
+    pub servers: Option<Vec<String>>,
+}
+
+impl MetaArgs for ProposeArgs {
+    const TOOL: &'static str = "propose_skill";
+}
+
+/// The generated JSON Schema of `T` (what the hand-written one must agree with).
+pub fn schema_of<T: MetaArgs>() -> Value {
+    schemars::schema_for!(T).to_value()
+}
+
+/// A call's arguments as `T`, or what to fix: an unknown key (naming the ones it takes), a
+/// required one missing, or one of the wrong type. `null` counts as left out.
+pub fn parse<T: MetaArgs>(args: &Map<String, Value>) -> Result<T, String> {
+    let schema = schema_of::<T>();
+    let empty = Map::new();
+    let props = schema["properties"].as_object().unwrap_or(&empty);
+    if let Some(key) = args.keys().find(|k| !props.contains_key(*k)) {
+        let names: Vec<&str> = props.keys().map(String::as_str).collect();
+        return Err(format!(
+            "unknown argument {key:?}: {} takes {}{}",
+            T::TOOL,
+            listed(&names),
+            T::HINT
+        ));
+    }
+    let required = schema["required"].as_array().into_iter().flatten();
+    for key in required.filter_map(Value::as_str) {
+        if args.get(key).is_none_or(Value::is_null) {
+            return Err(match props[key]["description"].as_str() {
+                Some(what) => format!("{key:?} is required: {what}"),
+                None => format!("{key:?} is required"),
+            });
+        }
+    }
+    // Left-out and null optional keys are the same to the handler.
+    let given: Map<String, Value> = args
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    serde_path_to_error::deserialize(Value::Object(given)).map_err(|e| {
+        let key = match e.path().iter().next() {
+            Some(serde_path_to_error::Segment::Map { key }) => key.clone(),
+            _ => return format!("{}: {}", T::TOOL, e.inner()),
+        };
+        let got = args.get(&key).map(Value::to_string).unwrap_or_default();
+        format!(
+            "{key:?} must be {}, got {}",
+            expected(&props[&key]),
+            clip(&got, 80)
+        )
+    })
+}
+
+/// "a, b and c".
+fn listed(names: &[&str]) -> String {
+    match names.split_last() {
+        None => "no arguments".into(),
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// What a value of this property's schema is, in words.
+fn expected(prop: &Value) -> &'static str {
+    let types: Vec<&str> = match &prop["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    match types.iter().find(|t| **t != "null").copied() {
+        Some("string") => "a string",
+        Some("integer") if prop["minimum"].as_u64().is_some() => "a non-negative integer",
+        Some("integer") => "an integer",
+        Some("boolean") => "true or false",
+        Some("object") => "an object",
+        Some("array") if prop["items"]["type"] == "string" => "a list of strings",
+        Some("array") => "a list",
+        _ => "a JSON value",
+    }
+}
+
+/// At most `max` bytes of `text`, with an ellipsis when cut.
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+#[cfg(test)]
+#[path = "args_tests.rs"]
+mod tests;
