@@ -92,6 +92,14 @@ mode = "direct"
 command = "${FIXTURE[0]}"
 args = ["fixture", "--catalog", "$CATALOG"]
 EOF
+  # The memory table opens $SESSIONS sessions without a key: above the default session caps
+  # (gateway.limits). A binary from before those caps (BENCH_BEFORE) refuses the table.
+  cp "$WORK/$1.toml" "$WORK/$1.base.toml"
+  printf '[gateway.limits]\nmax_sessions = %d\nmax_sessions_per_principal = %d\n' \
+    $((SESSIONS * 2 + 100)) $((SESSIONS * 2 + 100)) >>"$WORK/$1.toml"
+  if ! XDG_STATE_HOME="$WORK/state-$1" "$2" check --config "$WORK/$1.toml" >/dev/null 2>&1; then
+    cp "$WORK/$1.base.toml" "$WORK/$1.toml"
+  fi
   # Each gateway its own embedded store, in the work folder (not the user's state folder).
   XDG_STATE_HOME="$WORK/state-$1" "$2" serve --config "$WORK/$1.toml" --http 127.0.0.1:0 >/dev/null 2>"$WORK/$1.err" &
   PIDS+=($!); PID[$1]=$!
