@@ -130,7 +130,7 @@ async fn spans_reach_an_otlp_receiver_under_the_clients_trace() {
     let config = dir.config(
         "mode = \"guided\"\nstartup_wait_ms = 30000\n",
         &[format!(
-            "[upstreams.beta]\nurl = \"{recorder}/mcp\"\n\n[telemetry]\nendpoint = {otlp:?}\nservice_name = \"tg-test\"\n"
+            "[code]\nenabled = true\nallow_destructive = [\"beta/status\"]\n\n[upstreams.beta]\nurl = \"{recorder}/mcp\"\n\n[telemetry]\nendpoint = {otlp:?}\nservice_name = \"tg-test\"\n"
         )],
     );
     let mut gw = HttpGateway::start(&config, &[]);
@@ -156,6 +156,9 @@ async fn spans_reach_an_otlp_receiver_under_the_clients_trace() {
         json!({"tool": "beta/get.report", "arguments": {"quarter": "Q3"}}),
     )
     .await;
+    assert!(!r.is_error.unwrap_or(false), "{}", text(&r));
+    let program = "const s = await tools.beta.status({}); return 'ran'";
+    let r = call(&client, "execute_code", json!({"code": program})).await;
     assert!(!r.is_error.unwrap_or(false), "{}", text(&r));
     // `_meta.traceparent` wins over the header (2026-07-28 clients carry it there).
     let mut meta = RequestMetaObject::default();
@@ -214,6 +217,20 @@ async fn spans_reach_an_otlp_receiver_under_the_clients_trace() {
     assert_eq!(attr(&up, "toolgate.outcome"), "ok");
     find("shape", TRACE, &|s| s.parent == exec.id);
 
+    // A program: execute_code, then one program.call per tools.* call, admit and
+    // upstream inside it.
+    let req = find("tools/call", TRACE, &|s| {
+        attr(s, "mcp.tool") == "execute_code"
+    });
+    let code = find("execute_code", TRACE, &|s| s.parent == req.id);
+    assert_eq!(attr(&code, "toolgate.outcome"), "ok", "{code:?}");
+    let pc = find("program.call", TRACE, &|s| s.parent == code.id);
+    assert_eq!(attr(&pc, "toolgate.outcome"), "ok", "{pc:?}");
+    let admit = find("admit", TRACE, &|s| s.parent == pc.id);
+    assert_eq!(attr(&admit, "toolgate.surface"), "code");
+    let up = find("upstream", TRACE, &|s| s.parent == pc.id);
+    assert_eq!(attr(&up, "toolgate.tool_id"), "beta/status", "{up:?}");
+
     // The `_meta` call is its own trace, under the client's span named there.
     let req = find("tools/call", META_TRACE, &|s| {
         attr(s, "mcp.tool") == "execute"
@@ -240,17 +257,18 @@ async fn spans_reach_an_otlp_receiver_under_the_clients_trace() {
     let tp = upstream_tp("get.report");
     let parts: Vec<&str> = tp.split('-').collect();
     assert_eq!((parts[0], parts[1]), ("00", TRACE), "{tp}");
-    assert_eq!(parts[2], up_id(&got, TRACE), "{tp}: the upstream span's id");
-    let tp = upstream_tp("\"status\"");
-    assert!(tp.contains(META_TRACE), "{tp}");
-}
-
-/// The id of the `upstream` span of `trace`.
-fn up_id(spans: &[Span], trace: &str) -> String {
-    spans
-        .iter()
-        .find(|s| s.name == "upstream" && s.trace == trace)
-        .unwrap()
-        .id
-        .clone()
+    let report = find("upstream", TRACE, &|s| {
+        attr(s, "toolgate.tool_id") == "beta/get.report"
+    });
+    assert_eq!(parts[2], report.id, "{tp}: the upstream span's id");
+    // The program's status call (the header's trace) and execute's (the `_meta` one).
+    let status: Vec<String> = (seen.iter())
+        .filter(|(_, body)| body.contains("tools/call") && body.contains("\"status\""))
+        .filter_map(|(tp, _)| tp.clone())
+        .collect();
+    assert!(status.iter().any(|tp| tp.contains(TRACE)), "{status:?}");
+    assert!(
+        status.iter().any(|tp| tp.contains(META_TRACE)),
+        "{status:?}"
+    );
 }

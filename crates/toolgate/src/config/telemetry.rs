@@ -44,7 +44,7 @@ impl RawTelemetry {
                 bail!("telemetry.endpoint {e:?} is not an OTLP/HTTP URL: write e.g. \"http://127.0.0.1:4318\"");
             }
             if !cfg!(feature = "otel") {
-                bail!("telemetry.endpoint is set but this toolgate was built without span export: build it with `--features otel` (cargo install toolgate-cli --features otel), or remove [telemetry]");
+                bail!("telemetry.endpoint is set but this toolgate was built without span export: build it with `--features otel` (cargo install --path crates/toolgate-cli --features otel), or remove [telemetry]");
             }
         }
         if self.service_name.as_deref().is_some_and(str::is_empty) {
