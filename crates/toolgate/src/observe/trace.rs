@@ -43,9 +43,16 @@ pub fn parse(v: &str) -> Option<(&str, &str, u8)> {
     ok.then(|| (trace, parent, u8::from_str_radix(flags, 16).unwrap_or(0)))
 }
 
-/// The span of one `tools/call` (`tool`: the MCP tool's name as the client called it,
-/// which the gateway listed), a child of the client's `traceparent` when it is valid.
+/// The span of one `tools/call` (`tool`: the MCP tool's name as the client called it; a
+/// name no tool could have, over 64 characters or outside `[A-Za-z0-9_./-]`, is recorded
+/// as `other`), a child of the client's `traceparent` when it is valid.
 pub fn request_span(tool: &str, surface: &str, traceparent: Option<&str>) -> tracing::Span {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
+    let tool = if tool.len() <= 64 && tool.chars().all(plain) {
+        tool
+    } else {
+        "other"
+    };
     let span = tracing::info_span!(
         SPAN_REQUEST,
         "mcp.tool" = tool,
