@@ -187,3 +187,28 @@ fn wrong_types_are_explained_in_a_persons_words() {
         "{text}"
     );
 }
+
+#[test]
+fn a_telemetry_endpoint_without_the_otel_feature_says_how_to_build() {
+    let dir = TestDir::new();
+    let up = dir.stdio_upstream("alpha", "alpha", &[]);
+    let config = dir.config(
+        "",
+        &[up + "\n[telemetry]\nendpoint = \"http://127.0.0.1:4318\"\n"],
+    );
+    let out = run(&["check"], &config);
+    let text = all_text(&out);
+    // A configuration error exits 2, before anything starts.
+    if cfg!(feature = "otel") {
+        assert!(!text.contains("--features otel"), "{text}");
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        assert!(text.contains("--features otel"), "{text}");
+    }
+    let bad = dir.config(
+        "",
+        &["[telemetry]\nendpoint = \"127.0.0.1:4318\"\nspans = true\n".into()],
+    );
+    let text = all_text(&run(&["check"], &bad));
+    assert!(text.contains("spans"), "an unknown key is named: {text}");
+}

@@ -24,7 +24,16 @@ pub(crate) struct ConfigArgs {
 
 impl ConfigArgs {
     /// The configuration to run: the files named, else ./toolgate.toml, else the demo.
+    /// What was read but not used is logged as warnings.
     pub(crate) fn load(&self) -> Result<Config> {
+        let config = self.load_quiet()?;
+        warn_unused(&config);
+        Ok(config)
+    }
+
+    /// [`ConfigArgs::load`] without the warnings (`serve` logs them once its logging,
+    /// which the configuration's `[telemetry]` shapes, is set up).
+    pub(crate) fn load_quiet(&self) -> Result<Config> {
         if self.demo {
             return demo_config();
         }
@@ -45,14 +54,17 @@ impl ConfigArgs {
                 None => config = Some(imported),
             }
         }
-        let config = match config {
-            Some(c) => c,
-            None => demo_config()?,
-        };
-        for w in &config.warnings {
-            tracing::warn!("{w}");
+        match config {
+            Some(c) => Ok(c),
+            None => demo_config(),
         }
-        Ok(config)
+    }
+}
+
+/// What the configuration read but did not use, as warnings.
+pub(crate) fn warn_unused(config: &Config) {
+    for w in &config.warnings {
+        tracing::warn!("{w}");
     }
 }
 
@@ -104,17 +116,30 @@ const QUIET_SESSION_IDS: &str = "rmcp::transport::streamable_http_server::sessio
 /// colour only when stderr is a terminal and `NO_COLOR` is unset, so clients that record
 /// a server's stderr (Claude Code, Codex) get plain lines.
 pub(crate) fn init_logging(default: &str) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let _ = tracing_subscriber::registry()
+        .with(log_layer(default))
+        .try_init();
+}
+
+/// The stderr log lines of [`init_logging`], as a layer with its own filter (the spans
+/// exported by `serve --features otel` are filtered apart, see `telemetry`).
+pub(crate) fn log_layer<S>(default: &str) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
     use std::io::IsTerminal;
+    use tracing_subscriber::Layer;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},rmcp=off")))
         .add_directive(QUIET_SESSION_IDS.parse().expect("a valid directive"));
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(colour)
         .with_target(false)
-        .try_init();
+        .with_filter(filter)
 }
 
 /// Starts the gateway and waits until every upstream has connected or failed once

@@ -12,6 +12,7 @@ pub(crate) mod lint;
 pub(crate) mod serve;
 pub(crate) mod simulate;
 pub(crate) mod skill;
+pub(crate) mod telemetry;
 pub(crate) mod tokens;
 pub(crate) mod tools;
 pub(crate) mod workspace;

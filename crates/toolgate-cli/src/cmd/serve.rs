@@ -1,6 +1,6 @@
 //! `toolgate serve`: run the gateway over Streamable HTTP (default) or stdio.
 
-use super::common::{init_logging, ConfigArgs};
+use super::common::ConfigArgs;
 use anyhow::{anyhow, Result};
 use clap::Args;
 use std::net::SocketAddr;
@@ -33,12 +33,20 @@ pub(crate) struct ServeArgs {
 }
 
 pub(crate) async fn run(args: ServeArgs) -> Result<()> {
-    init_logging(if args.stdio {
+    let config = args.config.load_quiet()?;
+    let default = if args.stdio {
         "warn,toolgate=info"
     } else {
         "info"
-    });
-    let mut config = args.config.load()?;
+    };
+    let telemetry = super::telemetry::init(default, &config.telemetry)?;
+    super::common::warn_unused(&config);
+    let served = serve(args, config).await;
+    telemetry.shutdown();
+    served
+}
+
+async fn serve(args: ServeArgs, mut config: toolgate::config::Config) -> Result<()> {
     set_sandbox_worker(&mut config)?;
     if let Some(mode) = args.mode {
         config.gateway.mode = mode;

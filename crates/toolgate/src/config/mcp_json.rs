@@ -192,6 +192,7 @@ pub fn parse_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Config
         upstreams,
         policy: Default::default(),
         store: Default::default(),
+        telemetry: Default::default(),
         warnings,
     };
     config.check_names()?;

@@ -15,6 +15,7 @@ pub mod raw;
 #[cfg(test)]
 mod raw_tests;
 pub mod store;
+pub mod telemetry;
 
 use crate::shape::{LocalOptions, Profile, SlimOptions, SurfaceOptions};
 use anyhow::{bail, Context, Result};
@@ -82,6 +83,8 @@ pub struct Config {
     pub policy: crate::policy::PolicyConfig,
     /// Where handles are kept (`[store]`).
     pub store: store::StoreConfig,
+    /// Span export (`[telemetry]`).
+    pub telemetry: telemetry::TelemetryConfig,
     /// What was read but not used (keys other clients write in an mcpServers file, other
     /// folders' project entries): shown once when the configuration is loaded.
     pub warnings: Vec<String>,
@@ -271,6 +274,7 @@ impl Config {
             upstreams: BTreeMap::new(),
             policy: Default::default(),
             store: Default::default(),
+            telemetry: Default::default(),
             warnings: Vec::new(),
         }
     }

@@ -57,6 +57,9 @@ pub struct RawConfig {
     /// Where handles are kept (see `config::store`).
     #[serde(default)]
     pub store: super::store::RawStore,
+    /// Span export (see `config::telemetry`).
+    #[serde(default)]
+    pub telemetry: super::telemetry::RawTelemetry,
 }
 
 /// `[direct]`: the profile and its options (unknown keys refused at every level).
@@ -511,6 +514,7 @@ impl RawConfig {
             upstreams,
             policy,
             store: self.store.validate(file)?,
+            telemetry: self.telemetry.validate()?,
             warnings: Vec::new(),
         })
     }

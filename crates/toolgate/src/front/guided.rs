@@ -7,12 +7,14 @@ use crate::guided::surface::{
     session_tools, CONTINUE, DESCRIBE_TOOLS, EXECUTE, EXECUTE_CODE, PROPOSE_SKILL, ROUTE,
 };
 use crate::guided::{describe, execute, propose, resume, route, MetaResult};
+use crate::observe::trace;
 use crate::policy::Caller;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::sync::Mutex;
+use tracing::Instrument;
 
 /// Per-session guided state.
 #[derive(Default)]
@@ -72,7 +74,9 @@ pub(super) async fn call(
     };
     let result = match bare {
         ROUTE => {
-            let (result, selected) = route::run(engine, id, &args, caller);
+            let span = trace::meta_span(ROUTE);
+            let (result, selected) = span.in_scope(|| route::run(engine, id, &args, caller));
+            trace::record_meta(&span, result.is_error, result.structured.as_ref());
             audit_route(caller, &args, &result);
             if let (Some(tool), true) = (selected, engine.gw.config.guided.expand_selected) {
                 let added = session
@@ -88,10 +92,20 @@ pub(super) async fn call(
             }
             result
         }
-        EXECUTE => execute::run(engine, id, &args, context.ct.clone(), caller).await,
+        EXECUTE => {
+            let span = trace::meta_span(EXECUTE);
+            let run = execute::run(engine, id, &args, context.ct.clone(), caller);
+            let result = run.instrument(span.clone()).await;
+            trace::record_meta(&span, result.is_error, result.structured.as_ref());
+            result
+        }
         CONTINUE => resume::run(engine, id, &args, caller).await,
         EXECUTE_CODE if engine.code_for(caller) => {
-            crate::programs::run::run(engine, id, &args, context.ct.clone(), caller).await
+            let span = trace::meta_span(EXECUTE_CODE);
+            let run = crate::programs::run::run(engine, id, &args, context.ct.clone(), caller);
+            let result = run.instrument(span.clone()).await;
+            trace::record_meta(&span, result.is_error, result.structured.as_ref());
+            result
         }
         DESCRIBE_TOOLS if engine.code_for(caller) => describe::run(engine, &args, caller),
         PROPOSE_SKILL if engine.code_for(caller) && engine.skills.configured() => {

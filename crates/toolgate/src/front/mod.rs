@@ -328,56 +328,16 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        // A client may call a name it remembers before listing: let the catalog settle.
-        self.gw()
-            .wait_settled(self.gw().config.gateway.startup_wait)
-            .await;
-        self.resolve_unset_surface(&context);
-        let mut caller = self.bound_caller(&context)?;
-        // A retry answering what a parked call's upstream asked: that same call goes on.
-        if let Some(state) = (request.request_state.as_deref())
-            .filter(|s| s.starts_with(crate::upstream::mrtr::PARKED_PREFIX))
-        {
-            let responses = request.input_responses.as_ref();
-            let outcome =
-                inputs::resume_parked(self.gw(), &caller, state, responses, &context.ct).await?;
-            return inputs::finish(self.gw(), &caller, &context, outcome, None);
-        }
-        let mrtr = self.mrtr_approver(&request, &context, &caller);
-        if let Some(m) = &mrtr {
-            caller.approver = Some(m.clone());
-        }
-        // A one-tool call (the approver's test) may be parked while its upstream asks.
-        let (park, questions) = tokio::sync::mpsc::channel(1);
-        let park = mrtr.is_some().then_some(park);
-        let modern_relay = self.modern_relay(&request, &context, &caller, park)?;
-        if let Some(r) = &modern_relay {
-            caller.relay = Some(r.clone());
-        }
-        let mut args = request.arguments.unwrap_or_default();
-        let turn = self.turn(&context, &caller, &request.name, &mut args);
-        let parkable = modern_relay.is_some() && mrtr.is_some();
-        // A call that may outlive this request has a token of its own (see inputs::run).
-        let mut cx = context.clone();
-        if parkable {
-            cx.ct = CancellationToken::new();
-        }
-        let cancel = cx.ct.clone();
-        let (session, who, name) = (self.clone(), caller.clone(), request.name);
-        let call = async move {
-            let mut result = session.call_surface(&name, args, &cx, &who).await;
-            account::answered(session.gw(), turn, &mut result);
-            result
+        use tracing::Instrument;
+        let surface = match self.surface() {
+            Surface::Guided => "guided",
+            Surface::Direct => "direct",
         };
-        let outcome = match &modern_relay {
-            Some(relay) if parkable => {
-                let (task, relay) = (tokio::spawn(call), relay.clone());
-                let tokens = (cancel, &context.ct);
-                inputs::run(self.gw(), &caller, task, questions, relay, tokens).await
-            }
-            _ => inputs::Outcome::Done(call.await, modern_relay),
-        };
-        inputs::finish(self.gw(), &caller, &context, outcome, mrtr)
+        let parent = request::traceparent(&request, &context);
+        let span = crate::observe::trace::request_span(&request.name, surface, parent.as_deref());
+        self.call_tool_traced(request, context)
+            .instrument(span)
+            .await
     }
 
     async fn list_resources(
@@ -531,4 +491,64 @@ pub async fn serve_stdio(gw: Arc<Gateway>, mode: Mode) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("the client did not complete initialize: {e}"))?;
     service.waiting().await?;
     Ok(())
+}
+
+impl Session {
+    /// `tools/call`, inside the request's span (see [`ServerHandler::call_tool`]).
+    async fn call_tool_traced(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        // A client may call a name it remembers before listing: let the catalog settle.
+        self.gw()
+            .wait_settled(self.gw().config.gateway.startup_wait)
+            .await;
+        self.resolve_unset_surface(&context);
+        let mut caller = self.bound_caller(&context)?;
+        // A retry answering what a parked call's upstream asked: that same call goes on.
+        if let Some(state) = (request.request_state.as_deref())
+            .filter(|s| s.starts_with(crate::upstream::mrtr::PARKED_PREFIX))
+        {
+            let responses = request.input_responses.as_ref();
+            let outcome =
+                inputs::resume_parked(self.gw(), &caller, state, responses, &context.ct).await?;
+            return inputs::finish(self.gw(), &caller, &context, outcome, None);
+        }
+        let mrtr = self.mrtr_approver(&request, &context, &caller);
+        if let Some(m) = &mrtr {
+            caller.approver = Some(m.clone());
+        }
+        // A one-tool call (the approver's test) may be parked while its upstream asks.
+        let (park, questions) = tokio::sync::mpsc::channel(1);
+        let park = mrtr.is_some().then_some(park);
+        let modern_relay = self.modern_relay(&request, &context, &caller, park)?;
+        if let Some(r) = &modern_relay {
+            caller.relay = Some(r.clone());
+        }
+        let mut args = request.arguments.unwrap_or_default();
+        let turn = self.turn(&context, &caller, &request.name, &mut args);
+        let parkable = modern_relay.is_some() && mrtr.is_some();
+        // A call that may outlive this request has a token of its own (see inputs::run).
+        let mut cx = context.clone();
+        if parkable {
+            cx.ct = CancellationToken::new();
+        }
+        let cancel = cx.ct.clone();
+        let (session, who, name) = (self.clone(), caller.clone(), request.name);
+        let call = tracing::Instrument::in_current_span(async move {
+            let mut result = session.call_surface(&name, args, &cx, &who).await;
+            account::answered(session.gw(), turn, &mut result);
+            result
+        });
+        let outcome = match &modern_relay {
+            Some(relay) if parkable => {
+                let (task, relay) = (tokio::spawn(call), relay.clone());
+                let tokens = (cancel, &context.ct);
+                inputs::run(self.gw(), &caller, task, questions, relay, tokens).await
+            }
+            _ => inputs::Outcome::Done(call.await, modern_relay),
+        };
+        inputs::finish(self.gw(), &caller, &context, outcome, mrtr)
+    }
 }

@@ -159,3 +159,20 @@ pub(super) fn modern(context: &RequestContext<RoleServer>) -> bool {
     (context.protocol_version())
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
+
+/// The client's W3C `traceparent` for a `tools/call`: `_meta.traceparent` (2026-07-28
+/// requests carry trace context there), else the HTTP request's header.
+pub(super) fn traceparent(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<String> {
+    use crate::observe::trace::TRACEPARENT;
+    let meta = (request.meta.as_ref().and_then(|m| m.0.get(TRACEPARENT)))
+        .or_else(|| context.meta.0.get(TRACEPARENT))
+        .and_then(|v| v.as_str());
+    let header = || {
+        let parts = context.extensions.get::<http::request::Parts>()?;
+        parts.headers.get(TRACEPARENT)?.to_str().ok()
+    };
+    meta.or_else(header).map(str::to_string)
+}

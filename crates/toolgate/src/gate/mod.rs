@@ -16,6 +16,12 @@
 //! in what goes back; [`bound`] cuts a result to the surface's budget. [`finished`] is
 //! the one place where a call's outcome is known (refused or run): hang metrics there.
 //! [`start_run`] audits a program run (`execute_code`, a skill) and links its calls.
+//!
+//! Spans (see `observe::trace`): `admit` around the checks, with `policy` and
+//! `validate` inside it, then `upstream` around the call; each carries the tool id, the
+//! surface and, once known, the outcome (`ok`, `tool_error`, `failed`, or the refusal's
+//! code). `upstream` is a child of the span the call was admitted in, even when the
+//! call runs on another task (execute's operations).
 
 mod bound;
 mod pii;
@@ -35,6 +41,7 @@ use crate::principal::Principal;
 use crate::upstream::{CallError, CallOptions, CallOutcome};
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use tracing::{field::Empty, Instrument, Span};
 
 /// Where a call comes from, for the checks that differ by path.
 pub enum Origin {
@@ -67,6 +74,8 @@ pub struct Admitted {
     arguments: Map<String, Value>,
     /// When the call path began: the gateway's own time is measured from it (metrics).
     since: std::time::Instant,
+    /// The span the call was admitted in: the parent of its `upstream` span.
+    parent: Span,
 }
 
 /// Judges one call (see the module's list for the order). `arguments` is the one value
@@ -79,11 +88,32 @@ pub async fn admit(
     arguments: Map<String, Value>,
     origin: Origin,
 ) -> Result<Admitted, Refusal> {
-    let admitted = checks(engine, caller, owner, tool, arguments, origin).await;
-    if let Err(refusal) = &admitted {
-        finished(caller.surface, tool, Outcome::Refused(refusal.kind));
+    let span = tracing::info_span!(
+        "admit",
+        "toolgate.tool_id" = %tool.id,
+        "toolgate.surface" = surface_of(caller, &origin),
+        "toolgate.outcome" = Empty,
+    );
+    // The call's `upstream` span is a sibling of `admit`, under what admitted it.
+    let parent = Span::current();
+    let checked = checks(engine, caller, owner, tool, arguments, origin, parent);
+    let admitted = checked.instrument(span.clone()).await;
+    match &admitted {
+        Err(refusal) => {
+            span.record("toolgate.outcome", refusal.code());
+            finished(caller.surface, tool, Outcome::Refused(refusal.kind));
+        }
+        Ok(_) => drop(span.record("toolgate.outcome", "admitted")),
     }
     admitted
+}
+
+/// The metrics' and spans' surface: a program's calls count as code mode's.
+fn surface_of(caller: &Caller, origin: &Origin) -> &'static str {
+    match origin {
+        Origin::Program { .. } => "code",
+        _ => caller.surface,
+    }
 }
 
 async fn checks(
@@ -93,14 +123,12 @@ async fn checks(
     tool: &Arc<ToolRecord>,
     arguments: Map<String, Value>,
     origin: Origin,
+    parent: Span,
 ) -> Result<Admitted, Refusal> {
     let since = std::time::Instant::now();
-    // The metrics' surface: a program's calls count as code mode's.
-    let surface = match origin {
-        Origin::Program { .. } => "code",
-        _ => caller.surface,
-    };
-    let mut permit = engine.policy.check(caller, tool, &arguments)?;
+    let surface = surface_of(caller, &origin);
+    let policy = tracing::info_span!("policy");
+    let mut permit = policy.in_scope(|| engine.policy.check(caller, tool, &arguments))?;
     if let Origin::Program { flow } = origin {
         let name = tool.id.to_string();
         let allowed = &engine.gw.config.code.allow_destructive;
@@ -118,7 +146,8 @@ async fn checks(
         Ok(a) => a,
         Err(refusal) => return Err(permit.refuse(refusal)),
     };
-    if let Err(refusal) = validate(engine, tool, &arguments) {
+    let validating = tracing::info_span!("validate");
+    if let Err(refusal) = validating.in_scope(|| validate(engine, tool, &arguments)) {
         return Err(permit.refuse(refusal));
     }
     // Valid arguments first, so the user is never asked to approve a call that cannot run.
@@ -130,6 +159,7 @@ async fn checks(
         surface,
         arguments,
         since,
+        parent,
     })
 }
 
@@ -170,15 +200,22 @@ impl Admitted {
     /// Calls the upstream with the admitted arguments, and audits how it went.
     pub async fn run(self, opts: CallOptions) -> Result<CallOutcome, CallError> {
         let (gw, since) = (&self.gw, self.since);
-        let result = gw
-            .call_as(self.surface, since, &self.tool, self.arguments, opts)
-            .await;
+        let span = tracing::info_span!(
+            parent: &self.parent,
+            "upstream",
+            "toolgate.tool_id" = %self.tool.id,
+            "toolgate.surface" = self.surface,
+            "toolgate.outcome" = Empty,
+        );
+        let call = gw.call_as(self.surface, since, &self.tool, self.arguments, opts);
+        let result = call.instrument(span.clone()).await;
         self.permit.finish(&result);
-        let outcome = match &result {
-            Ok(o) if o.is_error => Outcome::ToolError,
-            Ok(_) => Outcome::Ok,
-            Err(_) => Outcome::Failed,
+        let (outcome, word) = match &result {
+            Ok(o) if o.is_error => (Outcome::ToolError, "tool_error"),
+            Ok(_) => (Outcome::Ok, "ok"),
+            Err(_) => (Outcome::Failed, "failed"),
         };
+        span.record("toolgate.outcome", word);
         finished(self.surface, &self.tool, outcome);
         result
     }

@@ -57,7 +57,22 @@ fn refused(refusal: Refusal) -> CallFailure {
 }
 
 impl Gate<'_> {
+    /// One of the program's `tools.*` calls, in its own `program.call` span.
     pub async fn call(&self, call: ToolCall) -> Result<Value, CallFailure> {
+        let span = tracing::info_span!(
+            "program.call",
+            "toolgate.surface" = "code",
+            "toolgate.outcome" = tracing::field::Empty,
+        );
+        let result = tracing::Instrument::instrument(self.call_traced(call), span.clone()).await;
+        span.record(
+            "toolgate.outcome",
+            result.as_ref().map_or("error", |_| "ok"),
+        );
+        result
+    }
+
+    async fn call_traced(&self, call: ToolCall) -> Result<Value, CallFailure> {
         let key = (call.server, call.tool);
         let name = format!("{}/{}", key.0, key.1);
         // A tool outside the run's set because the key may not call it goes to the gate

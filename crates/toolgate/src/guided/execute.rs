@@ -84,7 +84,8 @@ pub async fn run(
     let budget = request.max_tokens.map_or(engine.budget_for(&tool), |m| {
         m.min(engine.budget_for(&tool))
     });
-    answer_status(engine, owner, &op, status, &request.fields, budget)
+    let shaping = tracing::info_span!("shape", "toolgate.tool_id" = %tool.id);
+    shaping.in_scope(|| answer_status(engine, owner, &op, status, &request.fields, budget))
 }
 
 /// A refusal as execute answers it: the message (invalid arguments as the validation

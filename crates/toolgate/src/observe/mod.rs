@@ -1,6 +1,7 @@
 //! What the gateway has done, counted: the Prometheus metrics behind `GET /metrics`
 //! ([`Metrics`]), each session's running token count against its budget ([`Ledger`]),
-//! and the recent route decisions the dashboard draws ([`RouteLog`]).
+//! the recent route decisions the dashboard draws ([`RouteLog`]), and the spans of a
+//! call's path with their W3C trace context ([`trace`]).
 //!
 //! A leaf: it imports nothing else of the crate, so every call path may call into it
 //! (one call where a call's outcome is known) and it never calls back. Labels are
@@ -10,6 +11,7 @@
 pub mod ledger;
 mod metrics;
 pub mod route_log;
+pub mod trace;
 
 pub use ledger::{Ledger, Sent, SessionUse};
 pub use metrics::{CallOutcomeKind, Metrics, Snapshot, UpstreamCalls, UpstreamGauge};

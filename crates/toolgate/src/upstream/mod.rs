@@ -233,7 +233,12 @@ impl Upstream {
         let tool = params.name.to_string();
         let tool = tool.as_str();
         let timeout = opts.timeout.unwrap_or(self.config.call_timeout);
-        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        let mut call = rmcp::model::CallToolRequest::new(params);
+        // The call's trace context, for an HTTP upstream's `traceparent` (see oversize.rs).
+        if let Some(tp) = crate::observe::trace::outgoing() {
+            call.extensions.insert(tp);
+        }
+        let request = ClientRequest::CallToolRequest(call);
         let mut options = PeerRequestOptions::with_timeout(timeout);
         options.meta = meta;
         let started = Instant::now();

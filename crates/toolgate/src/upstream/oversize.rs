@@ -2,7 +2,10 @@
 //! ends a response stream whose event is over its limit (or refuses a JSON body over it)
 //! and the call then fails as if the connection had closed. This wraps the client rmcp is
 //! given, notes which request's answer was too large, and `Upstream::call` says so.
+//! It also sends a call's W3C `traceparent` header (the `observe::trace::Traceparent` in
+//! the request's extensions, set by `Upstream::call` with the `otel` feature).
 
+use crate::observe::trace::{Traceparent, TRACEPARENT};
 use futures::stream::{BoxStream, StreamExt};
 use http::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
@@ -35,6 +38,16 @@ fn note(set: &Oversized, key: Option<&String>) {
         }
         s.insert(k.clone());
     }
+}
+
+/// The `traceparent` header a request carries, if its extensions hold one.
+fn traceparent(message: &ClientJsonRpcMessage) -> Option<HeaderValue> {
+    use rmcp::model::GetExtensions;
+    let rmcp::model::JsonRpcMessage::Request(r) = message else {
+        return None;
+    };
+    let tp = r.request.extensions().get::<Traceparent>()?;
+    HeaderValue::from_str(&tp.0).ok()
 }
 
 fn too_large(e: &SseError) -> bool {
@@ -77,6 +90,10 @@ impl StreamableHttpClient for MeasuredClient {
             rmcp::model::JsonRpcMessage::Request(r) => Some(super::requests::request_key(&r.id)),
             _ => None,
         };
+        let mut custom_headers = custom_headers;
+        if let Some(tp) = traceparent(&message) {
+            custom_headers.insert(HeaderName::from_static(TRACEPARENT), tp);
+        }
         let sent = self.inner.post_message_with_response_limits(
             uri,
             message,
