@@ -13,6 +13,8 @@
 #   BENCH_CONNS     connection counts (default "1 8 64")
 #   BENCH_ERAS      "legacy" (default), "modern" (2026-07-28) or "legacy modern"
 #   BENCH_SESSIONS  sessions opened for the memory table (default 1000)
+#   BENCH_TOML      TOML appended to each toolgate's configuration (e.g. '[store]
+#                   backend = "memory"'), to measure what a setting costs
 #   MCP_PROXY       mcp-proxy's bin (default: .peers-extra, installed pinned if missing)
 # Needs wrk (Debian: apt-get install wrk), node + npm, python3. Everything listens on
 # 127.0.0.1 and is stopped when the script ends.
@@ -94,6 +96,7 @@ args = ["fixture", "--catalog", "$CATALOG"]
 EOF
   # The memory table opens $SESSIONS sessions without a key: above the default session caps
   # (gateway.limits). A binary from before those caps (BENCH_BEFORE) refuses the table.
+  [ -z "${BENCH_TOML:-}" ] || printf '%s\n' "$BENCH_TOML" >>"$WORK/$1.toml"
   cp "$WORK/$1.toml" "$WORK/$1.base.toml"
   printf '[gateway.limits]\nmax_sessions = %d\nmax_sessions_per_principal = %d\n' \
     $((SESSIONS * 2 + 100)) $((SESSIONS * 2 + 100)) >>"$WORK/$1.toml"
