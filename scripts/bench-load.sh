@@ -13,8 +13,8 @@
 #   BENCH_CONNS     connection counts (default "1 8 64")
 #   BENCH_ERAS      "legacy" (default), "modern" (2026-07-28) or "legacy modern"
 #   BENCH_SESSIONS  sessions opened for the memory table (default 1000)
-#   BENCH_TOML      TOML appended to each toolgate's configuration (e.g. '[store]
-#                   backend = "memory"'), to measure what a setting costs
+#   BENCH_TOML      TOML appended to each toolgate's configuration, to measure what a
+#                   setting costs (e.g. BENCH_TOML=$'[store]\nbackend = "memory"')
 #   MCP_PROXY       mcp-proxy's bin (default: .peers-extra, installed pinned if missing)
 # Needs wrk (Debian: apt-get install wrk), node + npm, python3. Everything listens on
 # 127.0.0.1 and is stopped when the script ends.
