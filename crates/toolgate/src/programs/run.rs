@@ -47,23 +47,9 @@ pub async fn run(
         skill: None,
         depth: 0,
     };
-    // The run is audited, and its calls are made as the run (linked by its id).
-    let (audit, caller) = match crate::gate::start_run(caller, "execute_code", None) {
-        Ok(started) => started,
-        Err(refusal) => return MetaResult::error(format!("execute_code: {refusal}")),
-    };
-    let caller = &caller;
-    let report = tokio::select! {
-        r = run_program(engine, owner, caller, &program) => match r {
-            Ok(r) => r,
-            Err(e) => {
-                audit.end("refused", 0, None);
-                return MetaResult::error(format!("execute_code: {e}"));
-            }
-        },
-        _ = cancel.cancelled() => return MetaResult::error(
-            "execute_code: cancelled; tool calls the program already made may have taken effect",
-        ),
+    let (report, audit) = match audited(engine, owner, caller, &program, &cancel).await {
+        Ok(ran) => ran,
+        Err(e) => return e,
     };
     // Kept (with what it called) so the model can propose it as a skill.
     let mut servers: Vec<String> = report
@@ -169,6 +155,38 @@ fn tokenize_log(
             crate::gate::tokenize_line(pii, owner, &line[p.len()..], fields, from)
         ),
         None => crate::gate::tokenize_line(pii, owner, line, fields, from),
+    }
+}
+
+/// Runs `program` as one audited run (`execute_code`, or the skill it carries): its start
+/// record first (a run whose start cannot be written does not run), its calls made as the
+/// run (linked by its id). The error is the answer to give, prefixed by the meta-tool's name;
+/// the caller writes the end record of a run that finished.
+pub(crate) async fn audited(
+    engine: &Engine,
+    owner: &Principal,
+    caller: &Caller,
+    program: &Program<'_>,
+    cancel: &CancellationToken,
+) -> Result<(RunReport, crate::gate::RunAudit), MetaResult> {
+    let (tool, kind, what) = match program.skill {
+        Some(_) => ("execute", "skill", "skill"),
+        None => ("execute_code", "execute_code", "program"),
+    };
+    let name = program.skill.map(|s| s.name.as_str());
+    let (audit, caller) = crate::gate::start_run(caller, kind, name)
+        .map_err(|refusal| MetaResult::error(format!("{tool}: {refusal}")))?;
+    tokio::select! {
+        r = run_program(engine, owner, &caller, program) => match r {
+            Ok(report) => Ok((report, audit)),
+            Err(e) => {
+                audit.end("refused", 0, None);
+                Err(MetaResult::error(format!("{tool}: {e}")))
+            }
+        },
+        _ = cancel.cancelled() => Err(MetaResult::error(format!(
+            "{tool}: cancelled; tool calls the {what} already made may have taken effect"
+        ))),
     }
 }
 

@@ -8,7 +8,7 @@
 //! A skill is offered to a caller only when every server it names is connected and shown
 //! by the caller's profile.
 
-use super::run::{run_program, show, Program};
+use super::run::{audited, run_program, show, Program};
 use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::code::worker::ToolCall;
 use crate::engine::Engine;
@@ -149,22 +149,9 @@ pub async fn execute(
         skill: Some(&skill),
         depth: 0,
     };
-    let (audit, caller) = match crate::gate::start_run(caller, "skill", Some(name)) {
-        Ok(started) => started,
-        Err(refusal) => return MetaResult::error(format!("execute: {refusal}")),
-    };
-    let caller = &caller;
-    let report = tokio::select! {
-        r = run_program(engine, owner, caller, &program) => match r {
-            Ok(r) => r,
-            Err(e) => {
-                audit.end("refused", 0, None);
-                return MetaResult::error(format!("execute: {e}"));
-            }
-        },
-        _ = cancel.cancelled() => return MetaResult::error(
-            "execute: cancelled; tool calls the skill already made may have taken effect",
-        ),
+    let (report, audit) = match audited(engine, owner, caller, &program, &cancel).await {
+        Ok(ran) => ran,
+        Err(e) => return e,
     };
     audit.end(&report.status, report.calls.len(), None);
     let mut answer = show(engine, owner, report);
