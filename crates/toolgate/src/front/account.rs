@@ -189,11 +189,16 @@ pub(super) fn answered(gw: &Gateway, turn: Turn, result: &mut CallToolResult) {
 /// What the model is shown of `result`: its content blocks or its structured content,
 /// whichever is larger (clients show one or the other).
 fn result_tokens(result: &CallToolResult) -> usize {
-    let content = serde_json::to_string(&result.content).map_or(0, |t| count(&t));
+    // One tokenizer pass, over the longer of the two (the counts follow the lengths).
+    let content = serde_json::to_string(&result.content).unwrap_or_default();
     let structured = (result.structured_content.as_ref())
         .and_then(|s| serde_json::to_string(s).ok())
-        .map_or(0, |t| count(&t));
-    content.max(structured)
+        .unwrap_or_default();
+    count(if structured.len() > content.len() {
+        &structured
+    } else {
+        &content
+    })
 }
 
 fn count(text: &str) -> usize {
