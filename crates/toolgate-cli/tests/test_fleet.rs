@@ -10,24 +10,12 @@ mod common;
 mod fleet;
 
 use common::*;
-use rmcp::model::{CallToolResult, ProtocolVersion};
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
-use serde_json::{json, Value};
+use serde_json::json;
 
 const KEY: &str = "5f1c0a9e3b7d2468ace013579bdf2468ace013579bdf2468ace013579bdf2468";
-
-fn structured(r: &CallToolResult) -> Value {
-    r.structured_content.clone().unwrap_or(Value::Null)
-}
-
-fn body(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .filter(|t| !t.starts_with("[toolgate]"))
-        .collect()
-}
 
 /// A 2026-07-28 client: no initialize, no session, each request on its own.
 async fn modern(url: &str) -> Client {

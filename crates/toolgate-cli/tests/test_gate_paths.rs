@@ -9,7 +9,7 @@ mod common;
 mod policy_support;
 use common::skills::write_skill;
 use common::*;
-use policy_support::{audit, call_on, connect_as, hash, structured, KeyedClient};
+use policy_support::{audit, call_on, connect_as, hash, KeyedClient};
 use rmcp::model::CallToolResult;
 use serde_json::{json, Value};
 

@@ -3,21 +3,7 @@
 
 mod common;
 use common::*;
-use rmcp::model::CallToolResult;
 use serde_json::{json, Value};
-
-fn structured(r: &CallToolResult) -> Value {
-    r.structured_content.clone().unwrap_or(Value::Null)
-}
-
-/// The text of a result without toolgate's own notes (paging hints).
-fn body(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .filter(|t| !t.starts_with("[toolgate]"))
-        .collect()
-}
 
 fn guided_config(dir: &TestDir, extra: &str) -> std::path::PathBuf {
     let guided = format!("[guided]\nwait_secs = 1\n{extra}\n");

@@ -6,22 +6,9 @@
 mod common;
 
 use common::*;
-use rmcp::model::CallToolResult;
-use serde_json::{json, Value};
+
+use serde_json::json;
 use std::time::Duration;
-
-fn structured(r: &CallToolResult) -> Value {
-    r.structured_content.clone().unwrap_or(Value::Null)
-}
-
-/// The text of a result without toolgate's own notes (paging hints).
-fn body(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .filter(|t| !t.starts_with("[toolgate]"))
-        .collect()
-}
 
 fn restart_config(dir: &TestDir) -> std::path::PathBuf {
     // A short wait, so a call of a few hundred milliseconds becomes an operation; a short

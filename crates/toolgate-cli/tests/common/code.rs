@@ -2,7 +2,6 @@
 //! programs through it.
 
 use super::*;
-use rmcp::model::CallToolResult;
 use serde_json::{json, Value};
 
 /// The shared test catalog plus tools for names, destruction and strict schemas. Its
@@ -52,9 +51,7 @@ pub fn setup_with(timeout_ms: u64, code: &str) -> (TestDir, std::path::PathBuf) 
     (dir, config)
 }
 
-pub fn structured(r: &CallToolResult) -> Value {
-    r.structured_content.clone().unwrap_or(Value::Null)
-}
+pub use super::structured;
 
 /// Runs a program; returns the structured answer and the text.
 pub async fn run(client: &Client, code: &str) -> (Value, String) {

@@ -330,6 +330,20 @@ pub async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResu
         .unwrap_or_else(|e| panic!("calling {name}: {e}"))
 }
 
+/// A result's structured content (`null` when it has none).
+pub fn structured(r: &CallToolResult) -> Value {
+    r.structured_content.clone().unwrap_or(Value::Null)
+}
+
+/// The text of a result without toolgate's own notes (paging hints).
+pub fn body(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .filter(|t| !t.starts_with("[toolgate]"))
+        .collect()
+}
+
 /// The concatenated text blocks of a result.
 pub fn text(r: &CallToolResult) -> String {
     r.content

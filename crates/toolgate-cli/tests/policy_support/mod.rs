@@ -230,11 +230,6 @@ pub async fn call_on<H: ClientHandler>(
         .unwrap_or_else(|e| panic!("calling {name}: {e}"))
 }
 
-/// The structured content of a result (null when absent).
-pub fn structured(r: &rmcp::model::CallToolResult) -> Value {
-    r.structured_content.clone().unwrap_or(Value::Null)
-}
-
 pub fn is_error(r: &rmcp::model::CallToolResult) -> bool {
     r.is_error == Some(true)
 }
