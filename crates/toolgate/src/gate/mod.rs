@@ -147,9 +147,10 @@ async fn checks(
         Err(refusal) => return Err(permit.refuse(refusal)),
     };
     let validating = tracing::info_span!("validate");
-    if let Err(refusal) = validating.in_scope(|| validate(engine, tool, &arguments)) {
-        return Err(permit.refuse(refusal));
-    }
+    let arguments = match validating.in_scope(|| validate(engine, tool, arguments)) {
+        Ok(a) => a,
+        Err(refusal) => return Err(permit.refuse(refusal)),
+    };
     // Valid arguments first, so the user is never asked to approve a call that cannot run.
     permit.confirm(caller).await?;
     Ok(Admitted {
@@ -172,19 +173,23 @@ fn flow_refusal(rule: String, message: String) -> Refusal {
 }
 
 /// The arguments against the tool's full input schema: a model-fixable refusal that
-/// says what is wrong, on every path alike.
+/// says what is wrong, on every path alike. The map is handed back as it came (the
+/// validators take a value: it is wrapped and unwrapped, not copied).
 fn validate(
     engine: &Engine,
     tool: &ToolRecord,
-    arguments: &Map<String, Value>,
-) -> Result<(), Refusal> {
-    // The validators take a value; the map is cloned only for that call's borrow.
-    let value = Value::Object(arguments.clone());
-    match engine.validators.validate(tool, &value) {
-        Ok(crate::exec::Checked::Valid) => Ok(()),
+    arguments: Map<String, Value>,
+) -> Result<Map<String, Value>, Refusal> {
+    let value = Value::Object(arguments);
+    let checked = engine.validators.validate(tool, &value);
+    let Value::Object(arguments) = value else {
+        unreachable!("wrapped from a map above")
+    };
+    match checked {
+        Ok(crate::exec::Checked::Valid) => Ok(arguments),
         Ok(crate::exec::Checked::Skipped { reason }) => {
             tracing::debug!(tool = %tool.id, "arguments not validated: {reason}");
-            Ok(())
+            Ok(arguments)
         }
         Err(report) => Err(Refusal {
             detail: Some(report.structured()),
