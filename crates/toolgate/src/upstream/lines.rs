@@ -116,7 +116,8 @@ impl<R: AsyncRead + Unpin> Lines<R> {
                 None => (chunk.len(), false),
             };
             if !too_long {
-                if self.buf.len() + take > self.max {
+                // The limit is the message's: its newline does not count.
+                if self.buf.len() + take - usize::from(done) > self.max {
                     too_long = true;
                     let mut dropped = Dropped::default();
                     dropped.keep(&self.buf);
