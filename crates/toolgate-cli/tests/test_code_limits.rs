@@ -80,9 +80,11 @@ async fn runs_are_limited_per_key_across_sessions() {
     let url = format!("{}/mcp/guided", _gw.base());
 
     let (tx, mut logs) = mpsc::unbounded_channel();
-    let one = connect_keyed(&url, Some(WRITER), LogWatch { logs: tx }).await;
-    let two = connect_as(&url, WRITER).await;
-    let third = connect_as(&url, WRITER).await;
+    // Each writer session watches its own log stream: a run's log reaches the session
+    // that started it.
+    let one = connect_keyed(&url, Some(WRITER), LogWatch { logs: tx.clone() }).await;
+    let two = connect_keyed(&url, Some(WRITER), LogWatch { logs: tx.clone() }).await;
+    let third = connect_keyed(&url, Some(WRITER), LogWatch { logs: tx }).await;
     let other = connect_as(&url, ADMIN).await;
     assert!(tool_names(&one).await.contains(&"execute_code".to_string()));
 
