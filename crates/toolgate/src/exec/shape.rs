@@ -177,6 +177,19 @@ fn select_fields(outcome: &mut CallOutcome, fields: &[String]) -> Selection {
     }
 }
 
+/// Whether `outcome` surely fits `budget` tokens without counting them: a token covers at
+/// least one byte, so the bytes of its text blocks and `structuredContent` together bound
+/// [`tokens`] from above (media count [`MEDIA_TOKENS`] either way). Most results are far
+/// below a budget, and counting is the costly part of shaping, so callers ask this first.
+pub fn fits_uncounted(outcome: &CallOutcome, budget: usize) -> bool {
+    let bytes = |s: &str| s.len();
+    let blocks: usize = (outcome.content.iter())
+        .map(|b| block_tokens(b, &bytes))
+        .sum();
+    let structured = (outcome.structured_content.as_ref()).map_or(0, |s| s.to_string().len());
+    blocks + structured <= budget
+}
+
 /// The tokens the model would read for `outcome`, on whichever kind of client shows more:
 /// one that shows the content blocks, or one that shows only `structuredContent` when
 /// there is one (Claude Code, Codex), where the front adds the text blocks that do not

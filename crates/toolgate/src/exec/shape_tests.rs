@@ -259,3 +259,39 @@ fn pages_fit_the_real_o200k_budget() {
     assert!(first.ends_with('\n') && s.remaining[0].ends_with('\n'));
     assert_eq!(first + &s.remaining.concat(), text);
 }
+
+/// `fits_uncounted` never says a result fits that the real o200k count says does not:
+/// bytes bound tokens from above, for every script, with structured content and media.
+#[test]
+fn fitting_by_bytes_is_never_wrong_about_the_real_count() {
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let count = |s: &str| bpe.encode_ordinary(s).len();
+    let samples = [
+        "hello",
+        "Straße 漢字 «résumé» — 🎉🎉🎉",
+        "ข้อความภาษาไทย 한국어 텍스트 中文文本",
+        "{\"a\": [1, 2, 3], \"b\": \"x\"}",
+        "                                              ",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    ];
+    for text in samples {
+        let o = CallOutcome {
+            content: vec![
+                text_block(text.to_string()),
+                json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}),
+            ],
+            structured_content: Some(json!({"text": text})),
+            ..Default::default()
+        };
+        let exact = shape(o.clone(), None, usize::MAX, &count).original_tokens;
+        for budget in [exact.saturating_sub(1), exact, exact + 1, 4 * exact, 16 * exact] {
+            if fits_uncounted(&o, budget) {
+                assert!(exact <= budget, "{text:?}: {exact} tokens said to fit {budget}");
+                assert_eq!(shape(o.clone(), None, budget, &count).page, o);
+            }
+        }
+        assert!(fits_uncounted(&o, 16 * exact), "{text:?}: far below budget");
+    }
+    let long = text_result(&"word ".repeat(2_000));
+    assert!(!fits_uncounted(&long, 1_000));
+}

@@ -6,7 +6,6 @@ use super::convert::{result_from, tool_error, tool_named};
 use crate::catalog::Catalog;
 use crate::engine::Engine;
 use crate::gate::{self, Origin};
-use crate::guided::execute::off_async_worker;
 use crate::policy::Caller;
 use crate::skills::Skill;
 use crate::upstream::{CallOptions, Progress};
@@ -127,8 +126,7 @@ pub(super) async fn call(
                     gate::outbound(&engine.pii, fields, &owner, &tool.id.server, &mut outcome);
                 }
                 let budget = gate::direct_budget(engine, tool);
-                let bounded = off_async_worker(|| gate::bound(outcome, budget, tool));
-                result_from(bounded)
+                result_from(gate::bound(outcome, budget, tool))
             }
             Err(e) => tool_error(format!("{} failed: {e}", tool.exposed)),
         }

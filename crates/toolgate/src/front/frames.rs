@@ -27,22 +27,42 @@ const TYPED: &[&str] = &[
 /// The error answer for one client message (a JSON-RPC text), or `None` when rmcp can be
 /// left to answer it. A batch (array) is left to rmcp.
 pub(super) fn refusal(text: &[u8]) -> Option<Value> {
+    check(text).err()
+}
+
+/// The method and id of a request `check` passed (both empty for a batch, a response or a
+/// notification), kept in an HTTP request's extensions so that later layers
+/// (`sessions::cap_sessions`) need not parse the body again.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Method {
+    pub(super) name: Option<String>,
+    pub(super) id: Value,
+}
+
+/// [`refusal`], and when there is none, the message's method.
+pub(super) fn check(text: &[u8]) -> Result<Method, Value> {
     let value: Value = match serde_json::from_slice(text) {
         Ok(v) => v,
         // Valid JSON the parser will not hold (nested too deep).
         Err(e) if e.to_string().contains("recursion limit") => {
             let id = crate::upstream::top_level_id(&String::from_utf8_lossy(text));
-            return Some(error(
+            return Err(error(
                 id.unwrap_or(Value::Null),
                 -32600,
                 format!("Invalid request: {e}"),
             ));
         }
-        Err(e) => return Some(error(Value::Null, -32700, format!("Parse error: {e}"))),
+        Err(e) => return Err(error(Value::Null, -32700, format!("Parse error: {e}"))),
     };
-    let obj = value.as_object()?;
-    let id = obj.get("id").cloned()?;
-    let method = obj.get("method")?.as_str()?.to_string();
+    let Some(obj) = value.as_object() else {
+        return Ok(Method::default());
+    };
+    let (Some(id), Some(method)) = (obj.get("id").cloned(), obj.get("method")) else {
+        return Ok(Method::default());
+    };
+    let Some(method) = method.as_str().map(str::to_string) else {
+        return Ok(Method::default());
+    };
     match serde_json::from_value::<ClientJsonRpcMessage>(value) {
         Ok(JsonRpcMessage::Request(r)) => match r.request {
             ClientRequest::CustomRequest(_) if TYPED.contains(&method.as_str()) => {
@@ -50,16 +70,22 @@ pub(super) fn refusal(text: &[u8]) -> Option<Value> {
                     "tools/call" => "a tools/call needs params.name, the tool's name (a string)",
                     _ => "its params do not have the fields and types this method takes",
                 };
-                Some(error(
+                Err(error(
                     id,
                     -32602,
                     format!("Invalid params for {method}: {what}"),
                 ))
             }
-            _ => None,
+            _ => Ok(Method {
+                name: Some(method),
+                id,
+            }),
         },
-        Ok(_) => None,
-        Err(e) => Some(error(id, -32600, format!("Invalid request: {e}"))),
+        Ok(_) => Ok(Method {
+            name: Some(method),
+            id,
+        }),
+        Err(e) => Err(error(id, -32600, format!("Invalid request: {e}"))),
     }
 }
 

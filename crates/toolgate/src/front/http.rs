@@ -7,6 +7,7 @@ use super::Session;
 use crate::config::Mode;
 use crate::engine::Engine;
 use crate::gateway::Gateway;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -39,11 +40,11 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     let mut caps = super::sessions::SessionCaps::new(g.limits.clone(), policy.clone());
     let mut endpoint = |mode: Mode, profile: Option<Arc<crate::policy::Profile>>| {
         let engine = engine.clone();
-        StreamableHttpService::new(
+        Shared(Arc::new(StreamableHttpService::new(
             move || Ok(Session::new(engine.clone(), mode).with_profile(profile.clone())),
             caps.manager(),
             config.clone(),
-        )
+        )))
     };
     let mut app = axum::Router::new()
         .nest_service("/mcp/guided", endpoint(Mode::Guided, None))
@@ -74,6 +75,32 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
         ))
         .route("/", axum::routing::get(move || async move { index }))
         .merge(admin)
+}
+
+/// rmcp's service for one endpoint behind an `Arc`. axum clones a route's service for every
+/// request, and so does rmcp's own `Service::call`; cloning rmcp's service copies its
+/// configuration (the allowed hosts and origins, a dozen strings) each time.
+#[derive(Clone)]
+struct Shared(Arc<StreamableHttpService<Session, LocalSessionManager>>);
+
+impl tower_service::Service<axum::extract::Request> for Shared {
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: axum::extract::Request) -> Self::Future {
+        let service = self.0.clone();
+        Box::pin(async move { Ok(service.handle(request).await.map(axum::body::Body::new)) })
+    }
 }
 
 /// `GET /`: a person (or a client pointed at the wrong path) learns what answers here.
@@ -141,19 +168,20 @@ async fn answer_broken_requests(
             }
         },
     };
-    if let Some(answer) = super::frames::refusal(&bytes) {
-        let code = answer["error"]["code"].as_i64();
-        let status = match code {
-            Some(-32700 | -32600) => StatusCode::BAD_REQUEST,
-            _ => StatusCode::OK,
-        };
-        return (status, axum::Json(answer)).into_response();
-    }
-    next.run(axum::extract::Request::from_parts(
-        parts,
-        axum::body::Body::from(bytes),
-    ))
-    .await
+    let method = match super::frames::check(&bytes) {
+        Ok(method) => method,
+        Err(answer) => {
+            let code = answer["error"]["code"].as_i64();
+            let status = match code {
+                Some(-32700 | -32600) => StatusCode::BAD_REQUEST,
+                _ => StatusCode::OK,
+            };
+            return (status, axum::Json(answer)).into_response();
+        }
+    };
+    let mut req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+    req.extensions_mut().insert(method);
+    next.run(req).await
 }
 
 /// The message of a body that failed because `gateway.limits.body_timeout_secs` passed.

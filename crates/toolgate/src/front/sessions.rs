@@ -223,14 +223,27 @@ pub(super) async fn cap_sessions(
     if request.method() != axum::http::Method::POST {
         return next.run(request).await;
     }
-    let (parts, body) = request.into_parts();
-    // Bodies reach here whole and bounded (`front::http` reads JSON POSTs first).
-    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
-        return StatusCode::BAD_REQUEST.into_response();
+    // A JSON POST was read and checked by `front::http`, which noted its method; any other
+    // POST is read here (bodies reach here bounded).
+    let (request, message) = match request.extensions().get::<super::frames::Method>() {
+        Some(m) => {
+            let m = m.clone();
+            (request, m)
+        }
+        None => {
+            let (parts, body) = request.into_parts();
+            let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+                return StatusCode::BAD_REQUEST.into_response();
+            };
+            let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            let m = super::frames::Method {
+                name: message["method"].as_str().map(str::to_string),
+                id: message["id"].clone(),
+            };
+            (Request::from_parts(parts, axum::body::Body::from(bytes)), m)
+        }
     };
-    let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    let request = Request::from_parts(parts, axum::body::Body::from(bytes));
-    if message["method"] != "initialize" {
+    if message.name.as_deref() != Some("initialize") {
         return next.run(request).await;
     }
     caps.prune().await;
@@ -239,7 +252,7 @@ pub(super) async fn cap_sessions(
         tracing::warn!("initialize refused: {why}");
         let answer = serde_json::json!({
             "jsonrpc": "2.0",
-            "id": message["id"],
+            "id": message.id,
             "error": {"code": -32000, "message": why},
         });
         let mut r = (status, axum::Json(answer)).into_response();

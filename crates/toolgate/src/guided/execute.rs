@@ -162,6 +162,15 @@ pub fn shaped_answer(
     fields: &Option<Vec<String>>,
     budget: usize,
 ) -> MetaResult {
+    let fields = fields.as_deref().filter(|f| !f.is_empty());
+    // A result whose bytes fit the budget is shown whole, uncounted (the usual case).
+    if fields.is_none() && crate::exec::fits_uncounted(&outcome, budget) {
+        return MetaResult {
+            content: outcome.content,
+            structured: outcome.structured_content,
+            is_error: outcome.is_error,
+        };
+    }
     let count = |s: &str| Encoding::O200k.count(s);
     // Counting and cutting a large result takes real CPU time: off the async worker, so
     // other sessions' calls are not held up behind it.
@@ -172,7 +181,7 @@ pub fn shaped_answer(
         original_tokens,
         field_note,
         ..
-    } = off_async_worker(|| shape(outcome, fields.as_deref(), budget, &count));
+    } = off_async_worker(|| shape(outcome, fields, budget, &count));
     let mut content = page.content;
     let mut structured = page.structured_content;
     if let Some(note) = field_note {
