@@ -284,9 +284,18 @@ fn fitting_by_bytes_is_never_wrong_about_the_real_count() {
             ..Default::default()
         };
         let exact = shape(o.clone(), None, usize::MAX, &count).original_tokens;
-        for budget in [exact.saturating_sub(1), exact, exact + 1, 4 * exact, 16 * exact] {
+        for budget in [
+            exact.saturating_sub(1),
+            exact,
+            exact + 1,
+            4 * exact,
+            16 * exact,
+        ] {
             if fits_uncounted(&o, budget) {
-                assert!(exact <= budget, "{text:?}: {exact} tokens said to fit {budget}");
+                assert!(
+                    exact <= budget,
+                    "{text:?}: {exact} tokens said to fit {budget}"
+                );
                 assert_eq!(shape(o.clone(), None, budget, &count).page, o);
             }
         }

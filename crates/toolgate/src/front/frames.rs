@@ -41,6 +41,22 @@ pub(super) struct Method {
 
 /// [`refusal`], and when there is none, the message's method.
 pub(super) fn check(text: &[u8]) -> Result<Method, Value> {
+    // Most messages are requests that read as typed ones at once: nothing to answer.
+    if let Ok(JsonRpcMessage::Request(r)) = serde_json::from_slice::<ClientJsonRpcMessage>(text) {
+        let name = r.request.method();
+        let misread = matches!(r.request, ClientRequest::CustomRequest(_)) && TYPED.contains(&name);
+        if !misread {
+            return Ok(Method {
+                name: Some(name.to_string()),
+                id: serde_json::to_value(&r.id).unwrap_or_default(),
+            });
+        }
+    }
+    closely(text)
+}
+
+/// [`check`] for a message that did not read as a typed request: found out why.
+fn closely(text: &[u8]) -> Result<Method, Value> {
     let value: Value = match serde_json::from_slice(text) {
         Ok(v) => v,
         // Valid JSON the parser will not hold (nested too deep).
@@ -197,6 +213,16 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_passed_request_keeps_its_method_and_id_for_the_layers_after() {
+        let m = super::check(br#"{"jsonrpc":"2.0","id":"x7","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#).unwrap();
+        assert_eq!((m.name.as_deref(), m.id), (Some("initialize"), json!("x7")));
+        let m = super::check(br#"{"jsonrpc":"2.0","id":3,"method":"nope"}"#).unwrap();
+        assert_eq!((m.name.as_deref(), m.id), (Some("nope"), json!(3)));
+        let m = super::check(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert_eq!(m.name, None);
+    }
+
     mod props {
         use super::refusal;
         use proptest::prelude::*;
@@ -216,7 +242,14 @@ mod tests {
             ) {
                 let _ = refusal(&noise);
                 let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-                if let Some(answer) = refusal(msg.to_string().as_bytes()) {
+                // The typed fast path and the close look agree on every message.
+                let text = msg.to_string();
+                let (fast, slow) = (super::super::check(text.as_bytes()), super::super::closely(text.as_bytes()));
+                prop_assert_eq!(fast.is_ok(), slow.is_ok());
+                if let (Ok(f), Ok(s)) = (&fast, &slow) {
+                    prop_assert_eq!((&f.name, &f.id), (&s.name, &s.id));
+                }
+                if let Some(answer) = refusal(text.as_bytes()) {
                     prop_assert_eq!(&answer["jsonrpc"], "2.0");
                     prop_assert_eq!(&answer["id"], &id);
                 }
