@@ -127,6 +127,14 @@ start_proxy() { # NAME
 }
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+# CPU time (user + system, clock ticks) of a process, and of its children (the upstream).
+TICK=$(getconf CLK_TCK)
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+child_ticks() {
+  local sum=0 c
+  for c in $(pgrep -P "$1"); do sum=$((sum + $(ticks "$c"))); done
+  echo "$sum"
+}
 
 # wrk_run NAME ERA CONNS -> "requests/s p50_us p99_us bad" (bad: errors + wrong answers)
 wrk_run() {
@@ -200,23 +208,29 @@ for era in $ERAS; do
   echo
   echo "era $era"
   echo
-  echo "| target | connections | requests/s | p50 | p99 | p99/p50 | requests/s vs mcp-proxy | p50 vs fixture | bad |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| target | connections | requests/s | p50 | p99 | p99/p50 | requests/s vs mcp-proxy | p50 vs fixture | CPU per call: server + upstream | bad |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   for c in $CONNS; do
     for n in "${NAMES[@]}"; do
+      s0=$(ticks "${PID[$n]}") u0=$(child_ticks "${PID[$n]}")
       if ! out=$(wrk_run "$n" "$era" "$c" 2>"$WORK/$n.$era.why"); then
-        echo "| $n | $c | skipped: $(tail -n 1 "$WORK/$n.$era.why" | cut -c1-120) | | | | | | |"
+        echo "| $n | $c | skipped: $(tail -n 1 "$WORK/$n.$era.why" | cut -c1-120) | | | | | | | |"
         continue
       fi
+      s1=$(ticks "${PID[$n]}") u1=$(child_ticks "${PID[$n]}")
       read -r rps p50 p99 bad <<<"$out"
+      # CPU microseconds per call, from the processes' own counters: steadier than
+      # requests/s on a shared machine, and it shows where a call's time goes.
+      cpu=$(awk -v s=$((s1 - s0)) -v u=$((u1 - u0)) -v t="$TICK" -v n="$rps" -v d="$SECS" \
+        'BEGIN { k = 1e6 / t / (n * d); if (u > 0) printf "%.0f + %.0f µs", s * k, u * k; else printf "%.0f µs", s * k }')
       BAD=$((BAD + bad))
       RPS[$n.$era.$c]=$rps P50[$n.$era.$c]=$p50 P99[$n.$era.$c]=$p99
       vs_proxy=$(awk -v a="$rps" -v b="${RPS[mcp-proxy.$era.$c]:-}" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }')
       base=fixture; [[ $n == *-before ]] && base=fixture-before
       vs_fix=$(awk -v a="$p50" -v b="${P50[$base.$era.$c]:-}" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }')
-      printf '| %s | %s | %s | %s µs | %s µs | %s | %s | %s | %s |\n' "$n" "$c" \
+      printf '| %s | %s | %s | %s µs | %s µs | %s | %s | %s | %s | %s |\n' "$n" "$c" \
         "$(printf '%.0f' "$rps")" "$p50" "$p99" \
-        "$(awk -v a="$p99" -v b="$p50" 'BEGIN { printf "%.2f", a / b }')" "$vs_proxy" "$vs_fix" "$bad"
+        "$(awk -v a="$p99" -v b="$p50" 'BEGIN { printf "%.2f", a / b }')" "$vs_proxy" "$vs_fix" "$cpu" "$bad"
     done
   done
 done

@@ -3,7 +3,8 @@
 
 use rmcp::service::ServerInitializeError;
 use rmcp::ServiceExt;
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use std::os::fd::AsFd;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio_util::sync::CancellationToken;
 
 use crate::faults::{garbage_line, GARBAGE_BANNER};
@@ -18,7 +19,7 @@ pub async fn serve_stdio(
     garbage: bool,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let mut stdout = tokio::io::stdout();
+    let (stdin, mut stdout) = stdio();
     if garbage {
         for line in [GARBAGE_BANNER.to_owned(), garbage_line(0)] {
             stdout.write_all(format!("{line}\n").as_bytes()).await?;
@@ -27,9 +28,6 @@ pub async fn serve_stdio(
     }
     let (rmcp_side, pump_side) = tokio::io::duplex(PUMP_BUFFER);
     let pump = tokio::spawn(pump(server.clone(), pump_side, stdout, garbage));
-    // stdio_pipes reads through the IO reactor when stdin is a pipe, so shutdown does not
-    // wait on a blocked reader thread.
-    let (stdin, _) = rmcp::transport::stdio_pipes();
     let serving = tokio::select! {
         serving = server.serve((stdin, rmcp_side)) => match serving {
             Ok(serving) => serving,
@@ -59,6 +57,39 @@ pub async fn serve_stdio(
     Ok(())
 }
 
+type Reader = Box<dyn AsyncRead + Send + Unpin>;
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// stdin and stdout through the IO reactor whenever they are pipes (rmcp's `stdio_pipes`)
+/// or sockets (what Node's child processes get): tokio's own stdin and stdout hand every
+/// read and write to a blocking thread, which costs more than the rest of a call, and a
+/// blocked reader thread would hold up shutdown.
+fn stdio() -> (Reader, Writer) {
+    if let (Some(r), Some(w)) = (
+        socket(std::io::stdin().as_fd()),
+        socket(std::io::stdout().as_fd()),
+    ) {
+        return (Box::new(r), Box::new(w));
+    }
+    let (r, w) = rmcp::transport::stdio_pipes();
+    (Box::new(r), Box::new(w))
+}
+
+/// `fd` as a non-blocking tokio socket, if it is a Unix socket. Unlike a pipe, a socket
+/// cannot be reopened privately: `O_NONBLOCK` is set on the process's own descriptor too,
+/// which nothing else in the fixture reads or writes.
+fn socket(fd: std::os::fd::BorrowedFd<'_>) -> Option<tokio::net::UnixStream> {
+    use std::os::unix::fs::FileTypeExt;
+    let fd = fd.try_clone_to_owned().ok()?;
+    let file = std::fs::File::from(fd);
+    if !file.metadata().ok()?.file_type().is_socket() {
+        return None;
+    }
+    let stream = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(file));
+    stream.set_nonblocking(true).ok()?;
+    tokio::net::UnixStream::from_std(stream).ok()
+}
+
 /// Copies rmcp's output lines to `out`, restoring raw tools, optionally adding garbage.
 async fn pump(
     server: FixtureServer,
@@ -69,9 +100,10 @@ async fn pump(
     let mut lines = BufReader::new(from).lines();
     let mut sent = 0u64;
     while let Some(line) = lines.next_line().await? {
-        let line = crate::wire::restore_raw_tools_text(&server, &line).unwrap_or(line);
+        let mut line = crate::wire::restore_raw_tools_text(&server, &line).unwrap_or(line);
+        // One write a message: stdout is unbuffered.
+        line.push('\n');
         out.write_all(line.as_bytes()).await?;
-        out.write_all(b"\n").await?;
         sent += 1;
         if garbage {
             out.write_all(garbage_line(sent).as_bytes()).await?;

@@ -113,8 +113,11 @@ pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStre
     let (mut to_rmcp, rmcp_in) = tokio::io::duplex(1 << 20);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
     let (replies, mut pending) = tokio::sync::mpsc::unbounded_channel::<String>();
+    // Through the IO reactor when stdin and stdout are pipes (a client's child process):
+    // tokio's own stdin and stdout hand every read and write to a blocking thread.
+    let (stdin, mut out) = rmcp::transport::stdio_pipes();
     tokio::spawn(async move {
-        let mut stdin = BufReader::new(tokio::io::stdin());
+        let mut stdin = BufReader::new(stdin);
         let mut line = Vec::new();
         loop {
             line.clear();
@@ -142,7 +145,6 @@ pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStre
         // Dropping `to_rmcp` ends rmcp's input: the session closes as it would on EOF.
     });
     tokio::spawn(async move {
-        let mut out = tokio::io::stdout();
         let mut from_rmcp = BufReader::new(from_rmcp);
         let mut line = Vec::new();
         let (mut rmcp_open, mut replies_open) = (true, true);
