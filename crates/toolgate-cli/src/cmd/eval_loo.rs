@@ -182,7 +182,37 @@ pub(crate) fn run(dirs: &[PathBuf], fixed: Option<f32>, params: &Bm25fParams) ->
             m.clarify_rate
         )?;
     }
+    needed(&mut out, &sets, &held)?;
     reliability(&mut out, &sets, &held)?;
+    Ok(())
+}
+
+/// Per left-out set, the lowest threshold at which its own selections are at least
+/// [`TARGET_PRECISION`] right, and how many tasks select there: what one shared threshold
+/// gives up on each catalog.
+fn needed(
+    out: &mut impl Write,
+    sets: &[Set],
+    held: &[(Vec<QueryOutcome>, Vec<QueryOutcome>, Calibration)],
+) -> Result<()> {
+    writeln!(
+        out,
+        "\nThe threshold each left-out set needs for >= {TARGET_PRECISION:.2} of its selections right (select rate there):\n"
+    )?;
+    writeln!(out, "| left out | tune | test |")?;
+    writeln!(out, "|---|---|---|")?;
+    for (s, (tune, test, _)) in sets.iter().zip(held) {
+        let cell = |o: &[QueryOutcome]| {
+            (30..=99)
+                .map(|i| i as f32 / 100.0)
+                .map(|t| (t, sweep_row(o, t)))
+                .find(|(_, r)| r.coverage > 0.0 && r.precision >= TARGET_PRECISION)
+                .map_or("none".to_string(), |(t, r)| {
+                    format!("{t:.2} ({:.3})", r.coverage)
+                })
+        };
+        writeln!(out, "| {} | {} | {} |", s.name, cell(tune), cell(test))?;
+    }
     Ok(())
 }
 
