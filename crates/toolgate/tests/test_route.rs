@@ -299,3 +299,31 @@ fn chinese_tasks_find_livemcpbench_chinese_tools() {
     let d = route(&index, "根据分类查询菜谱", &RouteOptions::default());
     assert!(d.selected().is_some(), "{d:?}");
 }
+
+/// One weak shared word with the only tool that matches anything is not a selection: the
+/// softmax is 1 when a single tool matches, and the decision must not read that as
+/// certainty (MetaTool's "the prices of Ethereum" selected a petrol-price tool at 0.985
+/// before the softmax feature was bounded).
+#[test]
+fn a_lone_weak_match_asks() {
+    let c = catalog(
+        r#"[
+  {"server": "fuel", "tool": {"name": "AusPetrolPrices", "description": "Ask for the average daily petrol price for any state or capital city region in Australia!"}},
+  {"server": "sales", "tool": {"name": "KalendarAI", "description": "KalendarAI sales agents generate revenue with potential customers from 200+ million companies globally."}},
+  {"server": "places", "tool": {"name": "local", "description": "Discover and support restaurants, shops & services near you."}}
+]"#,
+    );
+    let index = RouteIndex::build(&c);
+    let opts = RouteOptions::default();
+    for task in [
+        "What are the prices of Ethereum?",
+        "I'm looking for a coffee machine under $200.",
+    ] {
+        let d = route(&index, task, &opts);
+        assert_eq!(d.ranked().len(), 1, "{task}: one tool matches");
+        assert!(d.selected().is_none(), "{task}: {:?}", d.confidence());
+    }
+    // The same tool, meant: the task explains its name and description.
+    let d = route(&index, "average petrol price in Australia", &opts);
+    assert_eq!(name_of(&d).as_deref(), Some("fuel/AusPetrolPrices"));
+}

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 use toolgate::catalog::{load_catalog_file, load_queries_file, Catalog, LabelledQuery};
+use toolgate::route::calibrate::FEATURE_NAMES;
 use toolgate::route::eval::{evaluate, summarize, sweep, sweep_thresholds, Split, Summary};
 use toolgate::route::{
     Bm25fParams, Retriever, RouteExamples, RouteIndex, RouteOptions, DEFAULT_THRESHOLD,
@@ -95,13 +96,13 @@ pub(crate) fn run(cmd: EvalCommand) -> Result<()> {
 }
 
 fn route(args: RouteArgs) -> Result<()> {
-    if !args.leave_one_out.is_empty() {
-        return super::eval_loo::run(&args.leave_one_out, args.threshold);
-    }
     let params: Bm25fParams = match &args.params {
         Some(text) => serde_json::from_str(text).context("--params is not BM25F parameters")?,
         None => Bm25fParams::default(),
     };
+    if !args.leave_one_out.is_empty() {
+        return super::eval_loo::run(&args.leave_one_out, args.threshold, &params);
+    }
     let catalog = Catalog::from_entries(load_catalog_file(catalog_path(&args)?)?);
     let examples = Arc::new(examples(&args)?);
     if !args.weights.is_empty() {
@@ -154,13 +155,23 @@ fn route(args: RouteArgs) -> Result<()> {
             } else {
                 "clarify"
             };
-            let line = json!({
+            let mut line = json!({
                 "query": o.query,
                 "decision": decision,
                 "confidence": o.confidence,
                 "expected": o.expected,
                 "ranked": ranked,
             });
+            if let Some(x) = &o.features {
+                // The calibrated decision's inputs, by name (for refitting elsewhere).
+                let named: serde_json::Map<_, _> = FEATURE_NAMES
+                    .iter()
+                    .zip(x)
+                    .map(|(n, v)| (n.to_string(), json!(v)))
+                    .collect();
+                line["features"] = named.into();
+                line["may_select"] = json!(o.may_select);
+            }
             writeln!(out, "{line}")?;
         }
         let mut line = serde_json::to_value(&summary)?;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use toolgate::catalog::{load_catalog_file, load_queries_file, Catalog};
 use toolgate::route::calibrate::{Features, FEATURE_NAMES};
 use toolgate::route::eval::{evaluate, summarize, sweep_row, QueryOutcome, Split};
-use toolgate::route::{Calibration, RouteIndex, RouteOptions};
+use toolgate::route::{Bm25fParams, Calibration, RouteIndex, RouteOptions};
 
 /// L2 strength of the fit (on the weights, per unit of sample weight).
 const LAMBDA: f64 = 1.0;
@@ -26,7 +26,7 @@ struct Set {
     test: Vec<QueryOutcome>,
 }
 
-fn load(dir: &Path) -> Result<Set> {
+fn load(dir: &Path, params: &Bm25fParams) -> Result<Set> {
     let name = dir
         .file_name()
         .map_or("set".into(), |n| n.to_string_lossy().into_owned());
@@ -36,7 +36,7 @@ fn load(dir: &Path) -> Result<Set> {
     );
     let queries = load_queries_file(&dir.join("queries.jsonl"))
         .with_context(|| format!("{}: needs queries.jsonl", dir.display()))?;
-    let index = RouteIndex::build(&catalog);
+    let index = RouteIndex::with_params(&catalog, params.clone());
     let (mut tune, mut test) = (Vec::new(), Vec::new());
     for (i, q) in queries.into_iter().enumerate() {
         if Split::Tune.keeps(i) {
@@ -80,11 +80,14 @@ fn thresholds() -> impl Iterator<Item = f32> {
     (50..=99).map(|i| i as f32 / 100.0)
 }
 
-pub(crate) fn run(dirs: &[PathBuf], fixed: Option<f32>) -> Result<()> {
+pub(crate) fn run(dirs: &[PathBuf], fixed: Option<f32>, params: &Bm25fParams) -> Result<()> {
     if dirs.len() < 2 {
         bail!("--leave-one-out needs at least two set folders (each with catalog.json and queries.jsonl)");
     }
-    let sets: Vec<Set> = dirs.iter().map(|d| load(d)).collect::<Result<_>>()?;
+    let sets: Vec<Set> = dirs
+        .iter()
+        .map(|d| load(d, params))
+        .collect::<Result<_>>()?;
     let mut out = std::io::stdout().lock();
     // Each set's tuning and test outcomes under the model fitted without it.
     let held: Vec<(Vec<QueryOutcome>, Vec<QueryOutcome>, Calibration)> = sets
@@ -179,7 +182,37 @@ pub(crate) fn run(dirs: &[PathBuf], fixed: Option<f32>) -> Result<()> {
             m.clarify_rate
         )?;
     }
+    needed(&mut out, &sets, &held)?;
     reliability(&mut out, &sets, &held)?;
+    Ok(())
+}
+
+/// Per left-out set, the lowest threshold at which its own selections are at least
+/// [`TARGET_PRECISION`] right, and how many tasks select there: what one shared threshold
+/// gives up on each catalog.
+fn needed(
+    out: &mut impl Write,
+    sets: &[Set],
+    held: &[(Vec<QueryOutcome>, Vec<QueryOutcome>, Calibration)],
+) -> Result<()> {
+    writeln!(
+        out,
+        "\nThe threshold each left-out set needs for >= {TARGET_PRECISION:.2} of its selections right (select rate there):\n"
+    )?;
+    writeln!(out, "| left out | tune | test |")?;
+    writeln!(out, "|---|---|---|")?;
+    for (s, (tune, test, _)) in sets.iter().zip(held) {
+        let cell = |o: &[QueryOutcome]| {
+            (30..=99)
+                .map(|i| i as f32 / 100.0)
+                .map(|t| (t, sweep_row(o, t)))
+                .find(|(_, r)| r.coverage > 0.0 && r.precision >= TARGET_PRECISION)
+                .map_or("none".to_string(), |(t, r)| {
+                    format!("{t:.2} ({:.3})", r.coverage)
+                })
+        };
+        writeln!(out, "| {} | {} | {} |", s.name, cell(tune), cell(test))?;
+    }
     Ok(())
 }
 

@@ -40,6 +40,11 @@ pub type Features = [f32; N_FEATURES];
 
 /// A runner-up at this share of the top score or more is a near-twin of it.
 const TWIN_RATIO: f32 = 0.9;
+/// The softmax feature's logit is bounded to ±this (p = 0.9975): when only one or two
+/// tools match at all, the softmax is 1 whatever the match is worth, and an unbounded
+/// logit let one weak shared word ("the prices of Ethereum" -> `AusPetrolPrices`) select.
+/// Chosen on the leave-one-out table (bounds 2 to 8, and none; `docs/routing.md`).
+const SOFTMAX_LOGIT_BOUND: f32 = 6.0;
 
 /// The features of a ranking for `task`: `scores` best first (at least one, the first
 /// positive), `ceiling` the most any tool could score, `top` and `second` the first two
@@ -65,6 +70,9 @@ pub fn features(
         with_null.sort_by(|a, b| b.total_cmp(a));
     }
     let p = confidence(&with_null).clamp(1e-4, 1.0 - 1e-4);
+    let softmax_logit = (p / (1.0 - p))
+        .ln()
+        .clamp(-SOFTMAX_LOGIT_BOUND, SOFTMAX_LOGIT_BOUND);
     let coverage = ceiling.map_or(1.0, |c| if c > 0.0 { (s1 / c).min(1.0) } else { 0.0 });
     let share = |t: &ToolRecord| name_share(analyzer, task_terms, t);
     let top_share = share(top);
@@ -87,7 +95,7 @@ pub fn features(
     };
     let top_explained = explained(&top_text);
     [
-        (p / (1.0 - p)).ln(),
+        softmax_logit,
         1.0 - s2 / s1,
         coverage,
         top_share,
@@ -157,13 +165,13 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// Fitted by `toolgate eval route --fit` on the tuning splits (query index mod 5 == 0)
-    /// of MetaTool, LiveMCPBench and bfcl, each catalog weighing the same.
+    /// Printed by `toolgate eval route --leave-one-out`: fitted on the tuning splits (query
+    /// index mod 5 == 0) of MetaTool, LiveMCPBench and bfcl, each catalog weighing the same.
     pub const DEFAULT: Calibration = Calibration {
-        bias: -2.9182,
+        bias: -2.5964,
         weights: [
-            1.0981, -3.4016, -1.4083, 3.5645, -1.9486, 0.2482, -0.4007, -0.3124, 2.1065, 0.3270,
-            1.4270, 0.4932, 0.2461,
+            1.1682, -3.5958, -1.1882, 3.4571, -1.9006, 0.3617, -0.3190, -0.2427, 1.9666, 0.2942,
+            1.3166, 0.2631, 0.1198,
         ],
     };
 
