@@ -29,6 +29,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -320,8 +321,13 @@ def main():
         "processes_left": left, "problems": tally.problems, "checks": checks,
         "work_dir": work,
     }
+    ok = all(checks.values())
+    # The work folder (logs, audit, state) is kept only when something is to be looked at.
+    if ok:
+        shutil.rmtree(work, ignore_errors=True)
+        summary["work_dir"] = None
     print(json.dumps(summary, indent=2))
-    sys.exit(0 if all(checks.values()) else 1)
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

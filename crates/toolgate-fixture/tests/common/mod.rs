@@ -185,8 +185,30 @@ pub fn refs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
 }
 
+/// A file in the temp directory, removed when dropped (keep it alive while it is used).
+pub struct TempFile(PathBuf);
+
+impl std::ops::Deref for TempFile {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempFile {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Writes `contents` to a fresh file in the temp directory.
-pub fn temp_file(name: &str, contents: &str) -> PathBuf {
+pub fn temp_file(name: &str, contents: &str) -> TempFile {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!(
@@ -194,7 +216,7 @@ pub fn temp_file(name: &str, contents: &str) -> PathBuf {
         std::process::id()
     ));
     std::fs::write(&path, contents).expect("write temp file");
-    path
+    TempFile(path)
 }
 
 /// A small catalog with two servers, an output schema and keys rmcp does not model.

@@ -41,6 +41,8 @@ mod store_tests;
 
 pub use operations::OperationStatus;
 pub use report::{Problem, ValidationReport};
-pub use shape::{fits_uncounted, shape, Shaped, DEFAULT_BUDGET, MEDIA_TOKENS, NOTE_TOKENS};
+pub use shape::{
+    fits_uncounted, off_async_worker, shape, Shaped, DEFAULT_BUDGET, MEDIA_TOKENS, NOTE_TOKENS,
+};
 pub use store::{IdKind, SessionStore, StoreError, StoreLimits, StoreStats};
 pub use validate::{Checked, Validators};

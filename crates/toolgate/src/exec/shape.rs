@@ -288,3 +288,14 @@ fn resource_text(block: &Value) -> Option<&str> {
     }
     block.get("resource")?.get("text")?.as_str()
 }
+
+/// Runs CPU-bound `f` where it does not stall the async runtime: on a multi-threaded
+/// runtime the worker hands its other tasks to another thread first (`block_in_place`);
+/// a current-thread runtime (tests) runs it as is.
+pub fn off_async_worker<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}

@@ -25,12 +25,12 @@ pub fn direct_budget(engine: &Engine, tool: &ToolRecord) -> usize {
 
 /// `outcome` within `budget` tokens: whole when it fits, else its first page and a note.
 /// A result whose bytes fit is returned as it is, uncounted; a larger one is counted off
-/// the async worker (`off_async_worker`), where counting a long text holds up no other call.
+/// the async worker (`exec::off_async_worker`), where counting a long text holds up no other call.
 pub fn bound(outcome: CallOutcome, budget: usize, tool: &ToolRecord) -> CallOutcome {
     if crate::exec::fits_uncounted(&outcome, budget) {
         return outcome;
     }
-    crate::guided::execute::off_async_worker(|| cut(outcome, budget, tool))
+    crate::exec::off_async_worker(|| cut(outcome, budget, tool))
 }
 
 fn cut(outcome: CallOutcome, budget: usize, tool: &ToolRecord) -> CallOutcome {

@@ -143,17 +143,6 @@ fn parse(
     })
 }
 
-/// Runs CPU-bound `f` where it does not stall the async runtime: on a multi-threaded
-/// runtime the worker hands its other tasks to another thread first (`block_in_place`);
-/// a current-thread runtime (tests) runs it as is.
-pub(crate) fn off_async_worker<T>(f: impl FnOnce() -> T) -> T {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
-        _ => f(),
-    }
-}
-
 /// Shapes a finished call for the model: fields, budget, and a cursor for the rest.
 pub fn shaped_answer(
     engine: &Engine,
@@ -181,7 +170,7 @@ pub fn shaped_answer(
         original_tokens,
         field_note,
         ..
-    } = off_async_worker(|| shape(outcome, fields, budget, &count));
+    } = crate::exec::off_async_worker(|| shape(outcome, fields, budget, &count));
     let mut content = page.content;
     let mut structured = page.structured_content;
     if let Some(note) = field_note {
