@@ -105,6 +105,41 @@ fn closely(text: &[u8]) -> Result<Method, Value> {
     }
 }
 
+type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
+/// stdin and stdout through the IO reactor whenever they are pipes (rmcp's `stdio_pipes`)
+/// or sockets (what a Node client's `child_process` gives): tokio's own stdin and stdout
+/// hand every read and write to a blocking thread, which costs more than the rest of a
+/// small call. The fixture does the same (`toolgate_fixture::stdio`); the two crates do
+/// not depend on each other.
+fn stdio() -> (Reader, Writer) {
+    use std::os::fd::AsFd;
+    let sockets = (
+        socket(std::io::stdin().as_fd()),
+        socket(std::io::stdout().as_fd()),
+    );
+    if let (Some(r), Some(w)) = sockets {
+        return (Box::new(r), Box::new(w));
+    }
+    let (r, w) = rmcp::transport::stdio_pipes();
+    (Box::new(r), Box::new(w))
+}
+
+/// `fd` as a non-blocking tokio socket, if it is a Unix socket. Unlike a pipe, a socket
+/// cannot be reopened privately: `O_NONBLOCK` is set on the process's own descriptor,
+/// which nothing else in the gateway reads or writes (logs go to stderr).
+fn socket(fd: std::os::fd::BorrowedFd<'_>) -> Option<tokio::net::UnixStream> {
+    use std::os::unix::fs::FileTypeExt;
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    if !file.metadata().ok()?.file_type().is_socket() {
+        return None;
+    }
+    let stream = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(file));
+    stream.set_nonblocking(true).ok()?;
+    tokio::net::UnixStream::from_std(stream).ok()
+}
+
 /// stdin and stdout for rmcp, with every line from the client checked first: a line
 /// `refusal` answers is answered on stdout (between rmcp's own lines, never inside one)
 /// and not passed on; a line that is not JSON is skipped (there is no id to answer).
@@ -113,9 +148,7 @@ pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStre
     let (mut to_rmcp, rmcp_in) = tokio::io::duplex(1 << 20);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
     let (replies, mut pending) = tokio::sync::mpsc::unbounded_channel::<String>();
-    // Through the IO reactor when stdin and stdout are pipes (a client's child process):
-    // tokio's own stdin and stdout hand every read and write to a blocking thread.
-    let (stdin, mut out) = rmcp::transport::stdio_pipes();
+    let (stdin, mut out) = stdio();
     tokio::spawn(async move {
         let mut stdin = BufReader::new(stdin);
         let mut line = Vec::new();
