@@ -92,6 +92,24 @@ async fn http_front_rejects_bad_input_and_keeps_the_session() {
         "arguments": {"message": "x".repeat(200_000)}}});
     let r = post(&http, &gw.url, Some(&session), big.to_string()).await;
     assert_eq!(r.status().as_u16(), 413, "oversized body");
+    // A body that does not say it is JSON is never read past the limit: refused for its
+    // type in a session (415, unread), for its size before one (413).
+    for (session, status) in [(Some(session.as_str()), 415), (None, 413)] {
+        let mut req = http
+            .post(&gw.url)
+            .header("accept", ACCEPT)
+            .header("content-type", "text/plain")
+            .body("x".repeat(200_000));
+        if let Some(s) = session {
+            req = req.header("mcp-session-id", s);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(
+            r.status().as_u16(),
+            status,
+            "oversized text body, session {session:?}"
+        );
+    }
 
     // DNS-rebinding protection: a foreign Host is refused before any session logic.
     let r = http

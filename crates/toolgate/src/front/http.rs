@@ -37,7 +37,8 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     let engine = Engine::new(gw.clone());
     let policy = engine.policy.clone();
     // Every endpoint's sessions count against the same caps (`gateway.limits`).
-    let mut caps = super::sessions::SessionCaps::new(g.limits.clone(), policy.clone());
+    let mut caps =
+        super::sessions::SessionCaps::new(g.limits.clone(), g.max_body_bytes, policy.clone());
     let mut endpoint = |mode: Mode, profile: Option<Arc<crate::policy::Profile>>| {
         let engine = engine.clone();
         Shared(Arc::new(StreamableHttpService::new(
@@ -185,7 +186,7 @@ async fn answer_broken_requests(
 }
 
 /// The message of a body that failed because `gateway.limits.body_timeout_secs` passed.
-fn timed_out(e: &axum::Error) -> Option<String> {
+pub(super) fn timed_out(e: &axum::Error) -> Option<String> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
         if let Some(t) = err.downcast_ref::<super::conn::BodyTimedOut>() {

@@ -22,6 +22,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// The open sessions, by id, and the session managers they live in.
 pub(super) struct SessionCaps {
     limits: Limits,
+    /// `gateway.max_body_bytes`: the most of a body this layer reads itself.
+    max_body: usize,
     /// For the audit record of a session id presented by another key.
     policy: Arc<crate::policy::Policy>,
     /// One per endpoint (`/mcp`, `/mcp/guided`, ...): where a session is closed early.
@@ -44,9 +46,10 @@ struct Open {
 }
 
 impl SessionCaps {
-    pub(super) fn new(limits: Limits, policy: Arc<crate::policy::Policy>) -> Self {
+    pub(super) fn new(limits: Limits, max_body: usize, policy: Arc<crate::policy::Policy>) -> Self {
         Self {
             limits,
+            max_body,
             policy,
             managers: Vec::new(),
             state: Mutex::default(),
@@ -208,9 +211,10 @@ pub(super) async fn cap_sessions(
         let delete = request.method() == axum::http::Method::DELETE;
         if caps.touch(&id, &principal).is_err() {
             let (_, body) = request.into_parts();
-            let bytes = axum::body::to_bytes(body, usize::MAX)
-                .await
-                .unwrap_or_default();
+            let bytes = match axum::body::to_bytes(body, caps.max_body).await {
+                Ok(bytes) => bytes,
+                Err(e) => return body_refused(&e, caps.max_body),
+            };
             let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             return caps.foreign(&principal, &id, message["id"].clone());
         }
@@ -224,7 +228,7 @@ pub(super) async fn cap_sessions(
         return next.run(request).await;
     }
     // A JSON POST was read and checked by `front::http`, which noted its method; any other
-    // POST is read here (bodies reach here bounded).
+    // POST is read here, up to `gateway.max_body_bytes` (413 past it).
     let (request, message) = match request.extensions().get::<super::frames::Method>() {
         Some(m) => {
             let m = m.clone();
@@ -232,8 +236,9 @@ pub(super) async fn cap_sessions(
         }
         None => {
             let (parts, body) = request.into_parts();
-            let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
-                return StatusCode::BAD_REQUEST.into_response();
+            let bytes = match axum::body::to_bytes(body, caps.max_body).await {
+                Ok(bytes) => bytes,
+                Err(e) => return body_refused(&e, caps.max_body),
             };
             let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             let m = super::frames::Method {
@@ -272,6 +277,15 @@ pub(super) async fn cap_sessions(
     pending.2 = session_id(response.headers());
     drop(pending);
     response
+}
+
+/// A body this layer could not read: 408 when it came too slowly, else 413.
+fn body_refused(e: &axum::Error, max_body: usize) -> Response {
+    if let Some(why) = super::http::timed_out(e) {
+        return (StatusCode::REQUEST_TIMEOUT, why).into_response();
+    }
+    let why = format!("the request body is larger than gateway.max_body_bytes = {max_body}");
+    (StatusCode::PAYLOAD_TOO_LARGE, why).into_response()
 }
 
 fn session_id(headers: &axum::http::HeaderMap) -> Option<String> {
