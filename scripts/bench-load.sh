@@ -69,7 +69,7 @@ wait_line() {
   local i
   for i in $(seq 1 600); do
     local m
-    m=$(sed -nE "s|^.*$2.*$|\1|p" "$1" | head -n 1)
+    m=$(sed -nE "s|^.*$2.*$|\1|p" "$1" | sed -n 1p)
     if [ -n "$m" ]; then echo "$m"; return 0; fi
     sleep 0.1
   done
