@@ -9,17 +9,6 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-fn gateway(limits: &str) -> (TestDir, HttpGateway) {
-    let dir = TestDir::new();
-    let up = dir.stdio_upstream("alpha", "alpha", &[]);
-    let config = dir.config(
-        &format!("mode = \"direct\"\nstartup_wait_ms = 30000\n[gateway.limits]\n{limits}"),
-        &[up],
-    );
-    let gw = HttpGateway::start(&config, &[]);
-    (dir, gw)
-}
-
 fn addr(gw: &HttpGateway) -> String {
     gw.base().trim_start_matches("http://").to_string()
 }
@@ -43,14 +32,14 @@ fn read_to_close(s: &mut TcpStream) -> String {
 
 #[test]
 fn a_socket_that_sends_nothing_is_closed_after_the_idle_timeout() {
-    let (_dir, gw) = gateway("idle_timeout_secs = 1\nheader_timeout_secs = 600\n");
+    let (_dir, gw) = limited_gateway("idle_timeout_secs = 1\nheader_timeout_secs = 600\n");
     let mut s = TcpStream::connect(addr(&gw)).unwrap();
     assert_eq!(read_to_close(&mut s), "");
 }
 
 #[test]
 fn headers_that_trickle_in_are_cut_after_the_header_timeout() {
-    let (_dir, gw) = gateway("header_timeout_secs = 1\nidle_timeout_secs = 600\n");
+    let (_dir, gw) = limited_gateway("header_timeout_secs = 1\nidle_timeout_secs = 600\n");
     let mut s = TcpStream::connect(addr(&gw)).unwrap();
     s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         .unwrap();
@@ -59,7 +48,7 @@ fn headers_that_trickle_in_are_cut_after_the_header_timeout() {
 
 #[test]
 fn a_keep_alive_connection_serves_requests_then_idles_out() {
-    let (_dir, gw) = gateway("idle_timeout_secs = 1\nheader_timeout_secs = 600\n");
+    let (_dir, gw) = limited_gateway("idle_timeout_secs = 1\nheader_timeout_secs = 600\n");
     let mut s = TcpStream::connect(addr(&gw)).unwrap();
     s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         .unwrap();
@@ -70,7 +59,7 @@ fn a_keep_alive_connection_serves_requests_then_idles_out() {
 
 #[test]
 fn a_body_that_stalls_is_answered_408_naming_the_limit() {
-    let (_dir, gw) = gateway("body_timeout_secs = 1\n");
+    let (_dir, gw) = limited_gateway("body_timeout_secs = 1\n");
     let mut s = TcpStream::connect(addr(&gw)).unwrap();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: {ACCEPT}\r\nContent-Length: 200\r\nConnection: close\r\n\r\n{{\"jsonrpc\":"
@@ -86,8 +75,9 @@ fn a_body_that_stalls_is_answered_408_naming_the_limit() {
 
 #[test]
 fn connections_over_the_cap_are_told_503_and_a_freed_slot_is_used_again() {
-    let (_dir, gw) =
-        gateway("max_connections = 2\nidle_timeout_secs = 600\nheader_timeout_secs = 600\n");
+    let (_dir, gw) = limited_gateway(
+        "max_connections = 2\nidle_timeout_secs = 600\nheader_timeout_secs = 600\n",
+    );
     let a = addr(&gw);
     let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(&a).unwrap()).collect();
     // The two held sockets are accepted before the third (one listener, one accept loop).
@@ -117,8 +107,9 @@ fn connections_over_the_cap_are_told_503_and_a_freed_slot_is_used_again() {
 
 #[test]
 fn sigterm_ends_the_gateway_while_clients_hold_sockets_half_written() {
-    let (dir, mut gw) =
-        gateway("header_timeout_secs = 600\nidle_timeout_secs = 600\nbody_timeout_secs = 600\n");
+    let (dir, mut gw) = limited_gateway(
+        "header_timeout_secs = 600\nidle_timeout_secs = 600\nbody_timeout_secs = 600\n",
+    );
     let a = addr(&gw);
     let mut slow_head = TcpStream::connect(&a).unwrap();
     slow_head.write_all(b"POST /mcp HTTP/1.1\r\n").unwrap();

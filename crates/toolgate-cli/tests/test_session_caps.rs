@@ -10,17 +10,6 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-fn gateway(limits: &str) -> (TestDir, HttpGateway) {
-    let dir = TestDir::new();
-    let up = dir.stdio_upstream("alpha", "alpha", &[]);
-    let config = dir.config(
-        &format!("mode = \"direct\"\nstartup_wait_ms = 30000\n[gateway.limits]\n{limits}"),
-        &[up],
-    );
-    let gw = HttpGateway::start(&config, &[]);
-    (dir, gw)
-}
-
 /// A raw `initialize` (protocol 2025-06-18, so it opens a session): status line and body.
 fn initialize(gw: &HttpGateway) -> (String, String) {
     let body = r#"{"jsonrpc":"2.0","id":41,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
@@ -48,7 +37,7 @@ fn session_of(head_and_body: &(String, String)) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_initialize_over_the_per_principal_cap_is_refused_and_an_ended_session_frees_a_place() {
-    let (_dir, gw) = gateway("max_sessions_per_principal = 2\nmax_sessions = 10\n");
+    let (_dir, gw) = limited_gateway("max_sessions_per_principal = 2\nmax_sessions = 10\n");
     let (first, _) = connect_http(&gw.url).await;
     let (_second, _) = connect_http(&gw.url).await;
     let gw = std::sync::Arc::new(gw);
@@ -83,8 +72,9 @@ async fn an_initialize_over_the_per_principal_cap_is_refused_and_an_ended_sessio
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_pressure_idle_sessions_make_way_for_new_ones() {
     // Pressure starts at 3 open sessions; idle means unused for 1 s (a tenth of 10 s).
-    let (_dir, gw) =
-        gateway("max_sessions = 4\nmax_sessions_per_principal = 4\nsession_idle_secs = 10\n");
+    let (_dir, gw) = limited_gateway(
+        "max_sessions = 4\nmax_sessions_per_principal = 4\nsession_idle_secs = 10\n",
+    );
     let gw = std::sync::Arc::new(gw);
     let mut opened = Vec::new();
     for _ in 0..3 {

@@ -46,6 +46,24 @@ async fn until_started(path: &Path, n: usize) {
     panic!("the calls never started: {:?}", records(path));
 }
 
+/// A call of `alpha_echo` taking `delay_ms`, on a session of its own, once the gateway has
+/// audited its start; the task ends with the client and the answer.
+async fn slow_call(
+    gw: &HttpGateway,
+    dir: &TestDir,
+    message: &str,
+    delay_ms: u64,
+) -> tokio::task::JoinHandle<(Client, rmcp::model::CallToolResult)> {
+    let (client, _) = connect_http(&gw.url).await;
+    let arguments = json!({"message": message, "_delay_ms": delay_ms});
+    let running = tokio::spawn(async move {
+        let r = call(&client, "alpha_echo", arguments).await;
+        (client, r)
+    });
+    until_started(&dir.path("audit.jsonl"), 1).await;
+    running
+}
+
 fn sigterm(pid: u32) {
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
@@ -58,17 +76,7 @@ fn sigterm(pid: u32) {
 async fn a_call_that_ends_within_the_grace_gets_its_own_answer() {
     let (dir, config) = setup("60");
     let mut gw = HttpGateway::start(&config, &[]);
-    let (client, _) = connect_http(&gw.url).await;
-    let running = tokio::spawn(async move {
-        let r = call(
-            &client,
-            "alpha_echo",
-            json!({"message": "kept", "_delay_ms": 1500}),
-        )
-        .await;
-        (client, r)
-    });
-    until_started(&dir.path("audit.jsonl"), 1).await;
+    let running = slow_call(&gw, &dir, "kept", 1500).await;
     let pid = gw.child.id();
     sigterm(pid);
     let (_client, r) = running.await.unwrap();
@@ -90,17 +98,7 @@ async fn a_call_that_ends_within_the_grace_gets_its_own_answer() {
 async fn a_call_still_running_after_the_grace_is_answered_shutting_down_and_audited() {
     let (dir, config) = setup("1");
     let mut gw = HttpGateway::start(&config, &[]);
-    let (client, _) = connect_http(&gw.url).await;
-    let running = tokio::spawn(async move {
-        let r = call(
-            &client,
-            "alpha_echo",
-            json!({"message": "cut", "_delay_ms": 120000}),
-        )
-        .await;
-        (client, r)
-    });
-    until_started(&dir.path("audit.jsonl"), 1).await;
+    let running = slow_call(&gw, &dir, "cut", 120000).await;
     sigterm(gw.child.id());
     let (_client, r) = tokio::time::timeout(Duration::from_secs(60), running)
         .await

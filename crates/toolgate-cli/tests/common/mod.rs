@@ -319,6 +319,19 @@ pub async fn connect_http(url: &str) -> (Client, Notifications) {
     (client, notes)
 }
 
+/// A direct-mode gateway over HTTP in front of the `alpha` stdio fixture, with `limits`
+/// as its `[gateway.limits]` table.
+pub fn limited_gateway(limits: &str) -> (TestDir, HttpGateway) {
+    let dir = TestDir::new();
+    let up = dir.stdio_upstream("alpha", "alpha", &[]);
+    let config = dir.config(
+        &format!("mode = \"direct\"\nstartup_wait_ms = 30000\n[gateway.limits]\n{limits}"),
+        &[up],
+    );
+    let gw = HttpGateway::start(&config, &[]);
+    (dir, gw)
+}
+
 pub fn args(v: Value) -> Map<String, Value> {
     v.as_object().unwrap().clone()
 }

@@ -186,8 +186,25 @@ pub fn fits_uncounted(outcome: &CallOutcome, budget: usize) -> bool {
     let blocks: usize = (outcome.content.iter())
         .map(|b| block_tokens(b, &bytes))
         .sum();
-    let structured = (outcome.structured_content.as_ref()).map_or(0, |s| s.to_string().len());
+    let structured = (outcome.structured_content.as_ref()).map_or(0, json_len);
     blocks + structured <= budget
+}
+
+/// The length of `value`'s compact JSON, counted as it is written, not kept.
+fn json_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 /// The tokens the model would read for `outcome`, on whichever kind of client shows more:

@@ -202,7 +202,7 @@ impl SessionCaps {
 /// The middleware: counts sessions opened and ended, refuses an `initialize` over a cap.
 pub(super) async fn cap_sessions(
     State(caps): State<Arc<SessionCaps>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let principal =
@@ -229,11 +229,9 @@ pub(super) async fn cap_sessions(
     }
     // A JSON POST was read and checked by `front::http`, which noted its method; any other
     // POST is read here, up to `gateway.max_body_bytes` (413 past it).
-    let (request, message) = match request.extensions().get::<super::frames::Method>() {
-        Some(m) => {
-            let m = m.clone();
-            (request, m)
-        }
+    let noted = request.extensions_mut().remove::<super::frames::Method>();
+    let (request, message) = match noted {
+        Some(m) => (request, m),
         None => {
             let (parts, body) = request.into_parts();
             let bytes = match axum::body::to_bytes(body, caps.max_body).await {

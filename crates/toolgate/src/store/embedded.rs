@@ -147,13 +147,7 @@ impl Store for EmbeddedStore {
     }
 
     fn put(&self, kind: Kind, id: &str, record: &Record) -> Result<(), StoreFault> {
-        let sealed = self.sealer.seal(kind, id, &record.owner, &record.value);
-        let meta = Meta {
-            live: true,
-            expires_ms: record.expires_ms,
-            owner: record.owner.clone(),
-        }
-        .encode();
+        let (sealed, meta) = self.sealer.seal_record(kind, id, record);
         self.write(Durability::Immediate, |tx| {
             tx.open_table(values(kind))?.insert(id, sealed.as_slice())?;
             tx.open_table(metas(kind))?.insert(id, meta.as_slice())?;

@@ -100,13 +100,7 @@ impl Store for RedisStore {
     }
 
     fn put(&self, kind: Kind, id: &str, record: &Record) -> Result<(), StoreFault> {
-        let sealed = self.sealer.seal(kind, id, &record.owner, &record.value);
-        let meta = Meta {
-            live: true,
-            expires_ms: record.expires_ms,
-            owner: record.owner.clone(),
-        }
-        .encode();
+        let (sealed, meta) = self.sealer.seal_record(kind, id, record);
         let ttl = ttl_ms(record.expires_ms);
         let tomb = ttl + TOMBSTONE.as_millis() as u64;
         let (v, m) = (Self::key(kind, "v", id), Self::key(kind, "m", id));

@@ -71,6 +71,23 @@ impl Sealer {
         }
     }
 
+    /// What a backend writes for `record` under `id`: its sealed value and its live
+    /// [`Meta`](super::Meta), encoded.
+    pub(super) fn seal_record(
+        &self,
+        kind: Kind,
+        id: &str,
+        record: &super::Record,
+    ) -> (Vec<u8>, Vec<u8>) {
+        let sealed = self.seal(kind, id, &record.owner, &record.value);
+        let meta = super::Meta {
+            live: true,
+            expires_ms: record.expires_ms,
+            owner: record.owner.clone(),
+        };
+        (sealed, meta.encode())
+    }
+
     pub fn seal(&self, kind: Kind, id: &str, owner: &str, plain: &[u8]) -> Vec<u8> {
         let nonce: [u8; NONCE] = rand::random();
         let aad = aad(kind, id, owner);
