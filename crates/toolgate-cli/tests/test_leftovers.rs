@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 
 fn grandchildren(dir: &TestDir, which: &str) -> Vec<u32> {
     let marker = dir.path("catalog.json").display().to_string();
@@ -32,21 +32,23 @@ async fn until(what: &str, mut f: impl FnMut() -> bool) {
     panic!("never: {what}");
 }
 
-fn start(dir: &TestDir) -> HttpGateway {
+/// A gateway whose upstream spawns both kinds of grandchild, once both run.
+async fn start(dir: &TestDir) -> HttpGateway {
     let up = dir.stdio_upstream("alpha", "alpha", &["--fault", "spawn-grandchildren"]);
     let config = dir.config("mode = \"direct\"", &[up]);
-    HttpGateway::start(&config, &[])
+    let gw = HttpGateway::start(&config, &[]);
+    until("both grandchildren run", || {
+        !grandchildren(dir, "escaped-grandchild").is_empty()
+            && !grandchildren(dir, "group-grandchild").is_empty()
+    })
+    .await;
+    gw
 }
 
 #[tokio::test]
 async fn a_grandchild_that_called_setsid_does_not_outlive_sigterm() {
     let dir = TestDir::new();
-    let mut gw = start(&dir);
-    until("both grandchildren run", || {
-        !grandchildren(&dir, "escaped-grandchild").is_empty()
-            && !grandchildren(&dir, "group-grandchild").is_empty()
-    })
-    .await;
+    let mut gw = start(&dir).await;
     let status = tokio::task::spawn_blocking(move || gw.stop())
         .await
         .unwrap();
@@ -61,12 +63,7 @@ async fn a_grandchild_that_called_setsid_does_not_outlive_sigterm() {
 #[tokio::test]
 async fn group_members_do_not_outlive_sigkill_of_the_gateway() {
     let dir = TestDir::new();
-    let mut gw = start(&dir);
-    until("both grandchildren run", || {
-        !grandchildren(&dir, "escaped-grandchild").is_empty()
-            && !grandchildren(&dir, "group-grandchild").is_empty()
-    })
-    .await;
+    let mut gw = start(&dir).await;
     let escaped = grandchildren(&dir, "escaped-grandchild");
     gw.child.kill().unwrap();
     gw.child.wait().unwrap();
@@ -100,16 +97,7 @@ async fn a_second_initialize_on_an_open_session_is_refused() {
         "mode = \"direct\"",
         &[dir.stdio_upstream("alpha", "alpha", &[])],
     );
-    let mut child = tokio::process::Command::new(toolgate())
-        .args(["serve", "--stdio", "--config"])
-        .arg(&config)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut stdin, mut stdout) = raw_stdio_gateway(&config);
     let init = |id: u64, name: &str| {
         json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":name,"version":"0"}}}).to_string()
     };

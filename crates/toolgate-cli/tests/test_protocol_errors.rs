@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 
 fn deep_request(id: u64) -> String {
     format!(
@@ -43,16 +43,7 @@ async fn stdio_answers_every_broken_request_with_its_own_id() {
         "mode = \"direct\"",
         &[dir.stdio_upstream("alpha", "alpha", &[])],
     );
-    let mut child = tokio::process::Command::new(toolgate())
-        .args(["serve", "--stdio", "--config"])
-        .arg(&config)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut stdin, mut stdout) = raw_stdio_gateway(&config);
     let mut lines = vec![
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}).to_string(),
         json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string(),

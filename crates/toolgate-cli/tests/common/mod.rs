@@ -319,6 +319,32 @@ pub async fn connect_http(url: &str) -> (Client, Notifications) {
     (client, notes)
 }
 
+/// The lines of a child's stdout, read as they come.
+pub type ChildLines = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>;
+
+/// `toolgate serve --stdio --config CONFIG`, spoken to line by line: the child (killed
+/// when dropped), its stdin and its stdout's lines.
+pub fn raw_stdio_gateway(
+    config: &Path,
+) -> (
+    tokio::process::Child,
+    tokio::process::ChildStdin,
+    ChildLines,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(toolgate())
+        .args(["serve", "--stdio", "--config"])
+        .arg(config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, stdin, stdout)
+}
+
 /// A direct-mode gateway over HTTP in front of the `alpha` stdio fixture, with `limits`
 /// as its `[gateway.limits]` table.
 pub fn limited_gateway(limits: &str) -> (TestDir, HttpGateway) {
