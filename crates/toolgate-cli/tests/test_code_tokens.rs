@@ -5,26 +5,9 @@
 mod common;
 use common::skills::skills_setup;
 use common::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use toolgate::shape::tokens::openai_form;
 use toolgate::shape::Encoding;
-
-fn tokens_json(config: &std::path::Path, extra: &[&str]) -> Value {
-    let out = std::process::Command::new(toolgate())
-        .arg("tokens")
-        .arg("--config")
-        .arg(config)
-        .arg("--json")
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 #[tokio::test]
 async fn the_code_column_is_what_a_code_mode_session_with_skills_lists() {

@@ -7,7 +7,7 @@
 
 mod common;
 use common::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -79,17 +79,7 @@ async fn the_dashboard_in_headless_chromium_shows_the_token_figures_and_updates(
         hash(READER)
     );
     let path = dir.config("mode = \"guided\"", &[alpha, beta_table, keys]);
-    let out = Command::new(toolgate())
-        .args(["tokens", "--json", "--config"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = tokens_json(&path, &[]);
     let direct = report["totals"]["direct"].to_string();
 
     let gw = HttpGateway::start(&path, &[]);

@@ -272,19 +272,7 @@ async fn the_dashboard_data_shows_the_figures_tokens_json_prints() {
     assert_eq!(status, 200, "{body}");
     let data: Value = serde_json::from_str(&body).unwrap();
     let html = dir.path("tokens.html");
-    let out = Command::new(toolgate())
-        .args(["tokens", "--json", "--config"])
-        .arg(&path)
-        .arg("--html")
-        .arg(&html)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = tokens_json(&path, &["--html", &html.display().to_string()]);
     assert_eq!(data["catalog"]["totals"], report["totals"]);
     assert_eq!(data["catalog"]["servers"], report["servers"]);
     assert_eq!(data["catalog"]["tool_rows"].as_array().unwrap().len(), 5);

@@ -319,6 +319,24 @@ pub async fn connect_http(url: &str) -> (Client, Notifications) {
     (client, notes)
 }
 
+/// `toolgate tokens --config CONFIG --json EXTRA...`, which must succeed: its report.
+pub fn tokens_json(config: &std::path::Path, extra: &[&str]) -> Value {
+    let out = std::process::Command::new(toolgate())
+        .arg("tokens")
+        .arg("--config")
+        .arg(config)
+        .arg("--json")
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The lines of a child's stdout, read as they come.
 pub type ChildLines = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>;
 
