@@ -227,7 +227,9 @@ for era in $ERAS; do
       RPS[$n.$era.$c]=$rps P50[$n.$era.$c]=$p50 P99[$n.$era.$c]=$p99
       vs_proxy=$(awk -v a="$rps" -v b="${RPS[mcp-proxy.$era.$c]:-}" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }')
       base=fixture; [[ $n == *-before ]] && base=fixture-before
-      vs_fix=$(awk -v a="$p50" -v b="${P50[$base.$era.$c]:-}" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }')
+      # The ratio and what the proxy adds to the fixture's own p50, in µs.
+      vs_fix=$(awk -v a="$p50" -v b="${P50[$base.$era.$c]:-}" -v n="$n" \
+        'BEGIN { if (b > 0 && n ~ /^fixture/) printf "%.2f×", a / b; else if (b > 0) printf "%.2f× (+%d µs)", a / b, a - b; else print "–" }')
       printf '| %s | %s | %s | %s µs | %s µs | %s | %s | %s | %s | %s |\n' "$n" "$c" \
         "$(printf '%.0f' "$rps")" "$p50" "$p99" \
         "$(awk -v a="$p99" -v b="$p50" 'BEGIN { printf "%.2f", a / b }')" "$vs_proxy" "$vs_fix" "$cpu" "$bad"

@@ -150,7 +150,8 @@ impl FixtureServer {
         None
     }
 
-    /// Sleeps `_delay_ms`, split into `_progress` steps each followed by a notification.
+    /// Sleeps `_delay_ms`, split into `_progress` steps each followed by a notification
+    /// (no sleep at all when `_delay_ms` is 0).
     async fn wait(&self, knobs: &Knobs, context: &RequestContext<RoleServer>) {
         let token = context.meta.get_progress_token();
         let steps = match &token {
@@ -159,10 +160,8 @@ impl FixtureServer {
         };
         let step = Duration::from_millis(knobs.delay_ms) / u32::try_from(steps).unwrap_or(u32::MAX);
         for done in 1..=steps {
-            tokio::select! {
-                _ = tokio::time::sleep(step) => {}
-                // A cancelled call gets no answer anyway; stop spending time on it.
-                _ = context.ct.cancelled() => return,
+            if !pause(step, &context.ct).await {
+                return;
             }
             if let (Some(token), true) = (&token, knobs.progress > 0) {
                 let param = ProgressNotificationParam::new(token.clone(), done as f64)
@@ -288,4 +287,51 @@ async fn send_log(context: &RequestContext<RoleServer>, data: Value) {
 
 fn error_result(message: String) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(message)]).into()
+}
+
+/// Sleeps `step`, or returns false at once when the call is cancelled (a cancelled call gets
+/// no answer anyway: stop spending time on it). A zero step does not sleep at all: tokio
+/// rounds a zero sleep up to its next 1 ms timer tick, which put a millisecond into every
+/// call, and into every baseline measured against this fixture.
+async fn pause(step: Duration, cancelled: &tokio_util::sync::CancellationToken) -> bool {
+    if step.is_zero() {
+        return !cancelled.is_cancelled();
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(step) => true,
+        _ = cancelled.cancelled() => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pause;
+    use std::time::Duration;
+    use tokio_util::sync::CancellationToken;
+
+    // The clock is paused: it moves only when every task waits on a timer, so these hold
+    // on any machine, loaded or not.
+    #[tokio::test(start_paused = true)]
+    async fn no_delay_arms_no_timer() {
+        // Off a millisecond boundary, as a real clock always is: a zero sleep would then
+        // wait for the timer's next tick, and the paused clock would move to it.
+        tokio::time::advance(Duration::from_micros(300)).await;
+        let start = tokio::time::Instant::now();
+        assert!(pause(Duration::ZERO, &CancellationToken::new()).await);
+        assert_eq!(
+            tokio::time::Instant::now(),
+            start,
+            "a zero delay waited for a timer tick"
+        );
+        assert!(pause(Duration::from_millis(50), &CancellationToken::new()).await);
+        assert!(tokio::time::Instant::now() - start >= Duration::from_millis(50));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_call_stops_waiting() {
+        let ct = CancellationToken::new();
+        ct.cancel();
+        assert!(!pause(Duration::from_secs(60), &ct).await);
+        assert!(!pause(Duration::ZERO, &ct).await);
+    }
 }

@@ -125,21 +125,33 @@ pub(crate) fn init_logging(default: &str) {
 
 /// The stderr log lines of [`init_logging`], as a layer with its own filter (the spans
 /// exported by `serve --features otel` are filtered apart, see `telemetry`).
+///
+/// Below `debug` the lines carry no span prefix (`tools/call{mcp.tool=...}:admit{...}:`):
+/// the log layer then takes no spans at all, so a call's five spans cost nothing unless
+/// something exports them. With `RUST_LOG=debug` (or finer) every line has its spans again.
 pub(crate) fn log_layer<S>(default: &str) -> impl tracing_subscriber::Layer<S>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
     use std::io::IsTerminal;
+    use tracing_subscriber::filter::{FilterExt, LevelFilter};
     use tracing_subscriber::Layer;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},rmcp=off")))
         .add_directive(QUIET_SESSION_IDS.parse().expect("a valid directive"));
+    let spans = filter
+        .max_level_hint()
+        .is_none_or(|max| max >= LevelFilter::DEBUG);
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(colour)
         .with_target(false)
-        .with_filter(filter)
+        .with_filter(
+            filter.and(tracing_subscriber::filter::filter_fn(move |meta| {
+                spans || meta.is_event()
+            })),
+        )
 }
 
 /// Starts the gateway and waits until every upstream has connected or failed once
