@@ -467,14 +467,18 @@ impl ServerHandler for Session {
 /// What every session offers: tools, and what upstreams serve besides (see `resources`,
 /// `prompts`, `relay`).
 fn capabilities() -> ServerCapabilities {
-    serde_json::from_value(serde_json::json!({
-        "tools": {"listChanged": true},
-        "resources": {"subscribe": true, "listChanged": true},
-        "prompts": {"listChanged": true},
-        "completions": {},
-        "logging": {}
-    }))
-    .expect("valid capabilities")
+    // Read once: rmcp asks for the server's info on every stateless request.
+    static CAPABILITIES: std::sync::LazyLock<ServerCapabilities> = std::sync::LazyLock::new(|| {
+        serde_json::from_value(serde_json::json!({
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
+            "completions": {},
+            "logging": {}
+        }))
+        .expect("valid capabilities")
+    });
+    CAPABILITIES.clone()
 }
 
 /// Serves one session over stdin/stdout until the client closes it. Its identity and
