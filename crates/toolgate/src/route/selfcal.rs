@@ -42,16 +42,7 @@ impl Default for PseudoShape {
 
 /// The pseudo-task of one tool: content words of its description that are not words of
 /// its name, one in `stride`, at most `max_words`; `None` with fewer than two.
-pub fn pseudo_task(
-    analyzer: &Analyzer,
-    tool: &ToolRecord,
-    shape: PseudoShape,
-    df: &std::collections::HashMap<String, usize>,
-) -> Option<String> {
-    let min_df: usize = std::env::var("TG_PSEUDO_MINDF")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+pub fn pseudo_task(analyzer: &Analyzer, tool: &ToolRecord, shape: PseudoShape) -> Option<String> {
     let name: HashSet<String> = if std::env::var("TG_PSEUDO_KEEPNAME").is_ok() {
         HashSet::new()
     } else {
@@ -65,9 +56,6 @@ pub fn pseudo_task(
             let terms = analyzer.analyze(w);
             !terms.is_empty()
                 && terms.iter().all(|t| !name.contains(t))
-                && terms
-                    .iter()
-                    .all(|t| df.get(t).copied().unwrap_or(0) >= min_df)
                 && terms.iter().any(|t| seen.insert(t.clone()))
         })
         .collect();
@@ -90,18 +78,10 @@ pub fn pseudo_tasks<'a>(
     all.sort_by(|a, b| a.id.cmp(&b.id));
     let stride = all.len().div_ceil(MAX_PSEUDO_TASKS).max(1);
     let analyzer = Analyzer::new();
-    let mut df: std::collections::HashMap<String, usize> = Default::default();
-    for t in &all {
-        let mut set: HashSet<String> = analyzer.analyze(&t.id.name).into_iter().collect();
-        set.extend(analyzer.analyze(truncate(t.description(), 2048)));
-        for term in set {
-            *df.entry(term).or_default() += 1;
-        }
-    }
     all.iter()
         .step_by(stride)
         .filter_map(|tool| {
-            let query = pseudo_task(&analyzer, tool, shape, &df)?;
+            let query = pseudo_task(&analyzer, tool, shape)?;
             let expected = all
                 .iter()
                 .filter(|t| t.id.name.eq_ignore_ascii_case(&tool.id.name))
