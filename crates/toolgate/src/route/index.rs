@@ -230,16 +230,10 @@ impl RouteIndex {
         let mut lens_all = Vec::with_capacity(tools.len());
         let mut names = Vec::new();
         let mut total_len = 0;
-        let mut docs_all: Vec<super::doc::ToolDoc> = tools
-            .iter()
-            .map(|tool| {
-                let examples = self.examples.of(&tool.id.server, &tool.id.name);
-                analyze_tool(&self.analyzer, tool, examples)
-            })
-            .collect();
-        neighbour_expansion(&mut docs_all);
-        for ((doc, tool), analysed) in tools.iter().enumerate().zip(docs_all) {
+        for (doc, tool) in tools.iter().enumerate() {
             let doc = doc as u32;
+            let examples = self.examples.of(&tool.id.server, &tool.id.name);
+            let analysed = analyze_tool(&self.analyzer, tool, examples);
             for (term, tf) in analysed.tf {
                 postings.entry(term).or_default().push(Posting { doc, tf });
             }
@@ -567,63 +561,4 @@ fn top_k(hits: &mut Vec<(f32, u32, u32)>, k: usize) {
     }
     hits.truncate(k);
     hits.sort_unstable_by(order);
-}
-
-/// Prototype: each tool's examples field gains the name (and optionally description) terms
-/// of its `TG_NB_K` nearest tools on the same server (Jaccard over name+description terms).
-fn neighbour_expansion(docs: &mut [super::doc::ToolDoc]) {
-    use super::doc::{DESCRIPTION, EXAMPLES, NAME};
-    use std::collections::HashSet;
-    let k: usize = std::env::var("TG_NB_K")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    if k == 0 || docs.len() < 2 {
-        return;
-    }
-    let with_desc = std::env::var("TG_NB_DESC").is_ok();
-    let sets: Vec<HashSet<&str>> = docs
-        .iter()
-        .map(|d| {
-            d.tf.iter()
-                .filter(|(t, f)| !t.contains(' ') && (f[NAME] > 0 || f[DESCRIPTION] > 0))
-                .map(|(t, _)| t.as_str())
-                .collect()
-        })
-        .collect();
-    let mut adds: Vec<Vec<String>> = vec![Vec::new(); docs.len()];
-    for i in 0..docs.len() {
-        let mut sims: Vec<(f32, usize)> = (0..docs.len())
-            .filter(|&j| j != i)
-            .map(|j| {
-                let inter = sets[i].intersection(&sets[j]).count() as f32;
-                let union = (sets[i].len() + sets[j].len()) as f32 - inter;
-                (if union > 0.0 { inter / union } else { 0.0 }, j)
-            })
-            .collect();
-        sims.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        for &(sim, j) in sims.iter().take(k) {
-            if sim <= 0.0 {
-                continue;
-            }
-            for (t, f) in &docs[j].tf {
-                if !t.contains(' ') && (f[NAME] > 0 || (with_desc && f[DESCRIPTION] > 0)) {
-                    adds[i].push(t.clone());
-                }
-            }
-        }
-    }
-    for (d, add) in docs.iter_mut().zip(adds) {
-        for t in add {
-            match d.tf.iter_mut().find(|(x, _)| *x == t) {
-                Some((_, f)) => f[EXAMPLES] = f[EXAMPLES].saturating_add(1),
-                None => {
-                    let mut f = [0u16; super::doc::N_FIELDS];
-                    f[EXAMPLES] = 1;
-                    d.tf.push((t, f));
-                }
-            }
-            d.lens[EXAMPLES] = d.lens[EXAMPLES].saturating_add(1);
-        }
-    }
 }
