@@ -80,9 +80,6 @@ pub(crate) struct RouteArgs {
     /// `--split test`, so no query is ranked against itself.
     #[arg(long)]
     examples_from_tune: bool,
-    /// Route the catalog's own pseudo-tasks (prototype).
-    #[arg(long)]
-    pseudo: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -130,12 +127,7 @@ fn route(args: RouteArgs) -> Result<()> {
         };
     let build_ms = started.elapsed().as_secs_f64() * 1e3;
     let threshold = args.threshold.unwrap_or(default_threshold);
-    let queries = if args.pseudo {
-        let idx = RouteIndex::with_params(&catalog, Bm25fParams::default());
-        toolgate::route::selfcal::pseudo_tasks(idx.tools(), Default::default())
-    } else {
-        split_queries(&args)?
-    };
+    let queries = split_queries(&args)?;
     let opts = RouteOptions {
         threshold,
         depth: args.k.max(5),

@@ -24,7 +24,6 @@ struct Set {
     name: String,
     tune: Vec<QueryOutcome>,
     test: Vec<QueryOutcome>,
-    pseudo: Vec<QueryOutcome>,
 }
 
 fn load(dir: &Path, params: &Bm25fParams) -> Result<Set> {
@@ -47,12 +46,10 @@ fn load(dir: &Path, params: &Bm25fParams) -> Result<Set> {
         }
     }
     let opts = RouteOptions::default();
-    let pseudo = toolgate::route::selfcal::pseudo_tasks(index.tools(), Default::default());
     Ok(Set {
         name,
         tune: evaluate(&index, &tune, &opts),
         test: evaluate(&index, &test, &opts),
-        pseudo: evaluate(&index, &pseudo, &opts),
     })
 }
 
@@ -153,31 +150,6 @@ pub(crate) fn run(dirs: &[PathBuf], fixed: Option<f32>, params: &Bm25fParams) ->
         }
     }
     let all = Calibration::fit(&samples(sets.iter()), LAMBDA);
-    if let Ok(path) = std::env::var("TG_FEAT") {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-        for s in &sets {
-            for (split, o) in [("tune", &s.tune), ("test", &s.test), ("pseudo", &s.pseudo)] {
-                for o in o.iter() {
-                    writeln!(f, "{}", serde_json::json!({"set": s.name, "split": split,
-                        "x": o.features.map(|x| x.to_vec()), "may": o.may_select && o.features.is_some(), "right": o.top_is_right()}))?;
-                }
-            }
-        }
-    }
-    if let Ok(path) = std::env::var("TG_DUMP") {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-        let cals: Vec<(String, &Calibration)> = sets.iter().zip(&held).map(|(s, h)| (format!("without_{}", s.name), &h.2)).chain([("all".to_string(), &all)]).collect();
-        for s in &sets {
-            for (cal, c) in &cals {
-                for (split, o) in [("tune", &s.tune), ("test", &s.test), ("pseudo", &s.pseudo)] {
-                    for o in rescored(o, c) {
-                        writeln!(f, "{}", serde_json::json!({"set": s.name, "cal": cal, "split": split,
-                            "conf": o.confidence, "may": o.may_select && o.features.is_some(), "right": o.top_is_right(), "q": if split == "pseudo" { o.query.clone() } else { String::new() }}))?;
-                    }
-                }
-            }
-        }
-    }
     writeln!(
         out,
         "\nFitted on every tuning split (Calibration::DEFAULT):"

@@ -288,11 +288,6 @@ impl RouteIndex {
         self.docs as usize
     }
 
-    /// Every indexed tool, server slot by slot.
-    pub fn tools(&self) -> impl Iterator<Item = &Arc<ToolRecord>> {
-        self.shards.iter().flatten().flat_map(|s| s.tools.iter())
-    }
-
     pub fn is_empty(&self) -> bool {
         self.docs == 0
     }

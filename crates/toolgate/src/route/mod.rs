@@ -25,7 +25,6 @@ pub mod examples;
 #[cfg(feature = "embed")]
 pub mod hybrid;
 pub mod index;
-pub mod selfcal;
 pub mod synonyms;
 pub mod text;
 
