@@ -104,22 +104,51 @@ struct AnObject;
 
 impl<'de> serde::Deserialize<'de> for AnObject {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Skip;
-        impl<'de> serde::de::Visitor<'de> for Skip {
-            type Value = AnObject;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<AnObject, A::Error> {
-                use serde::de::IgnoredAny;
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(AnObject)
-            }
-        }
-        d.deserialize_map(Skip)
+        d.deserialize_map(Skip).map(|Skip| AnObject)
+    }
+}
+
+/// Any JSON value, read through without keeping it, as strictly as a `Value` is read:
+/// strings are decoded (a lone surrogate fails) and nesting counts against the parser's
+/// depth limit (serde's `IgnoredAny` checks neither, and rmcp's typed read fails on both).
+struct Skip;
+
+impl<'de> serde::Deserialize<'de> for Skip {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Skip)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Skip {
+    type Value = Skip;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Skip)
     }
 }
 
@@ -345,9 +374,18 @@ mod tests {
             r#"{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"x"}}"#,
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"},"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}} trailing"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"s":"\ud800"}}}"#,
         ] {
             assert_eq!(plain(other), None, "{other}");
         }
+        // Deeper than the parser allows: rmcp cannot read it, so neither may this path.
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"x","arguments":{{"a":{}{}}}}}}}"#,
+            "[".repeat(300),
+            "]".repeat(300)
+        );
+        assert_eq!(plain(&deep), None);
+        assert!(super::closely(deep.as_bytes()).is_err());
     }
 
     mod props {
