@@ -199,7 +199,8 @@ pub(super) async fn resume_parked(
 }
 
 /// The answer to the client: the question asked of it (a parked call's, the approval's,
-/// or the upstream's own `input_required`), the missing capability (-32021), or the result.
+/// or the upstream's own `input_required`), the missing capability (-32021, when the call
+/// failed after its upstream was refused it), or the result.
 pub(super) fn finish(
     gw: &Gateway,
     caller: &Caller,
@@ -220,7 +221,14 @@ pub(super) fn finish(
         if let Some(asked) = relay.take_asked() {
             return answer(gw, caller, asked).map(Into::into);
         }
-        if let Some(missing) = super::request::undeclared(&relay, context) {
+        // Only a call that failed without it: a call that succeeded although its upstream
+        // was refused (server-everything asks for roots on a timer, whatever call is in
+        // flight then) keeps its result.
+        let failed = result.is_error == Some(true);
+        if let Some(missing) = failed
+            .then(|| super::request::undeclared(&relay, context))
+            .flatten()
+        {
             return Err(missing);
         }
     }

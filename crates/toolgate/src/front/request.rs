@@ -127,9 +127,10 @@ impl Session {
     }
 }
 
-/// The error for a call whose upstream needed a capability (sampling, elicitation, roots)
-/// that the 2026-07-28 client did not declare in its `_meta`: -32021, naming it. A client
-/// that declared it gets the call's own result (the upstream was told it cannot be asked).
+/// The error for a call that failed after its upstream asked for a capability (sampling,
+/// elicitation, roots) the 2026-07-28 client did not declare in its `_meta`: -32021, naming
+/// it. A client that declared it, or a call that succeeded anyway, gets the call's own
+/// result (the upstream was told it cannot be asked).
 #[allow(deprecated)] // sampling and roots: deprecated by SEP-2577, still what servers ask.
 pub(super) fn undeclared(
     relay: &super::relay::SessionRelay,
