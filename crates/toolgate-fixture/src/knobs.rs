@@ -9,7 +9,7 @@ use rmcp::model::JsonObject;
 use serde_json::Value;
 
 /// Every reserved argument name; these are stripped before a call's arguments are echoed.
-pub const KNOB_NAMES: [&str; 8] = [
+pub const KNOB_NAMES: [&str; 9] = [
     "_delay_ms",
     "_result_bytes",
     "_error",
@@ -18,6 +18,7 @@ pub const KNOB_NAMES: [&str; 8] = [
     "_toggle_tool",
     "_crash",
     "_log",
+    "_log_after_ms",
 ];
 
 /// Upper bound on `_result_bytes`, so a typo cannot make the fixture allocate gigabytes.
@@ -45,6 +46,9 @@ pub struct Knobs {
     pub crash: bool,
     /// `_log`: send a `notifications/message` (info) carrying this value.
     pub log: Option<Value>,
+    /// `_log_after_ms`: send the `_log` message this long after the answer, outside the
+    /// call, instead of before it.
+    pub log_after_ms: Option<u64>,
 }
 
 impl Knobs {
@@ -67,6 +71,7 @@ impl Knobs {
                 "_toggle_tool" => self.toggle_tool = Some(as_string(key, value)?),
                 "_crash" => self.crash = as_bool(key, value)?,
                 "_log" => self.log = Some(value.clone()),
+                "_log_after_ms" => self.log_after_ms = Some(as_u64(key, value)?),
                 _ => {}
             }
         }

@@ -133,8 +133,16 @@ impl FixtureServer {
         knobs: &Knobs,
         context: &RequestContext<RoleServer>,
     ) -> Option<String> {
-        if let Some(data) = &knobs.log {
-            send_log(context, data.clone()).await;
+        match (&knobs.log, knobs.log_after_ms) {
+            (Some(data), None) => send_log(&context.peer, data.clone()).await,
+            (Some(data), Some(ms)) => {
+                let (peer, data) = (context.peer.clone(), data.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    send_log(&peer, data).await;
+                });
+            }
+            (None, _) => {}
         }
         self.wait(knobs, context).await;
         if knobs.list_changed {
@@ -276,11 +284,11 @@ impl ServerHandler for FixtureServer {
 /// Sends the `_log` notification. Logging is deprecated by SEP-2577, yet clients on the
 /// protocol versions before 2026-07-28 still receive it, so the fixture keeps sending it.
 #[allow(deprecated)]
-async fn send_log(context: &RequestContext<RoleServer>, data: Value) {
+async fn send_log(peer: &rmcp::Peer<RoleServer>, data: Value) {
     use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
     let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, data)
         .with_logger("toolgate-fixture");
-    if let Err(error) = context.peer.notify_logging_message(param).await {
+    if let Err(error) = peer.notify_logging_message(param).await {
         tracing::debug!(%error, "could not send the _log notification");
     }
 }

@@ -112,6 +112,12 @@ pub trait ClientRelay: Send + Sync {
     /// Told when the upstream of this client's own call asked for `kind` and this client
     /// could not be asked (so the front can answer with the capability it lacks).
     fn refused(&self, _kind: RelayKind) {}
+    /// Whom this client's call acts for. An upstream's request or log that names no call
+    /// goes to a client only while every call in flight on that upstream acts for the same
+    /// principal (`upstream/requests.rs`): one key's calls never see another's.
+    fn owner(&self) -> Option<crate::principal::Principal> {
+        None
+    }
     /// For a client that answers `input_required` itself (2026-07-28): what its request
     /// carries for this upstream call (see `upstream::mrtr`).
     fn mrtr(&self) -> Option<MrtrRequest> {

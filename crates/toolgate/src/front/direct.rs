@@ -93,7 +93,7 @@ pub(super) async fn call(
         relay: caller
             .relay
             .clone()
-            .or_else(|| Some(super::relay::relay_for(context))),
+            .or_else(|| Some(super::relay::relay_for(context, caller.principal()))),
         ..Default::default()
     };
     // Progress is forwarded from this same task (not a spawned one), so rmcp sends it on

@@ -143,11 +143,21 @@ impl Session {
     /// Who is calling, for one request: the stdio identity, or the grant the HTTP
     /// middleware resolved from the request's key (see `auth`).
     fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
+        let mut caller = self.caller_of(&context.extensions);
+        caller.approver = Some(Arc::new(approve::ElicitApprover {
+            peer: context.peer.clone(),
+        }));
+        caller.relay = Some(relay::relay_for(context, caller.principal()));
+        caller
+    }
+
+    /// The caller a message with these extensions comes from, with no way to ask it.
+    fn caller_of(&self, extensions: &rmcp::model::Extensions) -> Caller {
         let policy = self.engine.policy.clone();
         let grant = if self.stdio {
             policy.stdio_grant()
         } else {
-            auth::grant_of(&context.extensions).unwrap_or_else(crate::policy::Grant::nothing)
+            auth::grant_of(extensions).unwrap_or_else(crate::policy::Grant::nothing)
         };
         let profile = policy.profile_for(self.profile.as_ref(), &grant);
         Caller {
@@ -158,13 +168,21 @@ impl Session {
                 Surface::Guided => "guided",
                 Surface::Direct => "direct",
             },
-            approver: Some(Arc::new(approve::ElicitApprover {
-                peer: context.peer.clone(),
-            })),
-            relay: Some(relay::relay_for(context)),
+            approver: None,
+            relay: None,
             run: None,
             policy,
         }
+    }
+
+    /// Whether this session is passed `server`'s logs outside calls: like its resources
+    /// and prompts, they belong to the whole server, so the key's scopes must cover it
+    /// (`server/*`) and the profile show all of it; and the session's own principal must
+    /// be the one asking.
+    fn sees_logs(&self, caller: &Caller, server: &str) -> bool {
+        let own = self.state.owner.get() == Some(&caller.principal());
+        own && caller.grant.missing_server(server).is_none()
+            && caller.policy.shows_server(caller, server)
     }
 
     fn gw(&self) -> &Arc<Gateway> {
@@ -436,11 +454,13 @@ impl ServerHandler for Session {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let closed = self.state.closed.clone();
+        let caller = self.caller_of(&context.extensions);
         relay::spawn_notices(
             self.gw(),
             context.peer.clone(),
             self.state.subs.clone(),
             closed,
+            |server| self.sees_logs(&caller, server),
         );
         // Pass catalog changes on as tools/list_changed while the session lives (the
         // guided surface does not change with the catalog).

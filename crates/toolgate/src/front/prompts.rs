@@ -134,7 +134,7 @@ pub(super) async fn get(
             params["inputResponses"] = json!(responses);
         }
     }
-    let relay = relay_for(context);
+    let relay = relay_for(context, caller.principal());
     for _ in 0..mrtr::MAX_ROUNDS {
         let opts = RequestOptions {
             relay: Some(relay.clone()),

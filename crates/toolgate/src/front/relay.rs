@@ -4,6 +4,7 @@
 #![allow(deprecated)]
 
 use crate::gateway::Gateway;
+use crate::principal::Principal;
 use crate::upstream::mrtr::MrtrRequest;
 use crate::upstream::{ClientRelay, Notice, RelayKind};
 use futures::future::BoxFuture;
@@ -18,6 +19,8 @@ use tokio_util::sync::CancellationToken;
 /// One client session, for an upstream's requests while that session's call is in flight.
 pub(super) struct SessionRelay {
     peer: Peer<RoleServer>,
+    /// Whom the session's call acts for (see [`ClientRelay::owner`]).
+    owner: Principal,
     /// The session's request being served, so relayed requests travel on its stream.
     origin: RequestId,
     /// A 2026-07-28 request: nothing can be sent to its client, so it supports nothing,
@@ -56,11 +59,13 @@ impl SessionRelay {
     /// answered by the client's retry (`front/inputs.rs`).
     pub(super) fn modern(
         context: &RequestContext<RoleServer>,
+        owner: Principal,
         mrtr: MrtrRequest,
         park: Option<tokio::sync::mpsc::Sender<Asked>>,
     ) -> Arc<Self> {
         Arc::new(Self {
             peer: context.peer.clone(),
+            owner,
             origin: context.id.clone(),
             modern: true,
             refused: Mutex::new(None),
@@ -83,10 +88,14 @@ impl SessionRelay {
     }
 }
 
-/// The relay for the session behind `context`, while it serves that request.
-pub(super) fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientRelay> {
+/// The relay for the session behind `context`, while it serves that request for `owner`.
+pub(super) fn relay_for(
+    context: &RequestContext<RoleServer>,
+    owner: Principal,
+) -> Arc<dyn ClientRelay> {
     Arc::new(SessionRelay {
         peer: context.peer.clone(),
+        owner,
         origin: context.id.clone(),
         modern: false,
         refused: Mutex::new(None),
@@ -99,6 +108,10 @@ pub(super) fn relay_for(context: &RequestContext<RoleServer>) -> Arc<dyn ClientR
 }
 
 impl ClientRelay for SessionRelay {
+    fn owner(&self) -> Option<Principal> {
+        Some(self.owner.clone())
+    }
+
     fn refused(&self, kind: RelayKind) {
         self.refused.lock().expect("refused").get_or_insert(kind);
     }
@@ -217,16 +230,19 @@ impl Subscriptions {
     }
 }
 
-/// Passes every upstream's notices to this session until `closed`: logs outside calls,
-/// `resources/updated` for what this session subscribed to, and list changes.
+/// Passes every upstream's notices to this session until `closed`: logs outside calls
+/// from the upstreams `sees_logs` names, `resources/updated` for what this session
+/// subscribed to, and list changes.
 pub(super) fn spawn_notices(
     gw: &Gateway,
     peer: Peer<RoleServer>,
     subs: Arc<Subscriptions>,
     closed: CancellationToken,
+    sees_logs: impl Fn(&str) -> bool,
 ) {
     for up in gw.upstreams() {
         let mut rx = up.notices();
+        let logs = sees_logs(up.name());
         let (peer, subs, closed) = (peer.clone(), subs.clone(), closed.clone());
         tokio::spawn(async move {
             loop {
@@ -239,6 +255,7 @@ pub(super) fn spawn_notices(
                     },
                 };
                 let sent = match notice {
+                    Notice::Log(_) if !logs => Ok(()),
                     Notice::Log(v) => match serde_json::from_value(v) {
                         Ok(p) => peer.notify_logging_message(p).await,
                         Err(_) => Ok(()),

@@ -122,7 +122,10 @@ impl Session {
         }
         let mrtr = super::inputs::request_for(self.gw(), caller, request, context)?;
         Ok(Some(super::relay::SessionRelay::modern(
-            context, mrtr, park,
+            context,
+            caller.principal(),
+            mrtr,
+            park,
         )))
     }
 }

@@ -329,7 +329,7 @@ pub(super) async fn read(
     for (up, uri) in permitted_owners(gw, caller, METHOD, exposed).await? {
         try_owner(caller, METHOD, up.name(), exposed)?;
         let opts = RequestOptions {
-            relay: Some(relay_for(context)),
+            relay: Some(relay_for(context, caller.principal())),
             ..Default::default()
         };
         match up

@@ -8,8 +8,12 @@
 //! request id), which is exact. Otherwise (stdio, or the standalone stream) it goes to the
 //! most recently started call on that upstream whose client declared the matching
 //! capability: exact with one caller at a time, a best guess with concurrent callers from
-//! several sessions. When no caller in flight can answer, the upstream gets a JSON-RPC
-//! error at once.
+//! several sessions of one principal. When no caller in flight can answer, or the calls in
+//! flight act for more than one principal (the request might be any of theirs, and one
+//! key's call must never be shown to another's client), the upstream gets a JSON-RPC error
+//! at once. A log message is never tied to a call: it goes to the calls in flight when they
+//! all act for one principal, to none of them when they act for several (the gateway's own
+//! log keeps it), and outside calls to every session that may use the whole server.
 
 use super::{CallError, Upstream};
 use crate::call::{ClientRelay, RelayKind};
@@ -79,6 +83,13 @@ impl CallerGuard {
     }
 }
 
+/// True when every call in flight acts for the same principal (or none is in flight).
+fn one_owner(callers: &BTreeMap<u64, Caller>) -> bool {
+    let mut owners = callers.values().map(|c| c.relay.owner());
+    let first = owners.next();
+    owners.all(|o| Some(o) == first)
+}
+
 pub(crate) fn request_key(id: &RequestId) -> String {
     serde_json::to_string(id).unwrap_or_default()
 }
@@ -121,6 +132,9 @@ impl Relay {
                     c.relay.refused(kind);
                     None
                 }
+                // Unmarked, with calls of several principals in flight: it may be any of
+                // theirs, so it is nobody's.
+                None if !one_owner(&callers) => None,
                 None => {
                     let found = (callers.values().rev())
                         .map(|c| &c.relay)
@@ -138,16 +152,22 @@ impl Relay {
         match caller {
             Some(c) => c.request(kind.method(), params).await,
             None => Err(format!(
-                "toolgate: no client session able to answer {} for upstream {upstream:?} (none in flight declared the capability)",
+                "toolgate: no client session able to answer {} for upstream {upstream:?} (none in flight declared the capability, or calls of several API keys are in flight and the request names none of them)",
                 kind.method()
             )),
         }
     }
 
-    /// A log message: to the callers in flight when there are any, else to every session.
+    /// A log message: to the callers in flight when there are any and they all act for one
+    /// principal, to none when they act for several, else (no call in flight) to every
+    /// session that may see the server's logs (`front/relay.rs`, `spawn_notices`).
     pub(crate) async fn log(&self, upstream: &Arc<str>, params: Value) {
         let callers: Vec<_> = {
             let callers = self.callers.lock().expect("callers");
+            if !one_owner(&callers) {
+                tracing::debug!(%upstream, "a log message with calls of several principals in flight: passed to no client");
+                return;
+            }
             callers.values().map(|c| c.relay.clone()).collect()
         };
         if callers.is_empty() {

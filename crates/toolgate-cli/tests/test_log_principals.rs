@@ -1,0 +1,149 @@
+//! An upstream's log messages name no call, so the gateway must not guess across API keys:
+//! with calls of two keys in flight on one upstream, a log goes to neither client; with one
+//! key's calls, to that key's clients; outside calls, only to sessions whose key and profile
+//! cover the whole server (as its resources and prompts do). Real gateway over HTTP, the
+//! fixture over stdio as the shared upstream.
+// Logging is deprecated by SEP-2577; upstreams of the older revisions still send it.
+#![allow(deprecated)]
+
+mod common;
+mod policy_support;
+use common::*;
+use policy_support::*;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotificationParam,
+};
+use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::ClientHandler;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// A key whose scopes cover only `newsrv`: it may not use the `files` server.
+const OTHER: &str = "tg_other_key_for_tests";
+
+/// A client that records the `data` of every log message it is sent.
+struct Logs(mpsc::UnboundedSender<Value>);
+
+impl ClientHandler for Logs {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("log-test", "0"),
+        )
+    }
+    async fn on_logging_message(
+        &self,
+        p: LoggingMessageNotificationParam,
+        _c: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.0.send(p.data);
+    }
+}
+
+async fn connect(url: &str, key: &str) -> (KeyedClient<Logs>, mpsc::UnboundedReceiver<Value>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (connect_keyed(url, Some(key), Logs(tx)).await, rx)
+}
+
+/// The log data received so far that carry `marker`.
+fn marked(rx: &mut mpsc::UnboundedReceiver<Value>, marker: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    while let Ok(v) = rx.try_recv() {
+        if v.to_string().contains(marker) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Waits (up to 10 s) for a log carrying `marker`.
+async fn wait_for(rx: &mut mpsc::UnboundedReceiver<Value>, marker: &str) -> Value {
+    let found = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let v = rx.recv().await.expect("the client is connected");
+            if v.to_string().contains(marker) {
+                return v;
+            }
+        }
+    });
+    found
+        .await
+        .unwrap_or_else(|_| panic!("no log carrying {marker:?} within 10 s"))
+}
+
+fn gateway(dir: &TestDir) -> HttpGateway {
+    let other = format!(
+        "[policy.keys.other]\nhash = {:?}\nscopes = [\"newsrv/*\"]\ntier = \"read\"\n",
+        hash(OTHER)
+    );
+    HttpGateway::start(&policy_config(dir, "direct", &other), &[])
+}
+
+#[tokio::test]
+async fn a_log_during_calls_of_two_keys_reaches_neither_and_one_keys_log_reaches_it() {
+    let dir = TestDir::new();
+    let gw = gateway(&dir);
+    let (admin, mut admin_logs) = connect(&gw.url, ADMIN).await;
+    let (reader, mut reader_logs) = connect(&gw.url, READER).await;
+
+    // One key alone: its call's log reaches it.
+    let log = json!({"path": "/a", "_log": {"mark": "alone"}});
+    assert!(!is_error(&call_on(&admin, "files_read_file", log).await));
+    wait_for(&mut admin_logs, "alone").await;
+
+    // The reader's slow call is in flight on the same upstream when the admin's call logs.
+    let slow = json!({"path": "/slow", "_delay_ms": 3000});
+    let reader_call = tokio::spawn(async move {
+        let r = call_on(&reader, "files_read_file", slow).await;
+        (reader, r)
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let log = json!({"path": "/b", "_log": {"mark": "admins-secret"}});
+    assert!(!is_error(&call_on(&admin, "files_read_file", log).await));
+    let (reader, r) = reader_call.await.unwrap();
+    assert!(!is_error(&r), "{r:?}");
+    // Both calls are answered; the log, which could be either's, went to no client.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        marked(&mut reader_logs, "admins-secret"),
+        Vec::<Value>::new()
+    );
+    assert_eq!(
+        marked(&mut admin_logs, "admins-secret"),
+        Vec::<Value>::new()
+    );
+
+    // The reader alone again: its own call's log reaches it.
+    let log = json!({"path": "/c", "_log": {"mark": "readers-own"}});
+    assert!(!is_error(&call_on(&reader, "files_read_file", log).await));
+    wait_for(&mut reader_logs, "readers-own").await;
+    assert_eq!(marked(&mut admin_logs, "readers-own"), Vec::<Value>::new());
+    admin.cancel().await.unwrap();
+    reader.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_log_outside_calls_reaches_only_sessions_that_may_use_the_whole_server() {
+    let dir = TestDir::new();
+    let gw = gateway(&dir);
+    let (admin, mut admin_logs) = connect(&gw.url, ADMIN).await;
+    // `reader`'s key and profile cover `files/*` (less one tool, as for its resources).
+    let (reader, mut reader_logs) = connect(&gw.url, READER).await;
+    // `other` may not use `files` at all.
+    let (other, mut other_logs) = connect(&gw.url, OTHER).await;
+
+    // The upstream logs 300 ms after answering, when no call is in flight.
+    let later = json!({"path": "/a", "_log": {"mark": "after-the-call"}, "_log_after_ms": 300});
+    assert!(!is_error(&call_on(&admin, "files_read_file", later).await));
+    wait_for(&mut admin_logs, "after-the-call").await;
+    wait_for(&mut reader_logs, "after-the-call").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        marked(&mut other_logs, "after-the-call"),
+        Vec::<Value>::new()
+    );
+    for c in [admin, reader, other] {
+        c.cancel().await.unwrap();
+    }
+}
