@@ -124,9 +124,34 @@ async fn metrics_count_real_calls_and_pass_promtool() {
     let (direct, _) = connect_http(&format!("{}/mcp/direct", gw.base())).await;
     let r = call(&direct, "alpha_add_numbers", json!({"a": 2, "b": 3})).await;
     assert!(!r.is_error.unwrap_or(false), "{}", text(&r));
+    // Calls no upstream sees are counted as refused, by reason, on every path.
+    let r = call(&direct, "alpha_no_such_tool", json!({})).await;
+    assert!(r.is_error.unwrap_or(false), "{}", text(&r));
+    let r = call(&direct, "alpha_add_numbers", json!({"a": "two", "b": 3})).await;
+    assert!(r.is_error.unwrap_or(false), "{}", text(&r));
+    let r = call(&client, "execute", json!({"tool": "alpha/no_such_tool"})).await;
+    assert!(r.is_error.unwrap_or(false), "{}", text(&r));
 
     let (_, after) = get(&metrics, None).await;
     promtool(&after);
+    let refused = "toolgate_tool_calls_refused_total";
+    for (surface, reason) in [
+        ("direct", "not_visible"),
+        ("direct", "invalid_arguments"),
+        ("guided", "not_visible"),
+    ] {
+        let labels = [
+            format!("surface=\"{surface}\""),
+            format!("reason=\"{reason}\""),
+        ];
+        let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+        assert_eq!(
+            sample(&after, refused, &labels),
+            1.0,
+            "{surface} {reason}: {after}"
+        );
+    }
+    assert_eq!(sample(&after, refused, &[]), 3.0, "{after}");
     let echo = ["upstream=\"alpha\"", "tool=\"echo\"", "surface=\"guided\""];
     assert_eq!(
         sample(

@@ -69,14 +69,10 @@ pub(super) async fn call(
     let catalog = gw.catalog();
     let Some(tool) = catalog.by_exposed(name).or_else(|| catalog.resolve(name)) else {
         if let Some(down) = gw.unavailable_for(name) {
-            caller
-                .policy
-                .audit_unavailable(caller, name, &down.to_string());
+            gate::unavailable(engine, caller, caller.surface, name, &down.to_string());
             return tool_error(format!("{name} failed: {down}"));
         }
-        caller
-            .policy
-            .audit_unavailable(caller, name, "no such tool");
+        gate::unavailable(engine, caller, caller.surface, name, "no such tool");
         // Suggest only what this caller is shown: a hidden name is not a hint to give away.
         let listed = |t: &crate::catalog::ToolRecord| caller.policy.lists(caller, t);
         return tool_error(unknown_tool_message(&catalog, name, &listed));

@@ -96,16 +96,33 @@ pub async fn admit(
     );
     // The call's `upstream` span is a sibling of `admit`, under what admitted it.
     let parent = Span::current();
+    let surface = surface_of(caller, &origin);
     let checked = checks(engine, caller, owner, tool, arguments, origin, parent);
     let admitted = checked.instrument(span.clone()).await;
     match &admitted {
         Err(refusal) => {
             span.record("toolgate.outcome", refusal.code());
+            engine.gw.observe.metrics.refused(surface, refusal.code());
             finished(caller.surface, tool, Outcome::Refused(refusal.kind));
         }
         Ok(_) => drop(span.record("toolgate.outcome", "admitted")),
     }
     admitted
+}
+
+/// A call that reached no tool: no tool of that name is visible to `caller`, or its
+/// server is down. Audited and counted as refused (`not_visible`) on `surface`, as a
+/// refusal by [`admit`] is; nothing ran.
+pub fn unavailable(
+    engine: &Engine,
+    caller: &Caller,
+    surface: &'static str,
+    name: &str,
+    reason: &str,
+) {
+    engine.policy.audit_unavailable(caller, name, reason);
+    let code = RefusalKind::NotVisible.code();
+    engine.gw.observe.metrics.refused(surface, code);
 }
 
 /// The metrics' and spans' surface: a program's calls count as code mode's.

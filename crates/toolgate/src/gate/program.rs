@@ -87,9 +87,7 @@ impl Gate<'_> {
         };
         let Some(tool) = self.allowed.get(&key).or_else(forbidden) else {
             let reason = "not a tool this program's caller may use";
-            self.engine
-                .policy
-                .audit_unavailable(self.caller, &name, reason);
+            super::unavailable(self.engine, self.caller, "code", &name, reason);
             return Err(fail(
                 "denied",
                 format!(

@@ -33,7 +33,7 @@ pub async fn run(
             // A call of a tool that does not exist (or whose server is down) is audited too.
             if let Some(name) = args.get("tool").and_then(Value::as_str) {
                 if engine.gw.catalog().resolve(name).is_none() {
-                    engine.policy.audit_unavailable(caller, name, &e);
+                    crate::gate::unavailable(engine, caller, caller.surface, name, &e);
                 }
             }
             return MetaResult::error(format!("execute: {e}"));

@@ -46,6 +46,12 @@ struct OutcomeLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    surface: &'static str,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EraLabel {
     era: &'static str,
 }
@@ -115,6 +121,7 @@ pub struct Metrics {
     /// Per-upstream sums the dashboard shows (the histograms keep buckets, not these).
     by_upstream: std::sync::Mutex<std::collections::HashMap<String, (u64, u64, f64)>>,
     calls: Family<CallLabels, Counter>,
+    refused: Family<RefusalLabels, Counter>,
     upstream_latency: Family<UpstreamLabel, Histogram>,
     gateway_added: Family<SurfaceLabel, Histogram>,
     route_decisions: Family<DecisionLabel, Counter>,
@@ -145,6 +152,12 @@ impl Default for Metrics {
             "tool_calls",
             "Tool calls by upstream, tool, surface (guided, direct, code) and outcome",
             calls.clone(),
+        );
+        let refused = Family::<RefusalLabels, Counter>::default();
+        registry.register(
+            "tool_calls_refused",
+            "Tool calls no upstream saw, by surface and reason (the refusal's code: not_visible for a name no tool of this caller has, scope, tier, invalid_arguments, ...)",
+            refused.clone(),
         );
         let upstream_latency =
             Family::<UpstreamLabel, Histogram>::new_with_constructor(seconds as fn() -> Histogram);
@@ -246,6 +259,7 @@ impl Default for Metrics {
             registry,
             by_upstream: Default::default(),
             calls,
+            refused,
             upstream_latency,
             gateway_added,
             route_decisions,
@@ -353,6 +367,12 @@ impl Metrics {
             upstream: upstream.to_string(),
         };
         self.upstream_reconnects.get_or_create(&up).inc();
+    }
+
+    /// A tool call refused before any upstream saw it; `reason` is the refusal's code.
+    pub fn refused(&self, surface: &'static str, reason: &'static str) {
+        let labels = RefusalLabels { surface, reason };
+        self.refused.get_or_create(&labels).inc();
     }
 
     /// One execute_code run; `outcome` is "ok", "error" or "refused".
