@@ -80,6 +80,11 @@ impl Drain {
         self.closing.is_cancelled()
     }
 
+    /// Stops admitting calls (also the first step of [`Drain::drain`]).
+    pub fn close(&self) {
+        self.closing.cancel();
+    }
+
     /// Stops admitting calls, waits up to `grace` for the running ones, then cuts the rest
     /// and waits (briefly) until they have returned their error.
     pub async fn drain(&self, grace: Duration) -> Drained {
@@ -145,6 +150,21 @@ mod tests {
             }
         );
         assert_eq!(d.run(async { 1 }).await, Err(ShuttingDown::NotStarted));
+    }
+
+    #[tokio::test]
+    async fn once_closed_no_call_runs_and_the_drain_still_counts_the_running_ones() {
+        let d = Arc::new(Drain::default());
+        let (d2, (tx, rx)) = (d.clone(), tokio::sync::oneshot::channel::<()>());
+        let call = tokio::spawn(async move { d2.run(rx).await });
+        tokio::task::yield_now().await;
+        d.close();
+        assert!(d.is_closing());
+        assert_eq!(d.run(async { 1 }).await, Err(ShuttingDown::NotStarted));
+        tx.send(()).unwrap();
+        let drained = d.drain(Duration::from_secs(10)).await;
+        assert!(call.await.unwrap().is_ok());
+        assert_eq!(drained.cut, 0);
     }
 
     #[tokio::test(start_paused = true)]
