@@ -161,6 +161,14 @@ fn leave_one_out_reports_each_catalogs_threshold_and_takes_params() {
     let p_at_1 = |line: &str| -> f64 { line.split('|').nth(4).unwrap().trim().parse().unwrap() };
     assert!(p_at_1(&row(&out, "| work | test |")) >= 0.5, "{out}");
     assert!(row(&out, "| ops | ").contains('|'));
+    assert!(out.contains("(chosen: the lowest"), "{out}");
+    // A threshold given is used, and said to be given, not chosen.
+    let (code, given, err) = run(&["--threshold", "0.9"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        given.contains("measured on the left-out set; threshold 0.90\n(given by --threshold)"),
+        "{given}"
+    );
     // --params reaches the leave-one-out ranking: with every field weighing nothing no
     // tool scores, so nothing is found.
     let (code, zero, err) = run(&["--params", r#"{"weights":[0,0,0,0,0,0]}"#]);

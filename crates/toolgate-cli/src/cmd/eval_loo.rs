@@ -130,7 +130,10 @@ pub(crate) fn run(dirs: &[PathBuf], fixed: Option<f32>, params: &Bm25fParams) ->
     }
     writeln!(out)?;
     writeln!(out, "Leave one catalog out: fitted on the others' tuning splits, measured on the left-out set; threshold {chosen:.2}")?;
-    writeln!(out, "(chosen: the lowest where the left-out tuning splits, each set weighing the same, have >= {TARGET_PRECISION:.2} of their selections right)\n")?;
+    match fixed {
+        Some(_) => writeln!(out, "(given by --threshold)\n")?,
+        None => writeln!(out, "(chosen: the lowest where the left-out tuning splits, each set weighing the same, have >= {TARGET_PRECISION:.2} of their selections right)\n")?,
+    }
     writeln!(out, "| left out | split | queries | P@1 | R@5 | select rate | selections right | clarify rate |")?;
     writeln!(out, "|---|---|---|---|---|---|---|---|")?;
     for (s, (tune, test, _)) in sets.iter().zip(&held) {
