@@ -10,6 +10,8 @@
 #   TOOLGATE_BIN    the toolgate binary (default: `cargo build --release`, target/release/toolgate)
 #   BENCH_BEFORE    a second toolgate binary measured in the same run (e.g. the previous commit)
 #   BENCH_SECS      seconds per wrk run (default 10)
+#   BENCH_RUNS      runs of each row, the targets taking turns; each figure is the median
+#                   of its runs (default 1)
 #   BENCH_CONNS     connection counts (default "1 8 64")
 #   BENCH_ERAS      "legacy" (default), "modern" (2026-07-28) or "legacy modern"
 #   BENCH_SESSIONS  sessions opened for the memory table (default 1000)
@@ -23,6 +25,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$(pwd)
 SECS=${BENCH_SECS:-10}
+RUNS=${BENCH_RUNS:-1}
 CONNS=${BENCH_CONNS:-"1 8 64"}
 ERAS=${BENCH_ERAS:-legacy}
 SESSIONS=${BENCH_SESSIONS:-1000}
@@ -200,8 +203,13 @@ for n in "${NAMES[@]}"; do
   IDLE[$n]=$(rss_kib "${PID[$n]}")
 done
 
-echo "toolgate: $TOOLGATE_BIN${BENCH_BEFORE:+ (before: $BENCH_BEFORE)}; mcp-proxy $PROXY_VERSION; wrk ${SECS} s per row, keep-alive; $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS=$RUNS is not a positive whole number"
+runs_said="wrk ${SECS} s per row"
+[ "$RUNS" -eq 1 ] || runs_said="wrk ${SECS} s per run, $RUNS runs per row (targets taking turns), each figure their median"
+echo "toolgate: $TOOLGATE_BIN${BENCH_BEFORE:+ (before: $BENCH_BEFORE)}; mcp-proxy $PROXY_VERSION; $runs_said, keep-alive; $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
 echo "upstream: the fixture's echo tool over stdio behind each proxy; the fixture rows call its own HTTP endpoint"
+# median N...: the median of the numbers given.
+median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 declare -A RPS P50 P99
 BAD=0
 for era in $ERAS; do
@@ -211,29 +219,48 @@ for era in $ERAS; do
   echo "| target | connections | requests/s | p50 | p99 | p99/p50 | requests/s vs mcp-proxy | p50 vs fixture | CPU per call: server + upstream | bad |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
   for c in $CONNS; do
+    # Each run's figures, per target: requests/s, p50, p99, and CPU µs per call.
+    declare -A L_RPS=() L_P50=() L_P99=() L_CS=() L_CU=() L_BAD=() SKIP=()
+    for _ in $(seq 1 "$RUNS"); do
+      for n in "${NAMES[@]}"; do
+        [ -z "${SKIP[$n]:-}" ] || continue
+        s0=$(ticks "${PID[$n]}") u0=$(child_ticks "${PID[$n]}")
+        if ! out=$(wrk_run "$n" "$era" "$c" 2>"$WORK/$n.$era.why"); then
+          SKIP[$n]=$(tail -n 1 "$WORK/$n.$era.why" | cut -c1-120)
+          continue
+        fi
+        s1=$(ticks "${PID[$n]}") u1=$(child_ticks "${PID[$n]}")
+        read -r rps p50 p99 bad <<<"$out"
+        BAD=$((BAD + bad))
+        # CPU microseconds per call, from the processes' own counters: steadier than
+        # requests/s on a shared machine, and it shows where a call's time goes.
+        read -r cs cu < <(awk -v s=$((s1 - s0)) -v u=$((u1 - u0)) -v t="$TICK" -v n="$rps" -v d="$SECS" \
+          'BEGIN { k = 1e6 / t / (n * d); printf "%.1f %.1f\n", s * k, u * k }')
+        L_RPS[$n]+=" $rps" L_P50[$n]+=" $p50" L_P99[$n]+=" $p99" L_CS[$n]+=" $cs" L_CU[$n]+=" $cu"
+        L_BAD[$n]=$(( ${L_BAD[$n]:-0} + bad ))
+      done
+    done
     for n in "${NAMES[@]}"; do
-      s0=$(ticks "${PID[$n]}") u0=$(child_ticks "${PID[$n]}")
-      if ! out=$(wrk_run "$n" "$era" "$c" 2>"$WORK/$n.$era.why"); then
-        echo "| $n | $c | skipped: $(tail -n 1 "$WORK/$n.$era.why" | cut -c1-120) | | | | | | | |"
+      if [ -n "${SKIP[$n]:-}" ]; then
+        echo "| $n | $c | skipped: ${SKIP[$n]} | | | | | | | |"
         continue
       fi
-      s1=$(ticks "${PID[$n]}") u1=$(child_ticks "${PID[$n]}")
-      read -r rps p50 p99 bad <<<"$out"
-      # CPU microseconds per call, from the processes' own counters: steadier than
-      # requests/s on a shared machine, and it shows where a call's time goes.
-      cpu=$(awk -v s=$((s1 - s0)) -v u=$((u1 - u0)) -v t="$TICK" -v n="$rps" -v d="$SECS" \
-        'BEGIN { k = 1e6 / t / (n * d); if (u > 0) printf "%.0f + %.0f µs", s * k, u * k; else printf "%.0f µs", s * k }')
-      BAD=$((BAD + bad))
+      # shellcheck disable=SC2086 # the lists are space-separated numbers
+      rps=$(median ${L_RPS[$n]}) p50=$(median ${L_P50[$n]}) p99=$(median ${L_P99[$n]})
+      # shellcheck disable=SC2086
+      cs=$(median ${L_CS[$n]}) cu=$(median ${L_CU[$n]})
+      cpu=$(awk -v s="$cs" -v u="$cu" 'BEGIN { if (u > 0) printf "%.0f + %.0f µs", s, u; else printf "%.0f µs", s }')
       RPS[$n.$era.$c]=$rps P50[$n.$era.$c]=$p50 P99[$n.$era.$c]=$p99
       vs_proxy=$(awk -v a="$rps" -v b="${RPS[mcp-proxy.$era.$c]:-}" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }')
       base=fixture; [[ $n == *-before ]] && base=fixture-before
       # The ratio and what the proxy adds to the fixture's own p50, in µs.
       vs_fix=$(awk -v a="$p50" -v b="${P50[$base.$era.$c]:-}" -v n="$n" \
         'BEGIN { if (b > 0 && n ~ /^fixture/) printf "%.2f×", a / b; else if (b > 0) printf "%.2f× (+%d µs)", a / b, a - b; else print "–" }')
-      printf '| %s | %s | %s | %s µs | %s µs | %s | %s | %s | %s | %s |\n' "$n" "$c" \
+      printf '| %s | %s | %s | %.0f µs | %.0f µs | %s | %s | %s | %s | %s |\n' "$n" "$c" \
         "$(printf '%.0f' "$rps")" "$p50" "$p99" \
-        "$(awk -v a="$p99" -v b="$p50" 'BEGIN { printf "%.2f", a / b }')" "$vs_proxy" "$vs_fix" "$cpu" "$bad"
+        "$(awk -v a="$p99" -v b="$p50" 'BEGIN { printf "%.2f", a / b }')" "$vs_proxy" "$vs_fix" "$cpu" "${L_BAD[$n]:-0}"
     done
+    unset L_RPS L_P50 L_P99 L_CS L_CU L_BAD SKIP
   done
 done
 
