@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
+use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio::process::{Child, ChildStdin, Command};
 
 /// Stderr lines logged per second per upstream before the rest are counted, not logged.
@@ -50,7 +51,7 @@ pub(super) fn spawn(
     upstream: &str,
     what: Spawn<'_>,
     raw_tools: super::RawTools,
-) -> std::io::Result<(ChildProcess, Stdout, ChildStdin)> {
+) -> std::io::Result<(ChildProcess, DuplexStream, ChildStdin)> {
     let Spawn {
         command,
         args,
@@ -96,19 +97,49 @@ pub(super) fn spawn(
     let stdin = child.stdin.take().expect("stdin piped");
     let stdout = child.stdout.take().expect("stdout piped");
     let stderr = child.stderr.take().expect("stderr piped");
-    let filter = Filter {
-        stdout: lines(stdout, max_line),
-        name: upstream.to_string(),
-        max_line,
-        raw_tools,
-    };
-    // Read in rmcp's own reader task as it asks (no task and no pipe in between: one
-    // hand-off fewer for every answer).
-    let messages = futures::stream::unfold(filter, |mut f| async move {
-        let message = f.next().await?;
-        Some((Ok(std::io::Cursor::new(message)), f))
+    let (mut to_rmcp, from_filter) = tokio::io::duplex(1 << 20);
+    let name = upstream.to_string();
+    tokio::spawn(async move {
+        let mut stdout = lines(stdout, max_line);
+        while let Some(line) = stdout.next_line().await {
+            match line {
+                Ok(mut line) => {
+                    let t = line.trim_start();
+                    if t.starts_with('{') || t.starts_with('[') {
+                        if line.contains("\"tools\"") {
+                            capture_tools(&line, &raw_tools);
+                        }
+                        // One write per message: rmcp's reader wakes once, not twice.
+                        line.push('\n');
+                        if to_rmcp.write_all(line.as_bytes()).await.is_err() {
+                            break;
+                        }
+                    } else if !t.is_empty() {
+                        tracing::warn!(upstream = %name, "skipped a non-JSON line on stdout: {}", clip(&line));
+                    }
+                }
+                Err(e) => {
+                    let Some(dropped) = stdout.dropped.take() else {
+                        tracing::warn!(upstream = %name, "stdout: {e}");
+                        continue;
+                    };
+                    let why = format!(
+                        "upstream {name:?} answered with a message of more than {max_line} bytes, over its limit (upstreams.{name}.max_message_bytes = {max_line}); the answer was dropped: ask for less, or raise the limit"
+                    );
+                    tracing::warn!(upstream = %name, "{why}");
+                    // Answer the request it was for, so its call fails now, not at its timeout.
+                    if let Some(id) = dropped.id() {
+                        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                            "error": {"code": -32603, "message": why}});
+                        let line = format!("{reply}\n");
+                        if to_rmcp.write_all(line.as_bytes()).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
     });
-    let from_filter: Stdout = tokio_util::io::StreamReader::new(Box::pin(messages));
     let name = upstream.to_string();
     let stderr_tail = StderrTail::default();
     let tail = stderr_tail.clone();
@@ -151,65 +182,6 @@ pub(super) fn spawn(
         _guard: pgid.and_then(super::orphans::GroupGuard::spawn),
     };
     Ok((proc, from_filter, stdin))
-}
-
-/// A child's stdout as rmcp reads it: JSON lines only, each with its newline.
-pub(super) type Stdout = tokio_util::io::StreamReader<
-    std::pin::Pin<
-        Box<dyn futures::Stream<Item = std::io::Result<std::io::Cursor<Vec<u8>>>> + Send>,
-    >,
-    std::io::Cursor<Vec<u8>>,
->;
-
-/// The stdout filter: what of a child's stdout reaches rmcp.
-struct Filter {
-    stdout: super::lines::Lines<tokio::process::ChildStdout>,
-    name: String,
-    max_line: usize,
-    raw_tools: super::RawTools,
-}
-
-impl Filter {
-    /// The next message for rmcp: a JSON line (a `tools/list` result's tools kept as
-    /// written), or for a line over the limit an error answer to the request it was for,
-    /// so its call fails now, not at its timeout. Other lines are logged and skipped;
-    /// `None` at the end of stdout.
-    async fn next(&mut self) -> Option<Vec<u8>> {
-        let name = &self.name;
-        loop {
-            match self.stdout.next_line().await? {
-                Ok(line) => {
-                    let t = line.trim_start();
-                    if t.starts_with('{') || t.starts_with('[') {
-                        if line.contains("\"tools\"") {
-                            capture_tools(&line, &self.raw_tools);
-                        }
-                        let mut message = line.into_bytes();
-                        message.push(b'\n');
-                        return Some(message);
-                    } else if !t.is_empty() {
-                        tracing::warn!(upstream = %name, "skipped a non-JSON line on stdout: {}", clip(&line));
-                    }
-                }
-                Err(e) => {
-                    let Some(dropped) = self.stdout.dropped.take() else {
-                        tracing::warn!(upstream = %name, "stdout: {e}");
-                        continue;
-                    };
-                    let max_line = self.max_line;
-                    let why = format!(
-                        "upstream {name:?} answered with a message of more than {max_line} bytes, over its limit (upstreams.{name}.max_message_bytes = {max_line}); the answer was dropped: ask for less, or raise the limit"
-                    );
-                    tracing::warn!(upstream = %name, "{why}");
-                    if let Some(id) = dropped.id() {
-                        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id,
-                            "error": {"code": -32603, "message": why}});
-                        return Some(format!("{reply}\n").into_bytes());
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// A child's stderr line as one of our log lines: colour codes removed, and a leading time
