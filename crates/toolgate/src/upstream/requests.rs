@@ -321,3 +321,56 @@ impl Upstream {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::principal::Principal;
+    use futures::future::BoxFuture;
+
+    /// A client of `owner` that can answer sampling, and says who it is when asked.
+    struct Client(Principal, &'static str);
+
+    impl ClientRelay for Client {
+        fn supports(&self, kind: RelayKind) -> bool {
+            kind == RelayKind::Sampling
+        }
+        fn request(&self, _: &'static str, _: Value) -> BoxFuture<'static, Result<Value, String>> {
+            let who = self.1;
+            Box::pin(async move { Ok(json!(who)) })
+        }
+        fn notify(&self, _: &'static str, _: Value) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+        fn owner(&self) -> Option<Principal> {
+            Some(self.0.clone())
+        }
+    }
+
+    fn client(key: &str, who: &'static str) -> Option<Arc<dyn ClientRelay>> {
+        Some(Arc::new(Client(Principal::key(key), who)))
+    }
+
+    #[tokio::test]
+    async fn an_unmarked_request_goes_to_one_keys_newest_call_and_to_nobody_across_keys() {
+        let relay = Arc::new(Relay::default());
+        let ask = || relay.ask("up", RelayKind::Sampling, json!({}), None);
+        let _a1 = relay.register(client("a", "a's first"));
+        let a2 = relay.register(client("a", "a's second"));
+        assert_eq!(ask().await, Ok(json!("a's second")));
+        let b = relay.register(client("b", "b's"));
+        let refused = ask().await.unwrap_err();
+        assert!(refused.contains("several API keys"), "{refused}");
+        // Marked with b's upstream request id, it is b's, whoever else is in flight.
+        b.as_ref().unwrap().bind(&RequestId::Number(7));
+        let marked = relay.ask(
+            "up",
+            RelayKind::Sampling,
+            json!({}),
+            Some(request_key(&RequestId::Number(7))),
+        );
+        assert_eq!(marked.await, Ok(json!("b's")));
+        drop((a2, b));
+        assert_eq!(ask().await, Ok(json!("a's first")));
+    }
+}
