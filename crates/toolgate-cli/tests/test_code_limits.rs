@@ -7,37 +7,10 @@ mod common;
 mod policy_support;
 use common::*;
 use policy_support::*;
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotificationParam,
-};
-use rmcp::service::{NotificationContext, RoleClient};
 use rmcp::ClientHandler;
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::sync::mpsc;
-
-/// A client that reports every `notifications/message` it receives: the fixture sends one
-/// (its `_log` knob) when a call starts, before its `_delay_ms`, so the test learns that a
-/// program is inside its slow call without guessing how long that takes.
-struct LogWatch {
-    logs: mpsc::UnboundedSender<Value>,
-}
-
-impl ClientHandler for LogWatch {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("toolgate-limit-tests", "0"),
-        )
-    }
-    async fn on_logging_message(
-        &self,
-        p: LoggingMessageNotificationParam,
-        _c: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.logs.send(p.data);
-    }
-}
 
 /// A program that announces itself (a log notification carrying `tag`), then holds its
 /// run open in a slow tool call.

@@ -3,18 +3,11 @@
 //! key's calls, to that key's clients; outside calls, only to sessions whose key and profile
 //! cover the whole server (as its resources and prompts do). Real gateway over HTTP, the
 //! fixture over stdio as the shared upstream.
-// Logging is deprecated by SEP-2577; upstreams of the older revisions still send it.
-#![allow(deprecated)]
 
 mod common;
 mod policy_support;
 use common::*;
 use policy_support::*;
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotificationParam,
-};
-use rmcp::service::{NotificationContext, RoleClient};
-use rmcp::ClientHandler;
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -22,28 +15,12 @@ use tokio::sync::mpsc;
 /// A key whose scopes cover only `newsrv`: it may not use the `files` server.
 const OTHER: &str = "tg_other_key_for_tests";
 
-/// A client that records the `data` of every log message it is sent.
-struct Logs(mpsc::UnboundedSender<Value>);
-
-impl ClientHandler for Logs {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("log-test", "0"),
-        )
-    }
-    async fn on_logging_message(
-        &self,
-        p: LoggingMessageNotificationParam,
-        _c: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.0.send(p.data);
-    }
-}
-
-async fn connect(url: &str, key: &str) -> (KeyedClient<Logs>, mpsc::UnboundedReceiver<Value>) {
+async fn connect(url: &str, key: &str) -> (KeyedClient<LogWatch>, mpsc::UnboundedReceiver<Value>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (connect_keyed(url, Some(key), Logs(tx)).await, rx)
+    (
+        connect_keyed(url, Some(key), LogWatch { logs: tx }).await,
+        rx,
+    )
 }
 
 /// The log data received so far that carry `marker`.

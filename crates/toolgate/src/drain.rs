@@ -88,7 +88,7 @@ impl Drain {
     /// Stops admitting calls, waits up to `grace` for the running ones, then cuts the rest
     /// and waits (briefly) until they have returned their error.
     pub async fn drain(&self, grace: Duration) -> Drained {
-        self.closing.cancel();
+        self.close();
         let at_start = self.in_flight();
         let _ = tokio::time::timeout(grace, self.until_idle()).await;
         let cut = self.in_flight();

@@ -25,13 +25,16 @@ impl Principal {
     /// The gateway's local identity: every caller when no keys are configured, and a
     /// stdio session without `stdio_key`.
     pub fn local() -> Self {
-        Self("local".into())
+        // Asked for on every request (`Caller::principal`): one shared string, no allocation.
+        static LOCAL: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| "local".into());
+        Self(LOCAL.clone())
     }
 
     /// A request that authenticated as nothing (it can call nothing, and owns nothing
     /// anyone else can use).
     pub fn nobody() -> Self {
-        Self("nobody".into())
+        static NOBODY: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| "nobody".into());
+        Self(NOBODY.clone())
     }
 
     /// The stable text form (`key:<name>`, `local`, `nobody`): for tables and audit lines.

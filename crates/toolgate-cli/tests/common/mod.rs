@@ -171,6 +171,29 @@ pub fn test_client() -> (TestClient, Notifications) {
     )
 }
 
+/// A client that passes the `data` of every `notifications/message` it receives to `logs`
+/// (the fixture sends one for its `_log` knob).
+pub struct LogWatch {
+    pub logs: mpsc::UnboundedSender<Value>,
+}
+
+#[allow(deprecated)] // notifications/message: deprecated by SEP-2577, still what upstreams send.
+impl ClientHandler for LogWatch {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolgate-log-tests", "0"),
+        )
+    }
+    async fn on_logging_message(
+        &self,
+        p: rmcp::model::LoggingMessageNotificationParam,
+        _c: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.logs.send(p.data);
+    }
+}
+
 impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
