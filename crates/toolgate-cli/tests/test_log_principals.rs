@@ -95,7 +95,9 @@ async fn a_log_during_calls_of_two_keys_reaches_neither_and_one_keys_log_reaches
     let log = json!({"path": "/c", "_log": {"mark": "readers-own"}});
     assert!(!is_error(&call_on(&reader, "files_read_file", log).await));
     wait_for(&mut reader_logs, "readers-own").await;
-    assert_eq!(marked(&mut admin_logs, "readers-own"), Vec::<Value>::new());
+    // Not asserted for the admin: rmcp may handle the upstream's log after the call's
+    // answer, when no call is in flight, and then it goes to every session that may use
+    // the whole server, which the admin's key may (the rule the next test checks).
     admin.cancel().await.unwrap();
     reader.cancel().await.unwrap();
 }
