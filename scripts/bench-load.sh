@@ -17,6 +17,9 @@
 #   BENCH_SESSIONS  sessions opened for the memory table (default 1000)
 #   BENCH_TOML      TOML appended to each toolgate's configuration, to measure what a
 #                   setting costs (e.g. BENCH_TOML=$'[store]\nbackend = "memory"')
+#   BENCH_CPUS      "SERVERS/LOAD": CPU lists (taskset -c) for the servers, their upstreams
+#                   included, and for wrk, e.g. "0/1", so that the load generator does not
+#                   compete for the servers' cores (default: no pinning)
 #   MCP_PROXY       mcp-proxy's bin (default: .peers-extra, installed pinned if missing)
 # Needs wrk (Debian: apt-get install wrk), node + npm, python3. Everything listens on
 # 127.0.0.1 and is stopped when the script ends.
@@ -50,6 +53,14 @@ if [ -z "${MCP_PROXY:-}" ]; then
 fi
 [ -f "$MCP_PROXY" ] || die "no mcp-proxy at $MCP_PROXY"
 HELPER="$REPO/scripts/bench_mcp.py"
+SRV=() LOAD=()
+if [ -n "${BENCH_CPUS:-}" ]; then
+  command -v taskset >/dev/null || die "BENCH_CPUS needs taskset (Debian: util-linux)"
+  [[ $BENCH_CPUS == ?*/?* ]] || die "BENCH_CPUS=$BENCH_CPUS: write it SERVERS/LOAD, e.g. 0/1"
+  SRV=(taskset -c "${BENCH_CPUS%%/*}") LOAD=(taskset -c "${BENCH_CPUS#*/}")
+  { "${SRV[@]}" true && "${LOAD[@]}" true; } 2>/dev/null ||
+    die "BENCH_CPUS=$BENCH_CPUS: not CPU lists of this machine (it has $(nproc) cores)"
+fi
 
 WORK=$(mktemp -d)
 PIDS=()
@@ -83,7 +94,7 @@ declare -A URL PID TOOL
 NAMES=()
 
 start_fixture() { # NAME BIN
-  "$2" fixture --catalog "$CATALOG" --http 127.0.0.1:0 >"$WORK/$1.out" 2>"$WORK/$1.err" &
+  "${SRV[@]}" "$2" fixture --catalog "$CATALOG" --http 127.0.0.1:0 >"$WORK/$1.out" 2>"$WORK/$1.err" &
   PIDS+=($!); PID[$1]=$!
   URL[$1]=$(wait_line "$WORK/$1.out" 'listening (http://[^ ]+)')
   TOOL[$1]=echo; NAMES+=("$1")
@@ -107,7 +118,7 @@ EOF
     cp "$WORK/$1.base.toml" "$WORK/$1.toml"
   fi
   # Each gateway its own embedded store, in the work folder (not the user's state folder).
-  XDG_STATE_HOME="$WORK/state-$1" "$2" serve --config "$WORK/$1.toml" --http 127.0.0.1:0 >/dev/null 2>"$WORK/$1.err" &
+  XDG_STATE_HOME="$WORK/state-$1" "${SRV[@]}" "$2" serve --config "$WORK/$1.toml" --http 127.0.0.1:0 >/dev/null 2>"$WORK/$1.err" &
   PIDS+=($!); PID[$1]=$!
   URL[$1]=$(wait_line "$WORK/$1.err" 'MCP endpoint: (http://[^ ]+)')
   TOOL[$1]=bench_echo; NAMES+=("$1")
@@ -116,7 +127,7 @@ EOF
 start_proxy() { # NAME
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  node "$MCP_PROXY" --host 127.0.0.1 --port "$port" --server stream -- "${FIXTURE[@]}" \
+  "${SRV[@]}" node "$MCP_PROXY" --host 127.0.0.1 --port "$port" --server stream -- "${FIXTURE[@]}" \
     >"$WORK/$1.out" 2>&1 &
   PIDS+=($!); PID[$1]=$!
   URL[$1]="http://127.0.0.1:$port/mcp"
@@ -184,7 +195,7 @@ EOF
     } >"$lua"
   fi
   local threads=$((conns < 2 ? conns : 2))
-  wrk -t "$threads" -c "$conns" -d "${SECS}s" --timeout 10s -s "$lua" "${URL[$name]}" \
+  "${LOAD[@]}" wrk -t "$threads" -c "$conns" -d "${SECS}s" --timeout 10s -s "$lua" "${URL[$name]}" \
     | awk '/^RESULT/ {print $2, $3, $4, $5}'
 }
 
@@ -206,7 +217,7 @@ done
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS=$RUNS is not a positive whole number"
 runs_said="wrk ${SECS} s per row"
 [ "$RUNS" -eq 1 ] || runs_said="wrk ${SECS} s per run, $RUNS runs per row (targets taking turns), each figure their median"
-echo "toolgate: $TOOLGATE_BIN${BENCH_BEFORE:+ (before: $BENCH_BEFORE)}; mcp-proxy $PROXY_VERSION; $runs_said, keep-alive; $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
+echo "toolgate: $TOOLGATE_BIN${BENCH_BEFORE:+ (before: $BENCH_BEFORE)}; mcp-proxy $PROXY_VERSION; $runs_said, keep-alive; $(nproc) cores${BENCH_CPUS:+ (servers on CPUs ${BENCH_CPUS%%/*}, wrk on ${BENCH_CPUS#*/})}, load average $(cut -d" " -f1-3 /proc/loadavg)"
 echo "upstream: the fixture's echo tool over stdio behind each proxy; the fixture rows call its own HTTP endpoint"
 # median N...: the median of the numbers given.
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
