@@ -1,14 +1,22 @@
 //! An upstream's log messages name no call, so the gateway must not guess across API keys:
 //! with calls of two keys in flight on one upstream, a log goes to neither client; with one
 //! key's calls, to that key's clients; outside calls, only to sessions whose key and profile
-//! cover the whole server (as its resources and prompts do). Real gateway over HTTP, the
-//! fixture over stdio as the shared upstream.
+//! cover the whole server (as its resources and prompts do). Over stdio an upstream's
+//! sampling request names no call either: with two keys' calls in flight it goes to
+//! neither client and the upstream gets an error. Real gateway over HTTP, the fixture over
+//! stdio as the shared upstream.
+#![allow(deprecated)] // sampling: deprecated by SEP-2577, still what peers speak
 
 mod common;
 mod policy_support;
 use common::*;
 use policy_support::*;
+use rmcp::model::{ClientConfig, CreateMessageRequestParams, CreateMessageResult, Implementation};
+use rmcp::service::{RequestContext, RoleClient};
+use rmcp::{ClientHandler, ErrorData};
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -125,4 +133,97 @@ async fn a_log_outside_calls_reaches_only_sessions_that_may_use_the_whole_server
     for c in [admin, reader, other] {
         c.cancel().await.unwrap();
     }
+}
+
+/// A client that declares sampling and answers with its own name, counting what it was asked.
+struct Sampler {
+    name: &'static str,
+    asked: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for Sampler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            serde_json::from_value(json!({"sampling": {}})).unwrap(),
+            Implementation::new("toolgate-sampling-tests", "0"),
+        )
+    }
+    async fn create_message(
+        &self,
+        _p: CreateMessageRequestParams,
+        _c: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.asked.fetch_add(1, SeqCst);
+        let answer = json!({"role": "assistant", "model": "m",
+            "content": {"type": "text", "text": format!("sampled by {}", self.name)}});
+        Ok(serde_json::from_value(answer).unwrap())
+    }
+}
+
+/// Two keys that may use everything, and the conformance fixture (which samples) over
+/// stdio as `a`, shared by both; `b` only so that exposed names carry their server.
+fn sampling_gateway(dir: &TestDir) -> HttpGateway {
+    let keys = format!(
+        "[policy.keys.admin]\nhash = {:?}\nscopes = [\"*\"]\ntier = \"destructive\"\n\
+         [policy.keys.other]\nhash = {:?}\nscopes = [\"*\"]\ntier = \"destructive\"\n",
+        hash(ADMIN),
+        hash(OTHER)
+    );
+    let up = |name: &str| {
+        format!(
+            "[upstreams.{name}]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--server\", \"{name}-fx\"]\n",
+            toolgate().display().to_string()
+        )
+    };
+    HttpGateway::start(
+        &dir.config("mode = \"direct\"", &[keys, up("a"), up("b")]),
+        &[],
+    )
+}
+
+#[tokio::test]
+async fn a_sampling_request_during_calls_of_two_keys_reaches_neither() {
+    let dir = TestDir::new();
+    let gw = sampling_gateway(&dir);
+    let admin_asked = Arc::new(AtomicUsize::new(0));
+    let other_asked = Arc::new(AtomicUsize::new(0));
+    let sampler = |name, asked: &Arc<AtomicUsize>| Sampler {
+        name,
+        asked: asked.clone(),
+    };
+    let admin = connect_keyed(&gw.url, Some(ADMIN), sampler("admin", &admin_asked)).await;
+    let other = connect_keyed(&gw.url, Some(OTHER), sampler("other", &other_asked)).await;
+
+    // One key alone: the upstream's request reaches that key's client.
+    let r = call_on(&admin, "a_test_sampling", json!({"prompt": "hi"})).await;
+    assert!(
+        !is_error(&r) && text(&r).contains("sampled by admin"),
+        "{r:?}"
+    );
+
+    // The admin's call asks 3 s in; the other key's call starts 1 s in and is still
+    // running then, so the newest call in flight is the other key's. The request names
+    // neither call: it goes to no client, and the upstream is told why.
+    let slow = json!({"prompt": "hi", "_delay_ms": 3000});
+    let admin_call = tokio::spawn(async move {
+        let r = call_on(&admin, "a_test_sampling", slow).await;
+        (admin, r)
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let other_call =
+        tokio::spawn(async move { call_on(&other, "a_test_cancellable", json!({})).await });
+    let (admin, r) = admin_call.await.unwrap();
+    assert!(is_error(&r), "{r:?}");
+    assert!(
+        text(&r).contains("sampling failed") && text(&r).contains("several API keys"),
+        "{r:?}"
+    );
+    assert_eq!(
+        other_asked.load(SeqCst),
+        0,
+        "the other key's client was asked"
+    );
+    assert_eq!(admin_asked.load(SeqCst), 1);
+    other_call.abort();
+    admin.cancel().await.unwrap();
 }

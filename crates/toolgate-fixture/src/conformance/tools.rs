@@ -203,6 +203,14 @@ impl ConformanceServer {
                 text("Tool with progress executed successfully")
             }
             "test_sampling" | "test_missing_capability" => {
+                // `_delay_ms` (not in the schema, as the other fixture's knobs): wait this
+                // long before asking, so a test can have other calls start meanwhile.
+                let delay = (request.arguments.as_ref())
+                    .and_then(|a| a.get("_delay_ms"))
+                    .and_then(Value::as_u64);
+                if let Some(ms) = delay {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
                 let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": arg(&request, "prompt")}}], "maxTokens": 100});
                 match ask(&cx, "sampling/createMessage", params).await {
                     Ok(v) => text(format!(
