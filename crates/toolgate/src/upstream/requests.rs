@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
 
 /// A notification from an upstream that is not tied to a call in flight.
@@ -42,9 +42,10 @@ pub enum Notice {
 pub(crate) struct Relay {
     /// Calls in flight that carry a client relay, by start order.
     callers: Mutex<BTreeMap<u64, Caller>>,
-    /// Whom the calls that ended in the last [`LATE`] acted for: an upstream's log or
-    /// request sent during a call may be handled just after its answer.
-    ended: Mutex<Vec<(std::time::Instant, Option<crate::principal::Principal>)>>,
+    /// When a call of each principal last ended: an upstream's log or request sent during
+    /// a call may be handled just after its answer. One entry per principal, not per call
+    /// (at thousands of calls a second a list of calls was scanned on every call).
+    ended: Mutex<HashMap<Option<crate::principal::Principal>, Instant>>,
     next: AtomicU64,
     /// Notices for every session; sessions filter what concerns them.
     pub notices: broadcast::Sender<(Arc<str>, Notice)>,
@@ -77,9 +78,10 @@ impl Drop for CallerGuard {
     fn drop(&mut self) {
         let gone = self.0.callers.lock().expect("callers").remove(&self.1);
         if let Some(c) = gone {
+            let now = Instant::now();
             let mut ended = self.0.ended.lock().expect("ended");
-            ended.retain(|(at, _)| at.elapsed() < LATE);
-            ended.push((std::time::Instant::now(), c.relay.owner()));
+            ended.retain(|_, at| now.duration_since(*at) < LATE);
+            ended.insert(c.relay.owner(), now);
         }
     }
 }
@@ -100,10 +102,13 @@ impl Relay {
     /// True when every call in flight, and every call that ended in the last [`LATE`],
     /// acts for the same principal (or there is none).
     fn one_owner(&self, callers: &BTreeMap<u64, Caller>) -> bool {
+        let now = Instant::now();
         let ended = self.ended.lock().expect("ended");
-        let recent = ended.iter().filter(|(at, _)| at.elapsed() < LATE);
+        let recent = ended
+            .iter()
+            .filter(|(_, at)| now.duration_since(**at) < LATE);
         let mut owners =
-            (callers.values().map(|c| c.relay.owner())).chain(recent.map(|(_, o)| o.clone()));
+            (callers.values().map(|c| c.relay.owner())).chain(recent.map(|(o, _)| o.clone()));
         let first = owners.next();
         owners.all(|o| Some(o) == first)
     }
