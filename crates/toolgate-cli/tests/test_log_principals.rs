@@ -169,14 +169,15 @@ fn sampling_gateway(dir: &TestDir) -> HttpGateway {
         hash(ADMIN),
         hash(OTHER)
     );
-    let up = |name: &str| {
-        format!(
-            "[upstreams.{name}]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--server\", \"{name}-fx\"]\n",
-            toolgate().display().to_string()
-        )
-    };
     HttpGateway::start(
-        &dir.config("mode = \"direct\"", &[keys, up("a"), up("b")]),
+        &dir.config(
+            "mode = \"direct\"",
+            &[
+                keys,
+                dir.conformance_upstream("a"),
+                dir.conformance_upstream("b"),
+            ],
+        ),
         &[],
     )
 }

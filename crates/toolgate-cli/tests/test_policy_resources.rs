@@ -39,13 +39,14 @@ scopes = ["a/test_simple_text"]
         a_only = hash(A_ONLY),
         a_tool = hash(A_TOOL),
     );
-    let up = |name: &str| {
-        format!(
-            "[upstreams.{name}]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--server\", \"{name}-fx\"]\n",
-            toolgate().display().to_string()
-        )
-    };
-    dir.config("mode = \"direct\"", &[policy, up("a"), up("b")])
+    dir.config(
+        "mode = \"direct\"",
+        &[
+            policy,
+            dir.conformance_upstream("a"),
+            dir.conformance_upstream("b"),
+        ],
+    )
 }
 
 async fn req(client: &KeyedClient<TestClient>, method: &str, params: Value) -> Value {

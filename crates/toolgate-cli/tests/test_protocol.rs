@@ -93,13 +93,10 @@ fn recorder(capable: bool) -> (Recorder, Events) {
 }
 
 fn config(dir: &TestDir) -> std::path::PathBuf {
-    let up = |name: &str| {
-        format!(
-            "[upstreams.{name}]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--server\", \"{name}-fx\"]\n",
-            toolgate().display().to_string()
-        )
-    };
-    dir.config("mode = \"direct\"", &[up("a"), up("b")])
+    dir.config(
+        "mode = \"direct\"",
+        &[dir.conformance_upstream("a"), dir.conformance_upstream("b")],
+    )
 }
 
 async fn req(client: &Client, method: &str, params: Value) -> Value {
@@ -331,10 +328,7 @@ async fn everything_but_tools_over_http_and_subscriptions_per_session() {
 #[tokio::test]
 async fn guided_execute_and_programs_relay_sampling_and_elicitation_to_their_client() {
     let dir = TestDir::new();
-    let up = format!(
-        "[upstreams.a]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--server\", \"a-fx\"]\n",
-        toolgate().display().to_string()
-    );
+    let up = dir.conformance_upstream("a");
     // The conformance tools carry no annotations, so the policy reads them as destructive;
     // the operator lets programs call the sampling one.
     let code =

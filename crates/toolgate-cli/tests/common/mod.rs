@@ -85,6 +85,16 @@ impl TestDir {
         )
     }
 
+    /// A TOML upstream table that runs `fixture --conformance` (the conformance suite's
+    /// tools, resources and prompts; it samples and elicits) as a stdio child, its server
+    /// named `<name>-fx`.
+    pub fn conformance_upstream(&self, name: &str) -> String {
+        format!(
+            "[upstreams.{name}]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--server\", \"{name}-fx\"]\n",
+            toolgate().display().to_string()
+        )
+    }
+
     /// Writes toolgate.toml with a `[gateway]` section and the given upstream tables. The
     /// first request waits up to 30 s for the upstreams to connect (they settle well
     /// before on an idle machine; a loaded CI machine can take more than the 1 s default)

@@ -13,8 +13,9 @@
 //! key's call must never be shown to another's client), the upstream gets a JSON-RPC error
 //! at once (calls that ended in the last second count as in flight for this: rmcp may
 //! handle what an upstream sent during a call just after its answer). A log message is
-//! never tied to a call: it goes to the calls in flight when they all act for one principal, to none of them when they act for several (the gateway's own
-//! log keeps it), and outside calls to every session that may use the whole server.
+//! never tied to a call: it goes to the calls in flight when they all act for one
+//! principal, to none of them when they act for several (the gateway's own log keeps it),
+//! and outside calls to every session that may use the whole server.
 
 use super::{CallError, Upstream};
 use crate::call::{ClientRelay, RelayKind};
