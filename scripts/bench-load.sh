@@ -2,7 +2,9 @@
 # The HTTP load benchmark: toolgate and npm mcp-proxy in front of the same fixture upstream
 # (a stdio child), and the fixture's own HTTP endpoint as the no-gateway baseline, driven by
 # wrk with keep-alive at 1, 8 and 64 connections. Prints requests/s, p50, p99 and ratios in
-# one table, then resident memory: idle, with 1,000 open sessions, after the load.
+# one table, with the fixture called over stdio directly (one call at a time, no HTTP) as the
+# least a call through a stdio hop costs; then resident memory: idle, with 1,000 open
+# sessions, after the load.
 #
 #     scripts/bench-load.sh
 #
@@ -208,6 +210,14 @@ if [ -n "${BENCH_BEFORE:-}" ]; then
   start_toolgate toolgate-before "$BENCH_BEFORE"
 fi
 
+# The rows of the rate table: fixture-stdio is the fixture over stdio, called directly by
+# bench_mcp.py one call at a time (1 connection only); it has no endpoint and no memory row.
+ROWS=()
+for n in "${NAMES[@]}"; do
+  ROWS+=("$n")
+  [ "$n" != fixture ] || ROWS+=(fixture-stdio)
+done
+
 declare -A IDLE
 for n in "${NAMES[@]}"; do
   python3 "$HELPER" session "${URL[$n]}" "${TOOL[$n]}" legacy >/dev/null
@@ -218,7 +228,7 @@ done
 runs_said="wrk ${SECS} s per row"
 [ "$RUNS" -eq 1 ] || runs_said="wrk ${SECS} s per run, $RUNS runs per row (targets taking turns), each figure their median"
 echo "toolgate: $TOOLGATE_BIN${BENCH_BEFORE:+ (before: $BENCH_BEFORE)}; mcp-proxy $PROXY_VERSION; $runs_said, keep-alive; $(nproc) cores${BENCH_CPUS:+ (servers on CPUs ${BENCH_CPUS%%/*}, wrk on ${BENCH_CPUS#*/})}, load average $(cut -d" " -f1-3 /proc/loadavg)"
-echo "upstream: the fixture's echo tool over stdio behind each proxy; the fixture rows call its own HTTP endpoint"
+echo "upstream: the fixture's echo tool over stdio behind each proxy; the fixture rows call its own HTTP endpoint; fixture-stdio calls it over stdio, one call at a time, no HTTP"
 # median N...: the median of the numbers given.
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 declare -A RPS P50 P99
@@ -233,25 +243,36 @@ for era in $ERAS; do
     # Each run's figures, per target: requests/s, p50, p99, and CPU µs per call.
     declare -A L_RPS=() L_P50=() L_P99=() L_CS=() L_CU=() L_BAD=() SKIP=()
     for _ in $(seq 1 "$RUNS"); do
-      for n in "${NAMES[@]}"; do
+      for n in "${ROWS[@]}"; do
         [ -z "${SKIP[$n]:-}" ] || continue
-        s0=$(ticks "${PID[$n]}") u0=$(child_ticks "${PID[$n]}")
-        if ! out=$(wrk_run "$n" "$era" "$c" 2>"$WORK/$n.$era.why"); then
-          SKIP[$n]=$(tail -n 1 "$WORK/$n.$era.why" | cut -c1-120)
-          continue
+        if [ "$n" = fixture-stdio ]; then
+          [ "$c" = 1 ] || continue
+          # The helper reports the fixture's own CPU per call (it is the server here).
+          out=$("${LOAD[@]}" python3 "$HELPER" stdio "$SECS" echo "${SRV[@]}" "${FIXTURE[@]}" \
+            2>"$WORK/$n.why" | awk '/^RESULT/ {print $2, $3, $4, $5, $6, 0}') ||
+            die "fixture-stdio: $(tail -n 3 "$WORK/$n.why")"
+          [ -n "$out" ] || die "fixture-stdio: no result: $(tail -n 3 "$WORK/$n.why")"
+          read -r rps p50 p99 bad cs cu <<<"$out"
+        else
+          s0=$(ticks "${PID[$n]}") u0=$(child_ticks "${PID[$n]}")
+          if ! out=$(wrk_run "$n" "$era" "$c" 2>"$WORK/$n.$era.why"); then
+            SKIP[$n]=$(tail -n 1 "$WORK/$n.$era.why" | cut -c1-120)
+            continue
+          fi
+          s1=$(ticks "${PID[$n]}") u1=$(child_ticks "${PID[$n]}")
+          read -r rps p50 p99 bad <<<"$out"
+          # CPU microseconds per call, from the processes' own counters: steadier than
+          # requests/s on a shared machine, and it shows where a call's time goes.
+          read -r cs cu < <(awk -v s=$((s1 - s0)) -v u=$((u1 - u0)) -v t="$TICK" -v n="$rps" -v d="$SECS" \
+            'BEGIN { k = 1e6 / t / (n * d); printf "%.1f %.1f\n", s * k, u * k }')
         fi
-        s1=$(ticks "${PID[$n]}") u1=$(child_ticks "${PID[$n]}")
-        read -r rps p50 p99 bad <<<"$out"
         BAD=$((BAD + bad))
-        # CPU microseconds per call, from the processes' own counters: steadier than
-        # requests/s on a shared machine, and it shows where a call's time goes.
-        read -r cs cu < <(awk -v s=$((s1 - s0)) -v u=$((u1 - u0)) -v t="$TICK" -v n="$rps" -v d="$SECS" \
-          'BEGIN { k = 1e6 / t / (n * d); printf "%.1f %.1f\n", s * k, u * k }')
         L_RPS[$n]+=" $rps" L_P50[$n]+=" $p50" L_P99[$n]+=" $p99" L_CS[$n]+=" $cs" L_CU[$n]+=" $cu"
         L_BAD[$n]=$(( ${L_BAD[$n]:-0} + bad ))
       done
     done
-    for n in "${NAMES[@]}"; do
+    for n in "${ROWS[@]}"; do
+      [ "$n" != fixture-stdio ] || [ "$c" = 1 ] || continue
       if [ -n "${SKIP[$n]:-}" ]; then
         echo "| $n | $c | skipped: ${SKIP[$n]} | | | | | | | |"
         continue
@@ -273,6 +294,13 @@ for era in $ERAS; do
     done
     unset L_RPS L_P50 L_P99 L_CS L_CU L_BAD SKIP
   done
+  # What toolgate adds at one connection above the least a stdio hop costs.
+  floor=${P50[fixture-stdio.$era.1]:-} own=${P50[toolgate.$era.1]:-}
+  if [ -n "$floor" ] && [ -n "$own" ]; then
+    echo
+    awk -v a="$own" -v f="$floor" -v h="${P50[fixture.$era.1]:-0}" 'BEGIN {
+      printf "one connection: toolgate p50 %.0f µs = fixture-stdio %.0f µs + %.0f µs; fixture-stdio alone is %.2f× the fixture'"'"'s own HTTP p50\n", a, f, a - f, (h > 0 ? f / h : 0) }'
+  fi
 done
 
 declare -A AFTER MANY AGAIN
