@@ -16,7 +16,7 @@ use crate::catalog::ToolRecord;
 use std::collections::HashSet;
 
 /// Number of features (without the intercept).
-pub const N_FEATURES: usize = 14;
+pub const N_FEATURES: usize = 13;
 
 /// What each feature is, for reports (same order as [`Features`]).
 pub const FEATURE_NAMES: [&str; N_FEATURES] = [
@@ -33,7 +33,6 @@ pub const FEATURE_NAMES: [&str; N_FEATURES] = [
     "task_explained_gap",
     "ranked_ln",
     "coverage_shortfall",
-    "described_first",
 ];
 
 /// The features of one ranking.
@@ -49,9 +48,7 @@ const SOFTMAX_LOGIT_BOUND: f32 = 6.0;
 
 /// The features of a ranking for `task`: `scores` best first (at least one, the first
 /// positive), `ceiling` the most any tool could score, `top` and `second` the first two
-/// tools. `task_terms` are the task's analysed terms (no phrase bigrams). `described_first`:
-/// the top tool is also the best of the first few by its description and parameters alone
-/// ([`super::Retriever::described_best`]).
+/// tools. `task_terms` are the task's analysed terms (no phrase bigrams).
 pub fn features(
     analyzer: &Analyzer,
     task_terms: &HashSet<String>,
@@ -59,7 +56,6 @@ pub fn features(
     ceiling: Option<f32>,
     top: &ToolRecord,
     second: Option<&ToolRecord>,
-    described_first: bool,
 ) -> Features {
     let s1 = scores
         .first()
@@ -112,7 +108,6 @@ pub fn features(
         top_explained - explained(&second_text),
         (1.0 + scores.len() as f32).ln(),
         (0.5 - coverage).max(0.0),
-        f32::from(u8::from(described_first)),
     ]
 }
 
@@ -173,10 +168,10 @@ impl Calibration {
     /// Printed by `toolgate eval route --leave-one-out`: fitted on the tuning splits (query
     /// index mod 5 == 0) of MetaTool, LiveMCPBench and bfcl, each catalog weighing the same.
     pub const DEFAULT: Calibration = Calibration {
-        bias: -3.1682,
+        bias: -2.5964,
         weights: [
-            1.0513, -3.4598, -1.1666, 3.6551, -1.3989, 0.2430, -0.0832, -0.3158, 1.6338, -0.0102,
-            0.9864, 0.2341, 0.3319, 1.2232,
+            1.1682, -3.5958, -1.1882, 3.4571, -1.9006, 0.3617, -0.3190, -0.2427, 1.9666, 0.2942,
+            1.3166, 0.2631, 0.1198,
         ],
     };
 
