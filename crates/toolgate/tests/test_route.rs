@@ -327,3 +327,47 @@ fn a_lone_weak_match_asks() {
     let d = route(&index, "average petrol price in Australia", &opts);
     assert_eq!(name_of(&d).as_deref(), Some("fuel/AusPetrolPrices"));
 }
+
+#[test]
+fn the_description_alone_can_put_another_tool_first() {
+    // By name, "archive_messages" and "archive_notes" both match "archive"; only one says
+    // in its description and parameters what the task asks for.
+    let c = catalog(
+        r#"[
+      {"server": "mail", "tool": {"name": "archive_messages", "description": "Move old emails out of the inbox",
+        "inputSchema": {"type": "object", "properties": {"folder": {"type": "string", "description": "Mailbox folder"}}}}},
+      {"server": "notes", "tool": {"name": "archive_notes", "description": "Hide notebooks you no longer use"}},
+      {"server": "files", "tool": {"name": "read_file", "description": "Read a file"}}
+    ]"#,
+    );
+    let index = RouteIndex::build(&c);
+    let tools: Vec<_> = [
+        "mail/archive_messages",
+        "notes/archive_notes",
+        "files/read_file",
+    ]
+    .iter()
+    .map(|n| index.exact(n, None).remove(0))
+    .collect();
+    let refs: Vec<&toolgate::catalog::ToolRecord> = tools.iter().map(|t| t.as_ref()).collect();
+    assert_eq!(
+        index.described_best("archive old emails in the inbox folder", &refs),
+        Some(0)
+    );
+    assert_eq!(index.described_best("archive notebooks", &refs), Some(1));
+    // The same candidates in another order: the index follows them.
+    let swapped = [refs[1], refs[0], refs[2]];
+    assert_eq!(
+        index.described_best("archive old emails", &swapped),
+        Some(1)
+    );
+    // Name words alone ("archive") are not in any description: no tool is described.
+    assert_eq!(index.described_best("archive", &refs), None);
+    // A tool of another catalog scores nothing.
+    let other = catalog(r#"[{"server": "x", "tool": {"name": "y", "description": "old emails"}}]"#);
+    let stranger = other.tools().first().unwrap();
+    assert_eq!(
+        index.described_best("old emails", &[stranger.as_ref()]),
+        None
+    );
+}

@@ -70,6 +70,10 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
         self.inner.ceiling(query)
     }
 
+    fn described_best(&self, query: &str, tools: &[&ToolRecord]) -> Option<usize> {
+        self.inner.described_best(query, tools)
+    }
+
     // Hidden tools count as names, so a hidden tool's exact name is never ranked.
     fn is_name(&self, name: &str, server: Option<&str>) -> bool {
         self.inner.is_name(name, server)

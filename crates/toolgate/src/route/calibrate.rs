@@ -2,8 +2,11 @@
 //! same on any catalog, so that of the selections made at confidence `c`, about `c` are
 //! right, also on catalogs the model never saw.
 //!
-//! No feature is a raw score or a term of one catalog: each is a ratio of scores, a share
-//! of the task's terms, or a count of near-equal competitors. [`Calibration::fit`] fits the
+//! No feature is a raw score, a term or a size of one catalog: each is a ratio of scores,
+//! a share of the task's terms, a count of near-equal competitors, or whether the tools'
+//! descriptions alone agree with the ranking. (How many tools matched and how many words
+//! the task has were features until 2026-12-02: they describe a catalog's size and its
+//! users' style more than one ranking, and the left-out check improved without them.) [`Calibration::fit`] fits the
 //! weights (Newton's method, L2-regularised, each catalog weighing the same); the weights
 //! the gateway ships ([`Calibration::DEFAULT`]) were fitted on the tuning splits of the
 //! three public sets, and `toolgate eval route --leave-one-out` checks them the honest way
@@ -16,7 +19,7 @@ use crate::catalog::ToolRecord;
 use std::collections::HashSet;
 
 /// Number of features (without the intercept).
-pub const N_FEATURES: usize = 13;
+pub const N_FEATURES: usize = 12;
 
 /// What each feature is, for reports (same order as [`Features`]).
 pub const FEATURE_NAMES: [&str; N_FEATURES] = [
@@ -27,12 +30,11 @@ pub const FEATURE_NAMES: [&str; N_FEATURES] = [
     "name_share_gap",
     "near_twins",
     "server_named",
-    "task_terms_ln",
     "top_two_overlap",
     "task_explained",
     "task_explained_gap",
-    "ranked_ln",
     "coverage_shortfall",
+    "described_first",
 ];
 
 /// The features of one ranking.
@@ -48,7 +50,9 @@ const SOFTMAX_LOGIT_BOUND: f32 = 6.0;
 
 /// The features of a ranking for `task`: `scores` best first (at least one, the first
 /// positive), `ceiling` the most any tool could score, `top` and `second` the first two
-/// tools. `task_terms` are the task's analysed terms (no phrase bigrams).
+/// tools. `task_terms` are the task's analysed terms (no phrase bigrams). `described_first`:
+/// the top tool is also the best of the first few by its description and parameters alone
+/// ([`super::Retriever::described_best`]).
 pub fn features(
     analyzer: &Analyzer,
     task_terms: &HashSet<String>,
@@ -56,6 +60,7 @@ pub fn features(
     ceiling: Option<f32>,
     top: &ToolRecord,
     second: Option<&ToolRecord>,
+    described_first: bool,
 ) -> Features {
     let s1 = scores
         .first()
@@ -102,12 +107,11 @@ pub fn features(
         top_share - second.map_or(0.0, share),
         (1.0 + twins as f32).ln(),
         f32::from(u8::from(server_named)),
-        (1.0 + task_terms.len() as f32).ln(),
         overlap,
         top_explained,
         top_explained - explained(&second_text),
-        (1.0 + scores.len() as f32).ln(),
         (0.5 - coverage).max(0.0),
+        f32::from(u8::from(described_first)),
     ]
 }
 
@@ -168,10 +172,10 @@ impl Calibration {
     /// Printed by `toolgate eval route --leave-one-out`: fitted on the tuning splits (query
     /// index mod 5 == 0) of MetaTool, LiveMCPBench and bfcl, each catalog weighing the same.
     pub const DEFAULT: Calibration = Calibration {
-        bias: -2.5964,
+        bias: -3.3791,
         weights: [
-            1.1682, -3.5958, -1.1882, 3.4571, -1.9006, 0.3617, -0.3190, -0.2427, 1.9666, 0.2942,
-            1.3166, 0.2631, 0.1198,
+            1.0470, -3.4853, -0.9655, 3.4701, -1.2910, 0.2585, -0.0974, 1.5541, 0.4081, 0.7180,
+            0.0519, 1.2054,
         ],
     };
 

@@ -13,10 +13,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Selects when the calibrated confidence reaches this: the lowest threshold at which at
-/// least 90% of selections were right on the catalogs left out of the fit (each weighing
-/// the same)
-/// (`toolgate eval route --leave-one-out`, tuning splits; `docs/routing.md` has the table).
-pub const DEFAULT_THRESHOLD: f32 = 0.84;
+/// least 90% of selections were right on every catalog left out of the fit, on both its
+/// splits (`toolgate eval route --leave-one-out`; `docs/routing.md` has the table).
+pub const DEFAULT_THRESHOLD: f32 = 0.86;
+/// The calibrated decision asks whether the description alone puts the top tool first
+/// among this many of the best.
+const DESCRIBED_AMONG: usize = 5;
 /// The default when example tasks are indexed (`guided.route_examples`). The calibrated
 /// model was fitted without examples, so with them the softmax confidence decides, at the
 /// lowest threshold where at least 90% of selections were right with examples on a split
@@ -233,7 +235,21 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
         let mut terms: HashSet<String> = analyzer.analyze(task).into_iter().collect();
         terms.extend(super::synonyms::phrases(&analyzer, task));
         let second = ranked.get(1).map(|(t, _)| t.as_ref());
-        features(&analyzer, &terms, &scores, ceiling, top, second)
+        let firsts: Vec<&ToolRecord> = ranked
+            .iter()
+            .take(DESCRIBED_AMONG)
+            .map(|(t, _)| t.as_ref())
+            .collect();
+        let described_first = retriever.described_best(task, &firsts) == Some(0);
+        features(
+            &analyzer,
+            &terms,
+            &scores,
+            ceiling,
+            top,
+            second,
+            described_first,
+        )
     });
     Assessment {
         basis: Basis::Ranked {

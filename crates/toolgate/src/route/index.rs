@@ -461,6 +461,71 @@ impl RouteIndex {
             .collect()
     }
 
+    /// Which of `tools` the task matches best by the words of their descriptions and
+    /// parameters alone (BM25F over those two fields, the name, title and server left
+    /// out): an index into `tools`, the first on a tie, `None` when none matches there.
+    /// A tool this index does not hold scores nothing.
+    pub fn described_best(&self, query: &str, tools: &[&ToolRecord]) -> Option<usize> {
+        let p = &self.params;
+        let n = self.docs.max(1) as f32;
+        let fields = [super::doc::DESCRIPTION, super::doc::PARAMS];
+        let inv_avg = fields.map(|f| {
+            let avg = self.len_sum[f] as f32 / n;
+            if avg > 0.0 {
+                1.0 / avg
+            } else {
+                0.0
+            }
+        });
+        let places: Vec<Option<(u32, u32)>> = tools
+            .iter()
+            .map(|t| {
+                let key = format!("{}/{}", t.id.server, t.id.name).to_lowercase();
+                self.names.get(&key)?.iter().copied().find(|&(slot, doc)| {
+                    self.shards[slot as usize]
+                        .as_ref()
+                        .is_some_and(|s| s.tools[doc as usize].id == t.id)
+                })
+            })
+            .collect();
+        let mut scores = vec![0f32; tools.len()];
+        for (term, qw) in self.query_terms(query, true) {
+            let Some(entry) = self.terms.get(&term) else {
+                continue;
+            };
+            let idf = idf(n, entry.df as f32);
+            for (score, place) in scores.iter_mut().zip(&places) {
+                let Some((slot, doc)) = *place else { continue };
+                let Some((_, list)) = entry.lists.iter().find(|(s, _)| *s == slot) else {
+                    continue;
+                };
+                let Ok(i) = list.binary_search_by_key(&doc, |posting| posting.doc) else {
+                    continue;
+                };
+                let Some(shard) = self.shards[slot as usize].as_ref() else {
+                    continue;
+                };
+                let lens = &shard.lens[doc as usize];
+                let mut tf = 0.0;
+                for (k, &f) in fields.iter().enumerate() {
+                    let count = list[i].tf[f];
+                    if count > 0 {
+                        let norm = 1.0 - p.b[f] + p.b[f] * f32::from(lens[f]) * inv_avg[k];
+                        tf += p.weights[f] * f32::from(count) / norm.max(1e-3);
+                    }
+                }
+                *score += qw * idf * tf / (p.k1 + tf);
+            }
+        }
+        let mut best: Option<usize> = None;
+        for (i, &s) in scores.iter().enumerate() {
+            if s > 0.0 && best.is_none_or(|b| s > scores[b]) {
+                best = Some(i);
+            }
+        }
+        best
+    }
+
     /// Every document's score for `query` (0 for no match), in accumulator order.
     fn scores(&self, query: &str, only: Option<u32>) -> Vec<f32> {
         let p = &self.params;

@@ -69,6 +69,13 @@ pub trait Retriever: Send + Sync {
         !self.exact(name, server).is_empty()
     }
 
+    /// Which of `tools` the task matches best by their descriptions and parameters alone
+    /// (an index into `tools`), for retrievers whose scores have fields; the calibrated
+    /// decision counts whether it is the top tool.
+    fn described_best(&self, _query: &str, _tools: &[&ToolRecord]) -> Option<usize> {
+        None
+    }
+
     /// True when the scores are BM25F's, for which the calibrated confidence was fitted;
     /// other retrievers keep the softmax confidence and their own threshold.
     fn calibrated(&self) -> bool {
@@ -87,6 +94,10 @@ impl Retriever for RouteIndex {
 
     fn ceiling(&self, query: &str) -> Option<f32> {
         Some(RouteIndex::ceiling(self, query))
+    }
+
+    fn described_best(&self, query: &str, tools: &[&ToolRecord]) -> Option<usize> {
+        RouteIndex::described_best(self, query, tools)
     }
 
     /// Calibrated without example tasks only: the model was fitted on catalogs alone, and
