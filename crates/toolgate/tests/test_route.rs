@@ -341,33 +341,35 @@ fn the_description_alone_can_put_another_tool_first() {
     ]"#,
     );
     let index = RouteIndex::build(&c);
-    let tools: Vec<_> = [
-        "mail/archive_messages",
-        "notes/archive_notes",
-        "files/read_file",
-    ]
-    .iter()
-    .map(|n| index.exact(n, None).remove(0))
-    .collect();
-    let refs: Vec<&toolgate::catalog::ToolRecord> = tools.iter().map(|t| t.as_ref()).collect();
-    assert_eq!(
-        index.described_best("archive old emails in the inbox folder", &refs),
-        Some(0)
+    let described = |task: &str| -> Vec<(String, f32)> {
+        let (ranked, by_description) = index.rank_described(task, None, 5);
+        assert_eq!(
+            ranked,
+            index.rank(task, None, 5),
+            "{task}: the same ranking"
+        );
+        assert_eq!(ranked.len(), by_description.len());
+        let names = ranked.iter().map(|(t, _)| t.id.to_string());
+        names.zip(by_description).collect()
+    };
+    let d = described("archive old emails in the inbox folder");
+    assert_eq!(d[0].0, "mail/archive_messages", "{d:?}");
+    assert!(
+        d[0].1 > 0.0 && d[1..].iter().all(|(_, s)| *s == 0.0),
+        "{d:?}"
     );
-    assert_eq!(index.described_best("archive notebooks", &refs), Some(1));
-    // The same candidates in another order: the index follows them.
-    let swapped = [refs[1], refs[0], refs[2]];
-    assert_eq!(
-        index.described_best("archive old emails", &swapped),
-        Some(1)
-    );
-    // Name words alone ("archive") are not in any description: no tool is described.
-    assert_eq!(index.described_best("archive", &refs), None);
-    // A tool of another catalog scores nothing.
-    let other = catalog(r#"[{"server": "x", "tool": {"name": "y", "description": "old emails"}}]"#);
-    let stranger = other.tools().first().unwrap();
-    assert_eq!(
-        index.described_best("old emails", &[stranger.as_ref()]),
-        None
-    );
+    let d = described("archive notebooks");
+    let notes = d.iter().find(|(n, _)| n == "notes/archive_notes").unwrap();
+    let mail = d
+        .iter()
+        .find(|(n, _)| n == "mail/archive_messages")
+        .unwrap();
+    assert!(notes.1 > 0.0 && mail.1 == 0.0, "{d:?}");
+    // Name words alone ("archive") are in no description: the tools rank, none is described.
+    let d = described("archive");
+    assert!(d.len() >= 2 && d.iter().all(|(_, s)| *s == 0.0), "{d:?}");
+    // A server filter keeps the scores paired with its tools.
+    let (ranked, by_description) = index.rank_described("old emails folder", Some("mail"), 5);
+    assert_eq!(ranked.len(), 1);
+    assert!(by_description[0] > 0.0);
 }

@@ -70,8 +70,24 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
         self.inner.ceiling(query)
     }
 
-    fn described_best(&self, query: &str, tools: &[&ToolRecord]) -> Option<usize> {
-        self.inner.described_best(query, tools)
+    fn rank_described(
+        &self,
+        query: &str,
+        server: Option<&str>,
+        k: usize,
+    ) -> (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>) {
+        let (ranked, described) = self.inner.rank_described(query, server, k + self.hidden);
+        let paired = described.len() == ranked.len();
+        let mut kept = (Vec::new(), Vec::new());
+        for (i, r) in ranked.into_iter().enumerate() {
+            if kept.0.len() < k && (self.keep)(&r.0) {
+                if paired {
+                    kept.1.push(described[i]);
+                }
+                kept.0.push(r);
+            }
+        }
+        kept
     }
 
     // Hidden tools count as names, so a hidden tool's exact name is never ranked.

@@ -52,7 +52,7 @@ const SOFTMAX_LOGIT_BOUND: f32 = 6.0;
 /// positive), `ceiling` the most any tool could score, `top` and `second` the first two
 /// tools. `task_terms` are the task's analysed terms (no phrase bigrams). `described_first`:
 /// the top tool is also the best of the first few by its description and parameters alone
-/// ([`super::Retriever::described_best`]).
+/// ([`super::Retriever::rank_described`]).
 pub fn features(
     analyzer: &Analyzer,
     task_terms: &HashSet<String>,

@@ -198,7 +198,8 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
             ranked,
         };
     }
-    let ranked = retriever.rank(task, opts.server, opts.depth.max(opts.limit));
+    let (ranked, described) =
+        retriever.rank_described(task, opts.server, opts.depth.max(opts.limit));
     let scores: Vec<f32> = ranked.iter().map(|(_, s)| *s).collect();
     let ceiling = retriever.ceiling(task);
     let Some((top, _)) = ranked.first() else {
@@ -235,12 +236,15 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
         let mut terms: HashSet<String> = analyzer.analyze(task).into_iter().collect();
         terms.extend(super::synonyms::phrases(&analyzer, task));
         let second = ranked.get(1).map(|(t, _)| t.as_ref());
-        let firsts: Vec<&ToolRecord> = ranked
-            .iter()
-            .take(DESCRIBED_AMONG)
-            .map(|(t, _)| t.as_ref())
-            .collect();
-        let described_first = retriever.described_best(task, &firsts) == Some(0);
+        // The description alone puts the top tool first among the first few (the first
+        // of equal scores wins, none when no description matches).
+        let mut best: Option<usize> = None;
+        for (i, &d) in described.iter().take(DESCRIBED_AMONG).enumerate() {
+            if d > 0.0 && best.is_none_or(|b| d > described[b]) {
+                best = Some(i);
+            }
+        }
+        let described_first = best == Some(0);
         features(
             &analyzer,
             &terms,

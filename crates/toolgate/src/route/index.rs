@@ -8,7 +8,7 @@
 //! server's contribution alone. Scores are computed at query time from raw per-field term
 //! frequencies, so nothing else needs recomputing.
 
-use super::doc::{analyze_tool, N_FIELDS};
+use super::doc::{analyze_tool, DESCRIPTION, N_FIELDS, PARAMS};
 use super::examples::RouteExamples;
 use super::text::{bigram, clauses, truncate, Analyzer, MAX_TASK_BYTES};
 use crate::catalog::{Catalog, ToolRecord};
@@ -402,14 +402,37 @@ impl RouteIndex {
 
     /// The `k` best tools for `query` by BM25F, best first, only from `server` when given.
     pub fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+        self.rank_scored(query, server, k, false).0
+    }
+
+    /// [`Self::rank`], with each ranked tool's score by the words of its description and
+    /// parameters alone (BM25F over those two fields; the name, title and server left out),
+    /// computed in the same pass over the postings.
+    pub fn rank_described(
+        &self,
+        query: &str,
+        server: Option<&str>,
+        k: usize,
+    ) -> (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>) {
+        self.rank_scored(query, server, k, true)
+    }
+
+    fn rank_scored(
+        &self,
+        query: &str,
+        server: Option<&str>,
+        k: usize,
+        described: bool,
+    ) -> (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>) {
         let only = match server {
             Some(s) => match self.slot_of(s) {
                 Some(slot) => Some(slot),
-                None => return Vec::new(),
+                None => return (Vec::new(), Vec::new()),
             },
             None => None,
         };
-        let mut acc = self.scores(query, only);
+        let terms = self.query_terms(query, true);
+        let mut acc = self.scores(&terms, only);
         let w = self.params.clause_weight;
         let parts = if w > 0.0 {
             clauses(truncate(query, MAX_TASK_BYTES))
@@ -426,7 +449,7 @@ impl RouteIndex {
                 *s /= top;
             }
             for part in &parts {
-                let scores = self.scores(part, only);
+                let scores = self.scores(&self.query_terms(part, true), only);
                 let best = scores.iter().copied().fold(0.0, f32::max);
                 if best > 0.0 {
                     for (s, c) in acc.iter_mut().zip(&scores) {
@@ -453,22 +476,27 @@ impl RouteIndex {
             }
         }
         top_k(&mut hits, k);
-        hits.into_iter()
+        let described_scores = if described {
+            self.described_scores(&terms, &hits)
+        } else {
+            Vec::new()
+        };
+        let ranked = hits
+            .into_iter()
             .filter_map(|(score, slot, doc)| {
                 let shard = self.shards[slot as usize].as_ref()?;
                 Some((shard.tools[doc as usize].clone(), score))
             })
-            .collect()
+            .collect();
+        (ranked, described_scores)
     }
 
-    /// Which of `tools` the task matches best by the words of their descriptions and
-    /// parameters alone (BM25F over those two fields, the name, title and server left
-    /// out): an index into `tools`, the first on a tie, `None` when none matches there.
-    /// A tool this index does not hold scores nothing.
-    pub fn described_best(&self, query: &str, tools: &[&ToolRecord]) -> Option<usize> {
+    /// The BM25F score of each of `hits` (score, slot, doc) by its description and
+    /// parameters alone, for the weighted query `terms`.
+    fn described_scores(&self, terms: &[(String, f32)], hits: &[(f32, u32, u32)]) -> Vec<f32> {
         let p = &self.params;
         let n = self.docs.max(1) as f32;
-        let fields = [super::doc::DESCRIPTION, super::doc::PARAMS];
+        let fields = [DESCRIPTION, PARAMS];
         let inv_avg = fields.map(|f| {
             let avg = self.len_sum[f] as f32 / n;
             if avg > 0.0 {
@@ -477,57 +505,44 @@ impl RouteIndex {
                 0.0
             }
         });
-        let places: Vec<Option<(u32, u32)>> = tools
-            .iter()
-            .map(|t| {
-                let key = format!("{}/{}", t.id.server, t.id.name).to_lowercase();
-                self.names.get(&key)?.iter().copied().find(|&(slot, doc)| {
-                    self.shards[slot as usize]
-                        .as_ref()
-                        .is_some_and(|s| s.tools[doc as usize].id == t.id)
-                })
-            })
-            .collect();
-        let mut scores = vec![0f32; tools.len()];
-        for (term, qw) in self.query_terms(query, true) {
-            let Some(entry) = self.terms.get(&term) else {
+        let mut out = vec![0f32; hits.len()];
+        for (term, qw) in terms {
+            let Some(entry) = self.terms.get(term) else {
                 continue;
             };
             let idf = idf(n, entry.df as f32);
-            for (score, place) in scores.iter_mut().zip(&places) {
-                let Some((slot, doc)) = *place else { continue };
-                let Some((_, list)) = entry.lists.iter().find(|(s, _)| *s == slot) else {
-                    continue;
-                };
-                let Ok(i) = list.binary_search_by_key(&doc, |posting| posting.doc) else {
-                    continue;
-                };
-                let Some(shard) = self.shards[slot as usize].as_ref() else {
-                    continue;
-                };
-                let lens = &shard.lens[doc as usize];
-                let mut tf = 0.0;
-                for (k, &f) in fields.iter().enumerate() {
-                    let count = list[i].tf[f];
-                    if count > 0 {
-                        let norm = 1.0 - p.b[f] + p.b[f] * f32::from(lens[f]) * inv_avg[k];
-                        tf += p.weights[f] * f32::from(count) / norm.max(1e-3);
+            for (slot, list) in &entry.lists {
+                for (score, &(_, s, doc)) in out.iter_mut().zip(hits) {
+                    if s != *slot {
+                        continue;
+                    }
+                    let Ok(i) = list.binary_search_by_key(&doc, |posting| posting.doc) else {
+                        continue;
+                    };
+                    let Some(shard) = self.shards[s as usize].as_ref() else {
+                        continue;
+                    };
+                    let lens = &shard.lens[doc as usize];
+                    let mut tf = 0.0;
+                    for (k, &f) in fields.iter().enumerate() {
+                        let count = list[i].tf[f];
+                        if count > 0 {
+                            let norm = 1.0 - p.b[f] + p.b[f] * f32::from(lens[f]) * inv_avg[k];
+                            tf += p.weights[f] * f32::from(count) / norm.max(1e-3);
+                        }
+                    }
+                    if tf > 0.0 {
+                        *score += qw * idf * tf / (p.k1 + tf);
                     }
                 }
-                *score += qw * idf * tf / (p.k1 + tf);
             }
         }
-        let mut best: Option<usize> = None;
-        for (i, &s) in scores.iter().enumerate() {
-            if s > 0.0 && best.is_none_or(|b| s > scores[b]) {
-                best = Some(i);
-            }
-        }
-        best
+        out
     }
 
-    /// Every document's score for `query` (0 for no match), in accumulator order.
-    fn scores(&self, query: &str, only: Option<u32>) -> Vec<f32> {
+    /// Every document's score for the weighted query `terms` (0 for no match), in
+    /// accumulator order.
+    fn scores(&self, terms: &[(String, f32)], only: Option<u32>) -> Vec<f32> {
         let p = &self.params;
         let n = self.docs.max(1) as f32;
         // Per-field 1/avg length, so the inner loop multiplies instead of divides.
@@ -550,8 +565,9 @@ impl RouteIndex {
                 0
             }
         ];
-        for (term, qw) in self.query_terms(query, true) {
-            let Some(entry) = self.terms.get(&term) else {
+        for (term, qw) in terms {
+            let qw = *qw;
+            let Some(entry) = self.terms.get(term) else {
                 continue;
             };
             let idf = idf(n, entry.df as f32);
@@ -577,7 +593,8 @@ impl RouteIndex {
                             stf += wtf;
                         }
                     }
-                    acc[base + posting.doc as usize] += qw * idf * tf / (p.k1 + tf);
+                    let i = base + posting.doc as usize;
+                    acc[i] += qw * idf * tf / (p.k1 + tf);
                 }
                 if let Some(s) = server_score.get_mut(*slot as usize) {
                     let norm = 0.25 + 0.75 * shard.total_len as f32 / avg_server_len.max(1.0);

@@ -69,11 +69,16 @@ pub trait Retriever: Send + Sync {
         !self.exact(name, server).is_empty()
     }
 
-    /// Which of `tools` the task matches best by their descriptions and parameters alone
-    /// (an index into `tools`), for retrievers whose scores have fields; the calibrated
-    /// decision counts whether it is the top tool.
-    fn described_best(&self, _query: &str, _tools: &[&ToolRecord]) -> Option<usize> {
-        None
+    /// [`Self::rank`], with each ranked tool's score by its description and parameters
+    /// alone, for retrievers whose scores have fields (empty otherwise); the calibrated
+    /// decision asks whether the top tool is also the best of the first few by those.
+    fn rank_described(
+        &self,
+        query: &str,
+        server: Option<&str>,
+        k: usize,
+    ) -> (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>) {
+        (self.rank(query, server, k), Vec::new())
     }
 
     /// True when the scores are BM25F's, for which the calibrated confidence was fitted;
@@ -96,8 +101,13 @@ impl Retriever for RouteIndex {
         Some(RouteIndex::ceiling(self, query))
     }
 
-    fn described_best(&self, query: &str, tools: &[&ToolRecord]) -> Option<usize> {
-        RouteIndex::described_best(self, query, tools)
+    fn rank_described(
+        &self,
+        query: &str,
+        server: Option<&str>,
+        k: usize,
+    ) -> (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>) {
+        RouteIndex::rank_described(self, query, server, k)
     }
 
     /// Calibrated without example tasks only: the model was fitted on catalogs alone, and
