@@ -4,7 +4,7 @@
 use super::glob::PatternList;
 use super::tiers::{Tier, ToolFacts};
 use crate::catalog::ToolRecord;
-use crate::route::Retriever;
+use crate::route::{Described, Retriever};
 use std::sync::Arc;
 
 /// One `[policy.profiles.NAME]`. Each list that is set narrows the profile further; within
@@ -70,12 +70,7 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
         self.inner.ceiling(query)
     }
 
-    fn rank_described(
-        &self,
-        query: &str,
-        server: Option<&str>,
-        k: usize,
-    ) -> (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>) {
+    fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
         let (ranked, described) = self.inner.rank_described(query, server, k + self.hidden);
         let paired = described.len() == ranked.len();
         let mut kept = (Vec::new(), Vec::new());

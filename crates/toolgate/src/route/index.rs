@@ -8,13 +8,16 @@
 //! server's contribution alone. Scores are computed at query time from raw per-field term
 //! frequencies, so nothing else needs recomputing.
 
-use super::doc::{analyze_tool, DESCRIPTION, N_FIELDS, PARAMS};
+use super::doc::{analyze_tool, N_FIELDS};
 use super::examples::RouteExamples;
 use super::text::{bigram, clauses, truncate, Analyzer, MAX_TASK_BYTES};
+use super::Described;
 use crate::catalog::{Catalog, ToolRecord};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+mod described;
 
 /// Ranking parameters. Chosen on the tuning split (query index mod 5 == 0) of MetaTool
 /// and LiveMCPBench; see the README's evaluation section.
@@ -408,12 +411,7 @@ impl RouteIndex {
     /// [`Self::rank`], with each ranked tool's score by the words of its description and
     /// parameters alone (BM25F over those two fields; the name, title and server left out),
     /// computed in the same pass over the postings.
-    pub fn rank_described(
-        &self,
-        query: &str,
-        server: Option<&str>,
-        k: usize,
-    ) -> (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>) {
+    pub fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
         self.rank_scored(query, server, k, true)
     }
 
@@ -423,7 +421,7 @@ impl RouteIndex {
         server: Option<&str>,
         k: usize,
         described: bool,
-    ) -> (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>) {
+    ) -> Described {
         let only = match server {
             Some(s) => match self.slot_of(s) {
                 Some(slot) => Some(slot),
@@ -491,53 +489,17 @@ impl RouteIndex {
         (ranked, described_scores)
     }
 
-    /// The BM25F score of each of `hits` (score, slot, doc) by its description and
-    /// parameters alone, for the weighted query `terms`.
-    fn described_scores(&self, terms: &[(String, f32)], hits: &[(f32, u32, u32)]) -> Vec<f32> {
-        let p = &self.params;
+    /// Per-field 1 / average length, so the scoring loops multiply instead of divide.
+    fn inv_avg_lens(&self) -> [f32; N_FIELDS] {
         let n = self.docs.max(1) as f32;
-        let fields = [DESCRIPTION, PARAMS];
-        let inv_avg = fields.map(|f| {
-            let avg = self.len_sum[f] as f32 / n;
+        self.len_sum.map(|sum| {
+            let avg = sum as f32 / n;
             if avg > 0.0 {
                 1.0 / avg
             } else {
                 0.0
             }
-        });
-        let mut out = vec![0f32; hits.len()];
-        for (term, qw) in terms {
-            let Some(entry) = self.terms.get(term) else {
-                continue;
-            };
-            let idf = idf(n, entry.df as f32);
-            for (slot, list) in &entry.lists {
-                for (score, &(_, s, doc)) in out.iter_mut().zip(hits) {
-                    if s != *slot {
-                        continue;
-                    }
-                    let Ok(i) = list.binary_search_by_key(&doc, |posting| posting.doc) else {
-                        continue;
-                    };
-                    let Some(shard) = self.shards[s as usize].as_ref() else {
-                        continue;
-                    };
-                    let lens = &shard.lens[doc as usize];
-                    let mut tf = 0.0;
-                    for (k, &f) in fields.iter().enumerate() {
-                        let count = list[i].tf[f];
-                        if count > 0 {
-                            let norm = 1.0 - p.b[f] + p.b[f] * f32::from(lens[f]) * inv_avg[k];
-                            tf += p.weights[f] * f32::from(count) / norm.max(1e-3);
-                        }
-                    }
-                    if tf > 0.0 {
-                        *score += qw * idf * tf / (p.k1 + tf);
-                    }
-                }
-            }
-        }
-        out
+        })
     }
 
     /// Every document's score for the weighted query `terms` (0 for no match), in
@@ -545,15 +507,7 @@ impl RouteIndex {
     fn scores(&self, terms: &[(String, f32)], only: Option<u32>) -> Vec<f32> {
         let p = &self.params;
         let n = self.docs.max(1) as f32;
-        // Per-field 1/avg length, so the inner loop multiplies instead of divides.
-        let inv_avg: [f32; N_FIELDS] = self.len_sum.map(|sum| {
-            let avg = sum as f32 / n;
-            if avg > 0.0 {
-                1.0 / avg
-            } else {
-                0.0
-            }
-        });
+        let inv_avg = self.inv_avg_lens();
         let servers = self.servers.max(1) as f32;
         let avg_server_len = self.len_sum.iter().sum::<u64>() as f32 / servers;
         let mut acc = vec![0f32; self.docs as usize];
@@ -588,13 +542,11 @@ impl RouteIndex {
                     for f in 0..N_FIELDS {
                         if posting.tf[f] > 0 {
                             let wtf = p.weights[f] * f32::from(posting.tf[f]);
-                            let norm = 1.0 - p.b[f] + p.b[f] * f32::from(lens[f]) * inv_avg[f];
-                            tf += wtf / norm.max(1e-3);
+                            tf += wtf / length_norm(p, f, lens, &inv_avg);
                             stf += wtf;
                         }
                     }
-                    let i = base + posting.doc as usize;
-                    acc[i] += qw * idf * tf / (p.k1 + tf);
+                    acc[base + posting.doc as usize] += qw * idf * tf / (p.k1 + tf);
                 }
                 if let Some(s) = server_score.get_mut(*slot as usize) {
                     let norm = 0.25 + 0.75 * shard.total_len as f32 / avg_server_len.max(1.0);
@@ -616,6 +568,16 @@ impl RouteIndex {
         }
         acc
     }
+}
+
+/// BM25F's length normalisation of field `f` for a document of `lens`.
+fn length_norm(
+    p: &Bm25fParams,
+    f: usize,
+    lens: &[u16; N_FIELDS],
+    inv_avg: &[f32; N_FIELDS],
+) -> f32 {
+    (1.0 - p.b[f] + p.b[f] * f32::from(lens[f]) * inv_avg[f]).max(1e-3)
 }
 
 /// The terms of weighted query terms.

@@ -47,6 +47,10 @@ pub use {
 use crate::catalog::ToolRecord;
 use std::sync::Arc;
 
+/// A ranking with each ranked tool's score by its description and parameters alone
+/// (empty when the retriever's scores have no fields): [`Retriever::rank_described`].
+pub type Described = (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>);
+
 /// Ranks tools for a task. The BM25F [`RouteIndex`] is the default; a second retriever
 /// (e.g. static embeddings) can implement this and be fused with it.
 pub trait Retriever: Send + Sync {
@@ -72,12 +76,7 @@ pub trait Retriever: Send + Sync {
     /// [`Self::rank`], with each ranked tool's score by its description and parameters
     /// alone, for retrievers whose scores have fields (empty otherwise); the calibrated
     /// decision asks whether the top tool is also the best of the first few by those.
-    fn rank_described(
-        &self,
-        query: &str,
-        server: Option<&str>,
-        k: usize,
-    ) -> (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>) {
+    fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
         (self.rank(query, server, k), Vec::new())
     }
 
@@ -101,12 +100,7 @@ impl Retriever for RouteIndex {
         Some(RouteIndex::ceiling(self, query))
     }
 
-    fn rank_described(
-        &self,
-        query: &str,
-        server: Option<&str>,
-        k: usize,
-    ) -> (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>) {
+    fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
         RouteIndex::rank_described(self, query, server, k)
     }
 
