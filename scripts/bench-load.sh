@@ -3,14 +3,17 @@
 # (a stdio child), and the fixture's own HTTP endpoint as the no-gateway baseline, driven by
 # wrk with keep-alive at 1, 8 and 64 connections. Prints requests/s, p50, p99 and ratios in
 # one table, with the fixture called over stdio directly (one call at a time, no HTTP) as the
-# least a call through a stdio hop costs; then resident memory: idle, with 1,000 open
-# sessions, after the load.
+# least a call through a stdio hop costs, and a bare relay (hyper and the stdio hop, nothing
+# else: crates/toolgate-fixture/examples/bare_relay.rs) as the least any HTTP-to-stdio
+# gateway costs; then resident memory: idle, with 1,000 open sessions, after the load.
 #
 #     scripts/bench-load.sh
 #
 # Environment (all optional):
 #   TOOLGATE_BIN    the toolgate binary (default: `cargo build --release`, target/release/toolgate)
 #   BENCH_BEFORE    a second toolgate binary measured in the same run (e.g. the previous commit)
+#   BENCH_RELAY     the bare relay (default: `cargo build --release --example bare_relay`;
+#                   "none" leaves its row out)
 #   BENCH_SECS      seconds per wrk run (default 10)
 #   BENCH_RUNS      runs of each row, the targets taking turns; each figure is the median
 #                   of its runs (default 1)
@@ -44,6 +47,11 @@ if [ -z "${TOOLGATE_BIN:-}" ]; then
   TOOLGATE_BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/toolgate"
 fi
 [ -x "$TOOLGATE_BIN" ] || die "no toolgate binary at $TOOLGATE_BIN"
+if [ -z "${BENCH_RELAY:-}" ]; then
+  cargo build --release -q -p toolgate-fixture --example bare_relay
+  BENCH_RELAY="${CARGO_TARGET_DIR:-$REPO/target}/release/examples/bare_relay"
+fi
+[ "$BENCH_RELAY" = none ] || [ -x "$BENCH_RELAY" ] || die "BENCH_RELAY=$BENCH_RELAY is not an executable"
 [ -z "${BENCH_BEFORE:-}" ] || [ -x "$BENCH_BEFORE" ] || die "BENCH_BEFORE=$BENCH_BEFORE is not an executable"
 if [ -z "${MCP_PROXY:-}" ]; then
   MCP_PROXY="$REPO/.peers-extra/node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs"
@@ -126,6 +134,13 @@ EOF
   TOOL[$1]=bench_echo; NAMES+=("$1")
 }
 
+start_relay() { # NAME: the bare relay in front of the fixture over stdio
+  "${SRV[@]}" "$BENCH_RELAY" 0 "${FIXTURE[@]}" >"$WORK/$1.out" 2>"$WORK/$1.err" &
+  PIDS+=($!); PID[$1]=$!
+  URL[$1]=$(wait_line "$WORK/$1.out" 'listening (http://[^ ]+)')
+  TOOL[$1]=echo; NAMES+=("$1")
+}
+
 start_proxy() { # NAME
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -205,6 +220,7 @@ EOF
 start_proxy mcp-proxy
 start_fixture fixture "$TOOLGATE_BIN"
 start_toolgate toolgate "$TOOLGATE_BIN"
+[ "$BENCH_RELAY" = none ] || start_relay bare-relay
 if [ -n "${BENCH_BEFORE:-}" ]; then
   start_fixture fixture-before "$BENCH_BEFORE"
   start_toolgate toolgate-before "$BENCH_BEFORE"
@@ -228,7 +244,7 @@ done
 runs_said="wrk ${SECS} s per row"
 [ "$RUNS" -eq 1 ] || runs_said="wrk ${SECS} s per run, $RUNS runs per row (targets taking turns), each figure their median"
 echo "toolgate: $TOOLGATE_BIN${BENCH_BEFORE:+ (before: $BENCH_BEFORE)}; mcp-proxy $PROXY_VERSION; $runs_said, keep-alive; $(nproc) cores${BENCH_CPUS:+ (servers on CPUs ${BENCH_CPUS%%/*}, wrk on ${BENCH_CPUS#*/})}, load average $(cut -d" " -f1-3 /proc/loadavg)"
-echo "upstream: the fixture's echo tool over stdio behind each proxy; the fixture rows call its own HTTP endpoint; fixture-stdio calls it over stdio, one call at a time, no HTTP"
+echo "upstream: the fixture's echo tool over stdio behind each proxy; the fixture rows call its own HTTP endpoint; fixture-stdio calls it over stdio, one call at a time, no HTTP; bare-relay is hyper in front of it over stdio, ids rewritten, nothing else"
 # median N...: the median of the numbers given.
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 declare -A RPS P50 P99
@@ -294,22 +310,27 @@ for era in $ERAS; do
     done
     unset L_RPS L_P50 L_P99 L_CS L_CU L_BAD SKIP
   done
-  # What toolgate adds at one connection above the least a stdio hop costs.
+  # What toolgate adds at one connection above the least a stdio hop costs, and the least
+  # any HTTP-to-stdio gateway costs here (the bare relay).
   floor=${P50[fixture-stdio.$era.1]:-} own=${P50[toolgate.$era.1]:-}
   if [ -n "$floor" ] && [ -n "$own" ]; then
     echo
-    awk -v a="$own" -v f="$floor" -v h="${P50[fixture.$era.1]:-0}" 'BEGIN {
-      printf "one connection: toolgate p50 %.0f µs = fixture-stdio %.0f µs + %.0f µs; fixture-stdio alone is %.2f× the fixture'"'"'s own HTTP p50\n", a, f, a - f, (h > 0 ? f / h : 0) }'
+    awk -v a="$own" -v f="$floor" -v h="${P50[fixture.$era.1]:-0}" -v r="${P50[bare-relay.$era.1]:-0}" 'BEGIN {
+      printf "one connection: toolgate p50 %.0f µs = fixture-stdio %.0f µs + %.0f µs; fixture-stdio alone is %.2f× the fixture'"'"'s own HTTP p50\n", a, f, a - f, (h > 0 ? f / h : 0)
+      if (r > 0 && h > 0) printf "one connection: bare-relay p50 %.0f µs, %.2f× the fixture'"'"'s own HTTP p50: the least an HTTP front and a stdio hop cost here; toolgate is %.2f× the bare relay\n", r, r / h, a / r }'
   fi
 done
 
+# The memory table leaves the bare relay out: it keeps no sessions.
+MEM=()
+for n in "${NAMES[@]}"; do [ "$n" = bare-relay ] || MEM+=("$n"); done
 declare -A AFTER MANY AGAIN
-for n in "${NAMES[@]}"; do AFTER[$n]=$(rss_kib "${PID[$n]}"); done
-for n in "${NAMES[@]}"; do
+for n in "${MEM[@]}"; do AFTER[$n]=$(rss_kib "${PID[$n]}"); done
+for n in "${MEM[@]}"; do
   python3 "$HELPER" sessions "${URL[$n]}" "$SESSIONS" >/dev/null
   MANY[$n]=$(rss_kib "${PID[$n]}")
 done
-for n in "${NAMES[@]}"; do
+for n in "${MEM[@]}"; do
   wrk_run "$n" legacy 8 >/dev/null
   AGAIN[$n]=$(rss_kib "${PID[$n]}")
 done
@@ -319,7 +340,7 @@ echo "resident memory of the serving process (KiB; toolgate and mcp-proxy withou
 echo
 echo "| target | idle | after the load | with $SESSIONS more sessions open | per session | after a second load (8 connections) |"
 echo "|---|---|---|---|---|---|"
-for n in "${NAMES[@]}"; do
+for n in "${MEM[@]}"; do
   if [ -n "${MANY[$n]:-}" ]; then
     many=${MANY[$n]}
     per=$(awk -v a="$many" -v b="${AFTER[$n]}" -v s="$SESSIONS" 'BEGIN { printf "%.1f KiB", (a - b) / s }')
