@@ -103,11 +103,16 @@ wait_line() {
 declare -A URL PID TOOL
 NAMES=()
 
+start_listening() { # NAME CMD...: a server that prints "listening URL", serving `echo`
+  local name=$1; shift
+  "${SRV[@]}" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  PIDS+=($!); PID[$name]=$!
+  URL[$name]=$(wait_line "$WORK/$name.out" 'listening (http://[^ ]+)')
+  TOOL[$name]=echo; NAMES+=("$name")
+}
+
 start_fixture() { # NAME BIN
-  "${SRV[@]}" "$2" fixture --catalog "$CATALOG" --http 127.0.0.1:0 >"$WORK/$1.out" 2>"$WORK/$1.err" &
-  PIDS+=($!); PID[$1]=$!
-  URL[$1]=$(wait_line "$WORK/$1.out" 'listening (http://[^ ]+)')
-  TOOL[$1]=echo; NAMES+=("$1")
+  start_listening "$1" "$2" fixture --catalog "$CATALOG" --http 127.0.0.1:0
 }
 
 start_toolgate() { # NAME BIN
@@ -135,10 +140,7 @@ EOF
 }
 
 start_relay() { # NAME: the bare relay in front of the fixture over stdio
-  "${SRV[@]}" "$BENCH_RELAY" 0 "${FIXTURE[@]}" >"$WORK/$1.out" 2>"$WORK/$1.err" &
-  PIDS+=($!); PID[$1]=$!
-  URL[$1]=$(wait_line "$WORK/$1.out" 'listening (http://[^ ]+)')
-  TOOL[$1]=echo; NAMES+=("$1")
+  start_listening "$1" "$BENCH_RELAY" 0 "${FIXTURE[@]}"
 }
 
 start_proxy() { # NAME
