@@ -56,6 +56,23 @@ enum Command {
     SandboxWorker,
 }
 
+/// The runtime's worker threads: `gateway.worker_threads` for `serve`, else
+/// `TOKIO_WORKER_THREADS` when set, else one fewer than the cores (`default_workers`). A
+/// configuration that does not load is `serve`'s to report, with the default meanwhile.
+fn worker_threads(command: &Command) -> usize {
+    let configured = match command {
+        Command::Serve(a) => a.config.load_quiet().ok(),
+        _ => None,
+    };
+    let from_env = || {
+        let n = std::env::var("TOKIO_WORKER_THREADS").ok()?;
+        n.trim().parse::<usize>().ok().filter(|&n| n > 0)
+    };
+    (configured.and_then(|c| c.gateway.worker_threads))
+        .or_else(from_env)
+        .unwrap_or_else(toolgate::config::default_workers)
+}
+
 pub(crate) fn run() -> ExitCode {
     let cli = Cli::parse();
     // The worker runs untrusted code: no async runtime, no threads, nothing else first.
@@ -64,6 +81,7 @@ pub(crate) fn run() -> ExitCode {
         return toolgate_sandbox::worker::main();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(worker_threads(&cli.command))
         .enable_all()
         .build()
     {

@@ -222,7 +222,13 @@ fn print_banner(gw: &Arc<Gateway>, addr: SocketAddr) {
         };
         eprintln!("  {:<16} {:<9} {detail}", up.name(), up.status().label());
     }
-    eprintln!("{} tools; mode {}", catalog.len(), mode.as_str());
+    // What the runtime really runs (gateway.worker_threads, else one fewer than the cores).
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    eprintln!(
+        "{} tools; mode {}; {workers} worker threads",
+        catalog.len(),
+        mode.as_str()
+    );
     eprintln!("MCP endpoint: http://{addr}/mcp   (also /mcp/guided and /mcp/direct)");
     let policy = &gw.config.policy;
     if !policy.profiles.is_empty() {

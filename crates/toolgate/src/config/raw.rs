@@ -260,6 +260,7 @@ pub struct RawGateway {
     pub startup_wait_ms: Option<u64>,
     pub max_body_bytes: Option<usize>,
     pub list_ttl_ms: Option<u64>,
+    pub worker_threads: Option<usize>,
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
     /// Serve `/metrics` and `/ui` to peers that are not on loopback.
@@ -458,6 +459,12 @@ impl RawConfig {
             })?,
             None => defaults.listen,
         };
+        if g.worker_threads == Some(0) {
+            bail!(
+                "{}: gateway.worker_threads = 0: write 1 or more, or leave it out (one fewer than the machine's cores, at least 1)",
+                file.display()
+            );
+        }
         let gateway = GatewayConfig {
             listen,
             mode: g.mode.unwrap_or(defaults.mode),
@@ -470,6 +477,7 @@ impl RawConfig {
                 .map_or(defaults.startup_wait, Duration::from_millis),
             max_body_bytes: g.max_body_bytes.unwrap_or(defaults.max_body_bytes),
             list_ttl_ms: g.list_ttl_ms.unwrap_or(defaults.list_ttl_ms),
+            worker_threads: g.worker_threads,
             allowed_hosts: g.allowed_hosts,
             admin_allow_remote: g.admin_allow_remote,
             limits: g.limits.validate(file)?,

@@ -223,3 +223,14 @@ fn direct_max_result_tokens_defaults_to_25000_and_refuses_tiny_budgets() {
         "{text}"
     );
 }
+
+#[test]
+fn worker_threads_is_read_and_zero_is_refused() {
+    assert_eq!(parse("").unwrap().gateway.worker_threads, None);
+    let c = parse("[gateway]\nworker_threads = 3\n").unwrap();
+    assert_eq!(c.gateway.worker_threads, Some(3));
+    let err = parse("[gateway]\nworker_threads = 0\n").unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains("gateway.worker_threads = 0"), "{text}");
+    assert!(text.contains("write 1 or more"), "{text}");
+}
