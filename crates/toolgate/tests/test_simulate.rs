@@ -1,6 +1,5 @@
 //! `tokens --simulate`: a tiny case checked by hand, and the livemcpbench totals.
 
-#[allow(dead_code)] // only dataset_or_skip is used here
 mod support;
 
 use serde_json::{json, Value};

@@ -13,152 +13,17 @@ use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use serde_json::json;
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::raw_http::{messages, RawClient, STEP};
 
 const CATALOG: &str = r#"[
   {"server":"fx","tool":{"name":"echo","description":"Echo.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}}},
   {"server":"fx","tool":{"name":"slow","description":"Answers after a long while.","inputSchema":{"type":"object"}}}
 ]"#;
-
-/// Generous bound for any one step on a loaded machine; never reached when things work.
-const STEP: Duration = Duration::from_secs(60);
-
-/// HTTP/1.1 by hand over one keep-alive connection, with no socket options of its own.
-struct RawClient {
-    stream: TcpStream,
-    host: String,
-    buf: Vec<u8>,
-    headers: Vec<(String, String)>,
-}
-
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl RawClient {
-    async fn connect(addr: SocketAddr) -> Self {
-        let stream = TcpStream::connect(addr)
-            .await
-            .expect("connect to the front");
-        Self {
-            stream,
-            host: addr.to_string(),
-            buf: Vec::new(),
-            headers: Vec::new(),
-        }
-    }
-
-    async fn send(&mut self, body: &Value) {
-        let body = body.to_string();
-        let mut req = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-            self.host,
-            body.len()
-        );
-        for (k, v) in &self.headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        req.push_str(&body);
-        self.stream.write_all(req.as_bytes()).await.expect("write");
-    }
-
-    async fn post(&mut self, body: &Value) -> Answer {
-        self.send(body).await;
-        tokio::time::timeout(STEP, self.read_answer())
-            .await
-            .expect("an answer within the bound")
-    }
-
-    /// Reads more bytes into `buf`; the peer closing the connection fails the test.
-    async fn fill(&mut self) {
-        let mut chunk = [0u8; 8192];
-        let n = self.stream.read(&mut chunk).await.expect("read");
-        assert!(n > 0, "the server closed the keep-alive connection");
-        self.buf.extend_from_slice(&chunk[..n]);
-    }
-
-    async fn line(&mut self) -> String {
-        loop {
-            if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
-                let line = String::from_utf8(self.buf[..i].to_vec()).expect("utf-8");
-                self.buf.drain(..i + 2);
-                return line;
-            }
-            self.fill().await;
-        }
-    }
-
-    async fn take(&mut self, n: usize) -> Vec<u8> {
-        while self.buf.len() < n {
-            self.fill().await;
-        }
-        self.buf.drain(..n).collect()
-    }
-
-    async fn read_answer(&mut self) -> Answer {
-        let status_line = self.line().await;
-        let status: u16 = status_line
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("status line {status_line:?}"));
-        let mut headers = Vec::new();
-        loop {
-            let line = self.line().await;
-            if line.is_empty() {
-                break;
-            }
-            let (k, v) = line.split_once(':').expect("header line");
-            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-        }
-        let header = |name: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
-        let mut body = Vec::new();
-        if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-            loop {
-                let size_line = self.line().await;
-                let size_hex = size_line.split(';').next().unwrap_or("").trim();
-                let size = usize::from_str_radix(size_hex, 16).expect("chunk size");
-                if size == 0 {
-                    assert_eq!(self.line().await, "", "no trailers expected");
-                    break;
-                }
-                body.extend(self.take(size).await);
-                assert_eq!(self.take(2).await, b"\r\n");
-            }
-        } else {
-            let len: usize = header("content-length").map_or(0, |v| v.parse().unwrap());
-            body = self.take(len).await;
-        }
-        Answer {
-            status,
-            headers,
-            body: String::from_utf8(body).expect("utf-8 body"),
-        }
-    }
-}
-
-/// The JSON-RPC messages of a plain JSON body or an SSE stream.
-fn messages(body: &str) -> Vec<Value> {
-    if body.trim_start().starts_with('{') {
-        return vec![serde_json::from_str(body).expect("JSON body")];
-    }
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_json::from_str(d.trim()).expect("JSON event"))
-        .collect()
-}
 
 /// A TCP connection of this network namespace, from `/proc/net/tcp`.
 struct Conn {
@@ -261,28 +126,7 @@ async fn every_socket_toolgate_accepts_or_dials_has_tcp_nodelay() {
         !client.stream.nodelay().unwrap(),
         "the client sets nothing on its side"
     );
-    let init = client
-        .post(
-            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}),
-        )
-        .await;
-    assert_eq!(init.status, 200, "initialize: {}", init.body);
-    let session = init
-        .headers
-        .iter()
-        .find(|(k, _)| k == "mcp-session-id")
-        .map(|(_, v)| v.clone())
-        .expect("a session id");
-    client.headers = vec![
-        ("Mcp-Session-Id".into(), session),
-        ("MCP-Protocol-Version".into(), "2025-11-25".into()),
-    ];
-    let note = client
-        .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await;
-    assert_eq!(note.status, 202, "notifications/initialized: {}", note.body);
+    client.open_session().await;
 
     for i in 1..=50 {
         let message = format!("call {i}");
@@ -290,7 +134,7 @@ async fn every_socket_toolgate_accepts_or_dials_has_tcp_nodelay() {
             .post(&json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
                 "params": {"name": "fx_echo", "arguments": {"message": message}}}))
             .await;
-        assert_eq!(answer.status, 200, "call {i}: {}", answer.body);
+        assert_eq!(answer.head.status, 200, "call {i}: {}", answer.body);
         let last = messages(&answer.body).pop().expect("a message");
         assert_eq!(last["id"], i, "call {i}: {last}");
         let text = last["result"]["content"][0]["text"].as_str().unwrap_or("");

@@ -100,7 +100,15 @@ impl tower_service::Service<axum::extract::Request> for Shared {
 
     fn call(&mut self, request: axum::extract::Request) -> Self::Future {
         let service = self.0.clone();
-        Box::pin(async move { Ok(service.handle(request).await.map(axum::body::Body::new)) })
+        let post = request.method() == axum::http::Method::POST;
+        Box::pin(async move {
+            let response = service.handle(request).await.map(axum::body::Body::new);
+            Ok(if post {
+                super::gather::gather(response).await
+            } else {
+                response
+            })
+        })
     }
 }
 

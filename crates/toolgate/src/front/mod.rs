@@ -15,6 +15,7 @@ mod convert;
 pub mod dashboard;
 mod direct;
 mod frames;
+mod gather;
 mod guided;
 mod http;
 mod inputs;

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(unreachable_pub)] // `pub` is for the test binary's own modules.
+#![allow(dead_code)] // each test binary uses a part of it
 pub mod instances;
+pub mod raw_http;
 
 /// A shared dataset, or `None` (after saying why on stderr, past the test harness's capture,
 /// so `cargo test` shows it) when it is missing outside CI; in CI (`CI` set) a missing

@@ -1,0 +1,48 @@
+//! One write for a quick answer. rmcp answers each request of a (legacy) session as an SSE
+//! stream: a priming event, ready at once, then the message when the handler answers, then
+//! the end. Sent as they come, that is two writes to the client's socket per call (the
+//! headers and the priming event before the call even reaches its upstream, then the
+//! message and the end) and two wake-ups of the client. `gather` holds a POST's SSE answer
+//! until its stream ends, for at most `WAIT`: an answer that ends in time leaves in one
+//! write, with a length; a slower one sends what it has when the wait is over, then streams
+//! the rest as it comes, so progress, logs and server requests are late by `WAIT` at most.
+
+use axum::body::{Body, Bytes};
+use axum::http::header::CONTENT_TYPE;
+use axum::response::Response;
+use futures::StreamExt;
+use std::time::Duration;
+
+/// The longest an SSE answer is held for the rest of its events.
+pub(super) const WAIT: Duration = Duration::from_millis(10);
+/// The most of an answer held: past this, what is held is sent and the rest streams.
+const MAX_HELD: usize = 64 * 1024;
+
+/// `response` with its SSE events gathered (see the module); any other response as it is.
+pub(super) async fn gather(response: Response) -> Response {
+    let sse = (response.headers().get(CONTENT_TYPE))
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !sse {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let mut events = body.into_data_stream();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut held = Vec::new();
+    let mut failed = None;
+    while held.len() < MAX_HELD {
+        match tokio::time::timeout_at(deadline, events.next()).await {
+            Ok(Some(Ok(chunk))) => held.extend_from_slice(&chunk),
+            Ok(Some(Err(e))) => {
+                failed = Some(e);
+                break;
+            }
+            Ok(None) => return Response::from_parts(parts, Body::from(held)),
+            Err(_) => break,
+        }
+    }
+    let head = std::iter::once(Ok(Bytes::from(held))).chain(failed.map(Err));
+    let rest = futures::stream::iter(head).chain(events);
+    Response::from_parts(parts, Body::from_stream(rest))
+}
