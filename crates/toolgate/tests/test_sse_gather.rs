@@ -1,7 +1,7 @@
 //! How a legacy session's SSE answers leave the front (`front/gather.rs`): a quick answer
 //! in one piece, with a length (its priming event and its message together); a slow one as
 //! a stream whose priming event comes first, and whose progress notifications come while
-//! the call is still running, not held until its answer.
+//! the call is still running, not held until its answer; a long one whole.
 //!
 //! The upstream's slow tools wait 1.5 s and more, far past the front's wait (10 ms), so
 //! which answers stream does not depend on how loaded the machine is; no time is asserted.
@@ -19,10 +19,13 @@ use support::raw_http::{messages, RawClient, STEP};
 const CATALOG: &str = r#"[
   {"server":"fx","tool":{"name":"echo","description":"Echo.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}}},
   {"server":"fx","tool":{"name":"slow","description":"Answers after a while.","inputSchema":{"type":"object"}}},
-  {"server":"fx","tool":{"name":"steps","description":"Reports progress, then answers.","inputSchema":{"type":"object"}}}
+  {"server":"fx","tool":{"name":"steps","description":"Reports progress, then answers.","inputSchema":{"type":"object"}}},
+  {"server":"fx","tool":{"name":"big","description":"A long answer.","inputSchema":{"type":"object"}}}
 ]"#;
-const KNOBS: &str =
-    r#"{"slow": {"_delay_ms": 1500}, "steps": {"_delay_ms": 4000, "_progress": 2}}"#;
+const KNOBS: &str = r#"{"slow": {"_delay_ms": 1500}, "steps": {"_delay_ms": 4000, "_progress": 2},
+  "big": {"_result_bytes": 70000}}"#;
+/// The fixture's `big` answer: past the most the front joins into one body (64 KiB).
+const BIG: usize = 70_000;
 
 /// A gateway (direct mode) in front of an in-process fixture over HTTP, and its front's
 /// address.
@@ -101,6 +104,14 @@ async fn quick_answers_leave_whole_and_slow_ones_stream_as_they_come() {
         }
     }
     assert!(whole > 0, "no quick answer left the front in one piece");
+
+    // A long answer, past the most joined into one body: whole and right all the same.
+    let answer = client.post(&call(50, "fx_big", json!({}))).await;
+    assert_eq!(answer.head.status, 200);
+    let last = messages(&answer.body).pop().expect("a message");
+    assert_eq!(last["id"], 50, "{last}");
+    let text = last["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert_eq!(text.len(), BIG, "the long answer arrived whole");
 
     // A slow call: the headers and the priming event first, alone; then the answer.
     client.send(&call(100, "fx_slow", json!({}))).await;

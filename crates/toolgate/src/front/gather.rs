@@ -4,8 +4,9 @@
 //! headers and the priming event before the call even reaches its upstream, then the
 //! message and the end) and two wake-ups of the client. `gather` holds a POST's SSE answer
 //! until its stream ends, for at most `WAIT`: an answer that ends in time leaves in one
-//! write, with a length; a slower one sends what it has when the wait is over, then streams
-//! the rest as it comes, so progress, logs and server requests are late by `WAIT` at most.
+//! write (with a length, up to `MAX_JOINED`); a slower one sends what it has when the wait
+//! is over, then streams the rest as it comes, so progress, logs and server requests are
+//! late by `WAIT` at most.
 
 use axum::body::{Body, Bytes};
 use axum::http::header::CONTENT_TYPE;
@@ -15,8 +16,9 @@ use std::time::Duration;
 
 /// The longest an SSE answer is held for the rest of its events.
 pub(super) const WAIT: Duration = Duration::from_millis(10);
-/// The most of an answer held: past this, what is held is sent and the rest streams.
-const MAX_HELD: usize = 64 * 1024;
+/// The most of an answer joined into one body: a longer one is sent as the chunks it came
+/// in (one write still, when they are all there), without a copy.
+const MAX_JOINED: usize = 64 * 1024;
 
 /// `response` with its SSE events gathered (see the module); any other response as it is.
 pub(super) async fn gather(response: Response) -> Response {
@@ -29,20 +31,34 @@ pub(super) async fn gather(response: Response) -> Response {
     let (parts, body) = response.into_parts();
     let mut events = body.into_data_stream();
     let deadline = tokio::time::Instant::now() + WAIT;
-    let mut held = Vec::new();
+    let mut held: Vec<Bytes> = Vec::new();
+    let mut size = 0;
     let mut failed = None;
-    while held.len() < MAX_HELD {
+    let ended = loop {
+        if size > MAX_JOINED {
+            break false;
+        }
         match tokio::time::timeout_at(deadline, events.next()).await {
-            Ok(Some(Ok(chunk))) => held.extend_from_slice(&chunk),
+            Ok(Some(Ok(chunk))) => {
+                size += chunk.len();
+                held.push(chunk);
+            }
             Ok(Some(Err(e))) => {
                 failed = Some(e);
-                break;
+                break false;
             }
-            Ok(None) => return Response::from_parts(parts, Body::from(held)),
-            Err(_) => break,
+            Ok(None) => break true,
+            Err(_) => break false,
         }
+    };
+    if ended && size <= MAX_JOINED {
+        return Response::from_parts(parts, Body::from(held.concat()));
     }
-    let head = std::iter::once(Ok(Bytes::from(held))).chain(failed.map(Err));
-    let rest = futures::stream::iter(head).chain(events);
-    Response::from_parts(parts, Body::from_stream(rest))
+    let head = futures::stream::iter(held.into_iter().map(Ok).chain(failed.map(Err)));
+    let body = if ended {
+        Body::from_stream(head)
+    } else {
+        Body::from_stream(head.chain(events))
+    };
+    Response::from_parts(parts, body)
 }
