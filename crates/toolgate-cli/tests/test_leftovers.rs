@@ -1,6 +1,7 @@
 //! Leftovers of a hostile world: a grandchild that left its upstream's process group
-//! (`setsid`) does not outlive SIGTERM of the gateway; the group's members do not outlive
-//! SIGKILL of it; a second `initialize` on an open session is refused.
+//! (`setsid`) does not outlive SIGTERM of the gateway, which says it killed it, and a clean
+//! shutdown says nothing of the kind; the group's members do not outlive SIGKILL of it; a
+//! second `initialize` on an open session is refused.
 
 mod common;
 
@@ -32,38 +33,66 @@ async fn until(what: &str, mut f: impl FnMut() -> bool) {
     panic!("never: {what}");
 }
 
-/// A gateway whose upstream spawns both kinds of grandchild, once both run.
-async fn start(dir: &TestDir) -> HttpGateway {
+/// A gateway whose upstream spawns both kinds of grandchild, once both run, and its log.
+async fn start(dir: &TestDir) -> (HttpGateway, std::sync::mpsc::Receiver<String>) {
     let up = dir.stdio_upstream("alpha", "alpha", &["--fault", "spawn-grandchildren"]);
     let config = dir.config("mode = \"direct\"", &[up]);
-    let gw = HttpGateway::start(&config, &[]);
+    let (gw, log) = HttpGateway::start_logging(&config, &[], None);
     until("both grandchildren run", || {
         !grandchildren(dir, "escaped-grandchild").is_empty()
             && !grandchildren(dir, "group-grandchild").is_empty()
     })
     .await;
-    gw
+    (gw, log)
+}
+
+/// Stops the gateway with SIGTERM; its log's "left behind" line, if it wrote one.
+async fn stop(mut gw: HttpGateway, log: std::sync::mpsc::Receiver<String>) -> Option<String> {
+    let status = tokio::task::spawn_blocking(move || gw.stop())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    // The log's reader ends with the gateway's stderr.
+    log.iter().find(|line| line.contains("left behind"))
 }
 
 #[tokio::test]
 async fn a_grandchild_that_called_setsid_does_not_outlive_sigterm() {
     let dir = TestDir::new();
-    let mut gw = start(&dir).await;
-    let status = tokio::task::spawn_blocking(move || gw.stop())
-        .await
-        .unwrap();
-    assert!(status.success(), "{status:?}");
+    let (gw, log) = start(&dir).await;
+    let said = stop(gw, log).await;
     let left = wait_no_processes(&dir).await;
     assert!(
         left.is_empty(),
         "processes left behind after SIGTERM: {left:?}"
     );
+    // The escaped shell (and, once it is gone, its `sleep`): said, and counted.
+    let said = said.expect("the gateway says it killed what was left behind");
+    assert!(
+        said.contains("killed 1 ") || said.contains("killed 2 "),
+        "{said}"
+    );
+}
+
+#[tokio::test]
+async fn a_clean_shutdown_says_nothing_was_left_behind() {
+    let dir = TestDir::new();
+    let config = dir.config(
+        "mode = \"direct\"",
+        &[dir.stdio_upstream("alpha", "alpha", &[])],
+    );
+    let (gw, log) = HttpGateway::start_logging(&config, &[], None);
+    let said = stop(gw, log).await;
+    // The upstream exits when its stdin closes, and its group guard when its pipe does:
+    // neither was left behind.
+    assert_eq!(said, None);
+    assert!(wait_no_processes(&dir).await.is_empty());
 }
 
 #[tokio::test]
 async fn group_members_do_not_outlive_sigkill_of_the_gateway() {
     let dir = TestDir::new();
-    let mut gw = start(&dir).await;
+    let (mut gw, _log) = start(&dir).await;
     let escaped = grandchildren(&dir, "escaped-grandchild");
     gw.child.kill().unwrap();
     gw.child.wait().unwrap();

@@ -7,6 +7,9 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::process::Stdio;
 
+/// The guard shell's `$0`, by which `kill_orphans` knows it.
+const GUARD_NAME: &str = "toolgate-group-guard";
+
 /// A small shell that waits on a pipe only the gateway holds open, then kills the process
 /// group. It ignores the signals a terminal or a service manager sends the gateway's group,
 /// so it outlives the gateway long enough to do its one job; `None` when no shell runs.
@@ -20,7 +23,7 @@ impl GroupGuard {
     pub(crate) fn spawn(pgid: Pid) -> Option<Self> {
         let script = "trap '' INT TERM HUP; read _line; kill -KILL -\"$1\" 2>/dev/null";
         let mut child = tokio::process::Command::new("/bin/sh")
-            .args(["-c", script, "toolgate-group-guard"])
+            .args(["-c", script, GUARD_NAME])
             .arg(pgid.as_raw().to_string())
             .env_clear()
             .stdin(Stdio::piped())
@@ -47,7 +50,9 @@ pub fn adopt_orphans() {
 }
 
 /// Kills and reaps every child process still left (reparented orphans included); called
-/// once the upstreams and workers have been stopped. Returns how many there were.
+/// once the upstreams and workers have been stopped. Returns how many were left behind:
+/// not the ones that had already exited (zombies not yet reaped) nor the group guards,
+/// whose group is gone by then and which were about to exit on their own.
 pub fn kill_orphans() -> usize {
     let me = std::process::id();
     let mut killed = 0;
@@ -57,9 +62,10 @@ pub fn kill_orphans() -> usize {
         if children.is_empty() {
             break;
         }
-        for pid in children {
+        for (pid, state) in children {
+            let expected = state == 'Z' || is_guard(pid);
             let pid = Pid::from_raw(pid as i32);
-            if kill(pid, Signal::SIGKILL).is_ok() {
+            if kill(pid, Signal::SIGKILL).is_ok() && !expected {
                 killed += 1;
             }
             let _ = nix::sys::wait::waitpid(pid, None);
@@ -71,8 +77,15 @@ pub fn kill_orphans() -> usize {
     killed
 }
 
-/// The pids whose parent is `parent` (from /proc).
-fn children_of(parent: u32) -> Vec<u32> {
+/// Whether `pid` is a group guard (`GroupGuard`'s shell).
+fn is_guard(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == GUARD_NAME.as_bytes()))
+}
+
+/// The pids whose parent is `parent`, with their state (`Z`: exited, not yet reaped), from
+/// /proc.
+fn children_of(parent: u32) -> Vec<(u32, char)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -89,10 +102,10 @@ fn children_of(parent: u32) -> Vec<u32> {
             continue;
         };
         let mut fields = rest.split_whitespace();
-        let state = fields.next();
+        let state = fields.next().and_then(|s| s.chars().next());
         let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) && state.is_some() {
-            out.push(pid);
+        if let (Some(state), true) = (state, ppid == Some(parent)) {
+            out.push((pid, state));
         }
     }
     out
