@@ -6,11 +6,7 @@
 //! The upstream's slow tools wait 1.5 s and more, far past the front's wait (10 ms), so
 //! which answers stream does not depend on how loaded the machine is; no time is asserted.
 
-use std::net::SocketAddr;
-use std::path::Path;
-
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 mod support;
@@ -27,39 +23,6 @@ const KNOBS: &str = r#"{"slow": {"_delay_ms": 1500}, "steps": {"_delay_ms": 4000
 /// The fixture's `big` answer: past the most the front joins into one body (64 KiB).
 const BIG: usize = 70_000;
 
-/// A gateway (direct mode) in front of an in-process fixture over HTTP, and its front's
-/// address.
-async fn gateway(
-    stop: &CancellationToken,
-) -> (std::sync::Arc<toolgate::gateway::Gateway>, SocketAddr) {
-    let catalog = toolgate_fixture::Catalog::parse(CATALOG).unwrap();
-    let knobs = toolgate_fixture::knobs::KnobsFile::parse(KNOBS).unwrap();
-    let server =
-        toolgate_fixture::FixtureServer::new("fx", catalog.select(None).unwrap(), knobs, None);
-    let fx = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let fx_addr = fx.local_addr().unwrap();
-    tokio::spawn(toolgate_fixture::http::serve_listener(
-        server,
-        fx,
-        false,
-        stop.child_token(),
-    ));
-    let toml = format!(
-        "[gateway]\nmode = \"direct\"\nstartup_wait_ms = 30000\n[upstreams.fx]\nurl = \"http://{fx_addr}/mcp\"\n"
-    );
-    let config =
-        toolgate::config::Config::from_toml_str(&toml, Path::new("toolgate.toml")).unwrap();
-    let gw = toolgate::gateway::Gateway::start(config);
-    let front = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let front_addr = front.local_addr().unwrap();
-    tokio::spawn(toolgate::front::serve_http(
-        front,
-        gw.clone(),
-        stop.child_token(),
-    ));
-    (gw, front_addr)
-}
-
 fn call(id: u64, name: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": name, "arguments": arguments, "_meta": {"progressToken": id}}})
@@ -73,7 +36,8 @@ fn has_message(events: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quick_answers_leave_whole_and_slow_ones_stream_as_they_come() {
     let stop = CancellationToken::new();
-    let (gw, front) = gateway(&stop).await;
+    let inproc = support::inproc::start(CATALOG, KNOBS, &stop).await;
+    let (gw, front) = (inproc.gw, inproc.front);
     let mut client = RawClient::connect(front).await;
     client.open_session().await;
 

@@ -14,7 +14,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 mod support;
@@ -91,35 +90,10 @@ fn v4(addr: SocketAddr) -> SocketAddrV4 {
 async fn every_socket_toolgate_accepts_or_dials_has_tcp_nodelay() {
     let stop = CancellationToken::new();
 
-    // The fixture's HTTP server, in this process.
-    let catalog = toolgate_fixture::Catalog::parse(CATALOG).unwrap();
-    let knobs =
-        toolgate_fixture::knobs::KnobsFile::parse(r#"{"slow": {"_delay_ms": 120000}}"#).unwrap();
-    let server =
-        toolgate_fixture::FixtureServer::new("fx", catalog.select(None).unwrap(), knobs, None);
-    let fx_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let fx_addr = v4(fx_listener.local_addr().unwrap());
-    tokio::spawn(toolgate_fixture::http::serve_listener(
-        server,
-        fx_listener,
-        false,
-        stop.child_token(),
-    ));
-
-    // The gateway with that fixture as its HTTP upstream, and its HTTP front.
-    let toml = format!(
-        "[gateway]\nmode = \"direct\"\nstartup_wait_ms = 30000\n[upstreams.fx]\nurl = \"http://{fx_addr}/mcp\"\n"
-    );
-    let config =
-        toolgate::config::Config::from_toml_str(&toml, Path::new("toolgate.toml")).unwrap();
-    let gw = toolgate::gateway::Gateway::start(config);
-    let front = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let front_addr = front.local_addr().unwrap();
-    tokio::spawn(toolgate::front::serve_http(
-        front,
-        gw.clone(),
-        stop.child_token(),
-    ));
+    // The fixture's HTTP server and the gateway with it as its HTTP upstream, in this
+    // process.
+    let inproc = support::inproc::start(CATALOG, r#"{"slow": {"_delay_ms": 120000}}"#, &stop).await;
+    let (gw, front_addr, fx_addr) = (inproc.gw, inproc.front, v4(inproc.upstream));
 
     let mut client = RawClient::connect(front_addr).await;
     assert!(

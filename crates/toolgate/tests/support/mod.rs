@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(unreachable_pub)] // `pub` is for the test binary's own modules.
 #![allow(dead_code)] // each test binary uses a part of it
+pub mod inproc;
 pub mod instances;
 pub mod raw_http;
 
