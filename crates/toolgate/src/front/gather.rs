@@ -15,7 +15,7 @@ use futures::StreamExt;
 use std::time::Duration;
 
 /// The longest an SSE answer is held for the rest of its events.
-pub(super) const WAIT: Duration = Duration::from_millis(10);
+const WAIT: Duration = Duration::from_millis(10);
 /// The most of an answer joined into one body: a longer one is sent as the chunks it came
 /// in (one write still, when they are all there), without a copy.
 const MAX_JOINED: usize = 64 * 1024;
@@ -29,7 +29,8 @@ pub(super) async fn gather(response: Response) -> Response {
         return response;
     }
     let (parts, body) = response.into_parts();
-    let mut events = body.into_data_stream();
+    // Fused: read to its end here, it may still be chained below.
+    let mut events = body.into_data_stream().fuse();
     let deadline = tokio::time::Instant::now() + WAIT;
     let mut held: Vec<Bytes> = Vec::new();
     let mut size = 0;
@@ -55,10 +56,5 @@ pub(super) async fn gather(response: Response) -> Response {
         return Response::from_parts(parts, Body::from(held.concat()));
     }
     let head = futures::stream::iter(held.into_iter().map(Ok).chain(failed.map(Err)));
-    let body = if ended {
-        Body::from_stream(head)
-    } else {
-        Body::from_stream(head.chain(events))
-    };
-    Response::from_parts(parts, body)
+    Response::from_parts(parts, Body::from_stream(head.chain(events)))
 }

@@ -104,7 +104,10 @@ fn children_of(parent: u32) -> Vec<(u32, char)> {
         let mut fields = rest.split_whitespace();
         let state = fields.next().and_then(|s| s.chars().next());
         let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
-        if let (Some(state), true) = (state, ppid == Some(parent)) {
+        if ppid != Some(parent) {
+            continue;
+        }
+        if let Some(state) = state {
             out.push((pid, state));
         }
     }
