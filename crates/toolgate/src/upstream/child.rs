@@ -1,5 +1,6 @@
-//! A stdio upstream's child process: spawned in its own process group, stdout filtered to
-//! JSON lines, stderr logged under the upstream's name, the whole group killed on shutdown.
+//! A stdio upstream's child process: spawned in its own process group, stderr logged under
+//! the upstream's name, the whole group killed on shutdown. Its stdout and stdin are the
+//! transport's (`stdio.rs`).
 
 use super::lines::lines;
 use nix::sys::signal::{killpg, Signal};
@@ -8,8 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, DuplexStream};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Stderr lines logged per second per upstream before the rest are counted, not logged.
 const STDERR_LINES_PER_SEC: u32 = 50;
@@ -40,25 +40,20 @@ pub(super) struct Spawn<'a> {
     /// Names of the gateway's variables passed besides the minimal ones (`inherit_env`).
     pub inherit_env: &'a [String],
     pub cwd: Option<&'a PathBuf>,
-    /// The longest stdout line accepted (`max_message_bytes`); a longer answer is
-    /// replaced by a JSON-RPC error for its request, so the call fails at once.
-    pub max_line: usize,
 }
 
 /// Spawns the command with a minimal environment (`environment::child_env`); returns the
-/// child, a reader yielding only its JSON lines, and its stdin.
+/// child, its stdout and its stdin.
 pub(super) fn spawn(
     upstream: &str,
     what: Spawn<'_>,
-    raw_tools: super::RawTools,
-) -> std::io::Result<(ChildProcess, DuplexStream, ChildStdin)> {
+) -> std::io::Result<(ChildProcess, ChildStdout, ChildStdin)> {
     let Spawn {
         command,
         args,
         env,
         inherit_env,
         cwd,
-        max_line,
     } = what;
     if let Some(dir) = cwd.filter(|d| !d.is_dir()) {
         return Err(std::io::Error::new(
@@ -97,49 +92,6 @@ pub(super) fn spawn(
     let stdin = child.stdin.take().expect("stdin piped");
     let stdout = child.stdout.take().expect("stdout piped");
     let stderr = child.stderr.take().expect("stderr piped");
-    let (mut to_rmcp, from_filter) = tokio::io::duplex(1 << 20);
-    let name = upstream.to_string();
-    tokio::spawn(async move {
-        let mut stdout = lines(stdout, max_line);
-        while let Some(line) = stdout.next_line().await {
-            match line {
-                Ok(mut line) => {
-                    let t = line.trim_start();
-                    if t.starts_with('{') || t.starts_with('[') {
-                        if line.contains("\"tools\"") {
-                            capture_tools(&line, &raw_tools);
-                        }
-                        // One write per message: rmcp's reader wakes once, not twice.
-                        line.push('\n');
-                        if to_rmcp.write_all(line.as_bytes()).await.is_err() {
-                            break;
-                        }
-                    } else if !t.is_empty() {
-                        tracing::warn!(upstream = %name, "skipped a non-JSON line on stdout: {}", clip(&line));
-                    }
-                }
-                Err(e) => {
-                    let Some(dropped) = stdout.dropped.take() else {
-                        tracing::warn!(upstream = %name, "stdout: {e}");
-                        continue;
-                    };
-                    let why = format!(
-                        "upstream {name:?} answered with a message of more than {max_line} bytes, over its limit (upstreams.{name}.max_message_bytes = {max_line}); the answer was dropped: ask for less, or raise the limit"
-                    );
-                    tracing::warn!(upstream = %name, "{why}");
-                    // Answer the request it was for, so its call fails now, not at its timeout.
-                    if let Some(id) = dropped.id() {
-                        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id,
-                            "error": {"code": -32603, "message": why}});
-                        let line = format!("{reply}\n");
-                        if to_rmcp.write_all(line.as_bytes()).await.is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-    });
     let name = upstream.to_string();
     let stderr_tail = StderrTail::default();
     let tail = stderr_tail.clone();
@@ -181,7 +133,7 @@ pub(super) fn spawn(
         stderr_tail,
         _guard: pgid.and_then(super::orphans::GroupGuard::spawn),
     };
-    Ok((proc, from_filter, stdin))
+    Ok((proc, stdout, stdin))
 }
 
 /// A child's stderr line as one of our log lines: colour codes removed, and a leading time
@@ -225,26 +177,7 @@ fn plain_log_line(line: &str) -> String {
     }
 }
 
-/// Keeps the tool objects of a `tools/list` result exactly as the server wrote them: rmcp's
-/// `Tool` type drops keys it does not know (`execution`, custom annotations), and the
-/// catalog promises the upstream's object whole.
-fn capture_tools(line: &str, raw: &super::RawTools) {
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-        return;
-    };
-    let Some(tools) = v.pointer("/result/tools").and_then(|t| t.as_array()) else {
-        return;
-    };
-    let mut raw = raw.lock().expect("raw tools");
-    for t in tools {
-        if let (Some(name), Some(obj)) = (t.get("name").and_then(|n| n.as_str()), t.as_object()) {
-            // The first of two tools with one name is the one served (`usable_tools`).
-            raw.entry(name.to_string()).or_insert_with(|| obj.clone());
-        }
-    }
-}
-
-fn clip(s: &str) -> &str {
+pub(super) fn clip(s: &str) -> &str {
     let mut end = s.len().min(400);
     while !s.is_char_boundary(end) {
         end -= 1;
@@ -347,23 +280,5 @@ mod tests {
         );
         assert_eq!(plain_log_line("Error: no token"), "Error: no token");
         assert_eq!(plain_log_line("2026 was a year"), "2026 was a year");
-    }
-
-    #[test]
-    fn tools_list_results_are_kept_as_written() {
-        let raw: super::super::RawTools = Default::default();
-        let line = r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"},"annotations":{"category":"x"}}]}}"#;
-        capture_tools(line, &raw);
-        let kept = raw.lock().unwrap();
-        assert_eq!(kept["a"]["execution"]["taskSupport"], "optional");
-        assert_eq!(kept["a"]["annotations"]["category"], "x");
-        drop(kept);
-        // Anything else is ignored.
-        capture_tools(
-            r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"\"tools\""}]}}"#,
-            &raw,
-        );
-        capture_tools("not json \"tools\"", &raw);
-        assert_eq!(raw.lock().unwrap().len(), 1);
     }
 }

@@ -2,6 +2,7 @@
 
 use super::child::{self, ChildProcess};
 use super::client::{UpstreamClient, UpstreamEvent};
+use super::stdio::StdioTransport;
 use super::Upstream;
 use crate::config::{Transport, UpstreamProtocol};
 use rmcp::model::{ClientRequest, CustomRequest, CustomResult, ProtocolVersion, ServerResult};
@@ -155,14 +156,11 @@ async fn open(
                 env,
                 inherit_env,
                 cwd: cwd.as_ref(),
-                max_line: up.config.max_message_bytes,
             };
-            let (mut proc, stdout, stdin) = child::spawn(up.name(), what, up.raw_tools.clone())
-                .map_err(|e| Failed::Other(e.to_string()))?;
-            // The filter (child.rs) already bounds lines and answers for an over-long one;
-            // rmcp's own bound only has to let through what the filter passes.
-            let transport = rmcp::transport::async_rw::AsyncRwTransport::new(stdout, stdin)
-                .with_max_line_length(up.config.max_message_bytes.saturating_add(64 * 1024));
+            let (mut proc, stdout, stdin) =
+                child::spawn(up.name(), what).map_err(|e| Failed::Other(e.to_string()))?;
+            let (max, raw) = (up.config.max_message_bytes, up.raw_tools.clone());
+            let transport = StdioTransport::new(up.name(), stdout, stdin, max, raw);
             let serve = handler.serve_with_lifecycle(transport, lifecycle);
             tokio::pin!(serve);
             // How long an answer may trail the process's exit (a loaded machine is slow).

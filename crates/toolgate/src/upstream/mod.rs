@@ -17,6 +17,7 @@ mod orphans;
 mod oversize;
 pub(crate) use lines::top_level_id;
 mod requests;
+mod stdio;
 mod supervisor;
 
 pub use crate::call::{CallError, CallOptions, CallOutcome, ClientRelay, Progress, RelayKind};
