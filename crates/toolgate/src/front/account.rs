@@ -1,6 +1,6 @@
 //! Each session's token account at the front: what `tools/list` and `tools/call` sent is
 //! counted in `observe::Ledger` (under the session, or the principal for a 2026-07-28
-//! client), and with `guided.session_budget_tokens` set, `execute` answers shrink as the
+//! client; an answer's count runs after it has gone, `observe::Tally`), and with `guided.session_budget_tokens` set, `execute` answers shrink as the
 //! count nears the budget: smaller pages, and a note saying so and suggesting `fields`.
 //! Route decisions are noted here too, for `/metrics` and the dashboard.
 
@@ -13,13 +13,15 @@ use rmcp::model::{CallToolResult, Tool};
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 /// From this share of the budget on, answers shrink.
 const NEAR: f64 = 0.75;
 /// Answers larger than this are estimated (4 bytes a token) rather than counted. Counting
-/// runs on the request path at about 1 s per MiB (README, the paging benchmark); a guided
-/// page (4,000 tokens by default) is below it and counted exactly, a large direct result
-/// is estimated.
+/// takes about 1 s per MiB (README, the paging benchmark); it runs after the answer has
+/// gone, but a queue of large answers would keep the figures waiting. A guided page
+/// (4,000 tokens by default) is below it and counted exactly, a large direct result is
+/// estimated.
 const COUNT_LIMIT: usize = 16 * 1024;
 
 /// Whose count a request adds to.
@@ -124,6 +126,7 @@ pub(super) fn listed(gw: &Gateway, account: &Account, tools: &[Tool], direct: us
 /// How near the budget `account` is, when it is near enough for answers to shrink.
 fn pressure(gw: &Gateway, account: &Account) -> Option<Pressure> {
     let budget = gw.config.guided.session_budget_tokens?;
+    gw.observe.tally.settle();
     let spent = gw.observe.ledger.spent(&account.key);
     if (spent as f64) < budget as f64 * NEAR {
         return None;
@@ -150,7 +153,7 @@ fn narrow(args: &mut Map<String, Value>, pressure: &Pressure) {
 
 /// After a tools/call: counts the answer (adding the budget's note when it was shrunk),
 /// notes a route decision and a program's outcome.
-pub(super) fn answered(gw: &Gateway, turn: Turn, result: &mut CallToolResult) {
+pub(super) fn answered(gw: &Arc<Gateway>, turn: Turn, result: &mut CallToolResult) {
     let Turn {
         account,
         meta,
@@ -181,24 +184,32 @@ pub(super) fn answered(gw: &Gateway, turn: Turn, result: &mut CallToolResult) {
         gw.observe.metrics.budget_shrunk();
         add(gw, &account, Sent::Shrunk);
     }
-    let tokens = result_tokens(result);
-    gw.observe.metrics.tokens(account.surface, "result", tokens);
-    add(gw, &account, Sent::Result(tokens));
+    // Counted after the answer has gone (`observe::Tally`).
+    let shown = shown_text(result);
+    let counted = gw.clone();
+    gw.observe.tally.run(move || {
+        let tokens = count(&shown);
+        counted
+            .observe
+            .metrics
+            .tokens(account.surface, "result", tokens);
+        add(&counted, &account, Sent::Result(tokens));
+    });
 }
 
-/// What the model is shown of `result`: its content blocks or its structured content,
-/// whichever is larger (clients show one or the other).
-fn result_tokens(result: &CallToolResult) -> usize {
-    // One tokenizer pass, over the longer of the two (the counts follow the lengths).
+/// What the model is shown of `result`, as counted: its content blocks or its structured
+/// content, whichever is longer (clients show one or the other, and the counts follow the
+/// lengths).
+fn shown_text(result: &CallToolResult) -> String {
     let content = serde_json::to_string(&result.content).unwrap_or_default();
     let structured = (result.structured_content.as_ref())
         .and_then(|s| serde_json::to_string(s).ok())
         .unwrap_or_default();
-    count(if structured.len() > content.len() {
-        &structured
+    if structured.len() > content.len() {
+        structured
     } else {
-        &content
-    })
+        content
+    }
 }
 
 fn count(text: &str) -> usize {

@@ -79,6 +79,7 @@ pub fn data(engine: &Engine) -> Value {
             })
         })
         .collect();
+    gw.observe.tally.settle();
     json!({
         "version": env!("CARGO_PKG_VERSION"),
         "catalog": *catalog_report(engine),

@@ -206,6 +206,7 @@ impl ChildProcess {
 
     fn kill_group(&self) {
         if let Some(pgid) = self.pgid {
+            super::orphans::group_stopped(pgid);
             let _ = killpg(pgid, Signal::SIGKILL);
         }
     }

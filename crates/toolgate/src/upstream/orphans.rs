@@ -49,10 +49,23 @@ pub fn adopt_orphans() {
     }
 }
 
+/// Process groups of upstreams the gateway has killed: their members were told to go
+/// already (a loaded machine may not have run their exit yet when `kill_orphans` looks).
+static STOPPED_GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes that the process group `pgid` was sent SIGKILL.
+pub(super) fn group_stopped(pgid: Pid) {
+    let mut groups = STOPPED_GROUPS.lock().expect("groups");
+    if !groups.contains(&pgid.as_raw()) {
+        groups.push(pgid.as_raw());
+    }
+}
+
 /// Kills and reaps every child process still left (reparented orphans included); called
 /// once the upstreams and workers have been stopped. Returns how many were left behind:
-/// not the ones that had already exited (zombies not yet reaped) nor the group guards,
-/// whose group is gone by then and which were about to exit on their own.
+/// not the ones that had already exited (zombies not yet reaped), nor members of an
+/// upstream's process group that was killed (still on their way out), nor the group
+/// guards, whose group is gone by then and which were about to exit on their own.
 pub fn kill_orphans() -> usize {
     let me = std::process::id();
     let mut killed = 0;
@@ -62,8 +75,9 @@ pub fn kill_orphans() -> usize {
         if children.is_empty() {
             break;
         }
-        for (pid, state) in children {
-            let expected = state == 'Z' || is_guard(pid);
+        let stopped = STOPPED_GROUPS.lock().expect("groups").clone();
+        for Child { pid, state, group } in children {
+            let expected = state == 'Z' || stopped.contains(&group) || is_guard(pid);
             let pid = Pid::from_raw(pid as i32);
             if kill(pid, Signal::SIGKILL).is_ok() && !expected {
                 killed += 1;
@@ -83,9 +97,17 @@ fn is_guard(pid: u32) -> bool {
         .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == GUARD_NAME.as_bytes()))
 }
 
-/// The pids whose parent is `parent`, with their state (`Z`: exited, not yet reaped), from
-/// /proc.
-fn children_of(parent: u32) -> Vec<(u32, char)> {
+/// A child process as /proc shows it.
+struct Child {
+    pid: u32,
+    /// `Z`: exited, not yet reaped.
+    state: char,
+    /// Its process group.
+    group: i32,
+}
+
+/// The processes whose parent is `parent`, from /proc.
+fn children_of(parent: u32) -> Vec<Child> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -107,8 +129,9 @@ fn children_of(parent: u32) -> Vec<(u32, char)> {
         if ppid != Some(parent) {
             continue;
         }
-        if let Some(state) = state {
-            out.push((pid, state));
+        let group = fields.next().and_then(|g| g.parse::<i32>().ok());
+        if let (Some(state), Some(group)) = (state, group) {
+            out.push(Child { pid, state, group });
         }
     }
     out
