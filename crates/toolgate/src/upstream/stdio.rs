@@ -77,7 +77,8 @@ impl StdioTransport {
             id: RequestId,
             result: CallToolResult,
         }
-        if !line.contains("\"result\"") {
+        // Nothing to read twice when no call waits (a list's answer, a notification).
+        if !line.contains("\"result\"") || self.calls.lock().expect("calls").is_empty() {
             return None;
         }
         let answer: Answer = serde_json::from_str(line).ok()?;
