@@ -3,17 +3,20 @@
 //! `GET /` says what this is and where the endpoints are; `/metrics` and `/ui` are the
 //! operator's (`admin.rs`, their own check).
 
+use super::fast::{Endpoint, FastLane};
 use super::Session;
 use crate::config::Mode;
 use crate::engine::Engine;
 use crate::gateway::Gateway;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// The axum router with every MCP endpoint.
-pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
+/// The axum router with every MCP endpoint, and the fast lane that answers their plain
+/// 2026-07-28 `tools/call`s before the router (`front::fast`).
+pub(super) fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> (axum::Router, FastLane) {
     let g = &gw.config.gateway;
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     hosts.extend(g.allowed_hosts.iter().cloned());
@@ -24,10 +27,10 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     // Browsers send Origin: a page on another site must not drive a local gateway.
     let origins = super::relay::allowed_origins(&hosts);
     let mut config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
+        .with_allowed_hosts(hosts.clone())
         .with_allowed_origins(origins)
         .enforce_origin_validation();
-    config.cancellation_token = shutdown;
+    config.cancellation_token = shutdown.clone();
     config.max_request_body_bytes = g.max_body_bytes;
     // A request served statelessly (protocol 2026-07-28) whose handler sends nothing before
     // its answer gets plain JSON, not an SSE stream; rmcp falls back to SSE when it must.
@@ -39,7 +42,15 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
     // Every endpoint's sessions count against the same caps (`gateway.limits`).
     let mut caps =
         super::sessions::SessionCaps::new(g.limits.clone(), g.max_body_bytes, policy.clone());
-    let mut endpoint = |mode: Mode, profile: Option<Arc<crate::policy::Profile>>| {
+    let mut fast = HashMap::new();
+    let mut endpoint = |path: &str, mode: Mode, profile: Option<Arc<crate::policy::Profile>>| {
+        // axum's `nest_service` serves a nested endpoint at its path with and without a
+        // trailing slash; the fast lane takes the plain path (what clients are given).
+        let lane = Endpoint {
+            mode,
+            profile: profile.clone(),
+        };
+        fast.insert(path.to_string(), lane);
         let engine = engine.clone();
         Shared(Arc::new(StreamableHttpService::new(
             move || Ok(Session::new(engine.clone(), mode).with_profile(profile.clone())),
@@ -48,18 +59,20 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
         )))
     };
     let mut app = axum::Router::new()
-        .nest_service("/mcp/guided", endpoint(Mode::Guided, None))
-        .nest_service("/mcp/direct", endpoint(Mode::Direct, None))
-        .nest_service("/mcp", endpoint(g.mode, None));
+        .nest_service("/mcp/guided", endpoint("/mcp/guided", Mode::Guided, None))
+        .nest_service("/mcp/direct", endpoint("/mcp/direct", Mode::Direct, None))
+        .nest_service("/mcp", endpoint("/mcp", g.mode, None));
     for (name, profile) in &policy.config.profiles {
         let path = format!("/mcp/p/{name}");
-        app = app.nest_service(&path, endpoint(g.mode, Some(profile.clone())));
+        app = app.nest_service(&path, endpoint(&path, g.mode, Some(profile.clone())));
     }
+    let fast = FastLane::new(engine.clone(), fast, &hosts, shutdown);
     let admin = super::admin::routes(engine.clone());
     let caps = Arc::new(caps);
     let unknown = axum::routing::any(unknown_profile).with_state(policy.clone());
     let index = index_page(g.mode, !policy.config.profiles.is_empty());
-    app.route("/mcp/p/{profile}", unknown.clone())
+    let app = app
+        .route("/mcp/p/{profile}", unknown.clone())
         .route("/mcp/p/{profile}/{*rest}", unknown)
         .layer(axum::middleware::from_fn_with_state(
             caps,
@@ -75,7 +88,8 @@ pub fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> axum::Router {
             super::auth::require_key,
         ))
         .route("/", axum::routing::get(move || async move { index }))
-        .merge(admin)
+        .merge(admin);
+    (app, fast)
 }
 
 /// rmcp's service for one endpoint behind an `Arc`. axum clones a route's service for every
@@ -166,16 +180,9 @@ async fn answer_broken_requests(
         return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
-    let bytes = match axum::body::to_bytes(body, max_body).await {
+    let bytes = match read_body(body, max_body).await {
         Ok(bytes) => bytes,
-        Err(e) => match timed_out(&e) {
-            Some(why) => return (StatusCode::REQUEST_TIMEOUT, why).into_response(),
-            None => {
-                let why =
-                    format!("the request body is larger than gateway.max_body_bytes = {max_body}");
-                return (StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
-            }
-        },
+        Err(answer) => return answer,
     };
     let method = match super::frames::check(&bytes) {
         Ok(method) => method,
@@ -193,8 +200,28 @@ async fn answer_broken_requests(
     next.run(req).await
 }
 
+/// A request's body, up to `max_body` bytes: past it 413, and 408 when it comes too slowly
+/// (`gateway.limits.body_timeout_secs`), each saying which setting it is.
+pub(super) async fn read_body(
+    body: axum::body::Body,
+    max_body: usize,
+) -> Result<axum::body::Bytes, axum::response::Response> {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    axum::body::to_bytes(body, max_body)
+        .await
+        .map_err(|e| match timed_out(&e) {
+            Some(why) => (StatusCode::REQUEST_TIMEOUT, why).into_response(),
+            None => {
+                let why =
+                    format!("the request body is larger than gateway.max_body_bytes = {max_body}");
+                (StatusCode::PAYLOAD_TOO_LARGE, why).into_response()
+            }
+        })
+}
+
 /// The message of a body that failed because `gateway.limits.body_timeout_secs` passed.
-pub(super) fn timed_out(e: &axum::Error) -> Option<String> {
+fn timed_out(e: &axum::Error) -> Option<String> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
         if let Some(t) = err.downcast_ref::<super::conn::BodyTimedOut>() {

@@ -14,6 +14,7 @@ mod conn;
 mod convert;
 pub mod dashboard;
 mod direct;
+mod fast;
 mod frames;
 mod gather;
 mod guided;
@@ -27,7 +28,6 @@ mod resources;
 mod serve;
 mod sessions;
 
-pub use http::router;
 pub use serve::serve_http;
 
 use crate::config::Mode;

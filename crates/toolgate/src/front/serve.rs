@@ -33,7 +33,8 @@ pub async fn serve_http(
     let limits = gw.config.gateway.limits.clone();
     // Sessions end after the drain, not at the signal: their calls' answers go out first.
     let sessions_stop = CancellationToken::new();
-    let app = super::http::router(gw.clone(), sessions_stop.clone());
+    let (app, fast) = super::http::router(gw.clone(), sessions_stop.clone());
+    let fast = Arc::new(fast);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let refusing = Arc::new(Semaphore::new(REFUSING_AT_ONCE));
     let posts = Arc::new(Posts::default());
@@ -57,6 +58,7 @@ pub async fn serve_http(
         if let Ok(slot) = slots.clone().try_acquire_owned() {
             let conn = Connection {
                 app: app.clone(),
+                fast: fast.clone(),
                 limits: limits.clone(),
                 posts: posts.clone(),
                 closing: closing.clone(),
@@ -111,6 +113,8 @@ pub async fn serve_http(
 /// What every connection shares.
 struct Connection {
     app: axum::Router,
+    /// Plain 2026-07-28 `tools/call`s, answered before the router (`front::fast`).
+    fast: Arc<super::fast::FastLane>,
     limits: crate::config::limits::Limits,
     posts: Arc<Posts>,
     /// Cancelled at shutdown: finish the request in hand, take no other.
@@ -128,7 +132,8 @@ impl Connection {
             inner: stream,
             activity: activity.clone(),
         });
-        let (app, posts, body_limit) = (self.app, self.posts, self.limits.body_timeout);
+        let (app, fast, posts) = (self.app, self.fast, self.posts);
+        let body_limit = self.limits.body_timeout;
         let watch = activity.clone();
         let service =
             hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
@@ -145,9 +150,12 @@ impl Connection {
                     req.extensions_mut()
                         .insert(axum::extract::ConnectInfo(peer));
                 }
-                let mut app = app.clone();
+                let (mut app, fast) = (app.clone(), fast.clone());
                 async move {
-                    let response = tower_service::Service::call(&mut app, req).await?;
+                    let response = match fast.serve(req).await {
+                        Ok(response) => response,
+                        Err(req) => tower_service::Service::call(&mut app, req).await?,
+                    };
                     Ok::<_, Infallible>(response.map(|inner| Answer {
                         inner,
                         request: Some((request, post)),

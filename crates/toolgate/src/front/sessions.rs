@@ -211,9 +211,9 @@ pub(super) async fn cap_sessions(
         let delete = request.method() == axum::http::Method::DELETE;
         if caps.touch(&id, &principal).is_err() {
             let (_, body) = request.into_parts();
-            let bytes = match axum::body::to_bytes(body, caps.max_body).await {
+            let bytes = match super::http::read_body(body, caps.max_body).await {
                 Ok(bytes) => bytes,
-                Err(e) => return body_refused(&e, caps.max_body),
+                Err(answer) => return answer,
             };
             let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             return caps.foreign(&principal, &id, message["id"].clone());
@@ -234,9 +234,9 @@ pub(super) async fn cap_sessions(
         Some(m) => (request, m),
         None => {
             let (parts, body) = request.into_parts();
-            let bytes = match axum::body::to_bytes(body, caps.max_body).await {
+            let bytes = match super::http::read_body(body, caps.max_body).await {
                 Ok(bytes) => bytes,
-                Err(e) => return body_refused(&e, caps.max_body),
+                Err(answer) => return answer,
             };
             let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             let m = super::frames::Method {
@@ -278,14 +278,6 @@ pub(super) async fn cap_sessions(
 }
 
 /// A body this layer could not read: 408 when it came too slowly, else 413.
-fn body_refused(e: &axum::Error, max_body: usize) -> Response {
-    if let Some(why) = super::http::timed_out(e) {
-        return (StatusCode::REQUEST_TIMEOUT, why).into_response();
-    }
-    let why = format!("the request body is larger than gateway.max_body_bytes = {max_body}");
-    (StatusCode::PAYLOAD_TOO_LARGE, why).into_response()
-}
-
 fn session_id(headers: &axum::http::HeaderMap) -> Option<String> {
     (headers.get(SESSION_HEADER))
         .and_then(|v| v.to_str().ok())

@@ -137,6 +137,7 @@ pub struct Metrics {
     code_workers: Family<StateLabel, Gauge>,
     sessions: Family<EraLabel, Counter>,
     sessions_open: Family<EraLabel, Gauge>,
+    fast_lane: Counter,
 }
 
 fn seconds() -> Histogram {
@@ -255,6 +256,12 @@ impl Default for Metrics {
             "Legacy sessions open now",
             sessions_open.clone(),
         );
+        let fast_lane = Counter::default();
+        registry.register(
+            "fast_lane_requests",
+            "2026-07-28 tools/call requests answered by the HTTP front's fast lane (front/fast.rs); the others went through rmcp's transport",
+            fast_lane.clone(),
+        );
         Self {
             registry,
             by_upstream: Default::default(),
@@ -275,6 +282,7 @@ impl Default for Metrics {
             code_workers,
             sessions,
             sessions_open,
+            fast_lane,
         }
     }
 }
@@ -311,6 +319,11 @@ impl Metrics {
         e.0 += 1;
         e.1 += u64::from(outcome != CallOutcomeKind::Ok);
         e.2 += secs(upstream_time);
+    }
+
+    /// A request the HTTP front's fast lane answered.
+    pub fn fast_lane(&self) {
+        self.fast_lane.inc();
     }
 
     /// `upstream`'s calls so far (zero when it has had none).
