@@ -93,14 +93,6 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
     fn calibrated(&self) -> bool {
         self.inner.calibrated()
     }
-
-    fn explain(
-        &self,
-        query: &str,
-        tools: &[Arc<ToolRecord>],
-    ) -> Option<crate::route::index::Explained> {
-        self.inner.explain(query, tools)
-    }
 }
 
 #[cfg(test)]

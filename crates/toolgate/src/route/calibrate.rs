@@ -19,7 +19,7 @@ use crate::catalog::ToolRecord;
 use std::collections::HashSet;
 
 /// Number of features (without the intercept).
-pub const N_FEATURES: usize = 28;
+pub const N_FEATURES: usize = 12;
 
 /// What each feature is, for reports (same order as [`Features`]).
 pub const FEATURE_NAMES: [&str; N_FEATURES] = [
@@ -35,22 +35,6 @@ pub const FEATURE_NAMES: [&str; N_FEATURES] = [
     "task_explained_gap",
     "coverage_shortfall",
     "described_first",
-    "robust_margin",
-    "flip_share",
-    "top_word_share",
-    "named_first",
-    "described_margin",
-    "vote_margin",
-    "named_margin",
-    "none_described",
-    "name_words",
-    "name_share_x_words",
-    "name_hits",
-    "name_all_hit",
-    "second_name_all_hit",
-    "params_share",
-    "has_params",
-    "params_share_gap",
 ];
 
 /// The features of one ranking.
@@ -77,8 +61,6 @@ pub fn features(
     top: &ToolRecord,
     second: Option<&ToolRecord>,
     described_first: bool,
-    described: &[f32],
-    ex: Option<&super::index::Explained>,
 ) -> Features {
     let s1 = scores
         .first()
@@ -117,7 +99,7 @@ pub fn features(
         hit as f32 / task_terms.len().max(1) as f32
     };
     let top_explained = explained(&top_text);
-    let mut out = [
+    [
         softmax_logit,
         1.0 - s2 / s1,
         coverage,
@@ -130,105 +112,7 @@ pub fn features(
         top_explained - explained(&second_text),
         (0.5 - coverage).max(0.0),
         f32::from(u8::from(described_first)),
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-    ];
-    let words = name_words(analyzer, top).max(1) as f32;
-    out[20] = (1.0 + words).ln();
-    out[21] = top_share * (1.0 + words).ln();
-    out[22] = (1.0 + top_share * words).ln();
-    out[23] = f32::from(u8::from(top_share >= 0.999));
-    out[24] = f32::from(u8::from(second.is_some_and(|t| share(t) >= 0.999)));
-    let ps = params_share(analyzer, task_terms, top);
-    out[25] = ps.unwrap_or(0.0);
-    out[26] = f32::from(u8::from(ps.is_some()));
-    out[27] = ps.unwrap_or(0.0)
-        - second
-            .and_then(|t| params_share(analyzer, task_terms, t))
-            .unwrap_or(0.0);
-    extra(&mut out, s1, described, ex);
-    out
-}
-
-/// EXPERIMENT: the candidate features from per-term contributions.
-fn extra(out: &mut Features, s1: f32, described: &[f32], ex: Option<&super::index::Explained>) {
-    let top5 = |v: &[f32]| v.iter().take(5).copied().collect::<Vec<f32>>();
-    let margin_of = |v: &[f32]| {
-        let v = top5(v);
-        let best = v.iter().copied().fold(0.0, f32::max);
-        if best <= 0.0 || v.is_empty() {
-            return 0.0;
-        }
-        let others = v[1..].iter().copied().fold(0.0, f32::max);
-        ((v[0] - others) / best).clamp(-1.0, 1.0)
-    };
-    out[16] = margin_of(described);
-    out[19] = f32::from(u8::from(top5(described).iter().all(|d| *d <= 0.0)));
-    let Some(ex) = ex else { return };
-    let n = ex.contrib.len();
-    if n == 0 {
-        return;
-    }
-    let totals: Vec<f32> = ex.contrib.iter().map(|c| c.iter().sum()).collect();
-    let s1 = totals[0].max(s1 * 0.0).max(f32::MIN_POSITIVE);
-    let mut robust = f32::INFINITY;
-    let mut flips = 0usize;
-    let mut top_word = 0f32;
-    let (mut favour, mut against, mut counted) = (0usize, 0usize, 0usize);
-    for g in &ex.groups {
-        let del = |i: usize| totals[i] - g.iter().map(|&t| ex.contrib[i][t]).sum::<f32>();
-        let d0 = del(0);
-        let best_other = (1..n).map(del).fold(0.0, f32::max);
-        let m = (d0 - best_other) / s1;
-        robust = robust.min(m);
-        if m < 0.0 {
-            flips += 1;
-        }
-        let c0: f32 = g.iter().map(|&t| ex.contrib[0][t]).sum();
-        top_word = top_word.max(c0 / s1);
-        if n > 1 {
-            let c1: f32 = g.iter().map(|&t| ex.contrib[1][t]).sum();
-            if c0 > 0.0 || c1 > 0.0 {
-                counted += 1;
-                if c0 > c1 * 1.05 {
-                    favour += 1;
-                } else if c1 > c0 * 1.05 {
-                    against += 1;
-                }
-            }
-        }
-    }
-    let groups = ex.groups.len().max(1) as f32;
-    out[12] = if robust.is_finite() {
-        robust.clamp(-1.0, 1.0)
-    } else {
-        0.0
-    };
-    out[13] = flips as f32 / groups;
-    out[14] = top_word;
-    let named = top5(&ex.named);
-    let best = named.iter().copied().fold(0.0, f32::max);
-    out[15] = f32::from(u8::from(best > 0.0 && named[0] >= best));
-    out[17] = if counted > 0 {
-        (favour as f32 - against as f32) / counted as f32
-    } else {
-        0.0
-    };
-    out[18] = margin_of(&ex.named);
+    ]
 }
 
 /// The analysed terms of a tool's name, title and description.
@@ -257,54 +141,8 @@ fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
     }
 }
 
-/// EXPERIMENT: share of the tool's required parameters (all top-level ones when none is
-/// required) with a word of their name in the task; `None` without parameters.
-fn params_share(
-    analyzer: &Analyzer,
-    task_terms: &HashSet<String>,
-    tool: &ToolRecord,
-) -> Option<f32> {
-    let schema = tool.input_schema();
-    let props = schema.get("properties")?.as_object()?;
-    if props.is_empty() {
-        return None;
-    }
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(|r| r.as_array())
-        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
-        .unwrap_or_default();
-    let names: Vec<&str> = if required.is_empty() {
-        props.keys().map(String::as_str).collect()
-    } else {
-        required
-    };
-    let hit = names
-        .iter()
-        .filter(|n| {
-            super::text::split_identifier(n)
-                .into_iter()
-                .filter_map(|p| analyzer.word(p))
-                .any(|w| task_terms.contains(&w))
-        })
-        .count();
-    Some(hit as f32 / names.len() as f32)
-}
-
-/// EXPERIMENT: how many words the tool's name has.
-fn name_words(analyzer: &Analyzer, tool: &ToolRecord) -> usize {
-    super::text::split_identifier(&tool.id.name)
-        .into_iter()
-        .filter(|p| analyzer.word(p).is_some())
-        .count()
-}
-
 /// Share of the words of the tool's name that the task contains.
-pub(crate) fn name_share(
-    analyzer: &Analyzer,
-    task_terms: &HashSet<String>,
-    tool: &ToolRecord,
-) -> f32 {
+fn name_share(analyzer: &Analyzer, task_terms: &HashSet<String>, tool: &ToolRecord) -> f32 {
     let mut words = Vec::new();
     for part in super::text::split_identifier(&tool.id.name) {
         if let Some(w) = analyzer.word(part) {
@@ -337,8 +175,7 @@ impl Calibration {
         bias: -3.3791,
         weights: [
             1.0470, -3.4853, -0.9655, 3.4701, -1.2910, 0.2585, -0.0974, 1.5541, 0.4081, 0.7180,
-            0.0519, 1.2054, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-            0.0, 0.0,
+            0.0519, 1.2054,
         ],
     };
 

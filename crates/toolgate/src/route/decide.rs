@@ -245,8 +245,6 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
             }
         }
         let described_first = best == Some(0);
-        let tools: Vec<Arc<ToolRecord>> = ranked.iter().map(|(t, _)| t.clone()).collect();
-        let ex = retriever.explain(task, &tools);
         features(
             &analyzer,
             &terms,
@@ -255,8 +253,6 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
             top,
             second,
             described_first,
-            &described,
-            ex.as_ref(),
         )
     });
     Assessment {

@@ -52,17 +52,6 @@ pub fn analyze_tool(analyzer: &Analyzer, tool: &ToolRecord, examples: &[String])
             }
         }
     }
-    // EXPERIMENT: truncated words (TG_TRUNC chars) of name, title and description.
-    if let Some(n) = trunc_len() {
-        for field in [NAME, TITLE, DESCRIPTION] {
-            for text in &texts[field] {
-                for t in truncations(text, n) {
-                    let slot = &mut tf.entry(t).or_default()[field];
-                    *slot = slot.saturating_add(1);
-                }
-            }
-        }
-    }
     ToolDoc {
         tf: tf.into_iter().collect(),
         lens,
@@ -104,24 +93,4 @@ fn schema_texts<'a>(schema: &'a Value, depth: usize, out: &mut Vec<&'a str>) {
             }
         }
     }
-}
-
-/// EXPERIMENT: the truncation length, from TG_TRUNC.
-pub fn trunc_len() -> Option<usize> {
-    static N: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *N.get_or_init(|| std::env::var("TG_TRUNC").ok().and_then(|v| v.parse().ok()))
-}
-
-/// EXPERIMENT: "~" + the first `n` letters of each alphabetic word of at least `n + 1`.
-pub fn truncations(text: &str, n: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    for w in text.split(|c: char| !c.is_alphanumeric()) {
-        for part in super::text::split_identifier(w) {
-            let lower = part.to_lowercase();
-            if lower.chars().count() > n && lower.chars().all(|c| c.is_ascii_alphabetic()) {
-                out.push(format!("~{}", &lower[..n]));
-            }
-        }
-    }
-    out
 }

@@ -18,8 +18,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 mod described;
-mod explain;
-pub use explain::Explained;
 
 /// Ranking parameters. Chosen on the tuning split (query index mod 5 == 0) of MetaTool
 /// and LiveMCPBench; see the README's evaluation section.
@@ -43,18 +41,6 @@ pub struct Bm25fParams {
     pub clause_weight: f32,
     /// Weight of each synonym of a task word ([`super::synonyms`]) relative to a word.
     pub synonym_weight: f32,
-    /// EXPERIMENT: adjacent task words written together ("mind map" -> "mindmap").
-    pub joined_weight: f32,
-    /// EXPERIMENT: index terms that begin a task word ("diff" for "different").
-    pub prefix_weight: f32,
-    /// EXPERIMENT: initials of consecutive task words that are index terms ("hcf").
-    pub acronym_weight: f32,
-    /// EXPERIMENT: truncated words (see doc::truncations).
-    pub trunc_weight: f32,
-    /// EXPERIMENT: weight of capitalised words inside a sentence (names, places).
-    pub proper_weight: f32,
-    /// EXPERIMENT: score × (1 + this × share of the tool's name words in the task).
-    pub name_cover: f32,
 }
 
 impl Default for Bm25fParams {
@@ -67,12 +53,6 @@ impl Default for Bm25fParams {
             server_weight: 0.0,
             clause_weight: 0.0,
             synonym_weight: SYNONYM_WEIGHT,
-            joined_weight: 0.0,
-            prefix_weight: 0.0,
-            acronym_weight: 0.0,
-            trunc_weight: 0.0,
-            proper_weight: 1.0,
-            name_cover: 0.0,
         }
     }
 }
@@ -412,17 +392,6 @@ impl RouteIndex {
                 weighted.push((syn, sw * cap));
             }
         }
-        if synonyms {
-            self.experimental_terms(query, &mut weighted);
-        }
-        if self.params.proper_weight != 1.0 {
-            let (proper, plain) = proper_words(&self.analyzer, query);
-            for (t, w) in weighted.iter_mut() {
-                if proper.contains(t) && !plain.contains(t) {
-                    *w *= self.params.proper_weight;
-                }
-            }
-        }
         weighted.sort_by(|a, b| a.0.cmp(&b.0));
         weighted.dedup_by(|later, first| {
             let same = later.0 == first.0;
@@ -432,89 +401,6 @@ impl RouteIndex {
             same
         });
         weighted
-    }
-
-    /// EXPERIMENT: joined words, prefixes, acronyms.
-    fn experimental_terms(&self, query: &str, weighted: &mut Vec<(String, f32)>) {
-        let p = &self.params;
-        if p.trunc_weight > 0.0 {
-            if let Some(n) = super::doc::trunc_len() {
-                let mut seen: Vec<String> = Vec::new();
-                for t in super::doc::truncations(query, n) {
-                    if !seen.contains(&t) {
-                        seen.push(t.clone());
-                        weighted.push((t, p.trunc_weight));
-                    }
-                }
-            }
-        }
-        if p.joined_weight <= 0.0 && p.prefix_weight <= 0.0 && p.acronym_weight <= 0.0 {
-            return;
-        }
-        let raw: Vec<String> = query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty() && w.len() <= 64)
-            .map(str::to_lowercase)
-            .collect();
-        let own: Vec<String> = weighted.iter().map(|(t, _)| t.clone()).collect();
-        let known = |t: &str| self.terms.contains_key(t);
-        let add = |t: String, w: f32, out: &mut Vec<(String, f32)>| {
-            if !own.contains(&t) && !out.iter().any(|(o, _)| *o == t) && known(&t) {
-                out.push((t, w));
-            }
-        };
-        let mut extra = Vec::new();
-        if p.joined_weight > 0.0 {
-            for w in raw.windows(2) {
-                if super::text::is_stop_word(&w[0])
-                    || super::text::is_stop_word(&w[1])
-                    || w[0].chars().count() < 2
-                    || w[1].chars().count() < 2
-                {
-                    continue;
-                }
-                if let Some(j) = self.analyzer.word(&format!("{}{}", w[0], w[1])) {
-                    add(j, p.joined_weight, &mut extra);
-                }
-            }
-        }
-        if p.prefix_weight > 0.0 {
-            for w in &raw {
-                let chars: Vec<char> = w.chars().collect();
-                if chars.len() < 6 || !chars.iter().all(|c| c.is_alphabetic()) {
-                    continue;
-                }
-                let stem = self.analyzer.word(w);
-                for n in 4..=chars.len() - 2 {
-                    let pre: String = chars[..n].iter().collect();
-                    if stem.as_deref() == Some(pre.as_str()) || super::text::is_stop_word(&pre) {
-                        continue;
-                    }
-                    add(pre, p.prefix_weight, &mut extra);
-                }
-            }
-        }
-        if p.acronym_weight > 0.0 {
-            let content: Vec<&String> = raw
-                .iter()
-                .filter(|w| !super::text::is_stop_word(w))
-                .collect();
-            for seq in [raw.iter().collect::<Vec<_>>(), content] {
-                for n in 3..=5 {
-                    for win in seq.windows(n) {
-                        if !win
-                            .iter()
-                            .all(|w| w.chars().next().is_some_and(char::is_alphabetic))
-                        {
-                            continue;
-                        }
-                        let a: String = win.iter().filter_map(|w| w.chars().next()).collect();
-                        add(a, p.acronym_weight, &mut extra);
-                    }
-                }
-            }
-        }
-        weighted.extend(extra);
     }
 
     /// The `k` best tools for `query` by BM25F, best first, only from `server` when given.
@@ -584,23 +470,6 @@ impl RouteIndex {
             for (doc, &s) in scores.iter().enumerate() {
                 if s > 0.0 {
                     hits.push((s, slot as u32, doc as u32));
-                }
-            }
-        }
-        if self.params.name_cover > 0.0 {
-            top_k(&mut hits, k.max(30));
-            let q = truncate(query, MAX_TASK_BYTES);
-            let mut task: std::collections::HashSet<String> =
-                self.analyzer.analyze(q).into_iter().collect();
-            task.extend(super::synonyms::phrases(&self.analyzer, q));
-            for h in hits.iter_mut() {
-                if let Some(shard) = self.shards[h.1 as usize].as_ref() {
-                    let share = super::calibrate::name_share(
-                        &self.analyzer,
-                        &task,
-                        &shard.tools[h.2 as usize],
-                    );
-                    h.0 *= 1.0 + self.params.name_cover * share;
                 }
             }
         }
@@ -709,26 +578,6 @@ fn length_norm(
     inv_avg: &[f32; N_FIELDS],
 ) -> f32 {
     (1.0 - p.b[f] + p.b[f] * f32::from(lens[f]) * inv_avg[f]).max(1e-3)
-}
-
-/// EXPERIMENT: stems of capitalised words not at a sentence start, and of the others.
-fn proper_words(analyzer: &Analyzer, query: &str) -> (Vec<String>, Vec<String>) {
-    let (mut proper, mut plain) = (Vec::new(), Vec::new());
-    let mut start = true;
-    for w in query.split(|c: char| c.is_whitespace()) {
-        let core = w.trim_matches(|c: char| !c.is_alphanumeric());
-        let cap = core.chars().next().is_some_and(char::is_uppercase)
-            && core.chars().skip(1).any(char::is_lowercase);
-        let mut terms = Vec::new();
-        analyzer.terms(core, &mut terms, None);
-        if cap && !start {
-            proper.extend(terms);
-        } else {
-            plain.extend(terms);
-        }
-        start = w.ends_with(['.', '?', '!', ':']) || core.is_empty() && start;
-    }
-    (proper, plain)
 }
 
 /// The terms of weighted query terms.

@@ -85,11 +85,6 @@ pub trait Retriever: Send + Sync {
     fn calibrated(&self) -> bool {
         false
     }
-
-    /// EXPERIMENT: per-term contributions of `tools`.
-    fn explain(&self, _query: &str, _tools: &[Arc<ToolRecord>]) -> Option<index::Explained> {
-        None
-    }
 }
 
 impl Retriever for RouteIndex {
@@ -113,10 +108,6 @@ impl Retriever for RouteIndex {
     /// an example's words explain a task that no feature of the tool's own text sees.
     fn calibrated(&self) -> bool {
         self.examples().is_empty()
-    }
-
-    fn explain(&self, query: &str, tools: &[Arc<ToolRecord>]) -> Option<index::Explained> {
-        Some(RouteIndex::explain(self, query, tools))
     }
 }
 

@@ -141,11 +141,7 @@ impl Analyzer {
         if single_letter || is_stop_word(&lower) {
             return None;
         }
-        let stem = self.stemmer.stem(&lower);
-        if deriv_on() {
-            return Some(derive(&stem));
-        }
-        Some(stem.into_owned())
+        Some(self.stemmer.stem(&lower).into_owned())
     }
 
     /// Appends the terms of `text` to `out`. Words are stemmed; a compound identifier adds
@@ -203,53 +199,6 @@ impl Analyzer {
         self.terms(text, &mut out, None);
         out
     }
-}
-
-/// EXPERIMENT: TG_DERIV=1.
-fn deriv_on() -> bool {
-    static ON: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    let v = *ON.get_or_init(|| {
-        std::env::var("TG_DERIV")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    });
-    v > 0
-}
-
-/// EXPERIMENT: derivations Snowball leaves apart.
-fn derive(stem: &str) -> String {
-    const TABLE: &[(&str, &str)] = &[
-        ("summari", "summar"),
-        ("comparison", "compar"),
-        ("descript", "describ"),
-        ("explan", "explain"),
-        ("decis", "decid"),
-        ("solut", "solv"),
-        ("addit", "add"),
-        ("subscript", "subscrib"),
-    ];
-    if let Some((_, to)) = TABLE.iter().find(|(from, _)| *from == stem) {
-        return (*to).to_string();
-    }
-    let level = std::env::var("TG_DERIV")
-        .ok()
-        .and_then(|v| v.parse::<u8>().ok())
-        .unwrap_or(0);
-    if level >= 2 {
-        if let Some(base) = stem.strip_suffix("ifi") {
-            return format!("{base}if");
-        }
-        if let Some(base) = stem.strip_suffix("ysi") {
-            return format!("{base}yz");
-        }
-        if let Some(base) = stem.strip_suffix("ation") {
-            if base.len() + 2 >= 5 {
-                return format!("{base}at");
-            }
-        }
-    }
-    stem.to_string()
 }
 
 /// Splits a chunk into maximal runs of CJK and of other characters.
