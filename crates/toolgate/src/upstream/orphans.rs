@@ -33,6 +33,12 @@ impl GroupGuard {
             .map_err(|e| tracing::debug!("no group guard for process group {pgid}: {e}"))
             .ok()?;
         let pipe = child.stdin.take()?;
+        if let Some(pid) = child.id() {
+            let mut guards = GUARDS.lock().expect("guards");
+            // Guards of earlier connections that are gone (an upstream that restarts often).
+            guards.retain(|p| std::path::Path::new(&format!("/proc/{p}")).exists());
+            guards.push(pid);
+        }
         Some(Self {
             _pipe: pipe,
             _child: child,
@@ -48,6 +54,10 @@ pub fn adopt_orphans() {
         tracing::debug!("PR_SET_CHILD_SUBREAPER: {e}");
     }
 }
+
+/// The group guards started, by pid: a guard on its way out (its pipe closed at shutdown)
+/// no longer shows its name in /proc, so it is known by its pid.
+static GUARDS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 
 /// Process groups of upstreams the gateway has killed: their members were told to go
 /// already (a loaded machine may not have run their exit yet when `kill_orphans` looks).
@@ -91,10 +101,12 @@ pub fn kill_orphans() -> usize {
     killed
 }
 
-/// Whether `pid` is a group guard (`GroupGuard`'s shell).
+/// Whether `pid` is a group guard (`GroupGuard`'s shell): one this process started, or
+/// one that says so in /proc (a guard of an earlier gateway in this process's tree).
 fn is_guard(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == GUARD_NAME.as_bytes()))
+    GUARDS.lock().expect("guards").contains(&pid)
+        || std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == GUARD_NAME.as_bytes()))
 }
 
 /// A child process as /proc shows it.
