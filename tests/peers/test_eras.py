@@ -2,13 +2,15 @@
 a client pinned to 2026-07-28 (stateless: no initialize, no session) and a legacy one
 (initialize, Mcp-Session-Id) at the same time, each running route -> execute -> continue
 over a paged result from the real filesystem server; a handle is the caller's, so the
-modern client's cursor also works from a fresh modern client. And a server that speaks
+modern client's cursor also works from a fresh modern client, and its calls are the plain
+kind the HTTP front's fast lane answers. And a server that speaks
 only 2026-07-28 (the SDK's modern loop, over stdio) behind the gateway: listed and called.
 """
 
 from __future__ import annotations
 
 import sys
+import urllib.request
 from pathlib import Path
 
 import anyio
@@ -90,6 +92,12 @@ async def test_a_modern_and_a_legacy_client_at_once(toolgate_bin, peers, work):
         async with sdk_client(url, era="2026-07-28") as again:
             r = await again.call_tool("continue", {"cursor": results["2026-07-28"][1]})
             assert not r.is_error, text(r)
+        # The SDK's 2026-07-28 calls are plain: the HTTP front's fast lane answered them
+        # (route, execute, at least one continue, and the last continue); a legacy
+        # session's never take it.
+        metrics = urllib.request.urlopen(url.rsplit("/mcp", 1)[0] + "/metrics").read().decode()
+        lane = [line for line in metrics.splitlines() if line.startswith("toolgate_fast_lane_requests_total ")]
+        assert lane and float(lane[0].split()[1]) >= 4, lane
 
 
 async def test_a_modern_only_upstream_is_listed_and_called(toolgate_bin, peers, work):

@@ -126,10 +126,10 @@ impl FastLane {
         let Some(endpoint) = self.endpoint(&req) else {
             return Err(req);
         };
-        let grant = match self
-            .policy
-            .authenticate(header(req.headers(), "authorization"))
-        {
+        // Read as `front::auth` reads it (the first value), so both decide alike.
+        let presented =
+            (req.headers().get(http::header::AUTHORIZATION)).and_then(|v| v.to_str().ok());
+        let grant = match self.policy.authenticate(presented) {
             Ok(grant) => grant,
             // Refused keys are answered (and audited) by `front::auth`.
             Err(_) => return Err(req),
