@@ -43,6 +43,17 @@ fn call_body(id: u64, name: &str, arguments: Value) -> Value {
 /// POSTs `body` to `url` as a 2026-07-28 client does: status, content type, body.
 async fn post(url: &str, key: Option<&str>, body: &Value, accept: &str) -> (u16, String, String) {
     let name = body["params"]["name"].as_str().unwrap_or_default();
+    post_named(url, key, body, accept, name).await
+}
+
+/// `post` with `Mcp-Name: name`.
+async fn post_named(
+    url: &str,
+    key: Option<&str>,
+    body: &Value,
+    accept: &str,
+    name: &str,
+) -> (u16, String, String) {
     let mut r = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
@@ -202,6 +213,15 @@ async fn a_plain_modern_call_takes_the_lane_and_is_answered_as_rmcp_answers_it()
     )
     .await;
     assert!(refused.to_string().contains("unauthorized"), "{refused}");
+    // An `Mcp-Name` that looks encoded is rmcp's to decode (here: to refuse, 400).
+    for name in ["=?x", "=?base64?!!!?="] {
+        let before = lane_count(&gw).await;
+        let body = call_body(11, "", json!({}));
+        let (status, _, text) = post_named(&url, Some(READER), &body, ACCEPT, name).await;
+        assert_eq!(status, 400, "{text}");
+        assert!(text.contains("-32020"), "{text}");
+        assert_eq!(lane_count(&gw).await, before, "{name}");
+    }
     same_both_ways(
         &gw,
         &url,

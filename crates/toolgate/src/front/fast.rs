@@ -50,6 +50,10 @@ use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+// rmcp checks `Mcp-Param-*` headers against a tool's input schema only when the handler
+// implements `ServerHandler::get_tool`; `Session` does not, so the lane checks none. If it
+// ever does, the lane must check them too (or leave calls that carry them to rmcp).
+
 /// The one protocol revision the lane serves.
 const MODERN: &str = "2026-07-28";
 
@@ -67,7 +71,7 @@ pub(super) struct FastLane {
     /// Keeps that service's serve loop alive; cancelled with the lane.
     _service: RunningService<RoleServer, Session>,
     /// Cancelled when the sessions end at shutdown: a call still unanswered then is
-    /// answered 500, as rmcp's stateless transport answers it.
+    /// answered 500, in the words of rmcp's stateless transport.
     stop: CancellationToken,
 }
 
@@ -207,7 +211,7 @@ impl FastLane {
         let meta = m.params.meta?;
         let plain = m.jsonrpc == "2.0"
             && m.method == "tools/call"
-            && plain_name(header(h, "mcp-name")?) == m.params.name
+            && plain_name(header(h, "mcp-name")?)? == m.params.name
             && meta
                 .protocol_version()
                 .is_some_and(|v| v.as_str() == MODERN)
@@ -266,21 +270,22 @@ impl FastLane {
         // the call alone, not this connection's whole stack of futures. A client that goes
         // away cancels it (the guard), and it finishes on its own, its audit record written.
         let handled = tokio::spawn(async move { session.handle_request(request, context).await });
-        let cancel_if_dropped = ct.drop_guard();
+        // Cancelled when this answer is done with, as rmcp cancels a stateless request's
+        // token once it is answered, or when the client goes away before that.
+        let _cancel = ct.drop_guard();
         let result = tokio::select! {
             r = handled => match r {
                 Ok(r) => r,
-                Err(e) => Err(rmcp::ErrorData::internal_error(
-                    format!("the call failed inside the gateway: {e}"),
-                    None,
-                )),
+                // `Session::call_tool` answers its own panics; this is one in rmcp's dispatch.
+                Err(e) => {
+                    tracing::error!("a tools/call failed inside the gateway: {e}");
+                    Err(rmcp::ErrorData::internal_error(super::PANICKED, None))
+                }
             },
             _ = self.stop.cancelled() => {
-                let why = "Encounter an error when empty response: the gateway is shutting down";
-                return (StatusCode::INTERNAL_SERVER_ERROR, why).into_response();
+                return internal_error("empty response: no response message received from handler");
             }
         };
-        cancel_if_dropped.disarm();
         let (message, status) = match result {
             Ok(result) => (ServerJsonRpcMessage::response(result, id), StatusCode::OK),
             Err(error) => {
@@ -290,12 +295,17 @@ impl FastLane {
         };
         match serde_json::to_vec(&message) {
             Ok(body) => (status, [(CONTENT_TYPE, "application/json")], body).into_response(),
-            Err(e) => {
-                let why = format!("Encounter an error when serialize json response: {e}");
-                (StatusCode::INTERNAL_SERVER_ERROR, why).into_response()
-            }
+            Err(e) => internal_error(&format!("serialize json response: {e}")),
         }
     }
+}
+
+/// A 500 as rmcp's transport words it (`Encounter an error when …`, no content type).
+fn internal_error(context: &str) -> Response {
+    tracing::error!("Internal server error when {context}");
+    let mut r = Response::new(Body::from(format!("Encounter an error when {context}")));
+    *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    r
 }
 
 /// A plain call, read.
@@ -328,12 +338,10 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .flatten()
 }
 
-/// `Mcp-Name` as a plain value; a Base64-encoded one (`=?base64?…?=`) is left to rmcp.
-fn plain_name(value: &str) -> &str {
-    if value.starts_with("=?") {
-        return "";
-    }
-    value
+/// `Mcp-Name` as a plain value; a Base64-encoded one (`=?base64?…?=`, or anything that
+/// starts like one) is left to rmcp, which decodes or refuses it.
+fn plain_name(value: &str) -> Option<&str> {
+    (!value.starts_with("=?")).then_some(value)
 }
 
 fn is_json(content_type: Option<&str>) -> bool {
@@ -363,8 +371,11 @@ fn accepts_json_and_sse(h: &HeaderMap) -> bool {
     json && sse
 }
 
+/// As rmcp normalises a host: brackets off the start, then the end, lowercased.
 fn normalize(host: &str) -> String {
-    host.trim_matches(['[', ']']).to_ascii_lowercase()
+    host.trim_matches('[')
+        .trim_matches(']')
+        .to_ascii_lowercase()
 }
 
 /// An allowed host as rmcp reads it: an authority (`host`, `host:port`), else the text.

@@ -50,6 +50,10 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+/// The answer to a call whose handler panicked (a bug; the log says where).
+pub(super) const PANICKED: &str =
+    "the call failed inside the gateway (a bug: the gateway's log has the details)";
+
 /// The surface a session actually gets (`auto` is resolved when the session starts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Surface {
@@ -352,11 +356,22 @@ impl ServerHandler for Session {
             Surface::Guided => "guided",
             Surface::Direct => "direct",
         };
+        use futures::FutureExt;
         let parent = request::traceparent(&request, &context);
         let span = crate::observe::trace::request_span(&request.name, surface, parent.as_deref());
-        self.call_tool_traced(request, context)
-            .instrument(span)
-            .await
+        // A bug that panics answers the call (rmcp's transport would leave a stateless
+        // request unanswered until shutdown); what panicked goes to the log, not the client.
+        let call = self.call_tool_traced(request, context).instrument(span);
+        match std::panic::AssertUnwindSafe(call).catch_unwind().await {
+            Ok(answer) => answer,
+            Err(panic) => {
+                let what = (panic.downcast_ref::<&str>().copied())
+                    .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                    .unwrap_or("a panic");
+                tracing::error!("a tools/call failed inside the gateway: {what}");
+                Err(McpError::internal_error(PANICKED, None))
+            }
+        }
     }
 
     async fn list_resources(
