@@ -19,7 +19,10 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -96,6 +99,40 @@ pub(super) enum Outcome {
     Asked(InputRequiredResult),
 }
 
+/// A one-tool call that may be parked.
+pub(super) enum Running {
+    /// Polled by the request that started it, until it must be parked: one task and one
+    /// wake-up fewer than a task of its own, for the calls that are never parked.
+    Here(Pin<Box<dyn Future<Output = CallToolResult> + Send>>),
+    /// On a task of its own: once parked, it outlives the request that started it.
+    Task(JoinHandle<CallToolResult>),
+}
+
+impl Running {
+    /// The call as a task of its own (spawned now, if it ran here).
+    fn into_task(self) -> JoinHandle<CallToolResult> {
+        match self {
+            Self::Here(call) => tokio::spawn(call),
+            Self::Task(task) => task,
+        }
+    }
+}
+
+impl Future for Running {
+    type Output = CallToolResult;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallToolResult> {
+        match &mut *self {
+            Self::Here(call) => call.as_mut().poll(cx),
+            Self::Task(task) => Pin::new(task).poll(cx).map(|done| {
+                done.unwrap_or_else(|e| {
+                    super::convert::tool_error(format!("the call failed inside the gateway: {e}"))
+                })
+            }),
+        }
+    }
+}
+
 /// A call held open while its upstream waits for the client's answer.
 struct ParkedCall {
     task: JoinHandle<CallToolResult>,
@@ -109,13 +146,13 @@ struct ParkedCall {
     cancel: CancellationToken,
 }
 
-/// Waits for the spawned `task` to finish, or for its upstream to ask something (then the
-/// call is parked and the client is asked).
+/// Waits for the call to finish, or for its upstream to ask something (then the call is
+/// parked, on a task of its own, and the client is asked).
 /// A client cancelling the request being served (`serving`) cancels the call (`cancel`).
 pub(super) async fn run(
     gw: &Gateway,
     caller: &Caller,
-    mut task: JoinHandle<CallToolResult>,
+    mut call: Running,
     mut questions: mpsc::Receiver<Asked>,
     relay: Arc<SessionRelay>,
     (cancel, serving): (CancellationToken, &CancellationToken),
@@ -127,15 +164,11 @@ pub(super) async fn run(
     };
     tokio::select! {
         () = cancelled => unreachable!("pending"),
-        done = &mut task => {
-            let result = done.unwrap_or_else(|e| {
-                super::convert::tool_error(format!("the call failed inside the gateway: {e}"))
-            });
-            Outcome::Done(result, Some(relay))
-        }
+        result = &mut call => Outcome::Done(result, Some(relay)),
         Some(asked) = questions.recv() => {
             let key = input_key(asked.kind).to_string();
             let asking = (key, asked.request, asked.reply);
+            let task = call.into_task();
             park(gw, caller, ParkedCall { task, questions, asking, relay, cancel })
         }
     }
@@ -195,7 +228,8 @@ pub(super) async fn resume_parked(
     };
     // The upstream may have given up waiting; the call's own result says so then.
     let _ = reply.send(Ok(answer.clone()));
-    Ok(run(gw, caller, task, questions, relay, (cancel, serving)).await)
+    let call = Running::Task(task);
+    Ok(run(gw, caller, call, questions, relay, (cancel, serving)).await)
 }
 
 /// The answer to the client: the question asked of it (a parked call's, the approval's,

@@ -583,9 +583,9 @@ impl Session {
         });
         let outcome = match &modern_relay {
             Some(relay) if parkable => {
-                let (task, relay) = (tokio::spawn(call), relay.clone());
+                let (call, relay) = (inputs::Running::Here(Box::pin(call)), relay.clone());
                 let tokens = (cancel, &context.ct);
-                inputs::run(self.gw(), &caller, task, questions, relay, tokens).await
+                inputs::run(self.gw(), &caller, call, questions, relay, tokens).await
             }
             _ => inputs::Outcome::Done(call.await, modern_relay),
         };
