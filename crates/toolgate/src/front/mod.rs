@@ -361,7 +361,10 @@ impl ServerHandler for Session {
         let span = crate::observe::trace::request_span(&request.name, surface, parent.as_deref());
         // A bug that panics answers the call (rmcp's transport would leave a stateless
         // request unanswered until shutdown); what panicked goes to the log, not the client.
-        let call = self.call_tool_traced(request, context).instrument(span);
+        // Boxed: the call's future is large (tens of KiB), and each future holding it
+        // inline (rmcp's dispatch, the fast lane's task) would be as large and be copied
+        // whole wherever it moves, a task's spawn included.
+        let call = Box::pin(self.call_tool_traced(request, context).instrument(span));
         match std::panic::AssertUnwindSafe(call).catch_unwind().await {
             Ok(answer) => answer,
             Err(panic) => {
@@ -576,14 +579,15 @@ impl Session {
         }
         let cancel = cx.ct.clone();
         let (session, who, name) = (self.clone(), caller.clone(), request.name);
-        let call = tracing::Instrument::in_current_span(async move {
+        // Boxed once, here: it is large, and may move to a task of its own (inputs::run).
+        let call = Box::pin(tracing::Instrument::in_current_span(async move {
             let mut result = session.call_surface(&name, args, &cx, &who).await;
             account::answered(session.gw(), turn, &mut result);
             result
-        });
+        }));
         let outcome = match &modern_relay {
             Some(relay) if parkable => {
-                let (call, relay) = (inputs::Running::Here(Box::pin(call)), relay.clone());
+                let (call, relay) = (inputs::Running::Here(call), relay.clone());
                 let tokens = (cancel, &context.ct);
                 inputs::run(self.gw(), &caller, call, questions, relay, tokens).await
             }
