@@ -433,3 +433,29 @@ impl Transport<RoleServer> for Nowhere {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The task the lane spawns for a call holds rmcp's dispatch of every request kind; the
+    /// call itself is boxed (`Session::call_tool`), so the task stays small. Unboxed it was
+    /// 40 KiB, copied whole by each spawn (`docs/performance.md`).
+    #[tokio::test]
+    async fn a_calls_task_is_small() {
+        let gw = crate::gateway::Gateway::start(crate::config::Config::empty());
+        let engine = Engine::new(gw.clone());
+        let stop = CancellationToken::new();
+        let lane = FastLane::new(engine.clone(), HashMap::new(), &[], stop.clone());
+        let session = Session::new(engine, Mode::Direct);
+        let context = RequestContext::new(NumberOrString::Number(1), lane.peer.clone());
+        let params = CallToolRequestParams::new("any_tool");
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handled = session.handle_request(request, context);
+        let size = std::mem::size_of_val(&handled);
+        assert!(size < 16 * 1024, "a call's task holds {size} bytes");
+        drop(handled);
+        stop.cancel();
+        gw.shutdown().await;
+    }
+}
