@@ -277,7 +277,6 @@ pub(super) async fn cap_sessions(
     response
 }
 
-/// A body this layer could not read: 408 when it came too slowly, else 413.
 fn session_id(headers: &axum::http::HeaderMap) -> Option<String> {
     (headers.get(SESSION_HEADER))
         .and_then(|v| v.to_str().ok())
