@@ -104,7 +104,6 @@ def test_stdio_gateway_exits_by_itself_when_the_client_hangs_up(toolgate_bin, pe
         for server in ("server-everything", "server-filesystem", "server-memory", "mcp-server-time", "mcp-server-git"):
             assert any(server in p for p in running), f"{server} not among {running}"
 
-        started = time.monotonic()
         gw.proc.stdin.close()
         try:
             code = gw.proc.wait(15)
@@ -113,7 +112,6 @@ def test_stdio_gateway_exits_by_itself_when_the_client_hangs_up(toolgate_bin, pe
         assert code == 0, f"exit code {code}"
         left = work.wait_no_processes(gw.marker, timeout=5)
         assert not left, f"upstreams outlived the gateway: {left}"
-        assert time.monotonic() - started < 15
     finally:
         gw.close()
 
@@ -225,21 +223,20 @@ async def test_slow_calls_time_out_and_cancelled_calls_do_not_block(transport, t
     """call_timeout_secs turns a slow real call into a tool error; a call the client gives
     up on (notifications/cancelled) does not hold the session up."""
     everything = stdio_upstreams(peers, work)["everything"]
-    ups = {"hasty": {**everything, "call_timeout_secs": 1.5}, "patient": {**everything, "call_timeout_secs": 60}}
+    ups = {"hasty": {**everything, "call_timeout_secs": 1.5}, "patient": {**everything, "call_timeout_secs": 600}}
     cfg = write_config(work.path("toolgate.toml"), ups, TEST_GATEWAY)
     async with session(transport, toolgate_bin, cfg, work) as client:
         names = {t.name for t in await all_tools(client)}
         assert {"hasty_trigger-long-running-operation", "patient_trigger-long-running-operation"} <= names
-        started = time.monotonic()
         r = await client.call_tool("hasty_trigger-long-running-operation", {"duration": 8, "steps": 2})
-        took = time.monotonic() - started
+        # The error names the setting: the gateway's timeout ended the call, not its end.
         assert r.is_error and "call_timeout_secs" in text(r), text(r)
-        assert 1.0 < took < 7, took
 
-        started = time.monotonic()
         with anyio.move_on_after(0.5) as scope:
-            await client.call_tool("patient_trigger-long-running-operation", {"duration": 8, "steps": 2})
+            await client.call_tool("patient_trigger-long-running-operation", {"duration": 120, "steps": 2})
         assert scope.cancelled_caught
-        r = await client.call_tool("patient_echo", {"message": "after cancel"})
+        # Had the session waited for the cancelled call, this echo would come after it (two
+        # minutes); the bound is a safety net only, far from either outcome.
+        with anyio.fail_after(60):
+            r = await client.call_tool("patient_echo", {"message": "after cancel"})
         assert text(r) == "Echo: after cancel"
-        assert time.monotonic() - started < 6, "the session waited for the cancelled call"

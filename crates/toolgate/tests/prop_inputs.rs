@@ -150,7 +150,19 @@ proptest! {
     fn mcp_servers_json_is_imported_or_refused(servers in prop::collection::vec(("[a-z]{1,6}", json_value()), 0..4), wrap in any::<bool>()) {
         let servers: Map<String, Value> = servers.into_iter().collect();
         let doc = if wrap { json!({"mcpServers": servers}) } else { json!({"servers": servers}) };
-        let _ = toolgate::config::mcp_json::parse(&doc.to_string(), Path::new("prop.json"));
+        match toolgate::config::mcp_json::parse(&doc.to_string(), Path::new("prop.json")) {
+            // A refusal names the file, so the user knows which one to fix.
+            Err(e) => {
+                let msg = format!("{e:#}");
+                prop_assert!(msg.contains("prop.json"), "{msg}");
+            }
+            // What is imported comes from the file's servers, nothing else.
+            Ok(config) => {
+                for name in config.upstreams.keys() {
+                    prop_assert!(servers.contains_key(name), "{name} is not among {:?}", servers.keys());
+                }
+            }
+        }
     }
 
     /// Validation of any arguments against any schema answers (valid, a report, or
@@ -164,15 +176,18 @@ proptest! {
         prop_assert_eq!(first, second);
     }
 
-    /// The slim and local rewriters take any schema; the local one is idempotent in shape
-    /// (a rewritten schema rewritten again keeps its top-level type).
+    /// The slim and local rewriters take any schema. Slimming keeps the top-level type (it
+    /// restricts) and is done in one pass (slimming a slimmed schema changes nothing); the
+    /// local one is idempotent in shape (rewritten again, it keeps its top-level type).
     #[test]
     fn schema_rewriters_take_any_schema(schema in json_value()) {
         let slim = toolgate::shape::slim_schema(&schema, &Default::default(), &Default::default());
+        prop_assert_eq!(slim.get("type"), schema.get("type"));
+        let slimmer = toolgate::shape::slim_schema(&slim, &Default::default(), &Default::default());
+        prop_assert_eq!(&slimmer, &slim);
         let local = toolgate::shape::rewrite_schema(&schema, &Default::default());
         let again = toolgate::shape::rewrite_schema(&local, &Default::default());
         prop_assert_eq!(local.get("type"), again.get("type"));
-        let _ = slim;
     }
 
     /// Pages hold the whole text in order, each within its budget unless one character
