@@ -172,6 +172,24 @@ child_ticks() {
   echo "$sum"
 }
 
+# settle: waits until the machine is idle (under a tenth of its CPU busy over 200 ms; at
+# most 5 s), so that what one row leaves running (mcp-proxy still answering its backlog
+# after wrk has gone, a runtime's collector) does not fall into the next row's figures.
+# Adds the time waited to SETTLED_MS, and notes a wait that ran out.
+SETTLED_MS=0 UNSETTLED=0
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
+settle() {
+  local i busy0 idle0 busy1 idle1
+  for i in $(seq 1 25); do
+    read -r busy0 idle0 < <(cpu_ticks)
+    sleep 0.2
+    read -r busy1 idle1 < <(cpu_ticks)
+    SETTLED_MS=$((SETTLED_MS + 200))
+    (( (busy1 - busy0) * 10 < (busy1 - busy0) + (idle1 - idle0) )) && return
+  done
+  UNSETTLED=$((UNSETTLED + 1))
+}
+
 # wrk_run NAME ERA CONNS -> "requests/s p50_us p99_us bad" (bad: errors + wrong answers)
 wrk_run() {
   local name=$1 era=$2 conns=$3 lua="$WORK/$1.$2.lua"
@@ -266,8 +284,9 @@ for era in $ERAS; do
     for _ in $(seq 1 "$RUNS"); do
       for n in "${ROWS[@]}"; do
         [ -z "${SKIP[$n]:-}" ] || continue
+        [ "$n" != fixture-stdio ] || [ "$c" = 1 ] || continue
+        settle
         if [ "$n" = fixture-stdio ]; then
-          [ "$c" = 1 ] || continue
           # The helper reports the fixture's own CPU per call (it is the server here).
           out=$("${LOAD[@]}" python3 "$HELPER" stdio "$SECS" echo "${SRV[@]}" "${FIXTURE[@]}" \
             2>"$WORK/$n.why" | awk '/^RESULT/ {print $2, $3, $4, $5, $6, 0}') ||
@@ -329,6 +348,11 @@ for era in $ERAS; do
       if (r > 0 && h > 0) printf "one connection: bare-relay p50 %.0f µs, %.2f× the fixture'"'"'s own HTTP p50: the least an HTTP front and a stdio hop cost here; toolgate is %.2f× the bare relay\n", r, r / h, a / r }'
   fi
 done
+
+unsettled=""
+[ "$UNSETTLED" -eq 0 ] || unsettled="; $UNSETTLED runs started after 5 s without it (the figures are noisier)"
+echo
+echo "before each run the machine was let settle (under 10% of its CPU busy over 200 ms): $((SETTLED_MS / 1000)).$((SETTLED_MS % 1000 / 100)) s in all$unsettled"
 
 # The memory table leaves the bare relay out: it keeps no sessions.
 MEM=()
