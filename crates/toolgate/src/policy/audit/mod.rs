@@ -12,18 +12,21 @@
 //! summary record.
 
 pub mod chain;
+mod file;
 mod run;
+use file::{chain_end, open_append, secret_file};
+pub use file::{now_rfc3339, secret_path};
 pub use run::RunRecord;
 
 use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// At most this many refusals of unauthenticated requests are written one by one per window.
 pub const AUTH_RECORDS_PER_WINDOW: u64 = 20;
@@ -484,103 +487,6 @@ fn auth_summary(window: &AuthWindow) -> Option<Value> {
             ),
         })
     })
-}
-
-/// Where the secret is kept when the configuration names none.
-pub fn secret_path(log: &Path) -> PathBuf {
-    let mut name = log.as_os_str().to_owned();
-    name.push(".secret");
-    PathBuf::from(name)
-}
-
-/// Reads the secret at `path`, making a random one (mode 0600) if there is none.
-fn secret_file(path: &Path) -> Result<Vec<u8>> {
-    match std::fs::read_to_string(path) {
-        Ok(s) if !s.trim().is_empty() => return Ok(s.trim().as_bytes().to_vec()),
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(e)
-                .with_context(|| format!("cannot read the audit log's secret {}", path.display()))
-        }
-    }
-    let secret = crate::ids::random_hex(32);
-    let mut f = OpenOptions::new();
-    f.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut f, 0o600);
-    f.open(path)
-        .and_then(|mut file| file.write_all(secret.as_bytes()))
-        .with_context(|| {
-            format!(
-                "cannot write the audit log's secret {} (or set policy.audit.secret)",
-                path.display()
-            )
-        })?;
-    Ok(secret.into_bytes())
-}
-
-fn open_append(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)
-        .with_context(|| {
-            format!(
-                "cannot open the audit log {} (policy.audit.path)",
-                path.display()
-            )
-        })
-}
-
-/// The chain's end in an existing file (`seq`, MAC), read from its last 64 KiB, and whether
-/// its last line is torn (no newline at the end).
-fn chain_end(file: &mut File) -> (u64, String, bool) {
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let from = len.saturating_sub(64 * 1024);
-    let mut tail = String::new();
-    let read = file
-        .seek(SeekFrom::Start(from))
-        .and_then(|_| (&mut *file).take(64 * 1024).read_to_string(&mut tail));
-    if read.is_err() {
-        tail.clear();
-    }
-    let torn = !tail.is_empty() && !tail.ends_with('\n');
-    match chain::tail(&tail) {
-        Some((mac, seq)) => (seq, mac, torn),
-        None => (0, chain::GENESIS.to_string(), torn),
-    }
-}
-
-/// The current UTC time as RFC 3339 with milliseconds.
-pub fn now_rfc3339() -> String {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    rfc3339(d)
-}
-
-fn rfc3339(d: Duration) -> String {
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 //! The audit log's own tests: records, keyed hashes, reopening, recovery, bounded floods.
+use super::file::rfc3339;
 use super::*;
 use std::fs::OpenOptions;
 use std::io::Write;
