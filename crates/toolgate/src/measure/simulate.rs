@@ -11,19 +11,21 @@ use crate::code::tools_for;
 use crate::guided::route::{respond, RouteContext};
 use crate::guided::schema_view::Detail;
 use crate::guided::surface::{EXECUTE, INSTRUCTIONS, ROUTE};
-use crate::meta::MetaResult;
 use crate::route::RouteIndex;
 use crate::shape::tokens::{openai_form_of_tool, Encoding};
 use crate::shape::ProfileView;
 use crate::shape::{Profile, SurfaceOptions};
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use toolgate_sandbox::protocol::ToolEntry;
 
 mod code;
+mod messages;
 pub use code::{code_surface_tokens, oracle_program};
+use messages::Loop;
+pub use messages::{assistant_call, result_content, tool_message, user_message};
 
 /// The oracle, as the report states it.
 pub const ORACLE: &str = "For each expected tool, in the order the query file lists them: \
@@ -163,92 +165,6 @@ pub struct SimReport {
     pub tasks: Vec<SimRow>,
     pub totals: SimTotals,
     pub stats: RatioStats,
-}
-
-/// One agent loop: a fixed part every request carries, then the messages so far.
-struct Loop {
-    enc: Encoding,
-    fixed: usize,
-    /// Tokens of the messages so far.
-    history: usize,
-    requests: Vec<usize>,
-    /// Every message, for inspection (tests, `--transcript`-like debugging).
-    messages: Vec<Value>,
-    calls: usize,
-}
-
-impl Loop {
-    fn new(enc: Encoding, fixed: usize) -> Self {
-        Self {
-            enc,
-            fixed,
-            history: 0,
-            requests: Vec::new(),
-            messages: Vec::new(),
-            calls: 0,
-        }
-    }
-
-    fn push(&mut self, message: Value) {
-        self.history += self.enc.count_json(&message);
-        self.messages.push(message);
-    }
-
-    /// A request: everything so far goes to the model.
-    fn request(&mut self) {
-        self.requests.push(self.fixed + self.history);
-    }
-
-    /// The model's answer to the request just made: one tool call. Returns its id.
-    fn call(&mut self, name: &str, arguments: &Value) -> String {
-        self.calls += 1;
-        let id = format!("call_{}", self.calls);
-        self.push(assistant_call(&id, name, arguments));
-        id
-    }
-
-    fn total(&self) -> usize {
-        self.requests.iter().sum()
-    }
-}
-
-/// `{"role":"user","content":…}`.
-pub fn user_message(text: &str) -> Value {
-    json!({"role": "user", "content": text})
-}
-
-/// An assistant message with one tool call, arguments as a JSON string (OpenAI form).
-pub fn assistant_call(id: &str, name: &str, arguments: &Value) -> Value {
-    json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
-        "function": {"name": name, "arguments": arguments.to_string()}}]})
-}
-
-/// A `tool` message answering `id`.
-pub fn tool_message(id: &str, content: &str) -> Value {
-    json!({"role": "tool", "tool_call_id": id, "content": content})
-}
-
-/// A meta-tool answer as the model's context receives it.
-pub fn result_content(r: &MetaResult, form: ResultForm) -> String {
-    match form {
-        ResultForm::Text => r
-            .content
-            .iter()
-            .filter_map(|c| c.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        ResultForm::Mcp => {
-            let mut m = Map::new();
-            m.insert("content".into(), Value::Array(r.content.clone()));
-            if let Some(s) = &r.structured {
-                m.insert("structuredContent".into(), s.clone());
-            }
-            if r.is_error {
-                m.insert("isError".into(), Value::Bool(true));
-            }
-            Value::Object(m).to_string()
-        }
-    }
 }
 
 /// Tokens of the guided surface per request: the meta-tools (OpenAI form) and the
