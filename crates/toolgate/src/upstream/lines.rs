@@ -1,12 +1,21 @@
 //! Line reading with a maximum length: an over-long line is reported and skipped, never
 //! buffered whole; its two ends are kept to find the JSON-RPC id it answered.
+//!
+//! Cancel-safe: rmcp's serve loop reads in a `select!` and drops the read whenever another
+//! branch is ready first (a message to send, say), so a line may be dropped half read. What
+//! was read of it stays here, and the next read goes on with it.
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 pub(super) struct Lines<R> {
     reader: BufReader<R>,
     max: usize,
+    /// The line read so far (empty past the limit: `dropped` keeps its ends then).
     buf: Vec<u8>,
+    /// A line is under way: read in part by a read that was dropped.
+    partial: bool,
+    /// The line under way is over the limit.
+    too_long: bool,
     /// The ends of the last line dropped as too long, until taken.
     pub dropped: Option<Dropped>,
 }
@@ -89,36 +98,44 @@ pub(super) fn lines<R: AsyncRead + Unpin>(r: R, max: usize) -> Lines<R> {
         reader: BufReader::with_capacity(64 * 1024, r),
         max,
         buf: Vec::new(),
+        partial: false,
+        too_long: false,
         dropped: None,
     }
 }
 
 impl<R: AsyncRead + Unpin> Lines<R> {
-    /// The next line without its newline; `None` at end of input.
+    /// The next line without its newline; `None` at end of input. Cancel-safe (see the
+    /// module): the only await is `fill_buf`, which consumes nothing, and what a chunk adds
+    /// to the line is kept in `self` before the chunk is consumed.
     pub(super) async fn next_line(&mut self) -> Option<std::io::Result<String>> {
-        self.buf.clear();
-        self.dropped = None;
-        let mut too_long = false;
+        if !self.partial {
+            self.buf.clear();
+            self.dropped = None;
+            self.too_long = false;
+            self.partial = true;
+        }
         loop {
             let chunk = match self.reader.fill_buf().await {
                 Ok(c) => c,
                 Err(e) => return Some(Err(e)),
             };
             if chunk.is_empty() {
-                return if self.buf.is_empty() && !too_long {
+                return if self.buf.is_empty() && !self.too_long {
+                    self.partial = false;
                     None
                 } else {
-                    Some(self.finish(too_long))
+                    Some(self.finish())
                 };
             }
             let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
                 Some(i) => (i + 1, true),
                 None => (chunk.len(), false),
             };
-            if !too_long {
+            if !self.too_long {
                 // The limit is the message's: its newline does not count.
                 if self.buf.len() + take - usize::from(done) > self.max {
-                    too_long = true;
+                    self.too_long = true;
                     let mut dropped = Dropped::default();
                     dropped.keep(&self.buf);
                     self.buf.clear();
@@ -127,20 +144,22 @@ impl<R: AsyncRead + Unpin> Lines<R> {
                     self.buf.extend_from_slice(&chunk[..take]);
                 }
             }
-            if too_long {
+            if self.too_long {
                 if let Some(d) = self.dropped.as_mut() {
                     d.keep(&chunk[..take]);
                 }
             }
             self.reader.consume(take);
             if done {
-                return Some(self.finish(too_long));
+                return Some(self.finish());
             }
         }
     }
 
-    fn finish(&mut self, too_long: bool) -> std::io::Result<String> {
-        if too_long {
+    /// The line under way, ended: the next read starts a new one.
+    fn finish(&mut self) -> std::io::Result<String> {
+        self.partial = false;
+        if self.too_long {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!("a line longer than {} bytes was dropped", self.max),
@@ -150,6 +169,59 @@ impl<R: AsyncRead + Unpin> Lines<R> {
             self.buf.pop();
         }
         Ok(String::from_utf8_lossy(&self.buf).into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+    use tokio::io::AsyncWriteExt;
+
+    /// A read dropped halfway through a line (as rmcp's `select!` drops it) loses nothing:
+    /// the next read returns the whole line, then the next one.
+    #[tokio::test]
+    async fn a_read_dropped_mid_line_loses_nothing() {
+        let (mut w, r) = tokio::io::duplex(1 << 20);
+        let mut l = lines(r, 1 << 20);
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"{}\"}}",
+            "y".repeat(200_000)
+        );
+        let (first, rest) = line.split_at(70_000);
+        w.write_all(first.as_bytes()).await.unwrap();
+        // Polled once: it reads what there is, finds no newline, waits; then it is dropped.
+        assert!(l.next_line().now_or_never().is_none());
+        assert!(l.next_line().now_or_never().is_none());
+        w.write_all(rest.as_bytes()).await.unwrap();
+        w.write_all(b"\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n")
+            .await
+            .unwrap();
+        assert_eq!(l.next_line().await.unwrap().unwrap(), line);
+        let next = l.next_line().await.unwrap().unwrap();
+        assert_eq!(next, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+    }
+
+    /// The same for a line over the limit: dropped once, reported once, with its id.
+    #[tokio::test]
+    async fn a_read_dropped_in_a_long_line_still_reports_it() {
+        let (mut w, r) = tokio::io::duplex(1 << 20);
+        let mut l = lines(r, 1000);
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":\"{}\"}}\n",
+            "z".repeat(5000)
+        );
+        let (first, rest) = line.split_at(2500);
+        w.write_all(first.as_bytes()).await.unwrap();
+        assert!(l.next_line().now_or_never().is_none());
+        w.write_all(rest.as_bytes()).await.unwrap();
+        w.write_all(b"{\"id\":10}\n").await.unwrap();
+        assert!(l.next_line().await.unwrap().is_err());
+        assert_eq!(
+            l.dropped.take().and_then(|d| d.id()),
+            Some(serde_json::json!(9))
+        );
+        assert_eq!(l.next_line().await.unwrap().unwrap(), "{\"id\":10}");
     }
 }
 
