@@ -4,7 +4,7 @@
 //! Each entry is `{command, args, env, cwd}` or `{url, type, headers}`; `type` may be
 //! `stdio`, `http` or `streamable-http` (`sse` is refused: toolgate speaks Streamable HTTP).
 
-use super::{raw::RawUpstream, Config, GatewayConfig};
+use super::{upstream::RawUpstream, Config, GatewayConfig};
 use anyhow::{anyhow, bail, Result};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;

@@ -16,6 +16,7 @@ pub mod raw;
 mod raw_tests;
 pub mod store;
 pub mod telemetry;
+pub mod upstream;
 
 use crate::shape::{LocalOptions, Profile, SlimOptions, SurfaceOptions};
 use anyhow::{bail, Context, Result};

@@ -24,11 +24,7 @@
 //! description_max = 300
 //! ```
 
-use super::{
-    check_upstream_name, Config, DirectConfig, GatewayConfig, GuidedConfig, Mode, Transport,
-    UpstreamConfig,
-};
-use crate::env::substitute;
+use super::{Config, DirectConfig, GatewayConfig, GuidedConfig, Mode};
 use crate::route::RouteExamples;
 use crate::shape::{LocalOptions, Profile, SlimOptions};
 use anyhow::{bail, Context, Result};
@@ -50,7 +46,7 @@ pub struct RawConfig {
     #[serde(default)]
     pub code: super::code::RawCode,
     #[serde(default)]
-    pub upstreams: BTreeMap<String, RawUpstream>,
+    pub upstreams: BTreeMap<String, super::upstream::RawUpstream>,
     /// Profiles, keys, per-tool rules, approval and audit (see `policy::config`).
     #[serde(default)]
     pub policy: crate::policy::config::RawPolicy,
@@ -271,34 +267,8 @@ pub struct RawGateway {
     pub limits: super::limits::RawLimits,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawUpstream {
-    pub command: Option<String>,
-    #[serde(default)]
-    pub args: Vec<String>,
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Variables of the gateway's environment to pass to the child besides the minimal set.
-    #[serde(default)]
-    pub inherit_env: Vec<String>,
-    pub cwd: Option<PathBuf>,
-    pub url: Option<String>,
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    pub enabled: Option<bool>,
-    pub connect_timeout_secs: Option<f64>,
-    pub call_timeout_secs: Option<f64>,
-    /// The largest message accepted from the upstream, in bytes (default 16 MiB).
-    pub max_message_bytes: Option<u64>,
-    /// Which era to speak to a server that speaks both: `auto`, `2026-07-28`, `2025-11-25`.
-    pub protocol: Option<String>,
-    pub prefix: Option<String>,
-    #[serde(default)]
-    pub rename: HashMap<String, String>,
-}
-
-fn secs(v: Option<f64>, default: f64, file: &Path, key: &str) -> Result<Duration> {
+/// A number of seconds from `v` (else `default`): above 0, at most a day.
+pub(super) fn secs(v: Option<f64>, default: f64, file: &Path, key: &str) -> Result<Duration> {
     let v = v.unwrap_or(default);
     if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
         bail!(
@@ -307,143 +277,6 @@ fn secs(v: Option<f64>, default: f64, file: &Path, key: &str) -> Result<Duration
         );
     }
     Ok(Duration::from_secs_f64(v))
-}
-
-/// `upstreams.NAME.max_message_bytes`: from 1 KiB to 1 GiB.
-fn message_bytes(v: Option<u64>, file: &Path, key: &str) -> Result<usize> {
-    let Some(v) = v else {
-        return Ok(super::DEFAULT_MAX_MESSAGE_BYTES);
-    };
-    if !(1024..=1 << 30).contains(&v) {
-        bail!(
-            "{}: {key}.max_message_bytes = {v}: use a number of bytes from 1024 to 1073741824 (default 16777216, 16 MiB)",
-            file.display()
-        );
-    }
-    Ok(v as usize)
-}
-
-/// `upstreams.NAME.protocol`: the era the handshake tries first.
-fn protocol(v: Option<&str>, file: &Path, key: &str) -> Result<super::UpstreamProtocol> {
-    use super::UpstreamProtocol as P;
-    Ok(match v {
-        None | Some("auto") => P::Auto,
-        Some("2026-07-28") => P::Modern,
-        Some("2025-11-25") => P::Legacy,
-        Some(other) => bail!(
-            "{}: {key}.protocol = {other:?}: use \"auto\" (initialize, then server/discover if refused), \"2026-07-28\" (server/discover first) or \"2025-11-25\" (initialize only)",
-            file.display()
-        ),
-    })
-}
-
-impl RawUpstream {
-    /// Validates one upstream; `key` is its table path (e.g. `upstreams.github`).
-    pub fn validate(self, name: &str, file: &Path, key: &str) -> Result<UpstreamConfig> {
-        check_upstream_name(name, file)?;
-        let transport = match (self.command, self.url) {
-            (Some(_), Some(_)) => bail!(
-                "{}: {key} has both `command` and `url`: keep `command` for a local process or `url` for an HTTP server",
-                file.display()
-            ),
-            (None, None) => bail!(
-                "{}: {key} needs `command` (a local process speaking MCP on stdio) or `url` (a Streamable HTTP endpoint)",
-                file.display()
-            ),
-            (Some(command), None) => {
-                if !self.headers.is_empty() {
-                    bail!("{}: {key}.headers only applies to `url` upstreams", file.display());
-                }
-                let command = substitute(&command, file, &format!("{key}.command"))?;
-                if command.trim().is_empty() {
-                    bail!("{}: {key}.command is empty", file.display());
-                }
-                let mut args = Vec::new();
-                for (i, a) in self.args.iter().enumerate() {
-                    args.push(substitute(a, file, &format!("{key}.args[{i}]"))?);
-                }
-                let mut env = BTreeMap::new();
-                for (k, v) in &self.env {
-                    env.insert(k.clone(), substitute(v, file, &format!("{key}.env.{k}"))?);
-                }
-                let cwd = match self.cwd {
-                    Some(c) => Some(PathBuf::from(substitute(
-                        &c.to_string_lossy(),
-                        file,
-                        &format!("{key}.cwd"),
-                    )?)),
-                    None => None,
-                };
-                for name in &self.inherit_env {
-                    if name.is_empty() || name.contains('=') || name.contains('\0') {
-                        bail!(
-                            "{}: {key}.inherit_env: {name:?} is not a variable name: list names such as \"AWS_PROFILE\"",
-                            file.display()
-                        );
-                    }
-                }
-                Transport::Stdio {
-                    command,
-                    args,
-                    env,
-                    inherit_env: self.inherit_env,
-                    cwd,
-                }
-            }
-            (None, Some(url)) => {
-                if !self.args.is_empty()
-                    || !self.env.is_empty()
-                    || !self.inherit_env.is_empty()
-                    || self.cwd.is_some()
-                {
-                    bail!(
-                        "{}: {key}: `args`, `env`, `inherit_env` and `cwd` only apply to `command` upstreams",
-                        file.display()
-                    );
-                }
-                let url = substitute(&url, file, &format!("{key}.url"))?;
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    bail!(
-                        "{}: {key}.url = {url:?}: use an http:// or https:// URL of a Streamable HTTP MCP endpoint",
-                        file.display()
-                    );
-                }
-                let mut headers = BTreeMap::new();
-                for (k, v) in &self.headers {
-                    if http::HeaderName::from_bytes(k.as_bytes()).is_err() {
-                        bail!("{}: {key}.headers: {k:?} is not a valid header name", file.display());
-                    }
-                    let v = substitute(v, file, &format!("{key}.headers.{k}"))?;
-                    if http::HeaderValue::from_str(&v).is_err() {
-                        bail!("{}: {key}.headers.{k}: the value is not a valid header value", file.display());
-                    }
-                    headers.insert(k.clone(), v);
-                }
-                Transport::Http { url, headers }
-            }
-        };
-        Ok(UpstreamConfig {
-            name: name.to_string(),
-            transport,
-            enabled: self.enabled.unwrap_or(true),
-            connect_timeout: secs(
-                self.connect_timeout_secs,
-                30.0,
-                file,
-                &format!("{key}.connect_timeout_secs"),
-            )?,
-            call_timeout: secs(
-                self.call_timeout_secs,
-                60.0,
-                file,
-                &format!("{key}.call_timeout_secs"),
-            )?,
-            max_message_bytes: message_bytes(self.max_message_bytes, file, key)?,
-            protocol: protocol(self.protocol.as_deref(), file, key)?,
-            prefix: self.prefix.unwrap_or_else(|| name.to_string()),
-            rename: self.rename,
-        })
-    }
 }
 
 impl RawConfig {
