@@ -1,9 +1,10 @@
 //! Calls running in the background, followed with `continue {operationId}`.
 //!
 //! Each operation is a tokio task that drives the call, records its latest progress, and
-//! stores its result when it ends. Cancelling fires the token the call was given (so the
-//! upstream hears `notifications/cancelled`) and drops the call's future at once, in case
-//! the call does not listen.
+//! stores its result when it ends. Cancelling fires the token the call was given and lets
+//! the call end in its own words for up to [`CANCEL_GRACE`] (its upstream hears
+//! `notifications/cancelled`, its audit record ends), then drops it, in case it does not
+//! listen.
 
 use super::store::{random_id, IdKind, StoreError, StoreLimits, Tombstones};
 use crate::call::Progress;
@@ -15,6 +16,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// How long a cancelled call has to end on its own before it is dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
 /// Where an operation stands, as `continue` reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,14 +120,23 @@ impl<T: Clone + Send + 'static> Operations<T> {
             tokio::pin!(fut);
             let mut progress_open = true;
             let end = loop {
-                tokio::select! {
+                let cancelled = tokio::select! {
                     biased;
-                    _ = cancel.cancelled() => break None,
+                    _ = cancel.cancelled() => true,
                     r = &mut fut => break Some(r),
-                    p = progress_rx.recv(), if progress_open => match p {
-                        Some(p) => ending.table.lock().expect("operations").progress(&ending.key, p),
-                        None => progress_open = false,
-                    },
+                    p = progress_rx.recv(), if progress_open => {
+                        match p {
+                            Some(p) => ending.table.lock().expect("operations").progress(&ending.key, p),
+                            None => progress_open = false,
+                        }
+                        false
+                    }
+                };
+                if cancelled {
+                    // The call holds this token too: dropped at once, it would never tell
+                    // its upstream or end its audit record.
+                    let _ = tokio::time::timeout(CANCEL_GRACE, &mut fut).await;
+                    break None;
                 }
             };
             ending.finish(match end {

@@ -31,6 +31,9 @@ pub struct Permit {
     started: Instant,
     /// The program run this call is made from (`Caller::run`), if any.
     run: Option<Arc<str>>,
+    /// The `start` record is written and no `end` yet: dropped so, the call was abandoned
+    /// (see `Drop`).
+    open: bool,
 }
 
 impl Permit {
@@ -67,6 +70,7 @@ impl Permit {
             approved: None,
             started: Instant::now(),
             run: caller.run.clone(),
+            open: false,
         }
     }
 
@@ -95,8 +99,9 @@ impl Permit {
         self.approve(caller).await?;
         self.started = Instant::now();
         let reason = self.hidden_reason();
-        self.record(Some("start"), Verdict::Allowed, reason, None, None, None)
-            .map_err(|e| {
+        let start = self.record(Some("start"), Verdict::Allowed, reason, None, None, None);
+        self.open = start.is_ok();
+        start.map_err(|e| {
                 Refusal::new(RefusalKind::AuditUnwritable, format!(
                     "{}/{} was not run: the audit log cannot be written ({e}); ask the gateway's administrator",
                     self.server, self.tool
@@ -131,7 +136,8 @@ impl Permit {
 
     /// Audits the finished call: outcome, latency and result tokens (o200k). Destructive
     /// calls are synced to disk before the caller answers.
-    pub fn finish(self, result: &Result<CallOutcome, CallError>) {
+    pub fn finish(mut self, result: &Result<CallOutcome, CallError>) {
+        self.open = false;
         // Without an audit log nothing reads the figures: the token count (a BPE pass over
         // the whole result) is not made on the request path for nothing.
         if self.audit.is_none() {
@@ -219,5 +225,28 @@ impl Permit {
             },
             verdict != Verdict::Allowed || self.tier == Tier::Destructive,
         )
+    }
+}
+
+/// A call whose `start` is recorded ends in the log even when nothing finishes it: its
+/// future was dropped before the answer (a program that ended or ran out of time with the
+/// call in flight, an operation cancelled that did not stop in time). The upstream is told
+/// to stop (`upstream::Abandoned`); the record says the call was abandoned.
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if !self.open {
+            return;
+        }
+        let reason = self.hidden_reason();
+        let why = "abandoned: nothing waited for its answer any more (its program ended, was \
+                   cancelled or ran out of time, or it was cancelled and did not stop)";
+        let _ = self.record(
+            Some("end"),
+            Verdict::Allowed,
+            reason,
+            Some("error"),
+            Some(why.to_string()),
+            None,
+        );
     }
 }

@@ -263,15 +263,18 @@ impl Upstream {
         if let Some(c) = caller {
             c.bind(&request_id);
         }
+        let mut abandoned = Abandoned(Some((peer.clone(), request_id.clone())));
         let response = tokio::select! {
             r = handle.await_response() => r,
             _ = cancel.cancelled() => {
+                abandoned.0 = None;
                 // Dropping the handle abandons the request; tell the upstream too.
                 let why = Some("cancelled by the client".to_string());
                 let _ = peer.notify_cancelled(rmcp::model::CancelledNotificationParam::new(Some(request_id), why)).await;
                 return Err(CallError::Cancelled);
             }
         };
+        abandoned.0 = None;
         let reporting = route
             .as_ref()
             .is_some_and(|r| r.0.lock().expect("progress").has_progress(&r.1));
@@ -390,4 +393,26 @@ fn kind_of(r: &rmcp::model::ServerResult) -> String {
 pub(crate) fn backoff(attempt: u32) -> Duration {
     let ms = 500u64.saturating_mul(1u64 << attempt.saturating_sub(1).min(6));
     Duration::from_millis(ms.min(30_000))
+}
+
+/// A request sent and not yet answered, as [`Upstream::round`] awaits it. Dropped armed (the
+/// call's future dropped before the answer: a program that ended or ran out of time, an
+/// operation cancelled, a shutdown's cut), it tells the upstream the request is abandoned,
+/// so that the upstream stops work nobody waits for.
+struct Abandoned(Option<(Peer<RoleClient>, rmcp::model::RequestId)>);
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some((peer, id)) = self.0.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let why = Some("abandoned: nothing waits for its answer any more".to_string());
+            let cancelled = rmcp::model::CancelledNotificationParam::new(Some(id), why);
+            let _ = peer.notify_cancelled(cancelled).await;
+        });
+    }
 }
