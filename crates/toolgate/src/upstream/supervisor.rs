@@ -19,6 +19,8 @@ const REFRESH_GAP: Duration = Duration::from_millis(200);
 const MIN_REFRESH: Duration = Duration::from_secs(10);
 /// How long a child gets between SIGTERM and SIGKILL at shutdown.
 const GRACE: Duration = Duration::from_secs(2);
+/// How long a closed connection waits for its child's exit, to report why it died.
+const EXIT_WAIT: Duration = Duration::from_secs(1);
 
 /// Runs until `shutdown` is cancelled; then stops the connection and its child process.
 pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
@@ -115,7 +117,18 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                                 Err(e) => tracing::warn!(upstream = up.name(), "refresh after ttlMs failed: {e}"),
                             }
                         }
-                        _ = &mut running => break "the connection closed".to_string(),
+                        _ = &mut running => {
+                            // A child that dies closes its stdout too, and either branch may
+                            // be seen first: give its exit a moment, to say why it died.
+                            let exited = match child.as_mut() {
+                                Some(c) => tokio::time::timeout(EXIT_WAIT, c.wait()).await.ok(),
+                                None => None,
+                            };
+                            match (exited, child.as_mut()) {
+                                (Some(ended), Some(c)) => break c.with_stderr(ended).await,
+                                _ => break "the connection closed".to_string(),
+                            }
+                        }
                         why = child_exit => break why,
                     }
                 };
