@@ -9,27 +9,9 @@ use common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// Code mode, guided's one-second wait, and an audit log.
+/// Code mode, guided's one-second wait, and an audit log with the arguments in it.
 fn audited() -> (TestDir, std::path::PathBuf) {
-    let (dir, config) = setup("");
-    let base = std::fs::read_to_string(&config).unwrap();
-    let audit = dir.path("audit.jsonl");
-    let config = dir.write(
-        "toolgate.toml",
-        &format!(
-            "{base}\n[guided]\nwait_secs = 1\n[policy.audit]\narguments = true\npath = {:?}\n",
-            audit.display().to_string()
-        ),
-    );
-    (dir, config)
-}
-
-fn audit(dir: &TestDir) -> Vec<Value> {
-    std::fs::read_to_string(dir.path("audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    setup_audited("", "[guided]\nwait_secs = 1", "arguments = true")
 }
 
 /// The `end` record of the echo call whose message was `message`, once it is written (the
@@ -37,7 +19,7 @@ fn audit(dir: &TestDir) -> Vec<Value> {
 async fn end_of(dir: &TestDir, message: &str) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let log = audit(dir);
+        let log = audit_records(dir);
         let ids: Vec<&Value> = log
             .iter()
             .filter(|r| r["phase"] == "start" && r["arguments"]["message"] == message)

@@ -10,28 +10,12 @@ use serde_json::{json, Value};
 
 /// E-mails that alpha returned may go back to alpha only; card numbers nowhere.
 fn flows_setup() -> (TestDir, std::path::PathBuf) {
-    let (dir, config) = setup(
+    setup_audited(
         "pii = true\n[code.flows.contacts]\nclasses = [\"email\"]\nfrom = [\"alpha\"]\nto = [\"alpha\"]\n\
          [code.flows.cards]\nclasses = [\"card\"]\nto = []\n",
-    );
-    let base = std::fs::read_to_string(&config).unwrap();
-    let audit = dir.path("audit.jsonl");
-    let config = dir.write(
-        "toolgate.toml",
-        &format!(
-            "{base}\n[policy.audit]\npath = {:?}\n",
-            audit.display().to_string()
-        ),
-    );
-    (dir, config)
-}
-
-fn audit(dir: &TestDir) -> Vec<Value> {
-    std::fs::read_to_string(dir.path("audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+        "",
+        "",
+    )
 }
 
 #[tokio::test]
@@ -99,7 +83,7 @@ async fn a_flow_rule_lets_a_token_reach_allowed_servers_only() {
     );
 
     // The refusals are audited as calls not made, naming the rule.
-    let refused: Vec<Value> = audit(&dir)
+    let refused: Vec<Value> = audit_records(&dir)
         .into_iter()
         .filter(|e| (e["server"].as_str(), e["tool"].as_str()) == (Some("beta"), Some("status")))
         .collect();
@@ -132,7 +116,7 @@ async fn inside_a_run_a_value_a_result_held_is_held_to_the_rules() {
         json!(["denied", "other sent", "back to alpha"]),
         "{s}"
     );
-    let e = audit(&dir)
+    let e = audit_records(&dir)
         .into_iter()
         .find(|e| e["outcome"] == "not_run")
         .unwrap();

@@ -51,6 +51,20 @@ pub fn setup_with(timeout_ms: u64, code: &str) -> (TestDir, std::path::PathBuf) 
     (dir, config)
 }
 
+/// `setup(code)` with `extra` TOML after it and an audit log at `<dir>/audit.jsonl`
+/// (`audit` TOML goes in its `[policy.audit]` table; read it with `audit_records`).
+#[allow(dead_code)] // not every code-mode test audits
+pub fn setup_audited(code: &str, extra: &str, audit: &str) -> (TestDir, std::path::PathBuf) {
+    let (dir, config) = setup(code);
+    let base = std::fs::read_to_string(&config).unwrap();
+    let path = dir.path("audit.jsonl").display().to_string();
+    let config = dir.write(
+        "toolgate.toml",
+        &format!("{base}\n{extra}\n[policy.audit]\n{audit}\npath = {path:?}\n"),
+    );
+    (dir, config)
+}
+
 pub use super::structured;
 
 /// Runs a program; returns the structured answer and the text.

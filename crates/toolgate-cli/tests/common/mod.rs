@@ -143,6 +143,16 @@ pub fn processes_mentioning(marker: &str) -> Vec<u32> {
     out
 }
 
+/// The records of the audit log at `<dir>/audit.jsonl`, in order (none when it is missing).
+#[allow(dead_code)] // not every test binary reads an audit log
+pub fn audit_records(dir: &TestDir) -> Vec<Value> {
+    std::fs::read_to_string(dir.path("audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each audit line is JSON"))
+        .collect()
+}
+
 /// Waits (bounded) until no process mentions `marker`; returns those still alive.
 pub async fn wait_no_processes(dir: &TestDir) -> Vec<u32> {
     for _ in 0..100 {

@@ -113,11 +113,7 @@ revoked = true
 
 /// The audit log's records, in order.
 pub fn audit(dir: &TestDir) -> Vec<Value> {
-    std::fs::read_to_string(dir.path("audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each audit line is JSON"))
-        .collect()
+    audit_records(dir)
 }
 
 /// The call records for `server/tool`, one per call: how it ended (a call that ran also has

@@ -231,7 +231,7 @@ impl Permit {
 /// A call whose `start` is recorded ends in the log even when nothing finishes it: its
 /// future was dropped before the answer (a program that ended or ran out of time with the
 /// call in flight, an operation cancelled that did not stop in time). The upstream is told
-/// to stop (`upstream::Abandoned`); the record says the call was abandoned.
+/// to stop (`upstream::InFlight`); the record says the call was abandoned.
 impl Drop for Permit {
     fn drop(&mut self) {
         if !self.open {

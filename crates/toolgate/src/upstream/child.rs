@@ -219,6 +219,12 @@ impl ChildProcess {
         }
     }
 
+    /// Why the child ended: its exit status, with its last stderr lines.
+    pub(super) async fn exit_reason(&mut self) -> String {
+        let ended = self.wait().await;
+        self.with_stderr(ended).await
+    }
+
     /// `message` with the last lines the child wrote to stderr, where a dying program
     /// says why (called once it has exited, so the pipe is drained or about to be).
     pub(super) async fn with_stderr(&self, message: String) -> String {

@@ -263,18 +263,16 @@ impl Upstream {
         if let Some(c) = caller {
             c.bind(&request_id);
         }
-        let mut abandoned = Abandoned(Some((peer.clone(), request_id.clone())));
+        let mut in_flight = InFlight(Some((peer, request_id)));
         let response = tokio::select! {
             r = handle.await_response() => r,
             _ = cancel.cancelled() => {
-                abandoned.0 = None;
                 // Dropping the handle abandons the request; tell the upstream too.
-                let why = Some("cancelled by the client".to_string());
-                let _ = peer.notify_cancelled(rmcp::model::CancelledNotificationParam::new(Some(request_id), why)).await;
+                in_flight.cancel("cancelled by the client").await;
                 return Err(CallError::Cancelled);
             }
         };
-        abandoned.0 = None;
+        in_flight.0 = None;
         let reporting = route
             .as_ref()
             .is_some_and(|r| r.0.lock().expect("progress").has_progress(&r.1));
@@ -395,24 +393,35 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(ms.min(30_000))
 }
 
-/// A request sent and not yet answered, as [`Upstream::round`] awaits it. Dropped armed (the
-/// call's future dropped before the answer: a program that ended or ran out of time, an
-/// operation cancelled, a shutdown's cut), it tells the upstream the request is abandoned,
-/// so that the upstream stops work nobody waits for.
-struct Abandoned(Option<(Peer<RoleClient>, rmcp::model::RequestId)>);
+/// A request sent and not yet answered, as [`Upstream::round`] awaits it: cancelled by the
+/// caller, or dropped armed (the call's future dropped before the answer: a program that
+/// ended or ran out of time, an operation cancelled, a shutdown's cut), it tells the
+/// upstream the request is abandoned, so that the upstream stops work nobody waits for.
+/// (It borrows the peer: a call that is answered clones nothing.)
+struct InFlight<'a>(Option<(&'a Peer<RoleClient>, rmcp::model::RequestId)>);
 
-impl Drop for Abandoned {
+impl InFlight<'_> {
+    /// Sends the upstream `notifications/cancelled` for the request, once.
+    async fn cancel(&mut self, why: &str) {
+        if let Some((peer, id)) = self.0.take() {
+            let notice = rmcp::model::CancelledNotificationParam::new(Some(id), Some(why.into()));
+            let _ = peer.notify_cancelled(notice).await;
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        let Some((peer, id)) = self.0.take() else {
-            return;
-        };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        runtime.spawn(async move {
-            let why = Some("abandoned: nothing waits for its answer any more".to_string());
-            let cancelled = rmcp::model::CancelledNotificationParam::new(Some(id), why);
-            let _ = peer.notify_cancelled(cancelled).await;
-        });
+        if let Some((peer, id)) = self.0.take() {
+            let peer = peer.clone();
+            runtime.spawn(async move {
+                InFlight(Some((&peer, id)))
+                    .cancel("abandoned: nothing waits for its answer any more")
+                    .await
+            });
+        }
     }
 }

@@ -75,10 +75,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                     };
                     let child_exit = async {
                         match child.as_mut() {
-                            Some(c) => {
-                                let ended = c.wait().await;
-                                c.with_stderr(ended).await
-                            }
+                            Some(c) => c.exit_reason().await,
                             None => std::future::pending().await,
                         }
                     };
@@ -121,13 +118,10 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                             // A child that dies closes its stdout too, and either branch may
                             // be seen first: give its exit a moment, to say why it died.
                             let exited = match child.as_mut() {
-                                Some(c) => tokio::time::timeout(EXIT_WAIT, c.wait()).await.ok(),
+                                Some(c) => tokio::time::timeout(EXIT_WAIT, c.exit_reason()).await.ok(),
                                 None => None,
                             };
-                            match (exited, child.as_mut()) {
-                                (Some(ended), Some(c)) => break c.with_stderr(ended).await,
-                                _ => break "the connection closed".to_string(),
-                            }
+                            break exited.unwrap_or_else(|| "the connection closed".to_string());
                         }
                         why = child_exit => break why,
                     }
