@@ -92,3 +92,48 @@ async fn a_call_a_program_left_running_is_recorded_as_abandoned() {
     assert_eq!(end_of(&dir, "awaited").await["outcome"], "ok");
     client.cancel().await.unwrap();
 }
+
+/// The upstream's side of an abandoned call: a program that returns while one of its calls
+/// waits drops that call, and the upstream is told (`notifications/cancelled`), so it stops
+/// working for nobody. The conformance fixture counts the cancellations it hears.
+#[tokio::test]
+async fn an_abandoned_call_is_cancelled_upstream() {
+    let dir = TestDir::new();
+    // The conformance tools carry no annotations, so the policy reads them as destructive;
+    // the operator lets programs call these two.
+    let code = "[code]\nenabled = true\ntimeout_ms = 10000\ngrace_ms = 500\n\
+                allow_destructive = [\"a/test_cancellable\", \"a/test_cancelled_count\"]\n";
+    let config = dir.config(
+        "mode = \"guided\"",
+        &[code.to_string(), dir.conformance_upstream("a")],
+    );
+    let (client, _) = connect_stdio(&config, &[]).await;
+    wait_for_tool(&client, "a", "test_cancellable").await;
+    // test_cancellable waits 30 s for a cancellation. It is left running; the round trips
+    // after it (to the same upstream, sent after it) let it reach the upstream before the
+    // program returns and drops it.
+    let (s, t) = run(
+        &client,
+        "tools.a.test_cancellable({}); \
+         for (let i = 0; i < 5; i++) await tools.a.test_cancelled_count({}); return 1",
+    )
+    .await;
+    assert_eq!(s["status"], "ok", "{t}");
+    // The notification is sent from a task of its own after the drop: poll for it (the
+    // deadline is a safety net; it arrives within milliseconds).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (s, t) = run(&client, "return await tools.a.test_cancelled_count({})").await;
+        assert_eq!(s["status"], "ok", "{t}");
+        // The tool's text, "1", read as JSON.
+        if s["result"] == json!(1) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the upstream never heard of the abandoned call: {s}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client.cancel().await.unwrap();
+}

@@ -31,6 +31,8 @@ pub(super) struct StdioTransport {
     stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     /// Ids of the `tools/call` requests sent and not yet answered.
     calls: Arc<Mutex<HashSet<RequestId>>>,
+    /// The id of the last `tools/list` request sent: only its answer is captured.
+    list: Arc<Mutex<Option<RequestId>>>,
     raw_tools: super::RawTools,
 }
 
@@ -48,6 +50,7 @@ impl StdioTransport {
             max_line,
             stdin: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
             calls: Arc::default(),
+            list: Arc::default(),
             raw_tools,
         }
     }
@@ -55,7 +58,8 @@ impl StdioTransport {
     /// One line of stdout as a message: `None` for a line that is not one (logged).
     fn read(&self, line: &str) -> Option<ServerJsonRpcMessage> {
         if line.contains("\"tools\"") {
-            capture_tools(line, &self.raw_tools);
+            let list = self.list.lock().expect("list").clone();
+            capture_tools(line, list.as_ref(), &self.raw_tools);
         }
         if let Some(answer) = self.call_answer(line) {
             return Some(answer);
@@ -189,12 +193,21 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         if let ClientJsonRpcMessage::Request(r) = &item {
-            if matches!(r.request, ClientRequest::CallToolRequest(_)) {
-                let mut calls = self.calls.lock().expect("calls");
-                if calls.len() >= CALLS_KEPT {
-                    calls.clear();
+            match &r.request {
+                ClientRequest::CallToolRequest(_) => {
+                    let mut calls = self.calls.lock().expect("calls");
+                    if calls.len() >= CALLS_KEPT {
+                        calls.clear();
+                    }
+                    calls.insert(r.id.clone());
                 }
-                calls.insert(r.id.clone());
+                ClientRequest::ListToolsRequest(_) => {
+                    *self.list.lock().expect("list") = Some(r.id.clone());
+                }
+                ClientRequest::CustomRequest(c) if c.method == "tools/list" => {
+                    *self.list.lock().expect("list") = Some(r.id.clone());
+                }
+                _ => {}
             }
         }
         write(self.stdin.clone(), serde_json::to_vec(&item))
@@ -238,14 +251,27 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
 
 /// Keeps the tool objects of a `tools/list` result exactly as the server wrote them: rmcp's
 /// `Tool` type drops keys it does not know (`execution`, custom annotations), and the
-/// catalog promises the upstream's object whole.
-fn capture_tools(line: &str, raw: &super::RawTools) {
+/// catalog promises the upstream's object whole. Only the answer to `list`, the last
+/// `tools/list` request sent, is kept: a late answer to a refresh that timed out must not
+/// fill the cache the next refresh reads (the first object of a name is the one kept).
+fn capture_tools(line: &str, list: Option<&RequestId>, raw: &super::RawTools) {
+    let Some(list) = list else {
+        return;
+    };
     let Ok(v) = serde_json::from_str::<Value>(line) else {
         return;
     };
     let Some(tools) = v.pointer("/result/tools").and_then(|t| t.as_array()) else {
         return;
     };
+    let id = v.get("id").cloned();
+    if id
+        .and_then(|id| serde_json::from_value::<RequestId>(id).ok())
+        .as_ref()
+        != Some(list)
+    {
+        return;
+    }
     let mut raw = raw.lock().expect("raw tools");
     for t in tools {
         if let (Some(name), Some(obj)) = (t.get("name").and_then(|n| n.as_str()), t.as_object()) {
@@ -353,17 +379,38 @@ echo "$reply" >&2
     fn tools_list_results_are_kept_as_written() {
         let raw: super::super::RawTools = Default::default();
         let line = r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"},"annotations":{"category":"x"}}]}}"#;
-        capture_tools(line, &raw);
+        let three = RequestId::Number(3);
+        capture_tools(line, Some(&three), &raw);
         let kept = raw.lock().unwrap();
         assert_eq!(kept["a"]["execution"]["taskSupport"], "optional");
         assert_eq!(kept["a"]["annotations"]["category"], "x");
         drop(kept);
         // Anything else is ignored.
+        let four = RequestId::Number(4);
         capture_tools(
             r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"\"tools\""}]}}"#,
+            Some(&four),
             &raw,
         );
-        capture_tools("not json \"tools\"", &raw);
+        capture_tools("not json \"tools\"", Some(&four), &raw);
         assert_eq!(raw.lock().unwrap().len(), 1);
+    }
+
+    /// A refresh that timed out can still be answered later, after the next refresh has
+    /// cleared the cache and sent its own request: that late answer is not the list.
+    #[test]
+    fn a_late_answer_to_an_earlier_list_is_not_kept() {
+        let raw: super::super::RawTools = Default::default();
+        let late = r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"a","description":"old","inputSchema":{"type":"object"}}]}}"#;
+        let fresh = r#"{"jsonrpc":"2.0","id":8,"result":{"tools":[{"name":"a","description":"new","inputSchema":{"type":"object"}}]}}"#;
+        let eight = RequestId::Number(8);
+        capture_tools(late, Some(&eight), &raw);
+        assert!(raw.lock().unwrap().is_empty(), "the late answer was kept");
+        capture_tools(fresh, Some(&eight), &raw);
+        assert_eq!(raw.lock().unwrap()["a"]["description"], "new");
+        // No list asked for: nothing is kept.
+        let other: super::super::RawTools = Default::default();
+        capture_tools(fresh, None, &other);
+        assert!(other.lock().unwrap().is_empty());
     }
 }
