@@ -1,4 +1,5 @@
-//! JavaScript values to JSON, read once, within a byte budget.
+//! JavaScript values to JSON, read once, within a byte budget (and to text, for the
+//! console and errors: `show`).
 //!
 //! A tool call's arguments are converted here exactly once, and that JSON is what the
 //! gateway validates and sends: a getter or `toJSON` cannot show the check one value and
@@ -136,5 +137,28 @@ fn number(f: f64) -> Json {
         Json::from(f as i64)
     } else {
         Number::from_f64(f).map_or(Json::Null, Json::Number)
+    }
+}
+
+/// A JS string's text, or `None` for anything else.
+pub(super) fn text(v: &Value<'_>) -> Option<String> {
+    v.as_string().and_then(|s| s.to_string().ok())
+}
+
+/// A console argument as text: strings as they are, other values as JSON.
+pub(super) fn show(v: &Value<'_>, budget: &mut usize) -> String {
+    if let Some(s) = text(v) {
+        *budget = budget.saturating_sub(s.len());
+        return s;
+    }
+    if v.is_undefined() {
+        return "undefined".into();
+    }
+    if v.is_function() {
+        return "[function]".into();
+    }
+    match to_json(v, budget) {
+        Ok(j) => j.to_string(),
+        Err(e) => format!("[{e}]"),
     }
 }

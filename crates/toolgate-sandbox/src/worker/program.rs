@@ -2,7 +2,7 @@
 //! promise, answering tool calls from the gateway, until it settles or the deadline passes.
 
 use super::bridge::{Calls, Output, Waiting};
-use super::convert::{to_json, ConvertError};
+use super::convert::{show, text, to_json, ConvertError};
 use super::timers::Timers;
 use crate::protocol::{CallAnswer, Done, ProgramError, Run, ToGateway, STATE_SERVER};
 use rquickjs::function::Opt;
@@ -291,29 +291,6 @@ fn setup<'js>(
         make_error: made.get("makeError")?,
         fire: made.get("fire")?,
     })
-}
-
-/// A JS string's text, or `None` for anything else.
-fn text(v: &Value<'_>) -> Option<String> {
-    v.as_string().and_then(|s| s.to_string().ok())
-}
-
-/// A console argument as text: strings as they are, other values as JSON.
-fn show(v: &Value<'_>, budget: &mut usize) -> String {
-    if let Some(s) = text(v) {
-        *budget = budget.saturating_sub(s.len());
-        return s;
-    }
-    if v.is_undefined() {
-        return "undefined".into();
-    }
-    if v.is_function() {
-        return "[function]".into();
-    }
-    match to_json(v, budget) {
-        Ok(j) => j.to_string(),
-        Err(e) => format!("[{e}]"),
-    }
 }
 
 /// Compiles the program (an async function, or a body that may `await` and `return`) and
