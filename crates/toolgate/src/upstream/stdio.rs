@@ -12,6 +12,7 @@ use rmcp::model::{
     JsonRpcResponse, JsonRpcVersion2_0, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::RoleClient;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::future::Future;
@@ -193,21 +194,14 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         if let ClientJsonRpcMessage::Request(r) = &item {
-            match &r.request {
-                ClientRequest::CallToolRequest(_) => {
-                    let mut calls = self.calls.lock().expect("calls");
-                    if calls.len() >= CALLS_KEPT {
-                        calls.clear();
-                    }
-                    calls.insert(r.id.clone());
+            if matches!(r.request, ClientRequest::CallToolRequest(_)) {
+                let mut calls = self.calls.lock().expect("calls");
+                if calls.len() >= CALLS_KEPT {
+                    calls.clear();
                 }
-                ClientRequest::ListToolsRequest(_) => {
-                    *self.list.lock().expect("list") = Some(r.id.clone());
-                }
-                ClientRequest::CustomRequest(c) if c.method == "tools/list" => {
-                    *self.list.lock().expect("list") = Some(r.id.clone());
-                }
-                _ => {}
+                calls.insert(r.id.clone());
+            } else if lists_tools(&r.request) {
+                *self.list.lock().expect("list") = Some(r.id.clone());
             }
         }
         write(self.stdin.clone(), serde_json::to_vec(&item))
@@ -249,6 +243,15 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
     }
 }
 
+/// A `tools/list` request: rmcp's own, or the raw one `connect::list_tools` sends.
+fn lists_tools(request: &ClientRequest) -> bool {
+    match request {
+        ClientRequest::ListToolsRequest(_) => true,
+        ClientRequest::CustomRequest(c) => c.method == "tools/list",
+        _ => false,
+    }
+}
+
 /// Keeps the tool objects of a `tools/list` result exactly as the server wrote them: rmcp's
 /// `Tool` type drops keys it does not know (`execution`, custom annotations), and the
 /// catalog promises the upstream's object whole. Only the answer to `list`, the last
@@ -264,12 +267,8 @@ fn capture_tools(line: &str, list: Option<&RequestId>, raw: &super::RawTools) {
     let Some(tools) = v.pointer("/result/tools").and_then(|t| t.as_array()) else {
         return;
     };
-    let id = v.get("id").cloned();
-    if id
-        .and_then(|id| serde_json::from_value::<RequestId>(id).ok())
-        .as_ref()
-        != Some(list)
-    {
+    let id = v.get("id").and_then(|id| RequestId::deserialize(id).ok());
+    if id.as_ref() != Some(list) {
         return;
     }
     let mut raw = raw.lock().expect("raw tools");
