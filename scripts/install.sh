@@ -19,10 +19,13 @@ have=$(rustc --version | cut -d' ' -f2)
 if [ "$(printf '%s\n%s\n' "$NEED_RUST" "$have" | sort -V | head -n1)" != "$NEED_RUST" ]; then
   die "rustc $have is older than $NEED_RUST: run \`rustup update\`"
 fi
-# QuickJS (code mode) and aws-lc (TLS for HTTPS upstreams) are compiled from C.
+# QuickJS (code mode), aws-lc (TLS for HTTPS upstreams) and jemalloc are compiled from C.
 CC_BIN=${CC:-cc}
 command -v "$CC_BIN" >/dev/null ||
   die "no C compiler ($CC_BIN): install one (Debian/Ubuntu: apt-get install build-essential; Fedora: dnf install gcc make)"
+# jemalloc (the allocator) is configured and built with make.
+command -v make >/dev/null ||
+  die "no make: install it (Debian/Ubuntu: apt-get install build-essential; Fedora: dnf install make), or build with --no-default-features --features code-mode,redis for glibc's allocator"
 # The release build writes about 0.8 GB (measured); the installed binary is 49 MB.
 free_kb=$(df -Pk . | awk 'NR == 2 { print $4 }')
 if [ "${free_kb:-0}" -lt $((1024 * 1024)) ]; then
