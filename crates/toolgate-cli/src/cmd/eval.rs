@@ -41,7 +41,7 @@ pub(crate) struct RouteArgs {
     /// One JSON line per query, then a JSON summary line.
     #[arg(long)]
     json: bool,
-    /// Select when the confidence reaches this; below it, ask. Defaults to 0.86 for
+    /// Select when the confidence reaches this; below it, ask. Defaults to 0.84 for
     /// BM25F, calibrated (0.94 with example tasks, as in the gateway) and to the hybrid's own
     /// threshold with --embed-model.
     #[arg(long)]
@@ -251,7 +251,6 @@ fn split_queries(args: &RouteArgs) -> Result<Vec<LabelledQuery>> {
 }
 
 /// `--weights`: one summary line per fusion weight over query vectors embedded once.
-#[cfg(feature = "embed")]
 fn weight_sweep(
     args: &RouteArgs,
     catalog: &Catalog,
@@ -323,18 +322,7 @@ fn weight_sweep(
     Ok(())
 }
 
-#[cfg(not(feature = "embed"))]
-fn weight_sweep(
-    _args: &RouteArgs,
-    _catalog: &Catalog,
-    _params: Bm25fParams,
-    _examples: Arc<RouteExamples>,
-) -> Result<()> {
-    bail!("--weights needs a toolgate built with `--features embed`")
-}
-
 /// The hybrid index and its default threshold.
-#[cfg(feature = "embed")]
 fn hybrid(
     args: &RouteArgs,
     catalog: &Catalog,
@@ -349,16 +337,6 @@ fn hybrid(
     let embedder = Arc::new(Embedder::from_dir_or_env(args.embed_model.as_deref())?);
     let index = HybridIndex::with_examples(catalog, params, embedder, fusion, examples)?;
     Ok((Box::new(index), HYBRID_THRESHOLD))
-}
-
-#[cfg(not(feature = "embed"))]
-fn hybrid(
-    _args: &RouteArgs,
-    _catalog: &Catalog,
-    _params: Bm25fParams,
-    _examples: Arc<RouteExamples>,
-) -> Result<(Box<dyn Retriever>, f32)> {
-    bail!("--embed-model/--hybrid need a toolgate built with `--features embed`")
 }
 
 fn print_table(out: &mut impl Write, s: &Summary) -> Result<()> {

@@ -85,6 +85,13 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
         kept
     }
 
+    fn closest(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+        let mut closest = self.inner.closest(query, server, k + self.hidden);
+        closest.retain(|(t, _)| (self.keep)(t));
+        closest.truncate(k);
+        closest
+    }
+
     // Hidden tools count as names, so a hidden tool's exact name is never ranked.
     fn is_name(&self, name: &str, server: Option<&str>) -> bool {
         self.inner.is_name(name, server)

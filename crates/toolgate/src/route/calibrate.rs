@@ -19,7 +19,7 @@ use crate::catalog::ToolRecord;
 use std::collections::HashSet;
 
 /// Number of features (without the intercept).
-pub const N_FEATURES: usize = 12;
+pub const N_FEATURES: usize = 13;
 
 /// What each feature is, for reports (same order as [`Features`]).
 pub const FEATURE_NAMES: [&str; N_FEATURES] = [
@@ -35,6 +35,7 @@ pub const FEATURE_NAMES: [&str; N_FEATURES] = [
     "task_explained_gap",
     "coverage_shortfall",
     "described_first",
+    "semantic_first",
 ];
 
 /// The features of one ranking.
@@ -52,7 +53,9 @@ const SOFTMAX_LOGIT_BOUND: f32 = 6.0;
 /// positive), `ceiling` the most any tool could score, `top` and `second` the first two
 /// tools. `task_terms` are the task's analysed terms (no phrase bigrams). `described_first`:
 /// the top tool is also the best of the first few by its description and parameters alone
-/// ([`super::Retriever::rank_described`]).
+/// ([`super::Retriever::rank_described`]). `semantic_first`: the top tool is also the
+/// closest in meaning of the first few by the static vectors ([`super::Retriever::semantic`]).
+#[allow(clippy::too_many_arguments)]
 pub fn features(
     analyzer: &Analyzer,
     task_terms: &HashSet<String>,
@@ -61,6 +64,7 @@ pub fn features(
     top: &ToolRecord,
     second: Option<&ToolRecord>,
     described_first: bool,
+    semantic_first: bool,
 ) -> Features {
     let s1 = scores
         .first()
@@ -112,6 +116,7 @@ pub fn features(
         top_explained - explained(&second_text),
         (0.5 - coverage).max(0.0),
         f32::from(u8::from(described_first)),
+        f32::from(u8::from(semantic_first)),
     ]
 }
 
@@ -172,10 +177,10 @@ impl Calibration {
     /// Printed by `toolgate eval route --leave-one-out`: fitted on the tuning splits (query
     /// index mod 5 == 0) of MetaTool, LiveMCPBench and bfcl, each catalog weighing the same.
     pub const DEFAULT: Calibration = Calibration {
-        bias: -3.3791,
+        bias: -3.5825,
         weights: [
-            1.0470, -3.4853, -0.9655, 3.4701, -1.2910, 0.2585, -0.0974, 1.5541, 0.4081, 0.7180,
-            0.0519, 1.2054,
+            1.0244, -3.3014, -1.1075, 3.3448, -1.2526, 0.4151, -0.0359, 1.5889, 0.1449, 0.5087,
+            0.3035, 1.2054, 0.9186,
         ],
     };
 

@@ -15,10 +15,14 @@ use std::sync::Arc;
 /// Selects when the calibrated confidence reaches this: the lowest threshold at which at
 /// least 90% of selections were right on every catalog left out of the fit, on both its
 /// splits (`toolgate eval route --leave-one-out`; `docs/routing.md` has the table).
-pub const DEFAULT_THRESHOLD: f32 = 0.86;
+pub const DEFAULT_THRESHOLD: f32 = 0.84;
 /// The calibrated decision asks whether the description alone puts the top tool first
 /// among this many of the best.
 const DESCRIBED_AMONG: usize = 5;
+/// How many of the closest tools `semantic_first` looks at for the top tool, and how
+/// close to the best a cosine counts as equal (twins on two servers have one text).
+const CLOSEST_AMONG: usize = 4;
+const SEMANTIC_TIE: f32 = 1e-4;
 /// The default when example tasks are indexed (`guided.route_examples`). The calibrated
 /// model was fitted without examples, so with them the softmax confidence decides, at the
 /// lowest threshold where at least 90% of selections were right with examples on a split
@@ -245,6 +249,15 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
             }
         }
         let described_first = best == Some(0);
+        // Of every tool, the static vectors put the top one closest in meaning (or a
+        // tool as close, such as its twin on another server). Vectors without an opinion
+        // (none, or a task mostly outside their vocabulary) do not count against it.
+        let closest = retriever.closest(task, opts.server, CLOSEST_AMONG);
+        let semantic_first = closest.first().is_none_or(|(_, best)| {
+            closest
+                .iter()
+                .any(|(t, c)| t.id == top.id && *c >= best - SEMANTIC_TIE)
+        });
         features(
             &analyzer,
             &terms,
@@ -253,6 +266,7 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
             top,
             second,
             described_first,
+            semantic_first,
         )
     });
     Assessment {

@@ -141,3 +141,37 @@ fn a_missing_model_folder_is_a_clear_error() {
     let msg = Embedder::load(&dir).expect_err("no config").to_string();
     assert!(msg.contains("config.json"), "{msg}");
 }
+
+/// The static vectors' own WordPiece tokenises as the model's tokenizer does (without its
+/// special tokens), so a task's tokens are the ones the vectors were distilled from.
+#[test]
+fn static_wordpiece_matches_the_models_tokenizer() {
+    let dir = std::path::PathBuf::from(
+        std::env::var_os(MODEL_ENV)
+            .unwrap_or_else(|| panic!("{MODEL_ENV} is unset: see scripts/fetch-embed-model.sh")),
+    );
+    let mut tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
+    tokenizer.with_padding(None);
+    tokenizer.with_truncation(None).unwrap();
+    let vocab_text = std::fs::read_to_string(dir.join("vocab.txt")).unwrap();
+    let vocab: std::collections::HashMap<String, u32> = vocab_text
+        .lines()
+        .enumerate()
+        .map(|(i, t)| (t.to_string(), i as u32))
+        .collect();
+    let unk = vocab.get("[UNK]").copied();
+    for text in [
+        "Find discount codes for Macy's, e.g. 20% off!",
+        "Café crème brûlée at the Zürich hôtel",
+        "search_issues(query=\"is:open label:bug\") on https://github.com/x/y#42",
+        "根据分类查询菜谱 and 用 Bing 搜索关键词",
+        "naïve façade — “quoted” … ½ ™ €100",
+        "Pneumonoultramicroscopicsilicovolcanoconiosis antidisestablishmentarianism",
+        "tabs\tand\nnewlines\r\n and   spaces",
+    ] {
+        let expected = tokenizer.encode(text, false).unwrap().get_ids().to_vec();
+        let mut ours = Vec::new();
+        super::static_vectors::wordpiece(text, |t| vocab.get(t).copied(), unk, &mut ours);
+        assert_eq!(ours, expected, "{text}");
+    }
+}

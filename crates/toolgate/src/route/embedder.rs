@@ -1,10 +1,21 @@
-//! A sentence embedder: a BERT model (all-MiniLM-L6-v2) run with candle from a local
-//! weights folder, mean-pooled and L2-normalised as sentence-transformers does.
+//! A sentence embedder, one of two kinds:
+//!
+//! - static token vectors ([`super::static_vectors`]), in every build: a vectors file
+//!   distilled from all-MiniLM-L6-v2, a tokenisation and a mean per text;
+//! - with the `embed` feature, the BERT model itself (all-MiniLM-L6-v2) run with candle
+//!   from a local weights folder, mean-pooled and L2-normalised as sentence-transformers
+//!   does.
 
+use super::static_vectors::StaticVectors;
+pub use super::static_vectors::{dot, normalize};
+#[cfg(feature = "embed")]
 use candle_core::{DType, Device, Tensor};
+#[cfg(feature = "embed")]
 use candle_nn::VarBuilder;
+#[cfg(feature = "embed")]
 use candle_transformers::models::bert::{BertModel, Config};
 use std::path::{Path, PathBuf};
+#[cfg(feature = "embed")]
 use tokenizers::{Tokenizer, TruncationParams};
 
 /// The environment variable naming the weights folder when no flag does.
@@ -14,6 +25,7 @@ pub const MODEL_ENV: &str = "TOOLGATE_EMBED_MODEL";
 pub const MAX_TOKENS: usize = 256;
 
 /// Texts per forward pass when embedding a catalog.
+#[cfg(feature = "embed")]
 const BATCH: usize = 32;
 
 /// How to get the weights, appended to every loading error.
@@ -30,17 +42,26 @@ pub enum EmbedError {
     Run(String),
 }
 
+#[cfg(feature = "embed")]
 fn run_err(e: impl std::fmt::Display) -> EmbedError {
     EmbedError::Run(e.to_string())
 }
 
-/// A loaded model. `Send + Sync`; one forward pass at a time per call, no shared state.
+/// A loaded embedder. `Send + Sync`; no shared state between calls.
 pub struct Embedder {
-    model: BertModel,
-    tokenizer: Tokenizer,
-    device: Device,
+    backend: Backend,
     dim: usize,
     dir: PathBuf,
+}
+
+enum Backend {
+    Static(StaticVectors),
+    #[cfg(feature = "embed")]
+    Bert {
+        model: Box<BertModel>,
+        tokenizer: Box<Tokenizer>,
+        device: Device,
+    },
 }
 
 impl std::fmt::Debug for Embedder {
@@ -53,9 +74,48 @@ impl std::fmt::Debug for Embedder {
 }
 
 impl Embedder {
+    /// Static vectors from their file ([`super::static_vectors`]).
+    pub fn load_static(path: &Path) -> Result<Self, EmbedError> {
+        let load_err = |reason: String| EmbedError::Load {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let bytes = std::fs::read(path).map_err(|e| load_err(e.to_string()))?;
+        let vectors = StaticVectors::from_bytes(bytes).map_err(|e| load_err(e.to_string()))?;
+        Ok(Self::from_static(vectors, path.to_path_buf()))
+    }
+
+    /// An embedder over static vectors already read; `source` names them in reports.
+    pub fn from_static(vectors: StaticVectors, source: PathBuf) -> Self {
+        Self {
+            dim: vectors.dim(),
+            backend: Backend::Static(vectors),
+            dir: source,
+        }
+    }
+
+    /// A vectors file (static vectors) or a model folder (the `embed` feature's BERT).
+    pub fn load(path: &Path) -> Result<Self, EmbedError> {
+        if path.is_file() {
+            return Self::load_static(path);
+        }
+        Self::load_model(path)
+    }
+
+    #[cfg(not(feature = "embed"))]
+    fn load_model(dir: &Path) -> Result<Self, EmbedError> {
+        Err(EmbedError::Load {
+            path: dir.to_path_buf(),
+            reason: "a model folder needs a build with --features embed; this build reads \
+                     static vectors files only"
+                .into(),
+        })
+    }
+
     /// Loads `config.json`, `tokenizer.json` and `model.safetensors` from `dir` (the
     /// sentence-transformers folder) onto the CPU.
-    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+    #[cfg(feature = "embed")]
+    fn load_model(dir: &Path) -> Result<Self, EmbedError> {
         let load_err = |file: &str, reason: String| EmbedError::Load {
             path: dir.join(file),
             reason,
@@ -89,9 +149,11 @@ impl Embedder {
         let dim = config_dim(&config_text)
             .ok_or_else(|| load_err("config.json", "no hidden_size".into()))?;
         Ok(Self {
-            model,
-            tokenizer,
-            device,
+            backend: Backend::Bert {
+                model: Box::new(model),
+                tokenizer: Box::new(tokenizer),
+                device,
+            },
             dim,
             dir: dir.to_path_buf(),
         })
@@ -124,9 +186,22 @@ impl Embedder {
     /// One unit vector per text, in order. Texts are batched by similar length so little
     /// padding is computed; the first `MAX_TOKENS` tokens of each text count.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match &self.backend {
+            Backend::Static(v) => Ok(texts.iter().map(|t| v.embed(t)).collect()),
+            #[cfg(feature = "embed")]
+            Backend::Bert { tokenizer, .. } => self.embed_bert(tokenizer, texts),
+        }
+    }
+
+    #[cfg(feature = "embed")]
+    fn embed_bert(
+        &self,
+        tokenizer: &Tokenizer,
+        texts: &[&str],
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut encodings = Vec::with_capacity(texts.len());
         for text in texts {
-            let enc = self.tokenizer.encode(*text, true).map_err(run_err)?;
+            let enc = tokenizer.encode(*text, true).map_err(run_err)?;
             encodings.push(enc.get_ids().to_vec());
         }
         let mut order: Vec<usize> = (0..texts.len()).collect();
@@ -134,8 +209,8 @@ impl Embedder {
         let mut out = vec![Vec::new(); texts.len()];
         for chunk in order.chunks(BATCH) {
             let batch: Vec<&[u32]> = chunk.iter().map(|&i| encodings[i].as_slice()).collect();
-            for (&i, v) in chunk.iter().zip(self.forward(&batch)?) {
-                out[i] = v;
+            for (&i, v) in chunk.iter().zip(self.pooled(&batch)?) {
+                out[i] = normalize(v);
             }
         }
         Ok(out)
@@ -146,8 +221,15 @@ impl Embedder {
         Ok(self.embed(&[text])?.pop().unwrap_or_default())
     }
 
-    /// A padded batch through the model, then masked mean pooling and L2 normalisation.
-    fn forward(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// A padded batch of token ids through the model, then masked mean pooling (not
+    /// normalised). Public for the distillation of static vectors.
+    #[cfg(feature = "embed")]
+    pub fn pooled(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let Backend::Bert { model, device, .. } = &self.backend else {
+            return Err(EmbedError::Run(
+                "static vectors have no model to run".into(),
+            ));
+        };
         let len = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
         let n = batch.len();
         let (mut ids, mut mask) = (vec![0u32; n * len], vec![0u32; n * len]);
@@ -155,13 +237,10 @@ impl Embedder {
             ids[row * len..row * len + seq.len()].copy_from_slice(seq);
             mask[row * len..row * len + seq.len()].fill(1);
         }
-        let ids = Tensor::from_vec(ids, (n, len), &self.device).map_err(run_err)?;
-        let mask = Tensor::from_vec(mask, (n, len), &self.device).map_err(run_err)?;
+        let ids = Tensor::from_vec(ids, (n, len), device).map_err(run_err)?;
+        let mask = Tensor::from_vec(mask, (n, len), device).map_err(run_err)?;
         let types = ids.zeros_like().map_err(run_err)?;
-        let hidden = self
-            .model
-            .forward(&ids, &types, Some(&mask))
-            .map_err(run_err)?;
+        let hidden = model.forward(&ids, &types, Some(&mask)).map_err(run_err)?;
         let maskf = mask
             .to_dtype(DType::F32)
             .and_then(|m| m.unsqueeze(2))
@@ -171,26 +250,12 @@ impl Embedder {
             .and_then(|h| h.sum(1))
             .and_then(|s| s.broadcast_div(&maskf.sum(1)?.clamp(1e-9, f32::MAX)?))
             .map_err(run_err)?;
-        let rows: Vec<Vec<f32>> = pooled.to_vec2().map_err(run_err)?;
-        Ok(rows.into_iter().map(normalize).collect())
+        pooled.to_vec2().map_err(run_err)
     }
-}
-
-/// Scales `v` to unit length (a zero vector stays zero).
-pub fn normalize(mut v: Vec<f32>) -> Vec<f32> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-    v
-}
-
-/// Dot product; the cosine for unit vectors.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// `hidden_size` from the model's `config.json` (candle's `Config` keeps it private).
+#[cfg(feature = "embed")]
 fn config_dim(config: &str) -> Option<usize> {
     let value: serde_json::Value = serde_json::from_str(config).ok()?;
     value.get("hidden_size")?.as_u64().map(|d| d as usize)

@@ -13,6 +13,7 @@
 
 use super::doc::{analyze_tool, N_FIELDS};
 use super::examples::RouteExamples;
+use super::static_vectors::StaticVectors;
 use super::text::Analyzer;
 use crate::catalog::{Catalog, ToolRecord};
 use serde::Deserialize;
@@ -99,6 +100,13 @@ struct Shard {
     total_len: u64,
     /// Where the shard's documents start in the query's score accumulator.
     offset: u32,
+    /// Each document's unit vector from the static vectors, 8-bit (`dim` values per
+    /// document, empty without vectors) with one scale each; shared between copies.
+    vectors: Arc<[i8]>,
+    /// The first [`PREFIX`] values of each row again, widened to 16 bits: the first pass
+    /// of [`RouteIndex::closest`] multiplies them in pairs (one instruction for eight).
+    prefixes: Arc<[i16]>,
+    scales: Arc<[f32]>,
 }
 
 /// The routing index for one catalog snapshot. Built off the request path; cloneable so
@@ -123,6 +131,8 @@ pub struct RouteIndex {
     servers: u32,
     /// Sum of each field's length over all documents (for the average lengths).
     len_sum: [u64; N_FIELDS],
+    /// Static token vectors for the decision's `semantic_first` ([`Self::semantic`]).
+    vectors: Option<Arc<StaticVectors>>,
 }
 
 impl RouteIndex {
@@ -143,6 +153,17 @@ impl RouteIndex {
         params: Bm25fParams,
         examples: Arc<RouteExamples>,
     ) -> Self {
+        Self::with_vectors(catalog, params, examples, Some(StaticVectors::builtin()))
+    }
+
+    /// [`Self::with_examples`] with other static vectors, or none (then the decision's
+    /// `semantic_first` is never set).
+    pub fn with_vectors(
+        catalog: &Catalog,
+        params: Bm25fParams,
+        examples: Arc<RouteExamples>,
+        vectors: Option<Arc<StaticVectors>>,
+    ) -> Self {
         let mut index = Self {
             params,
             examples,
@@ -154,6 +175,7 @@ impl RouteIndex {
             docs: 0,
             servers: 0,
             len_sum: [0; N_FIELDS],
+            vectors,
         };
         // The catalog is sorted by (server, name): each server's tools are contiguous,
         // and slots are handed out in server order (the tie-break order).
@@ -271,6 +293,15 @@ impl RouteIndex {
         }
         self.docs += tools.len() as u32;
         self.servers += 1;
+        let (mut vectors, mut prefixes, mut scales) = (Vec::new(), Vec::new(), Vec::new());
+        if let Some(v) = &self.vectors {
+            for tool in &tools {
+                let (row, scale) = quantize(&v.embed(&super::dense::tool_text(tool)));
+                prefixes.extend(row.iter().take(PREFIX).map(|&x| i16::from(x)));
+                vectors.extend(row);
+                scales.push(scale);
+            }
+        }
         self.shards[slot as usize] = Some(Shard {
             tools,
             lens: lens_all,
@@ -278,6 +309,9 @@ impl RouteIndex {
             names,
             total_len,
             offset: 0,
+            vectors: vectors.into(),
+            prefixes: prefixes.into(),
+            scales: scales.into(),
         });
     }
 
@@ -336,6 +370,63 @@ impl RouteIndex {
         out
     }
 
+    /// The `k` tools closest in meaning to `query` by the static vectors (cosine), best
+    /// first, only from `server` when given; empty without vectors or when they know too
+    /// little of the task ([`StaticVectors::embed_known`]).
+    pub fn closest(
+        &self,
+        query: &str,
+        server: Option<&str>,
+        k: usize,
+    ) -> Vec<(Arc<ToolRecord>, f32)> {
+        let Some(v) = &self.vectors else {
+            return Vec::new();
+        };
+        let only = match server {
+            Some(s) => match self.slot_of(s) {
+                Some(slot) => Some(slot),
+                None => return Vec::new(),
+            },
+            None => None,
+        };
+        let Some(task) = v.embed_known(super::text::truncate(query, super::text::MAX_TASK_BYTES))
+        else {
+            return Vec::new();
+        };
+        let dim = v.dim();
+        let (task, task_scale) = quantize(&task);
+        // Two passes: the first PREFIX dimensions (PCA's largest) pick SHORTLIST
+        // candidates, the whole vectors rank them; a quarter of the work of one pass.
+        let prefix = PREFIX.min(dim);
+        let task_prefix: Vec<i16> = task[..prefix].iter().map(|&x| i16::from(x)).collect();
+        let mut shortlist = Shortlist::new(k.max(SHORTLIST));
+        for (slot, shard) in self.shards.iter().enumerate() {
+            let Some(shard) = shard else { continue };
+            if only.is_some_and(|o| o != slot as u32) {
+                continue;
+            }
+            for (doc, row) in shard.prefixes.chunks_exact(prefix).enumerate() {
+                let rough = shard.scales[doc] * dot_i16(&task_prefix, row) as f32;
+                shortlist.offer((rough, slot as u32, doc as u32));
+            }
+        }
+        let mut hits = shortlist.hits;
+        for (score, slot, doc) in &mut hits {
+            if let Some(shard) = self.shards[*slot as usize].as_ref() {
+                let at = *doc as usize * dim;
+                let row = &shard.vectors[at..at + dim];
+                *score = task_scale * shard.scales[*doc as usize] * dot_i8(&task, row) as f32;
+            }
+        }
+        score::top_k(&mut hits, k);
+        hits.into_iter()
+            .filter_map(|(s, slot, doc)| {
+                let shard = self.shards[slot as usize].as_ref()?;
+                Some((shard.tools[doc as usize].clone(), s))
+            })
+            .collect()
+    }
+
     /// The most any tool could score for `query` from its own text: each known term's
     /// weight times its idf (BM25F's saturation keeps every term's share below that).
     /// The decision uses it to tell a tool that explains the task from one that merely
@@ -350,6 +441,77 @@ impl RouteIndex {
             })
             .sum()
     }
+}
+
+/// Dimensions of the first pass of [`RouteIndex::closest`], and how many tools it keeps.
+const PREFIX: usize = 64;
+const SHORTLIST: usize = 32;
+
+/// The best `keep` hits seen so far, in no order (the first pass of
+/// [`RouteIndex::closest`]: no list of every tool, no sort of it).
+struct Shortlist {
+    keep: usize,
+    hits: Vec<(f32, u32, u32)>,
+    /// The lowest kept score and where it is, once `keep` hits are kept.
+    floor: Option<(f32, usize)>,
+}
+
+impl Shortlist {
+    fn new(keep: usize) -> Self {
+        Self {
+            keep,
+            hits: Vec::with_capacity(keep),
+            floor: None,
+        }
+    }
+
+    fn offer(&mut self, hit: (f32, u32, u32)) {
+        match self.floor {
+            None => {
+                self.hits.push(hit);
+                if self.hits.len() == self.keep {
+                    self.floor = self.lowest();
+                }
+            }
+            Some((low, at)) if hit.0 > low => {
+                self.hits[at] = hit;
+                self.floor = self.lowest();
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn lowest(&self) -> Option<(f32, usize)> {
+        self.hits
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.0, i))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    }
+}
+
+/// A vector as 8-bit values and the scale that gives them back (`x ~ scale * q`).
+fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+    (v.iter().map(|x| (x / scale).round() as i8).collect(), scale)
+}
+
+/// `a . b` of two vectors of 8-bit values held in 16 bits (SSE2's `pmaddwd`).
+fn dot_i16(a: &[i16], b: &[i16]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| i32::from(x) * i32::from(y))
+        .sum()
+}
+
+/// `a . b` of two 8-bit vectors; an integer sum, which the compiler vectorises (a float
+/// sum it may not reorder).
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| i32::from(x) * i32::from(y))
+        .sum()
 }
 
 /// BM25F's length normalisation of field `f` for a document of `lens`.

@@ -4,27 +4,28 @@
 //! - [`doc`]: a tool as a document of weighted fields.
 //! - [`examples`]: example tasks per tool, indexed as one more field ([`RouteExamples`]).
 //! - [`synonyms`]: general synonyms a task's words gain before ranking.
+//! - [`static_vectors`]: token vectors distilled from MiniLM, built in: a text's meaning as
+//!   a mean of its tokens' vectors, for the decision's `semantic_first`.
 //! - [`index`]: the BM25F index, one shard per server ([`RouteIndex`]).
 //! - [`calibrate`]: the calibrated confidence (features any catalog has, a fitted logistic).
 //! - [`decide`]: exact names first, then select-or-clarify on the ranking ([`route`]).
 //! - [`eval`]: metrics and the labelled-query evaluation behind `toolgate eval route`.
-//! - With the `embed` feature: [`embedder`] (MiniLM via candle), [`dense`] (tool vectors,
-//!   cosine ranking) and [`hybrid`] (BM25F and embeddings fused, [`HybridIndex`]).
+//! - [`embedder`] (static vectors, or with the `embed` feature MiniLM via candle),
+//!   [`dense`] (tool vectors, cosine ranking) and [`hybrid`] (BM25F and embeddings fused,
+//!   [`HybridIndex`]).
 
 pub mod calibrate;
 pub mod decide;
-#[cfg(feature = "embed")]
 pub mod dense;
 pub mod doc;
 #[cfg(all(test, feature = "embed"))]
 mod embed_tests;
-#[cfg(feature = "embed")]
 pub mod embedder;
 pub mod eval;
 pub mod examples;
-#[cfg(feature = "embed")]
 pub mod hybrid;
 pub mod index;
+pub mod static_vectors;
 pub mod synonyms;
 pub mod text;
 
@@ -35,7 +36,6 @@ pub use decide::{
 };
 pub use examples::RouteExamples;
 pub use index::{Bm25fParams, RouteIndex, EXAMPLES_B, EXAMPLES_WEIGHT};
-#[cfg(feature = "embed")]
 pub use {
     dense::EmbedIndex,
     embedder::{EmbedError, Embedder, MODEL_ENV},
@@ -80,6 +80,18 @@ pub trait Retriever: Send + Sync {
         (self.rank(query, server, k), Vec::new())
     }
 
+    /// The `k` tools closest in meaning to `query` by the static token vectors
+    /// ([`static_vectors`]), best first with their cosines; empty for retrievers without
+    /// them. The calibrated decision asks whether the top tool is also the closest.
+    fn closest(
+        &self,
+        _query: &str,
+        _server: Option<&str>,
+        _k: usize,
+    ) -> Vec<(Arc<ToolRecord>, f32)> {
+        Vec::new()
+    }
+
     /// True when the scores are BM25F's, for which the calibrated confidence was fitted;
     /// other retrievers keep the softmax confidence and their own threshold.
     fn calibrated(&self) -> bool {
@@ -102,6 +114,10 @@ impl Retriever for RouteIndex {
 
     fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
         RouteIndex::rank_described(self, query, server, k)
+    }
+
+    fn closest(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+        RouteIndex::closest(self, query, server, k)
     }
 
     /// Calibrated without example tasks only: the model was fitted on catalogs alone, and
@@ -139,7 +155,6 @@ impl SnapshotIndex for RouteIndex {
     }
 }
 
-#[cfg(feature = "embed")]
 impl SnapshotIndex for HybridIndex {
     /// Embeds the server's tools (and their example tasks); if the model fails, the
     /// server keeps its previous entries and the failure is logged.

@@ -238,7 +238,7 @@ fn terms_of(weighted: &[(String, f32)]) -> Vec<String> {
 
 /// Keeps the `k` best hits, best first; ties go to the earlier (slot, doc), which is
 /// (server, name) order for a freshly built index.
-fn top_k(hits: &mut Vec<(f32, u32, u32)>, k: usize) {
+pub(super) fn top_k(hits: &mut Vec<(f32, u32, u32)>, k: usize) {
     let order = |a: &(f32, u32, u32), b: &(f32, u32, u32)| {
         b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
     };
