@@ -177,10 +177,10 @@ impl Calibration {
     /// Printed by `toolgate eval route --leave-one-out`: fitted on the tuning splits (query
     /// index mod 5 == 0) of MetaTool, LiveMCPBench and bfcl, each catalog weighing the same.
     pub const DEFAULT: Calibration = Calibration {
-        bias: -3.5825,
+        bias: -3.5361,
         weights: [
-            1.0244, -3.3014, -1.1075, 3.3448, -1.2526, 0.4151, -0.0359, 1.5889, 0.1449, 0.5087,
-            0.3035, 1.2054, 0.9186,
+            1.0256, -3.3162, -1.1152, 3.2982, -1.2521, 0.3696, -0.0115, 1.5843, 0.1366, 0.5906,
+            0.2859, 1.2114, 0.8433,
         ],
     };
 

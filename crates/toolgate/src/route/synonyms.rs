@@ -155,6 +155,43 @@ pub fn phrases(analyzer: &Analyzer, text: &str) -> Vec<String> {
     out
 }
 
+/// The task with the words the table gives its words appended, unstemmed ("list my
+/// calendar for tomorrow" gains "event schedule agenda date time"): the task as the
+/// ranking reads it, for a reader without stemming (the static vectors).
+pub fn with_meanings(text: &str) -> String {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let has = |w: &str| words.iter().any(|x| x == w);
+    let mut out = text.to_string();
+    let mut add = |w: &str| {
+        if !has(w) && !out.split(' ').any(|x| x == w) {
+            out.push(' ');
+            out.push_str(w);
+        }
+    };
+    for group in GROUPS.iter().filter(|g| g.iter().any(|w| has(w))) {
+        group.iter().for_each(|w| add(w));
+    }
+    for (word, implied) in IMPLIES.iter().filter(|(w, _)| has(w)) {
+        let _ = word;
+        implied.iter().for_each(|w| add(w));
+    }
+    for (phrase, meaning) in PHRASES {
+        if words.windows(phrase.len()).any(|w| w == *phrase) {
+            meaning.iter().for_each(|w| add(w));
+        }
+    }
+    for (verb, objects, meaning) in SENSES {
+        if has(verb) && objects.iter().any(|o| has(o)) {
+            add(meaning);
+        }
+    }
+    out
+}
+
 /// The synonyms of a task: stemmed terms the task does not already contain, each once.
 /// `terms` are the task's analysed terms.
 pub fn expand(terms: &[String]) -> Vec<String> {
