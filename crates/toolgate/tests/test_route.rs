@@ -373,3 +373,41 @@ fn the_description_alone_can_put_another_tool_first() {
     assert_eq!(ranked.len(), 1);
     assert!(by_description[0] > 0.0);
 }
+
+/// The static vectors find the tool a paraphrase means over every tool, only from the
+/// server asked for, and have no opinion on a task mostly outside their vocabulary.
+#[test]
+fn the_closest_tool_by_meaning() {
+    let index = RouteIndex::build(&catalog(TOOLS));
+    let closest = |q: &str, server: Option<&str>| {
+        index
+            .closest(q, server, 3)
+            .into_iter()
+            .map(|(t, _)| t.id.to_string())
+            .collect::<Vec<_>>()
+    };
+    let found = closest("resize the pods of my web app to five copies", None);
+    assert_eq!(found[0], "kubernetes/kubectl_scale", "{found:?}");
+    assert_eq!(found.len(), 3);
+    let found = closest(
+        "resize the pods of my web app to five copies",
+        Some("github"),
+    );
+    assert!(found.iter().all(|t| t.starts_with("github/")), "{found:?}");
+    assert!(closest("查询游戏王卡牌的图片", None).is_empty());
+    // Twins have one text, so one cosine: the decision counts either as the closest.
+    let twins = RouteIndex::build(&catalog(
+        r#"[{"server": "a", "tool": {"name": "get_time", "description": "Current time"}},
+            {"server": "b", "tool": {"name": "get_time", "description": "Current time"}},
+            {"server": "c", "tool": {"name": "get_weather", "description": "Weather"}}]"#,
+    ));
+    let found = twins.closest("what time is it right now", None, 2);
+    assert_eq!(found[0].1, found[1].1, "{found:?}");
+    let without = RouteIndex::with_vectors(
+        &catalog(TOOLS),
+        Default::default(),
+        Default::default(),
+        None,
+    );
+    assert!(without.closest("what time is it", None, 3).is_empty());
+}

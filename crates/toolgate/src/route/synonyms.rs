@@ -215,6 +215,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_task_is_read_with_its_meanings() {
+        assert_eq!(
+            with_meanings("List my calendar for tomorrow"),
+            "List my calendar for tomorrow event schedule agenda date time"
+        );
+        assert_eq!(
+            with_meanings("what time is it? open a ticket"),
+            "what time is it? open a ticket issue create current"
+        );
+        assert_eq!(
+            with_meanings("scale the deployment"),
+            "scale the deployment"
+        );
+    }
+
+    #[test]
     fn tasks_gain_their_synonyms_once() {
         let a = Analyzer::new();
         let task = "open a support ticket about a broken login page";
