@@ -56,9 +56,10 @@ pub(crate) struct RouteArgs {
     #[arg(long)]
     params: Option<String>,
     /// Rank with the hybrid (BM25F fused with sentence embeddings) using the model in this
-    /// folder (all-MiniLM-L6-v2 in sentence-transformers layout; see
-    /// scripts/fetch-embed-model.sh). Also read from TOOLGATE_EMBED_MODEL when `--hybrid`
-    /// is given. Needs a build with `--features embed`.
+    /// folder (all-MiniLM-L6-v2 in sentence-transformers layout, see
+    /// scripts/fetch-embed-model.sh; needs a build with `--features embed`) or the static
+    /// vectors in this file (any build; scripts/distill-vectors.sh writes one). Also read
+    /// from TOOLGATE_EMBED_MODEL when `--hybrid` is given.
     #[arg(long)]
     embed_model: Option<PathBuf>,
     /// Use the hybrid with the model named by TOOLGATE_EMBED_MODEL.

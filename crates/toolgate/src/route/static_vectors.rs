@@ -29,7 +29,6 @@ pub struct VectorsError(String);
 static BUILTIN: &[u8] = include_bytes!("../../assets/route-vectors.tgsv");
 
 /// A vocabulary with one vector per token.
-#[derive(Debug)]
 pub struct StaticVectors {
     dim: usize,
     scales: Vec<f32>,
@@ -42,6 +41,16 @@ pub struct StaticVectors {
     starts: Vec<u32>,
     table: Vec<u32>,
     unk: Option<u32>,
+}
+
+impl std::fmt::Debug for StaticVectors {
+    /// The shape, not the megabytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticVectors")
+            .field("dim", &self.dim)
+            .field("tokens", &self.len())
+            .finish()
+    }
 }
 
 impl StaticVectors {
@@ -64,6 +73,9 @@ impl StaticVectors {
 
     fn parse(bytes: Cow<'static, [u8]>) -> Result<Self, VectorsError> {
         let err = |what: &str| VectorsError(what.to_string());
+        if u32::try_from(bytes.len()).is_err() {
+            return Err(err("larger than 4 GiB"));
+        }
         let rest = bytes
             .strip_prefix(MAGIC.as_slice())
             .ok_or_else(|| err("not a TGSV1 file"))?;
