@@ -4,7 +4,7 @@
 //!
 //! No feature is a raw score, a term or a size of one catalog: each is a ratio of scores,
 //! a share of the task's terms, a count of near-equal competitors, or whether the tools'
-//! descriptions alone agree with the ranking. (How many tools matched and how many words
+//! descriptions alone, or the static vectors' reading of meaning, agree with the ranking. (How many tools matched and how many words
 //! the task has were features until 2026-12-02: they describe a catalog's size and its
 //! users' style more than one ranking, and the left-out check improved without them.) [`Calibration::fit`] fits the
 //! weights (Newton's method, L2-regularised, each catalog weighing the same); the weights
@@ -54,7 +54,7 @@ const SOFTMAX_LOGIT_BOUND: f32 = 6.0;
 /// tools. `task_terms` are the task's analysed terms (no phrase bigrams). `described_first`:
 /// the top tool is also the best of the first few by its description and parameters alone
 /// ([`super::Retriever::rank_described`]). `semantic_first`: the top tool is also the
-/// closest in meaning of the first few by the static vectors ([`super::Retriever::semantic`]).
+/// closest in meaning of every tool by the static vectors ([`super::Retriever::closest`]).
 #[allow(clippy::too_many_arguments)]
 pub fn features(
     analyzer: &Analyzer,

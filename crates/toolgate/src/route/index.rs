@@ -8,7 +8,8 @@
 //! server's contribution alone. Scores are computed at query time from raw per-field term
 //! frequencies, so nothing else needs recomputing.
 //!
-//! Here: the index, its per-server update and exact names; ranking (a task's weighted terms,
+//! Here: the index, its per-server update, exact names and the closest tools by the static
+//! vectors (the decision's `semantic_first`); ranking (a task's weighted terms,
 //! the BM25F pass, the best `k`) in `score.rs`; the description-only scores in `described.rs`.
 
 use super::doc::{analyze_tool, N_FIELDS};
@@ -131,7 +132,7 @@ pub struct RouteIndex {
     servers: u32,
     /// Sum of each field's length over all documents (for the average lengths).
     len_sum: [u64; N_FIELDS],
-    /// Static token vectors for the decision's `semantic_first` ([`Self::semantic`]).
+    /// Static token vectors for the decision's `semantic_first` ([`Self::closest`]).
     vectors: Option<Arc<StaticVectors>>,
 }
 
