@@ -22,12 +22,16 @@ pub struct CallOutcome {
     pub meta: Option<Value>,
 }
 
+/// The setting a timeout's message names; also how a finished call's result is known to
+/// have been ended by the gateway's own timeout (`front::inputs::finish`).
+pub const TIMEOUT_SETTING: &str = "call_timeout_secs";
+
 /// Why a call did not produce an outcome. Each message names the upstream.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
     #[error("upstream {0:?} is not connected ({1}); try again shortly or run `toolgate check`")]
     Unavailable(String, String),
-    #[error("upstream {server:?} did not answer {tool:?} within {secs:.1} s (call_timeout_secs)")]
+    #[error("upstream {server:?} did not answer {tool:?} within {secs:.1} s ({TIMEOUT_SETTING})")]
     Timeout {
         server: String,
         tool: String,

@@ -258,7 +258,13 @@ pub(super) fn finish(
         // Only a call that failed without it: a call that succeeded although its upstream
         // was refused (server-everything asks for roots on a timer, whatever call is in
         // flight then) keeps its result.
-        let failed = result.is_error == Some(true);
+        // A call the gateway's own timeout ended did not fail for want of the capability,
+        // even if a timer-driven ask was refused while it ran.
+        let timed_out = result.content.iter().any(|c| {
+            c.as_text()
+                .is_some_and(|t| t.text.contains(crate::call::TIMEOUT_SETTING))
+        });
+        let failed = result.is_error == Some(true) && !timed_out;
         if let Some(missing) = failed
             .then(|| super::request::undeclared(&relay, context))
             .flatten()
