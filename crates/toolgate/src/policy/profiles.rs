@@ -52,12 +52,22 @@ pub struct Visible<'a, R: ?Sized> {
     pub hidden: usize,
 }
 
-impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
-    fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
-        let mut ranked = self.inner.rank(query, server, k + self.hidden);
+impl<R: ?Sized> Visible<'_, R> {
+    /// The first `k` of `ranked` the predicate lets through.
+    fn visible(
+        &self,
+        mut ranked: Vec<(Arc<ToolRecord>, f32)>,
+        k: usize,
+    ) -> Vec<(Arc<ToolRecord>, f32)> {
         ranked.retain(|(t, _)| (self.keep)(t));
         ranked.truncate(k);
         ranked
+    }
+}
+
+impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
+    fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+        self.visible(self.inner.rank(query, server, k + self.hidden), k)
     }
 
     fn exact(&self, name: &str, server: Option<&str>) -> Vec<Arc<ToolRecord>> {
@@ -86,10 +96,7 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
     }
 
     fn closest(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
-        let mut closest = self.inner.closest(query, server, k + self.hidden);
-        closest.retain(|(t, _)| (self.keep)(t));
-        closest.truncate(k);
-        closest
+        self.visible(self.inner.closest(query, server, k + self.hidden), k)
     }
 
     // Hidden tools count as names, so a hidden tool's exact name is never ranked.

@@ -407,16 +407,16 @@ impl RouteIndex {
                 continue;
             }
             for (doc, row) in shard.prefixes.chunks_exact(prefix).enumerate() {
-                let rough = shard.scales[doc] * dot_i16(&task_prefix, row) as f32;
+                let rough = shard.scales[doc] * dot_int(&task_prefix, row) as f32;
                 shortlist.offer((rough, slot as u32, doc as u32));
             }
         }
-        let mut hits = shortlist.hits;
+        let mut hits = shortlist.into_hits();
         for (score, slot, doc) in &mut hits {
             if let Some(shard) = self.shards[*slot as usize].as_ref() {
                 let at = *doc as usize * dim;
                 let row = &shard.vectors[at..at + dim];
-                *score = task_scale * shard.scales[*doc as usize] * dot_i8(&task, row) as f32;
+                *score = task_scale * shard.scales[*doc as usize] * dot_int(&task, row) as f32;
             }
         }
         score::top_k(&mut hits, k);
@@ -448,46 +448,39 @@ impl RouteIndex {
 const PREFIX: usize = 64;
 const SHORTLIST: usize = 32;
 
-/// The best `keep` hits seen so far, in no order (the first pass of
-/// [`RouteIndex::closest`]: no list of every tool, no sort of it).
+/// The best `keep` hits of the first pass of [`RouteIndex::closest`], without a list of
+/// every tool: hits below the floor are dropped, and at twice `keep` the list is cut back
+/// to the best `keep` ([`score::top_k`]), whose lowest becomes the floor.
 struct Shortlist {
     keep: usize,
     hits: Vec<(f32, u32, u32)>,
-    /// The lowest kept score and where it is, once `keep` hits are kept.
-    floor: Option<(f32, usize)>,
+    floor: f32,
 }
 
 impl Shortlist {
     fn new(keep: usize) -> Self {
         Self {
             keep,
-            hits: Vec::with_capacity(keep),
-            floor: None,
+            hits: Vec::with_capacity(2 * keep),
+            floor: f32::NEG_INFINITY,
         }
     }
 
     fn offer(&mut self, hit: (f32, u32, u32)) {
-        match self.floor {
-            None => {
-                self.hits.push(hit);
-                if self.hits.len() == self.keep {
-                    self.floor = self.lowest();
-                }
-            }
-            Some((low, at)) if hit.0 > low => {
-                self.hits[at] = hit;
-                self.floor = self.lowest();
-            }
-            Some(_) => {}
+        if hit.0 <= self.floor {
+            return;
+        }
+        self.hits.push(hit);
+        if self.hits.len() >= 2 * self.keep {
+            score::top_k(&mut self.hits, self.keep);
+            self.floor = self.hits.last().map_or(f32::NEG_INFINITY, |h| h.0);
         }
     }
 
-    fn lowest(&self) -> Option<(f32, usize)> {
+    /// The best `keep`, best first.
+    fn into_hits(mut self) -> Vec<(f32, u32, u32)> {
+        score::top_k(&mut self.hits, self.keep);
         self.hits
-            .iter()
-            .enumerate()
-            .map(|(i, h)| (h.0, i))
-            .min_by(|a, b| a.0.total_cmp(&b.0))
     }
 }
 
@@ -498,21 +491,11 @@ fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
     (v.iter().map(|x| (x / scale).round() as i8).collect(), scale)
 }
 
-/// `a . b` of two vectors of 8-bit values held in 16 bits (SSE2's `pmaddwd`).
-fn dot_i16(a: &[i16], b: &[i16]) -> i32 {
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| i32::from(x) * i32::from(y))
-        .sum()
-}
-
-/// `a . b` of two 8-bit vectors; an integer sum, which the compiler vectorises (a float
-/// sum it may not reorder).
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| i32::from(x) * i32::from(y))
-        .sum()
+/// `a . b` of two integer vectors (8-bit values, held in 8 or 16 bits: SSE2 multiplies
+/// 16-bit ones eight at a time); an integer sum, which the compiler vectorises (a float sum
+/// it may not reorder).
+fn dot_int<T: Copy + Into<i32>>(a: &[T], b: &[T]) -> i32 {
+    a.iter().zip(b).map(|(&x, &y)| x.into() * y.into()).sum()
 }
 
 /// BM25F's length normalisation of field `f` for a document of `lens`.

@@ -137,11 +137,7 @@ pub fn of(term: &str) -> &'static [String] {
 /// terms that count as words of the task. `text` is the task itself (a phrase's words
 /// may be stop words).
 pub fn phrases(analyzer: &Analyzer, text: &str) -> Vec<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
+    let words = words(text);
     let mut out: Vec<String> = Vec::new();
     for (phrase, meaning) in PHRASES {
         if words.windows(phrase.len()).any(|w| w == *phrase) {
@@ -159,11 +155,7 @@ pub fn phrases(analyzer: &Analyzer, text: &str) -> Vec<String> {
 /// calendar for tomorrow" gains "event schedule agenda date time"): the task as the
 /// ranking reads it, for a reader without stemming (the static vectors).
 pub fn with_meanings(text: &str) -> String {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
+    let words = words(text);
     let has = |w: &str| words.iter().any(|x| x == w);
     let mut out = text.to_string();
     let mut add = |w: &str| {
@@ -175,8 +167,7 @@ pub fn with_meanings(text: &str) -> String {
     for group in GROUPS.iter().filter(|g| g.iter().any(|w| has(w))) {
         group.iter().for_each(|w| add(w));
     }
-    for (word, implied) in IMPLIES.iter().filter(|(w, _)| has(w)) {
-        let _ = word;
+    for (_, implied) in IMPLIES.iter().filter(|(w, _)| has(w)) {
         implied.iter().for_each(|w| add(w));
     }
     for (phrase, meaning) in PHRASES {
@@ -190,6 +181,14 @@ pub fn with_meanings(text: &str) -> String {
         }
     }
     out
+}
+
+/// The task's words, lowercased, unstemmed (stop words kept).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// The synonyms of a task: stemmed terms the task does not already contain, each once.
