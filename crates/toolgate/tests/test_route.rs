@@ -395,6 +395,25 @@ fn the_closest_tool_by_meaning() {
     );
     assert!(found.iter().all(|t| t.starts_with("github/")), "{found:?}");
     assert!(closest("查询游戏王卡牌的图片", None).is_empty());
+    // Several readings in one pass: each list is that reading's alone, in their order, and
+    // a reading the vectors know too little of has an empty list in its place.
+    let readings = [
+        "resize the pods of my web app to five copies",
+        "查询游戏王卡牌的图片",
+        "open a pull request",
+    ];
+    let each = index.closest_each(&readings, None, 3);
+    assert_eq!(each.len(), 3);
+    for (reading, list) in readings.iter().zip(&each) {
+        let alone = index.closest(reading, None, 3);
+        let ids = |l: &[(Arc<toolgate::catalog::ToolRecord>, f32)]| {
+            l.iter()
+                .map(|(t, s)| (t.id.to_string(), *s))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(list), ids(&alone), "{reading}");
+    }
+    assert!(each[1].is_empty() && !each[0].is_empty() && !each[2].is_empty());
     // Twins have one text, so one cosine: the decision counts either as the closest.
     let twins = RouteIndex::build(&catalog(
         r#"[{"server": "a", "tool": {"name": "get_time", "description": "Current time"}},

@@ -41,7 +41,7 @@ pub(crate) struct RouteArgs {
     /// One JSON line per query, then a JSON summary line.
     #[arg(long)]
     json: bool,
-    /// Select when the confidence reaches this; below it, ask. Defaults to 0.85 for
+    /// Select when the confidence reaches this; below it, ask. Defaults to 0.84 for
     /// BM25F, calibrated (0.94 with example tasks, as in the gateway) and to the hybrid's own
     /// threshold with --embed-model.
     #[arg(long)]

@@ -95,8 +95,14 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
         kept
     }
 
-    fn closest(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
-        self.visible(self.inner.closest(query, server, k + self.hidden), k)
+    fn closest_each(
+        &self,
+        readings: &[&str],
+        server: Option<&str>,
+        k: usize,
+    ) -> Vec<Vec<(Arc<ToolRecord>, f32)>> {
+        let lists = self.inner.closest_each(readings, server, k + self.hidden);
+        lists.into_iter().map(|l| self.visible(l, k)).collect()
     }
 
     // Hidden tools count as names, so a hidden tool's exact name is never ranked.

@@ -54,7 +54,8 @@ const SOFTMAX_LOGIT_BOUND: f32 = 6.0;
 /// tools. `task_terms` are the task's analysed terms (no phrase bigrams). `described_first`:
 /// the top tool is also the best of the first few by its description and parameters alone
 /// ([`super::Retriever::rank_described`]). `semantic_first`: the top tool is also the
-/// closest in meaning of every tool by the static vectors ([`super::Retriever::closest`]).
+/// closest in meaning of every tool, to the task read with its meanings or as typed, by
+/// the static vectors ([`super::Retriever::closest_each`]).
 #[allow(clippy::too_many_arguments)]
 pub fn features(
     analyzer: &Analyzer,
@@ -177,10 +178,10 @@ impl Calibration {
     /// Printed by `toolgate eval route --leave-one-out`: fitted on the tuning splits (query
     /// index mod 5 == 0) of MetaTool, LiveMCPBench and bfcl, each catalog weighing the same.
     pub const DEFAULT: Calibration = Calibration {
-        bias: -3.5361,
+        bias: -3.5340,
         weights: [
-            1.0256, -3.3162, -1.1152, 3.2982, -1.2521, 0.3696, -0.0115, 1.5843, 0.1366, 0.5906,
-            0.2859, 1.2114, 0.8433,
+            1.0179, -3.3201, -1.1042, 3.3046, -1.2364, 0.3682, -0.0196, 1.6043, 0.0405, 0.6666,
+            0.2999, 1.2075, 0.8594,
         ],
     };
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// Selects when the calibrated confidence reaches this: the lowest threshold at which at
 /// least 90% of selections were right on every catalog left out of the fit, on both its
 /// splits (`toolgate eval route --leave-one-out`; `docs/routing.md` has the table).
-pub const DEFAULT_THRESHOLD: f32 = 0.85;
+pub const DEFAULT_THRESHOLD: f32 = 0.84;
 /// The calibrated decision asks whether the description alone puts the top tool first
 /// among this many of the best.
 const DESCRIBED_AMONG: usize = 5;
@@ -250,15 +250,25 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
         }
         let described_first = best == Some(0);
         // Of every tool, the static vectors put the top one closest in meaning (or a
-        // tool as close, such as its twin on another server). Vectors without an opinion
-        // (none, or a task mostly outside their vocabulary) do not count against it.
+        // tool as close, such as its twin on another server), to the task read with its
+        // meanings or as typed. Vectors without an opinion (none, or a task mostly outside
+        // their vocabulary) do not count against it.
         let reading = super::synonyms::with_meanings(task);
-        let closest = retriever.closest(&reading, opts.server, CLOSEST_AMONG);
-        let semantic_first = closest.first().is_none_or(|(_, best)| {
-            closest
-                .iter()
-                .any(|(t, c)| t.id == top.id && *c >= best - SEMANTIC_TIE)
-        });
+        let readings: &[&str] = if reading == task {
+            &[task]
+        } else {
+            &[&reading, task]
+        };
+        let semantic_first = retriever
+            .closest_each(readings, opts.server, CLOSEST_AMONG)
+            .iter()
+            .any(|closest| {
+                closest.first().is_none_or(|(_, best)| {
+                    closest
+                        .iter()
+                        .any(|(t, c)| t.id == top.id && *c >= best - SEMANTIC_TIE)
+                })
+            });
         features(
             &analyzer,
             &terms,

@@ -380,52 +380,86 @@ impl RouteIndex {
         server: Option<&str>,
         k: usize,
     ) -> Vec<(Arc<ToolRecord>, f32)> {
+        self.closest_each(&[query], server, k)
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// [`Self::closest`] for several readings of one task, in one pass over the tools:
+    /// one list per reading, in their order.
+    pub fn closest_each(
+        &self,
+        readings: &[&str],
+        server: Option<&str>,
+        k: usize,
+    ) -> Vec<Vec<(Arc<ToolRecord>, f32)>> {
+        let mut lists = vec![Vec::new(); readings.len()];
         let Some(v) = &self.vectors else {
-            return Vec::new();
+            return lists;
         };
         let only = match server {
             Some(s) => match self.slot_of(s) {
                 Some(slot) => Some(slot),
-                None => return Vec::new(),
+                None => return lists,
             },
             None => None,
         };
-        let Some(task) = v.embed_known(super::text::truncate(query, super::text::MAX_TASK_BYTES))
-        else {
-            return Vec::new();
-        };
         let dim = v.dim();
-        let (task, task_scale) = quantize(&task);
         // Two passes: the first PREFIX dimensions (PCA's largest) pick SHORTLIST
         // candidates, the whole vectors rank them; a quarter of the work of one pass.
         let prefix = PREFIX.min(dim);
-        let task_prefix: Vec<i16> = task[..prefix].iter().map(|&x| i16::from(x)).collect();
-        let mut shortlist = Shortlist::new(k.max(SHORTLIST));
+        let mut tasks: Vec<Reading> = readings
+            .iter()
+            .enumerate()
+            .filter_map(|(at, query)| {
+                let task =
+                    v.embed_known(super::text::truncate(query, super::text::MAX_TASK_BYTES))?;
+                let (task, scale) = quantize(&task);
+                let prefix = task[..prefix].iter().map(|&x| i16::from(x)).collect();
+                let shortlist = Shortlist::new(k.max(SHORTLIST));
+                Some(Reading {
+                    at,
+                    task,
+                    scale,
+                    prefix,
+                    shortlist,
+                })
+            })
+            .collect();
+        if tasks.is_empty() {
+            return lists;
+        }
         for (slot, shard) in self.shards.iter().enumerate() {
             let Some(shard) = shard else { continue };
             if only.is_some_and(|o| o != slot as u32) {
                 continue;
             }
             for (doc, row) in shard.prefixes.chunks_exact(prefix).enumerate() {
-                let rough = shard.scales[doc] * dot_int(&task_prefix, row) as f32;
-                shortlist.offer((rough, slot as u32, doc as u32));
+                for r in &mut tasks {
+                    let rough = shard.scales[doc] * dot_int(&r.prefix, row) as f32;
+                    r.shortlist.offer((rough, slot as u32, doc as u32));
+                }
             }
         }
-        let mut hits = shortlist.into_hits();
-        for (score, slot, doc) in &mut hits {
-            if let Some(shard) = self.shards[*slot as usize].as_ref() {
-                let at = *doc as usize * dim;
-                let row = &shard.vectors[at..at + dim];
-                *score = task_scale * shard.scales[*doc as usize] * dot_int(&task, row) as f32;
+        for r in tasks {
+            let mut hits = r.shortlist.into_hits();
+            for (score, slot, doc) in &mut hits {
+                if let Some(shard) = self.shards[*slot as usize].as_ref() {
+                    let at = *doc as usize * dim;
+                    let row = &shard.vectors[at..at + dim];
+                    *score = r.scale * shard.scales[*doc as usize] * dot_int(&r.task, row) as f32;
+                }
             }
+            score::top_k(&mut hits, k);
+            lists[r.at] = hits
+                .into_iter()
+                .filter_map(|(s, slot, doc)| {
+                    let shard = self.shards[slot as usize].as_ref()?;
+                    Some((shard.tools[doc as usize].clone(), s))
+                })
+                .collect();
         }
-        score::top_k(&mut hits, k);
-        hits.into_iter()
-            .filter_map(|(s, slot, doc)| {
-                let shard = self.shards[slot as usize].as_ref()?;
-                Some((shard.tools[doc as usize].clone(), s))
-            })
-            .collect()
+        lists
     }
 
     /// The most any tool could score for `query` from its own text: each known term's
@@ -447,6 +481,17 @@ impl RouteIndex {
 /// Dimensions of the first pass of [`RouteIndex::closest`], and how many tools it keeps.
 const PREFIX: usize = 64;
 const SHORTLIST: usize = 32;
+
+/// One reading of a task in [`RouteIndex::closest_each`]: its place among the readings, its
+/// vector as 8-bit values with their scale, its first dimensions held in 16 bits for the
+/// first pass, and that pass's shortlist.
+struct Reading {
+    at: usize,
+    task: Vec<i8>,
+    scale: f32,
+    prefix: Vec<i16>,
+    shortlist: Shortlist,
+}
 
 /// The best `keep` hits of the first pass of [`RouteIndex::closest`], without a list of
 /// every tool: hits below the floor are dropped, and at twice `keep` the list is cut back

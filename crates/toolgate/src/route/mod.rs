@@ -80,16 +80,17 @@ pub trait Retriever: Send + Sync {
         (self.rank(query, server, k), Vec::new())
     }
 
-    /// The `k` tools closest in meaning to `query` by the static token vectors
-    /// ([`static_vectors`]), best first with their cosines; empty for retrievers without
-    /// them. The calibrated decision asks whether the top tool is also the closest.
-    fn closest(
+    /// For each reading of a task, the `k` tools closest in meaning to it by the static
+    /// token vectors ([`static_vectors`]), best first with their cosines; empty lists for
+    /// retrievers without them. The calibrated decision asks whether the top tool is also
+    /// the closest to a reading.
+    fn closest_each(
         &self,
-        _query: &str,
+        readings: &[&str],
         _server: Option<&str>,
         _k: usize,
-    ) -> Vec<(Arc<ToolRecord>, f32)> {
-        Vec::new()
+    ) -> Vec<Vec<(Arc<ToolRecord>, f32)>> {
+        vec![Vec::new(); readings.len()]
     }
 
     /// True when the scores are BM25F's, for which the calibrated confidence was fitted;
@@ -116,8 +117,13 @@ impl Retriever for RouteIndex {
         RouteIndex::rank_described(self, query, server, k)
     }
 
-    fn closest(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
-        RouteIndex::closest(self, query, server, k)
+    fn closest_each(
+        &self,
+        readings: &[&str],
+        server: Option<&str>,
+        k: usize,
+    ) -> Vec<Vec<(Arc<ToolRecord>, f32)>> {
+        RouteIndex::closest_each(self, readings, server, k)
     }
 
     /// Calibrated without example tasks only: the model was fitted on catalogs alone, and
