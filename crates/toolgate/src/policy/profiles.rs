@@ -188,6 +188,38 @@ mod tests {
         ));
     }
 
+    /// Hidden tools are never among the closest in meaning, even when they are closer
+    /// than every visible one; the `k` returned are the `k` closest visible ones, for each
+    /// reading of the task.
+    #[test]
+    fn hidden_tools_are_never_the_closest() {
+        use crate::catalog::{file::parse_catalog, Catalog};
+        use crate::route::RouteIndex;
+        let entries = parse_catalog(
+            r#"[{"server": "secret", "tool": {"name": "get_time", "description": "Current time"}},
+                {"server": "open", "tool": {"name": "get_weather", "description": "Weather forecast"}},
+                {"server": "open", "tool": {"name": "send_mail", "description": "Send an email"}}]"#,
+        )
+        .unwrap();
+        let index = RouteIndex::build(&Catalog::from_entries(entries));
+        let readings = ["what time is it right now", "send a message"];
+        let all = index.closest_each(&readings, None, 1);
+        assert_eq!(all[0][0].0.id.to_string(), "secret/get_time");
+        let keep = |t: &ToolRecord| &*t.id.server != "secret";
+        let visible = Visible {
+            inner: &index,
+            keep: &keep,
+            hidden: 1,
+        };
+        let lists = visible.closest_each(&readings, None, 2);
+        assert_eq!(lists.len(), 2);
+        for list in &lists {
+            assert_eq!(list.len(), 2, "{list:?}");
+            assert!(list.iter().all(|(t, _)| keep(t)), "{list:?}");
+        }
+        assert_eq!(lists[1][0].0.id.to_string(), "open/send_mail");
+    }
+
     #[test]
     fn a_profile_shows_resources_of_the_servers_it_covers_whole() {
         let p = |tools: &[&str]| Profile {
