@@ -98,7 +98,8 @@ impl HybridIndex {
         examples: Arc<RouteExamples>,
     ) -> Result<Self, EmbedError> {
         Ok(Self {
-            lexical: RouteIndex::with_examples(catalog, bm25, examples.clone()),
+            // The hybrid's decision is the softmax's: no static vectors on its lexical side.
+            lexical: RouteIndex::with_vectors(catalog, bm25, examples.clone(), None),
             dense: EmbedIndex::with_examples(catalog, embedder, examples)?,
             params,
         })

@@ -148,13 +148,16 @@ impl RouteIndex {
     }
 
     /// Indexes every tool of `catalog` with `params` and each tool's example tasks; a
-    /// later [`Self::replace_server`] indexes the new tools with theirs too.
+    /// later [`Self::replace_server`] indexes the new tools with theirs too. With example
+    /// tasks the decision is the softmax's ([`super::Retriever::calibrated`]), which reads
+    /// no vectors, so the index keeps none.
     pub fn with_examples(
         catalog: &Catalog,
         params: Bm25fParams,
         examples: Arc<RouteExamples>,
     ) -> Self {
-        Self::with_vectors(catalog, params, examples, Some(StaticVectors::builtin()))
+        let vectors = examples.is_empty().then(StaticVectors::builtin);
+        Self::with_vectors(catalog, params, examples, vectors)
     }
 
     /// [`Self::with_examples`] with other static vectors, or none (then the decision's
