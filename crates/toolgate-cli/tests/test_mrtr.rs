@@ -499,3 +499,52 @@ async fn a_requeststate_is_its_principals_and_another_keys_retry_is_refused_and_
     alice.cancel().await.unwrap();
     bob.cancel().await.unwrap();
 }
+
+/// An upstream that asks its client for roots in the middle of a call (as server-everything
+/// does on a timer), on behalf of a 2026-07-28 client that did not declare roots: the ask
+/// is refused, and the call's own outcome decides the answer. A call that fails after it
+/// answers -32021 naming roots; a call the gateway's own timeout ends keeps its timeout
+/// error (it answered -32021 once, in CI, when server-everything's timer hit a slow call).
+#[tokio::test]
+async fn a_refused_ask_does_not_hide_the_gateways_own_timeout() {
+    let dir = TestDir::new();
+    let upstream = dir
+        .stdio_upstream("alpha", "alpha", &[])
+        .replace("call_timeout_secs = 20", "call_timeout_secs = 1");
+    let gw = HttpGateway::start(&dir.config("mode = \"direct\"", &[upstream]), &[]);
+    let client = modern_client_with(&gw.url, Declaring(json!({"sampling": {}}))).await;
+    let echo = |arguments: serde_json::Value| {
+        let mut params = CallToolRequestParams::new("alpha_echo");
+        params.arguments = arguments.as_object().cloned();
+        params
+    };
+
+    let failed = client
+        .call_tool_once(echo(
+            json!({"message": "m", "_ask_roots": true, "_error": "no roots"}),
+        ))
+        .await
+        .expect_err("a failed call that was refused roots names the capability");
+    let failed = failed.to_string();
+    assert!(failed.contains("roots"), "{failed}");
+
+    let slow = echo(json!({"message": "m", "_ask_roots": true, "_delay_ms": 5000}));
+    let timed_out = client.call_tool_once(slow).await.expect("a tool result");
+    let CallToolResponse::Complete(r) = timed_out else {
+        panic!("expected the timeout's result, got {timed_out:?}");
+    };
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+    assert!(text(&r).contains("call_timeout_secs"), "{r:?}");
+
+    let plain = echo(json!({"message": "fine", "_ask_roots": true}));
+    let done = client.call_tool_once(plain).await.expect("a tool result");
+    let CallToolResponse::Complete(r) = done else {
+        panic!("expected the result, got {done:?}");
+    };
+    assert_ne!(
+        r.is_error,
+        Some(true),
+        "a call that succeeded keeps its result: {r:?}"
+    );
+    client.cancel().await.unwrap();
+}

@@ -9,7 +9,7 @@ use rmcp::model::JsonObject;
 use serde_json::Value;
 
 /// Every reserved argument name; these are stripped before a call's arguments are echoed.
-pub const KNOB_NAMES: [&str; 9] = [
+pub const KNOB_NAMES: [&str; 10] = [
     "_delay_ms",
     "_result_bytes",
     "_error",
@@ -19,6 +19,7 @@ pub const KNOB_NAMES: [&str; 9] = [
     "_crash",
     "_log",
     "_log_after_ms",
+    "_ask_roots",
 ];
 
 /// Upper bound on `_result_bytes`, so a typo cannot make the fixture allocate gigabytes.
@@ -49,6 +50,9 @@ pub struct Knobs {
     /// `_log_after_ms`: send the `_log` message this long after the answer, outside the
     /// call, instead of before it.
     pub log_after_ms: Option<u64>,
+    /// `_ask_roots`: ask the client for its roots (`roots/list`) first, and go on whatever
+    /// it answers, as server-everything does on a timer.
+    pub ask_roots: bool,
 }
 
 impl Knobs {
@@ -72,6 +76,7 @@ impl Knobs {
                 "_crash" => self.crash = as_bool(key, value)?,
                 "_log" => self.log = Some(value.clone()),
                 "_log_after_ms" => self.log_after_ms = Some(as_u64(key, value)?),
+                "_ask_roots" => self.ask_roots = as_bool(key, value)?,
                 _ => {}
             }
         }

@@ -31,8 +31,10 @@
 //! | `_toggle_tool` | string | with `_list_changed`: hide that tool if shown, show it if hidden (for every session) |
 //! | `_crash` | bool | the process exits at once (status 70) mid-call, without answering |
 //! | `_log` | any | send a `notifications/message` at level `info` with this value as `data` |
+//! | `_log_after_ms` | integer | with `_log`: send it this long after the answer, outside the call |
+//! | `_ask_roots` | bool | ask the client `roots/list` first and go on whatever it answers |
 //!
-//! Side effects run in this order: `_crash`, `_log`, delay with progress, list change,
+//! Side effects run in this order: `_crash`, `_log`, `_ask_roots`, delay with progress, list change,
 //! then the answer (`_error`, else the result).
 //!
 //! # Faults

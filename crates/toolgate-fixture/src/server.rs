@@ -127,7 +127,8 @@ impl FixtureServer {
         true
     }
 
-    /// Runs the knobs' side effects (log, progress, delay, list change) in that order.
+    /// Runs the knobs' side effects (log, roots asked, progress, delay, list change) in
+    /// that order.
     async fn side_effects(
         &self,
         knobs: &Knobs,
@@ -143,6 +144,14 @@ impl FixtureServer {
                 });
             }
             (None, _) => {}
+        }
+        if knobs.ask_roots {
+            // Roots are deprecated (SEP-2577), but servers still ask for them.
+            #[allow(deprecated)]
+            let asked = context.peer.list_roots().await;
+            if let Err(error) = asked {
+                tracing::debug!(%error, "roots/list was refused");
+            }
         }
         self.wait(knobs, context).await;
         if knobs.list_changed {

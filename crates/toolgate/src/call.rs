@@ -116,6 +116,9 @@ pub trait ClientRelay: Send + Sync {
     /// Told when the upstream of this client's own call asked for `kind` and this client
     /// could not be asked (so the front can answer with the capability it lacks).
     fn refused(&self, _kind: RelayKind) {}
+    /// Told when the gateway's own timeout ([`TIMEOUT_SETTING`]) ended this client's call:
+    /// it failed for that, whatever the upstream asked meanwhile.
+    fn timed_out(&self) {}
     /// Whom this client's call acts for. An upstream's request or log that names no call
     /// goes to a client only while every call in flight on that upstream acts for the same
     /// principal (`upstream/requests.rs`): one key's calls never see another's.

@@ -260,11 +260,7 @@ pub(super) fn finish(
         // flight then) keeps its result.
         // A call the gateway's own timeout ended did not fail for want of the capability,
         // even if a timer-driven ask was refused while it ran.
-        let timed_out = result.content.iter().any(|c| {
-            c.as_text()
-                .is_some_and(|t| t.text.contains(crate::call::TIMEOUT_SETTING))
-        });
-        let failed = result.is_error == Some(true) && !timed_out;
+        let failed = result.is_error == Some(true) && !relay.ended_by_timeout();
         if let Some(missing) = failed
             .then(|| super::request::undeclared(&relay, context))
             .flatten()

@@ -12,6 +12,7 @@ use rmcp::model::{ClientResult, GetExtensions, RequestId, ServerNotification, Se
 use rmcp::service::{OriginatingRequestId, Peer, RequestContext, RoleServer};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +29,8 @@ pub(super) struct SessionRelay {
     modern: bool,
     /// What the call's upstream asked for that this client could not be asked.
     refused: Mutex<Option<RelayKind>>,
+    /// The gateway's own timeout ended a call of this client's.
+    timed_out: AtomicBool,
     /// A 2026-07-28 request's `inputResponses` and resumed upstream state (`upstream::mrtr`).
     mrtr: Option<MrtrRequest>,
     /// The upstream's `input_required` answer, with the upstream and tool it came from.
@@ -69,6 +72,7 @@ impl SessionRelay {
             origin: context.id.clone(),
             modern: true,
             refused: Mutex::new(None),
+            timed_out: AtomicBool::new(false),
             mrtr: Some(mrtr),
             asked: Mutex::new(None),
             log_floor: context.meta.log_level(),
@@ -80,6 +84,11 @@ impl SessionRelay {
     /// What the call's upstream asked for and this client could not be asked, if anything.
     pub(super) fn refused_kind(&self) -> Option<RelayKind> {
         *self.refused.lock().expect("refused")
+    }
+
+    /// True when the gateway's own timeout ended a call of this client's.
+    pub(super) fn ended_by_timeout(&self) -> bool {
+        self.timed_out.load(Ordering::Relaxed)
     }
 
     /// The upstream's `input_required` answer (upstream, tool, result), if it gave one.
@@ -99,6 +108,7 @@ pub(super) fn relay_for(
         origin: context.id.clone(),
         modern: false,
         refused: Mutex::new(None),
+        timed_out: AtomicBool::new(false),
         mrtr: None,
         asked: Mutex::new(None),
         log_floor: None,
@@ -114,6 +124,10 @@ impl ClientRelay for SessionRelay {
 
     fn refused(&self, kind: RelayKind) {
         self.refused.lock().expect("refused").get_or_insert(kind);
+    }
+
+    fn timed_out(&self) {
+        self.timed_out.store(true, Ordering::Relaxed);
     }
 
     fn mrtr(&self) -> Option<MrtrRequest> {
