@@ -22,16 +22,12 @@ pub struct CallOutcome {
     pub meta: Option<Value>,
 }
 
-/// The setting a timeout's message names; also how a finished call's result is known to
-/// have been ended by the gateway's own timeout (`front::inputs::finish`).
-pub const TIMEOUT_SETTING: &str = "call_timeout_secs";
-
 /// Why a call did not produce an outcome. Each message names the upstream.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
     #[error("upstream {0:?} is not connected ({1}); try again shortly or run `toolgate check`")]
     Unavailable(String, String),
-    #[error("upstream {server:?} did not answer {tool:?} within {secs:.1} s ({TIMEOUT_SETTING})")]
+    #[error("upstream {server:?} did not answer {tool:?} within {secs:.1} s (call_timeout_secs)")]
     Timeout {
         server: String,
         tool: String,
@@ -116,7 +112,7 @@ pub trait ClientRelay: Send + Sync {
     /// Told when the upstream of this client's own call asked for `kind` and this client
     /// could not be asked (so the front can answer with the capability it lacks).
     fn refused(&self, _kind: RelayKind) {}
-    /// Told when the gateway's own timeout ([`TIMEOUT_SETTING`]) ended this client's call:
+    /// Told when the gateway's own timeout (`call_timeout_secs`) ended this client's call:
     /// it failed for that, whatever the upstream asked meanwhile.
     fn timed_out(&self) {}
     /// Whom this client's call acts for. An upstream's request or log that names no call

@@ -218,11 +218,7 @@ impl Gateway {
         let start = Instant::now();
         let metrics = &self.observe.metrics;
         metrics.gateway_added(surface, start.duration_since(since));
-        let relay = opts.relay.clone();
         let result = self.call(tool, arguments, opts).await;
-        if let (Err(CallError::Timeout { .. }), Some(relay)) = (&result, &relay) {
-            relay.timed_out();
-        }
         let kind = match &result {
             Ok(o) if o.is_error => Kind::ToolError,
             Ok(_) => Kind::Ok,

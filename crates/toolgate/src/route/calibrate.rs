@@ -4,9 +4,10 @@
 //!
 //! No feature is a raw score, a term or a size of one catalog: each is a ratio of scores,
 //! a share of the task's terms, a count of near-equal competitors, or whether the tools'
-//! descriptions alone, or the static vectors' reading of meaning, agree with the ranking. (How many tools matched and how many words
-//! the task has were features until 2026-12-02: they describe a catalog's size and its
-//! users' style more than one ranking, and the left-out check improved without them.) [`Calibration::fit`] fits the
+//! descriptions alone, or the static vectors' reading of meaning, agree with the ranking.
+//! (How many tools matched and how many words the task has were features until
+//! 2026-12-02: they describe a catalog's size and its users' style more than one ranking,
+//! and the left-out check improved without them.) [`Calibration::fit`] fits the
 //! weights (Newton's method, L2-regularised, each catalog weighing the same); the weights
 //! the gateway ships ([`Calibration::DEFAULT`]) were fitted on the tuning splits of the
 //! three public sets, and `toolgate eval route --leave-one-out` checks them the honest way

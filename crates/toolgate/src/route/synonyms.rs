@@ -137,18 +137,21 @@ pub fn of(term: &str) -> &'static [String] {
 /// terms that count as words of the task. `text` is the task itself (a phrase's words
 /// may be stop words).
 pub fn phrases(analyzer: &Analyzer, text: &str) -> Vec<String> {
-    let words = words(text);
     let mut out: Vec<String> = Vec::new();
-    for (phrase, meaning) in PHRASES {
-        if words.windows(phrase.len()).any(|w| w == *phrase) {
-            for m in meaning.iter().filter_map(|m| analyzer.word(m)) {
-                if !out.contains(&m) {
-                    out.push(m);
-                }
-            }
+    for m in phrase_meanings(&words(text)).filter_map(|m| analyzer.word(m)) {
+        if !out.contains(&m) {
+            out.push(m);
         }
     }
     out
+}
+
+/// The meanings of the phrases `words` hold, unstemmed, in table order.
+fn phrase_meanings(words: &[String]) -> impl Iterator<Item = &'static str> + '_ {
+    PHRASES
+        .iter()
+        .filter(|(phrase, _)| words.windows(phrase.len()).any(|w| w == *phrase))
+        .flat_map(|(_, meaning)| meaning.iter().copied())
 }
 
 /// The task with the words the table gives its words appended, unstemmed ("list my
@@ -157,11 +160,10 @@ pub fn phrases(analyzer: &Analyzer, text: &str) -> Vec<String> {
 pub fn with_meanings(text: &str) -> String {
     let words = words(text);
     let has = |w: &str| words.iter().any(|x| x == w);
-    let mut out = text.to_string();
-    let mut add = |w: &str| {
-        if !has(w) && !out.split(' ').any(|x| x == w) {
-            out.push(' ');
-            out.push_str(w);
+    let mut added: Vec<&str> = Vec::new();
+    let mut add = |w: &'static str| {
+        if !has(w) && !added.contains(&w) {
+            added.push(w);
         }
     };
     for group in GROUPS.iter().filter(|g| g.iter().any(|w| has(w))) {
@@ -170,17 +172,16 @@ pub fn with_meanings(text: &str) -> String {
     for (_, implied) in IMPLIES.iter().filter(|(w, _)| has(w)) {
         implied.iter().for_each(|w| add(w));
     }
-    for (phrase, meaning) in PHRASES {
-        if words.windows(phrase.len()).any(|w| w == *phrase) {
-            meaning.iter().for_each(|w| add(w));
-        }
-    }
+    phrase_meanings(&words).for_each(&mut add);
     for (verb, objects, meaning) in SENSES {
         if has(verb) && objects.iter().any(|o| has(o)) {
             add(meaning);
         }
     }
-    out
+    std::iter::once(text)
+        .chain(added)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The task's words, lowercased, unstemmed (stop words kept).

@@ -285,15 +285,20 @@ impl Upstream {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         drop(route);
-        if let Err(ServiceError::McpError(e)) = &response {
-            // The upstream needs a capability this call's client did not declare: the
-            // front answers with the same error (-32021).
-            if e.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
-                if let Some(relay) = &opts.relay {
+        if let (Err(e), Some(relay)) = (&response, &opts.relay) {
+            match e {
+                // The upstream needs a capability this call's client did not declare: the
+                // front answers with the same error (-32021).
+                ServiceError::McpError(e)
+                    if e.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+                {
                     mrtr::missing_kinds(e.data.as_ref())
                         .into_iter()
                         .for_each(|k| relay.refused(k));
                 }
+                // The gateway's own timeout ended the call, whatever was refused meanwhile.
+                ServiceError::Timeout { .. } => relay.timed_out(),
+                _ => {}
             }
         }
         let result = response.map_err(|e| {
