@@ -19,6 +19,9 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use std::borrow::Cow;
 
+// A handler whose future is large boxes it: rmcp's dispatch (`handle_request`) holds the
+// largest of them inline, and each request's task holds the dispatch, copied whole wherever
+// it moves (`front::fast::tests::a_calls_task_is_small`).
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(capabilities());
@@ -47,7 +50,7 @@ impl ServerHandler for Session {
     }
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
-        listen::run(self.gw().clone(), context).await;
+        Box::pin(listen::run(self.gw().clone(), context)).await;
         Ok(())
     }
 
@@ -184,7 +187,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let caller = self.bound_caller(&context)?;
-        let r = resources::read(self.gw(), &caller, &request.uri, &context).await;
+        let r = Box::pin(resources::read(self.gw(), &caller, &request.uri, &context)).await;
         r.map(|mut r| {
             r.result_type = Some(ResultType::COMPLETE);
             r.into()
@@ -198,7 +201,13 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let caller = self.bound_caller(&context)?;
-        resources::subscribe(self.gw(), &caller, &request.uri, &self.state.subs).await
+        Box::pin(resources::subscribe(
+            self.gw(),
+            &caller,
+            &request.uri,
+            &self.state.subs,
+        ))
+        .await
     }
 
     #[allow(deprecated)]
@@ -207,7 +216,12 @@ impl ServerHandler for Session {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        resources::unsubscribe(self.gw(), &request.uri, &self.state.subs).await
+        Box::pin(resources::unsubscribe(
+            self.gw(),
+            &request.uri,
+            &self.state.subs,
+        ))
+        .await
     }
 
     async fn list_prompts(
@@ -227,7 +241,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let caller = self.bound_caller(&context)?;
-        prompts::get(self.gw(), &caller, request, &context).await
+        Box::pin(prompts::get(self.gw(), &caller, request, &context)).await
     }
 
     async fn complete(
@@ -235,7 +249,12 @@ impl ServerHandler for Session {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        let mut r = prompts::complete(self.gw(), &self.bound_caller(&context)?, request).await?;
+        let mut r = Box::pin(prompts::complete(
+            self.gw(),
+            &self.bound_caller(&context)?,
+            request,
+        ))
+        .await?;
         r.result_type = Some(ResultType::COMPLETE);
         Ok(r)
     }
