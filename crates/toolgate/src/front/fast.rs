@@ -443,10 +443,11 @@ impl Transport<RoleServer> for Nowhere {
 mod tests {
     use super::*;
 
-    /// rmcp's dispatch of every request kind, which the lane's task and rmcp's own
-    /// per-request tasks hold, is as large as its largest handler; the handlers box what
-    /// is large (`front/handler.rs`), so it stays small. With nothing boxed it was 40 KiB,
-    /// with only the call boxed 8 KiB (a debug build), copied whole wherever it moves.
+    /// rmcp's dispatch of every request kind, which the lane's task (in a box) and rmcp's
+    /// own per-request tasks hold, is as large as its largest handler; what is large is
+    /// boxed where it starts (`Upstream::request`, the call in `Session::call_tool`), so it
+    /// stays small. With nothing boxed it was 40 KiB, with only the call boxed 8 KiB (a
+    /// debug build), copied whole wherever it moves.
     #[tokio::test]
     async fn a_calls_task_is_small() {
         let gw = crate::gateway::Gateway::start(crate::config::Config::empty());

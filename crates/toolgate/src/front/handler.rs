@@ -19,9 +19,10 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use std::borrow::Cow;
 
-// A handler whose future is large boxes it: rmcp's dispatch (`handle_request`) holds the
-// largest of them inline, and each request's task holds the dispatch, copied whole wherever
-// it moves (`front::fast::tests::a_calls_task_is_small`).
+// rmcp's dispatch (`handle_request`) holds the largest handler's future inline, and each
+// request's task holds the dispatch, moved whole (`front::fast::tests::a_calls_task_is_small`):
+// what is large is boxed where it starts (`Upstream::request`, `Gateway::call`), and here
+// only the call's trace and `listen`'s loop.
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(capabilities());
@@ -187,7 +188,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let caller = self.bound_caller(&context)?;
-        let r = Box::pin(resources::read(self.gw(), &caller, &request.uri, &context)).await;
+        let r = resources::read(self.gw(), &caller, &request.uri, &context).await;
         r.map(|mut r| {
             r.result_type = Some(ResultType::COMPLETE);
             r.into()
@@ -201,13 +202,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let caller = self.bound_caller(&context)?;
-        Box::pin(resources::subscribe(
-            self.gw(),
-            &caller,
-            &request.uri,
-            &self.state.subs,
-        ))
-        .await
+        resources::subscribe(self.gw(), &caller, &request.uri, &self.state.subs).await
     }
 
     #[allow(deprecated)]
@@ -216,12 +211,7 @@ impl ServerHandler for Session {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        Box::pin(resources::unsubscribe(
-            self.gw(),
-            &request.uri,
-            &self.state.subs,
-        ))
-        .await
+        resources::unsubscribe(self.gw(), &request.uri, &self.state.subs).await
     }
 
     async fn list_prompts(
@@ -241,7 +231,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let caller = self.bound_caller(&context)?;
-        Box::pin(prompts::get(self.gw(), &caller, request, &context)).await
+        prompts::get(self.gw(), &caller, request, &context).await
     }
 
     async fn complete(
@@ -249,12 +239,7 @@ impl ServerHandler for Session {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        let mut r = Box::pin(prompts::complete(
-            self.gw(),
-            &self.bound_caller(&context)?,
-            request,
-        ))
-        .await?;
+        let mut r = prompts::complete(self.gw(), &self.bound_caller(&context)?, request).await?;
         r.result_type = Some(ResultType::COMPLETE);
         Ok(r)
     }

@@ -240,7 +240,21 @@ impl Upstream {
     }
 
     /// Sends any client request (`method`, `params`) and returns the result as JSON.
+    ///
+    /// Boxed, as `Gateway::call` boxes a tool call: the request's future is kilobytes (rmcp's
+    /// send and wait), and each future that awaits it inline is as large, rmcp's dispatch of
+    /// every request kind included, which every request's task holds and moves whole
+    /// (`front::fast::tests::a_calls_task_is_small`).
     pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        opts: RequestOptions,
+    ) -> Result<Value, CallError> {
+        Box::pin(self.request_inline(method, params, opts)).await
+    }
+
+    async fn request_inline(
         &self,
         method: &str,
         params: Value,
