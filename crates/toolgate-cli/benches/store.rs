@@ -231,21 +231,21 @@ fn rss_kib() -> u64 {
 /// Child mode: keeps 10,000 paged results (two 1 KiB pages each) idle in a session store
 /// over `backend`, and prints the RSS it grew by, in KiB.
 fn idle_cursors(backend: &str, dir: &Path, redis_port: Option<u16>) {
-    use toolgate::exec::{SessionStore, StoreLimits};
-    use toolgate::store::Store;
+    use toolgate_core::exec::{SessionStore, StoreLimits};
+    use toolgate_core::store::Store;
     let store: Option<std::sync::Arc<dyn Store>> = match backend {
         "memory" => None,
         "embedded" => Some(std::sync::Arc::new(
-            toolgate::store::embedded::EmbeddedStore::open(
+            toolgate_core::store::embedded::EmbeddedStore::open(
                 &dir.join("idle.redb"),
-                toolgate::store::seal::Sealer::new([9; 32]),
+                toolgate_core::store::seal::Sealer::new([9; 32]),
             )
             .unwrap(),
         )),
         _ => Some(std::sync::Arc::new(
-            toolgate::store::redis::RedisStore::open(
+            toolgate_core::store::redis::RedisStore::open(
                 &format!("redis://127.0.0.1:{}", redis_port.unwrap()),
-                toolgate::store::seal::Sealer::new([9; 32]),
+                toolgate_core::store::seal::Sealer::new([9; 32]),
             )
             .unwrap(),
         )),
@@ -258,7 +258,7 @@ fn idle_cursors(backend: &str, dir: &Path, redis_port: Option<u16>) {
     };
     let s: SessionStore =
         SessionStore::new(limits).with_durable(store, tokio_util::sync::CancellationToken::new());
-    let owner = toolgate::principal::Principal::local();
+    let owner = toolgate_core::principal::Principal::local();
     let page = "x".repeat(1024);
     let before = rss_kib();
     let mut keep = Vec::with_capacity(IDLE_CURSORS);

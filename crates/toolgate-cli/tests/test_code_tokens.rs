@@ -6,8 +6,8 @@ mod common;
 use common::skills::skills_setup;
 use common::*;
 use serde_json::json;
-use toolgate::shape::tokens::openai_form;
-use toolgate::shape::Encoding;
+use toolgate_route::shape::tokens::openai_form;
+use toolgate_route::shape::Encoding;
 
 #[tokio::test]
 async fn the_code_column_is_what_a_code_mode_session_with_skills_lists() {

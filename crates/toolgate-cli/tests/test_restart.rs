@@ -44,7 +44,7 @@ async fn a_restarted_gateway_continues_cursors_and_delivers_what_finished() {
     // Before: page one and two of a large result, one operation finished but not
     // collected, one still running.
     let (mut first, log) =
-        HttpGateway::start_logging(&config, &[], Some("info,toolgate::exec=debug"));
+        HttpGateway::start_logging(&config, &[], Some("info,toolgate_core::exec=debug"));
     let (client, _) = connect_http(&first.url).await;
     let r = call(
         &client,

@@ -67,10 +67,10 @@ fn a_missing_model_file_is_named() {
 #[cfg(feature = "embed")]
 #[tokio::test]
 async fn route_finds_a_paraphrase_with_the_model() {
-    let Some(model) = std::env::var_os(toolgate::route::MODEL_ENV) else {
+    let Some(model) = std::env::var_os(toolgate_route::MODEL_ENV) else {
         panic!(
             "set {} to the model folder (scripts/fetch-embed-model.sh DIR prints it)",
-            toolgate::route::MODEL_ENV
+            toolgate_route::MODEL_ENV
         );
     };
     let task = json!({"task": "any coupons I could use at Macy's?"});

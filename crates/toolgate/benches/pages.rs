@@ -5,9 +5,9 @@
 //! the time per MiB (a one-pass pager keeps that flat as the size grows).
 
 use std::time::Instant;
-use toolgate::exec::{shape, DEFAULT_BUDGET};
-use toolgate::shape::tokens::Encoding;
-use toolgate::upstream::CallOutcome;
+use toolgate_core::call::CallOutcome;
+use toolgate_core::exec::{shape, DEFAULT_BUDGET};
+use toolgate_route::shape::tokens::Encoding;
 
 fn main() {
     // Log-like text: lines of words, numbers and punctuation, as tools return.

@@ -4,16 +4,16 @@
 //! skills folder, the route index (kept in step with the catalog, re-indexing only the
 //! servers that changed) with route's selections, and the catalog under the direct profile.
 
-use crate::catalog::{Catalog, ToolId, ToolRecord};
-use crate::exec::{SessionStore, StoreLimits, Validators};
 use crate::gateway::Gateway;
 use crate::policy::Caller;
-use crate::principal::{Principal, Refused};
-use crate::route::{RouteIndex, SnapshotIndex};
-use crate::shape::{ProfileView, SurfaceOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolgate_core::catalog::{Catalog, ToolId, ToolRecord};
+use toolgate_core::exec::{SessionStore, StoreLimits, Validators};
+use toolgate_core::principal::{Principal, Refused};
+use toolgate_route::shape::{ProfileView, SurfaceOptions};
+use toolgate_route::{RouteIndex, SnapshotIndex};
 
 /// How long a selection made by route stays usable.
 const SELECTION_TTL: Duration = Duration::from_secs(3600);
@@ -171,7 +171,7 @@ impl Engine {
 
     /// Remembers route's choice for `owner`; the selectionId execute takes.
     pub(crate) fn remember(&self, owner: &Principal, tool: &ToolId) -> String {
-        let id = format!("sel-{}", crate::ids::random_hex(16));
+        let id = format!("sel-{}", toolgate_core::ids::random_hex(16));
         let mut sel = self.selections.lock().expect("selections");
         if sel.len() >= MAX_SELECTIONS {
             let cutoff = Instant::now() - SELECTION_TTL;
@@ -223,7 +223,7 @@ impl Engine {
     }
 
     fn recall_stored(&self, owner: &Principal, id: &str) -> Result<ToolId, Refused> {
-        use crate::exec::StoreError;
+        use toolgate_core::exec::StoreError;
         match self.store.stored_selection(owner, id, SELECTION_TTL) {
             Ok(Some((server, name))) => Ok(ToolId { server, name }),
             Ok(None) => Err(Refused::stale(format!(
@@ -299,7 +299,7 @@ fn initial_index(g: &crate::config::GuidedConfig) -> Box<dyn SnapshotIndex> {
     let examples = g.route_examples.clone();
     #[cfg(feature = "embed")]
     if let Some(dir) = &g.route_model {
-        use crate::route::{Embedder, FusionParams, HybridIndex};
+        use toolgate_route::{Embedder, FusionParams, HybridIndex};
         let built = Embedder::load(dir).and_then(|model| {
             HybridIndex::with_examples(
                 &empty,
@@ -319,4 +319,25 @@ fn initial_index(g: &crate::config::GuidedConfig) -> Box<dyn SnapshotIndex> {
         Default::default(),
         examples,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_engine_builds_one_view_per_snapshot() {
+        let gw = crate::gateway::Gateway::start(crate::config::Config::empty());
+        let engine = crate::engine::Engine::new(gw.clone());
+        let current = gw.catalog();
+        let a = engine.view(&current);
+        assert!(
+            Arc::ptr_eq(&a, &engine.view(&current)),
+            "reused, not rebuilt"
+        );
+        let next = Arc::new(toolgate_core::catalog::Catalog::default());
+        let b = engine.view(&next);
+        assert!(!Arc::ptr_eq(&a, &b) && Arc::ptr_eq(&b.catalog, &next));
+        gw.shutdown().await;
+    }
 }

@@ -1,7 +1,6 @@
 //! The hub: owns the upstreams and the current catalog snapshot, which it rebuilds
 //! whenever an upstream connects, drops, or changes its tool list.
 
-use crate::catalog::{Catalog, ToolId, ToolInput, ToolRecord};
 use crate::config::Config;
 use crate::upstream::{supervise, CallError, CallOptions, CallOutcome, Upstream, UpstreamStatus};
 use serde_json::{Map, Value};
@@ -11,6 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use toolgate_core::catalog::{Catalog, ToolId, ToolInput, ToolRecord};
 
 /// A running gateway. Cheap to share (`Arc`); `shutdown` stops every upstream.
 pub struct Gateway {
@@ -33,7 +33,7 @@ pub struct Gateway {
     /// shutdown kills the waiting ones.
     pub code_workers: Arc<crate::code::pool::WorkerPool>,
     /// Tool calls in flight, for a bounded drain at shutdown (`drain`).
-    pub drain: crate::drain::Drain,
+    pub drain: toolgate_core::drain::Drain,
     /// The configuration warnings last logged (`config_warnings`), so each is logged once
     /// when it appears rather than on every rebuild.
     warned: std::sync::Mutex<Vec<String>>,
@@ -44,9 +44,9 @@ pub struct Gateway {
     /// the client's retry brings the answer (see `front/inputs.rs`).
     pub parked: crate::upstream::mrtr::ParkedCalls,
     /// Metrics, each session's token count, recent route decisions (`/metrics`, `/ui`).
-    pub observe: crate::observe::Observer,
+    pub observe: toolgate_core::observe::Observer,
     /// Where handles outlive the process (`[store]`); `None`: memory only.
-    pub durable: Option<Arc<dyn crate::store::Store>>,
+    pub durable: Option<Arc<dyn toolgate_core::store::Store>>,
 }
 
 impl Gateway {
@@ -59,7 +59,7 @@ impl Gateway {
     /// [`start`](Self::start), keeping handles in `durable` as well as in memory.
     pub fn start_with_store(
         config: Config,
-        durable: Option<Arc<dyn crate::store::Store>>,
+        durable: Option<Arc<dyn toolgate_core::store::Store>>,
     ) -> Arc<Self> {
         let upstreams: BTreeMap<_, _> = config
             .upstreams
@@ -67,7 +67,7 @@ impl Gateway {
             .map(|u| (u.name.clone(), Upstream::new(u.clone())))
             .collect();
         let stop = CancellationToken::new();
-        let drain = crate::drain::Drain::under(&stop);
+        let drain = toolgate_core::drain::Drain::under(&stop);
         let gw = Arc::new(Self {
             upstreams,
             catalog: watch::channel(Arc::new(Catalog::default())).0,
@@ -186,7 +186,7 @@ impl Gateway {
 
     /// Begins the drain: no call starts from now on; calls in flight get `grace` to finish,
     /// then end with an error saying the gateway is shutting down. Returns what it found.
-    pub async fn drain(&self, grace: Duration) -> crate::drain::Drained {
+    pub async fn drain(&self, grace: Duration) -> toolgate_core::drain::Drained {
         // Closed before it is said: a call asked after the line below is never run.
         self.drain.close();
         let running = self.drain.in_flight();
@@ -214,7 +214,7 @@ impl Gateway {
         arguments: Map<String, Value>,
         opts: CallOptions,
     ) -> Result<CallOutcome, CallError> {
-        use crate::observe::CallOutcomeKind as Kind;
+        use toolgate_core::observe::CallOutcomeKind as Kind;
         let start = Instant::now();
         let metrics = &self.observe.metrics;
         metrics.gateway_added(surface, start.duration_since(since));
@@ -385,12 +385,12 @@ impl Gateway {
 }
 
 /// The error a call gets when the gateway stops before or while it runs.
-fn shutting_down(tool: &str, why: crate::drain::ShuttingDown) -> CallError {
+fn shutting_down(tool: &str, why: toolgate_core::drain::ShuttingDown) -> CallError {
     CallError::ShuttingDown(match why {
-        crate::drain::ShuttingDown::NotStarted => format!(
+        toolgate_core::drain::ShuttingDown::NotStarted => format!(
             "the gateway is shutting down: {tool} was not run; call it again once the gateway is back"
         ),
-        crate::drain::ShuttingDown::Cut => format!(
+        toolgate_core::drain::ShuttingDown::Cut => format!(
             "the gateway is shutting down: {tool} was still running at the end of the shutdown grace period and was cancelled; it may or may not have taken effect, so check before calling it again"
         ),
     })

@@ -6,8 +6,8 @@
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use std::path::Path;
-use toolgate::catalog::{ToolId, ToolRecord};
 use toolgate::config::Config;
+use toolgate_core::catalog::{ToolId, ToolRecord};
 
 fn cases(n: u32) -> ProptestConfig {
     let n = std::env::var("PROPTEST_CASES")
@@ -169,7 +169,7 @@ proptest! {
     /// skipped), and a second validation with the cached validator agrees with the first.
     #[test]
     fn validation_answers_and_agrees_with_itself(schema in json_value(), args in json_value()) {
-        let v = toolgate::exec::Validators::new();
+        let v = toolgate_core::exec::Validators::new();
         let t = tool(schema);
         let first = format!("{:?}", v.validate(&t, &args));
         let second = format!("{:?}", v.validate(&t, &args));
@@ -181,12 +181,12 @@ proptest! {
     /// local one is idempotent in shape (rewritten again, it keeps its top-level type).
     #[test]
     fn schema_rewriters_take_any_schema(schema in json_value()) {
-        let slim = toolgate::shape::slim_schema(&schema, &Default::default(), &Default::default());
+        let slim = toolgate_route::shape::slim_schema(&schema, &Default::default(), &Default::default());
         prop_assert_eq!(slim.get("type"), schema.get("type"));
-        let slimmer = toolgate::shape::slim_schema(&slim, &Default::default(), &Default::default());
+        let slimmer = toolgate_route::shape::slim_schema(&slim, &Default::default(), &Default::default());
         prop_assert_eq!(&slimmer, &slim);
-        let local = toolgate::shape::rewrite_schema(&schema, &Default::default());
-        let again = toolgate::shape::rewrite_schema(&local, &Default::default());
+        let local = toolgate_route::shape::rewrite_schema(&schema, &Default::default());
+        let again = toolgate_route::shape::rewrite_schema(&local, &Default::default());
         prop_assert_eq!(local.get("type"), again.get("type"));
     }
 
@@ -195,7 +195,7 @@ proptest! {
     #[test]
     fn pages_hold_the_whole_text_within_budget(text in "(.{0,40}\n?){0,40}", budget in 1usize..50) {
         let count = |s: &str| s.chars().count();
-        let pages = toolgate::exec::pages::split_pages(&text, budget, &count);
+        let pages = toolgate_core::exec::pages::split_pages(&text, budget, &count);
         prop_assert_eq!(pages.concat(), text.clone());
         for p in &pages {
             prop_assert!(count(p) <= budget || p.chars().count() == 1, "{} > {budget}: {p:?}", count(p));
@@ -207,7 +207,7 @@ proptest! {
     #[test]
     fn pii_tokens_restore_exactly(user in "[a-z]{1,8}", domain in "[a-z]{2,8}", noise in ".{0,40}") {
         let vault = toolgate::code::pii::Vault::default();
-        let owner = toolgate::principal::Principal::key("k");
+        let owner = toolgate_core::principal::Principal::key("k");
         let email = format!("{user}@{domain}.com");
         let original = json!({"note": format!("{noise} write to {email} today"), "n": [email.clone(), 1]});
         let mut v = original.clone();

@@ -3,11 +3,11 @@
 //! their meaning or are the operator's own.
 
 use serde_json::{json, Value};
-use toolgate::catalog::file::parse_catalog;
-use toolgate::catalog::Catalog;
 use toolgate::guided::route::{respond, RouteContext};
-use toolgate::route::RouteIndex;
-use toolgate::shape::{SlimOptions, ToolOverride};
+use toolgate_core::catalog::file::parse_catalog;
+use toolgate_core::catalog::Catalog;
+use toolgate_route::shape::{SlimOptions, ToolOverride};
+use toolgate_route::RouteIndex;
 
 const TOOLS: &str = r#"[
   {"server": "tickets", "tool": {"name": "search_issues", "description": "Search issues with a query language (e.g. 'project = WEB AND status = open'). Returns keys.",
@@ -34,7 +34,7 @@ fn ask(cx: &RouteContext, args: Value) -> (Value, Vec<String>) {
 fn answers_run_at_once_list_what_is_shown_and_keep_summaries_whole() {
     let catalog = Catalog::from_entries(parse_catalog(TOOLS).unwrap());
     let index = RouteIndex::build(&catalog);
-    let hide_delete = |t: &toolgate::catalog::ToolRecord| t.id.name != "delete_issue";
+    let hide_delete = |t: &toolgate_core::catalog::ToolRecord| t.id.name != "delete_issue";
     let mut slim = SlimOptions::default();
     slim.tools.insert(
         "tickets/get_issue".into(),
@@ -47,7 +47,7 @@ fn answers_run_at_once_list_what_is_shown_and_keep_summaries_whole() {
         catalog: &catalog,
         retriever: &index,
         view: None,
-        threshold: toolgate::route::DEFAULT_THRESHOLD,
+        threshold: toolgate_route::DEFAULT_THRESHOLD,
         meta_prefix: "",
         servers: catalog.servers(),
         shows: Some(&hide_delete),

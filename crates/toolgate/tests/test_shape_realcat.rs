@@ -5,9 +5,9 @@ mod support;
 
 use serde_json::Value;
 use support::instances::instance;
-use toolgate::catalog::{load_catalog_file, Catalog};
 use toolgate::measure::{LintReport, TokenReport};
-use toolgate::shape::{listing, Encoding, Profile, SurfaceOptions};
+use toolgate_core::catalog::{load_catalog_file, Catalog};
+use toolgate_route::shape::{listing, Encoding, Profile, SurfaceOptions};
 
 /// realcat, or `None` when the shared datasets are missing (outside CI).
 fn realcat() -> Option<Catalog> {

@@ -4,15 +4,15 @@ mod support;
 
 use serde_json::{json, Value};
 use std::sync::Arc;
-use toolgate::catalog::{
-    load_catalog_file, load_queries_file, Catalog, CatalogEntry, LabelledQuery,
-};
 use toolgate::guided::route::{respond, RouteContext};
 use toolgate::guided::surface::{code_tools, meta_tools, CODE_INSTRUCTIONS, INSTRUCTIONS};
 use toolgate::measure::simulate::{selection_id, simulate, simulate_task, SimOptions};
-use toolgate::route::RouteIndex;
-use toolgate::shape::Encoding;
+use toolgate_core::catalog::{
+    load_catalog_file, load_queries_file, Catalog, CatalogEntry, LabelledQuery,
+};
 use toolgate_fixture::instance::minimal_instance;
+use toolgate_route::shape::Encoding;
+use toolgate_route::RouteIndex;
 
 fn count(s: &str) -> usize {
     Encoding::O200k.count(s)
@@ -93,7 +93,7 @@ fn tiny_case_by_hand() {
         catalog: &catalog,
         retriever: &index,
         view: None,
-        threshold: toolgate::route::DEFAULT_THRESHOLD,
+        threshold: toolgate_route::DEFAULT_THRESHOLD,
         meta_prefix: "",
         servers: catalog.servers(),
         shows: None,

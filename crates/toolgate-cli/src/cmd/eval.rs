@@ -8,10 +8,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-use toolgate::catalog::{load_catalog_file, load_queries_file, Catalog, LabelledQuery};
-use toolgate::route::calibrate::FEATURE_NAMES;
-use toolgate::route::eval::{evaluate, summarize, sweep, sweep_thresholds, Split, Summary};
-use toolgate::route::{
+use toolgate_core::catalog::{load_catalog_file, load_queries_file, Catalog, LabelledQuery};
+use toolgate_route::calibrate::FEATURE_NAMES;
+use toolgate_route::eval::{evaluate, summarize, sweep, sweep_thresholds, Split, Summary};
+use toolgate_route::{
     Bm25fParams, Retriever, RouteExamples, RouteIndex, RouteOptions, DEFAULT_THRESHOLD,
     EXAMPLES_THRESHOLD,
 };
@@ -258,7 +258,7 @@ fn weight_sweep(
     params: Bm25fParams,
     examples: Arc<RouteExamples>,
 ) -> Result<()> {
-    use toolgate::route::{Embedder, FusionParams, HybridIndex, PrecomputedQueries};
+    use toolgate_route::{Embedder, FusionParams, HybridIndex, PrecomputedQueries};
     let fusion: FusionParams = match &args.fusion {
         Some(text) => serde_json::from_str(text).context("--fusion is not fusion parameters")?,
         None => FusionParams::default(),
@@ -294,7 +294,7 @@ fn weight_sweep(
             vectors: &vectors,
         };
         let opts = RouteOptions {
-            threshold: args.threshold.unwrap_or(toolgate::route::HYBRID_THRESHOLD),
+            threshold: args.threshold.unwrap_or(toolgate_route::HYBRID_THRESHOLD),
             depth: args.k.max(5),
             ..RouteOptions::default()
         };
@@ -330,7 +330,7 @@ fn hybrid(
     params: Bm25fParams,
     examples: Arc<RouteExamples>,
 ) -> Result<(Box<dyn Retriever>, f32)> {
-    use toolgate::route::{Embedder, FusionParams, HybridIndex, HYBRID_THRESHOLD};
+    use toolgate_route::{Embedder, FusionParams, HybridIndex, HYBRID_THRESHOLD};
     let fusion: FusionParams = match &args.fusion {
         Some(text) => serde_json::from_str(text).context("--fusion is not fusion parameters")?,
         None => FusionParams::default(),

@@ -9,7 +9,7 @@ use clap::Args as ClapArgs;
 use std::io::Write;
 use std::path::PathBuf;
 use toolgate::measure::LintReport;
-use toolgate::shape::{listing, Profile};
+use toolgate_route::shape::{listing, Profile};
 
 #[derive(ClapArgs)]
 pub(crate) struct Args {

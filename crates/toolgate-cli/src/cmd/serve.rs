@@ -128,21 +128,22 @@ async fn drain_stdio(
 fn open_store(
     store: &toolgate::config::store::StoreConfig,
     stdio: bool,
-) -> Result<Option<Arc<dyn toolgate::store::Store>>> {
+) -> Result<Option<Arc<dyn toolgate_core::store::Store>>> {
     use toolgate::config::store::StoreBackend;
     match store.backend_for(stdio) {
         StoreBackend::Memory => Ok(None),
         StoreBackend::Embedded => {
             let path = store.embedded_path()?;
-            let db = toolgate::store::embedded::EmbeddedStore::open_with_key(&path, &store.key_env)
-                .map_err(|e| anyhow!("[store] backend = \"embedded\": {e}"))?;
+            let db =
+                toolgate_core::store::embedded::EmbeddedStore::open_with_key(&path, &store.key_env)
+                    .map_err(|e| anyhow!("[store] backend = \"embedded\": {e}"))?;
             tracing::info!(path = %path.display(), "state store: embedded");
             Ok(Some(Arc::new(db)))
         }
         #[cfg(feature = "redis")]
         StoreBackend::Redis => {
             let url = store.url.as_deref().expect("validated: redis has a url");
-            let Some(sealer) = toolgate::store::seal::Sealer::from_env(&store.key_env)
+            let Some(sealer) = toolgate_core::store::seal::Sealer::from_env(&store.key_env)
                 .map_err(|e| anyhow!("[store] backend = \"redis\": {e}"))?
             else {
                 return Err(anyhow!(
@@ -150,7 +151,7 @@ fn open_store(
                     store.key_env
                 ));
             };
-            let db = toolgate::store::redis::RedisStore::open(url, sealer)
+            let db = toolgate_core::store::redis::RedisStore::open(url, sealer)
                 .map_err(|e| anyhow!("[store] backend = \"redis\": {e}"))?;
             tracing::info!("state store: redis");
             Ok(Some(Arc::new(db)))

@@ -5,11 +5,11 @@ use anyhow::{anyhow, Result};
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolgate::catalog::{load_queries_file, Catalog};
 use toolgate::config::Config;
 use toolgate::guided::schema_view::Detail;
 use toolgate::measure::simulate::{simulate, ResultForm, SimOptions, SimReport};
-use toolgate::shape::{Encoding, Profile, SurfaceOptions};
+use toolgate_core::catalog::{load_queries_file, Catalog};
+use toolgate_route::shape::{Encoding, Profile, SurfaceOptions};
 
 #[derive(ClapArgs)]
 pub(crate) struct SimArgs {
@@ -49,7 +49,7 @@ pub(crate) fn run(
         profile,
         surface,
         detail: Detail::parse(&args.detail).ok_or_else(|| anyhow!("unknown detail"))?,
-        threshold: config.map_or(toolgate::route::DEFAULT_THRESHOLD, |c| {
+        threshold: config.map_or(toolgate_route::DEFAULT_THRESHOLD, |c| {
             c.guided.route_threshold
         }),
         result_form: match args.result_form.as_str() {

@@ -6,11 +6,11 @@ use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolgate::catalog::{load_catalog_file, Catalog};
 use toolgate::config::Config;
 use toolgate::measure::TokenReport;
-use toolgate::shape::{Encoding, SurfaceOptions};
 use toolgate::upstream::UpstreamStatus;
+use toolgate_core::catalog::{load_catalog_file, Catalog};
+use toolgate_route::shape::{Encoding, SurfaceOptions};
 
 #[derive(ClapArgs)]
 pub(crate) struct Args {

@@ -485,7 +485,7 @@ pub async fn request<H: ClientHandler>(
 /// so `cargo test` shows it) when it is missing outside CI; in CI (`CI` set) a missing
 /// dataset fails the test.
 pub fn dataset_or_skip(relative: &str) -> Option<std::path::PathBuf> {
-    match toolgate::catalog::file::dataset(relative) {
+    match toolgate_core::catalog::file::dataset(relative) {
         Ok(path) => Some(path),
         Err(why) if std::env::var_os("CI").is_none() => {
             use std::io::Write;

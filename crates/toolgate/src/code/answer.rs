@@ -6,8 +6,8 @@
 //! together stay within `output_bytes`; a cut sets `truncated`.
 
 use super::worker::RunReport;
-use crate::meta::MetaResult;
 use serde_json::{json, Value};
+use toolgate_core::meta::MetaResult;
 
 /// Room kept for the status line, the call list and the JSON around them.
 const FRAME_BYTES: usize = 512;
@@ -111,7 +111,7 @@ pub fn render(report: RunReport, output_bytes: usize) -> MetaResult {
         text.push_str("\n(output cut to fit; return or log less)");
     }
     MetaResult {
-        content: vec![crate::exec::shape::text_block(text)],
+        content: vec![toolgate_core::exec::shape::text_block(text)],
         structured: Some(structured),
         is_error: !ok,
     }

@@ -6,11 +6,11 @@
 //! With a durable store each run is also written there (sealed), so a proposal reaches it
 //! after a restart or from another replica; one evicted to make room is removed there too.
 
-use crate::principal::{Principal, Refused};
-use crate::store::{Kind, Lookup, Record, Store};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolgate_core::principal::{Principal, Refused};
+use toolgate_core::store::{Kind, Lookup, Record, Store};
 
 /// How long a finished run can be proposed.
 pub const RUN_TTL: Duration = Duration::from_secs(3600);
@@ -54,7 +54,7 @@ impl RunHistory {
 
     fn forget_stored(&self, id: &str) {
         if let Some(store) = &self.durable {
-            if let Err(e) = store.remove(Kind::Run, id, crate::store::now_ms()) {
+            if let Err(e) = store.remove(Kind::Run, id, toolgate_core::store::now_ms()) {
                 tracing::warn!("state store: an evicted run was not removed: {e}");
             }
         }
@@ -70,7 +70,7 @@ impl RunHistory {
         );
         let record = Record {
             owner: run.owner.as_str().to_string(),
-            expires_ms: crate::store::expiry_after(RUN_TTL),
+            expires_ms: toolgate_core::store::expiry_after(RUN_TTL),
             value: serde_json::to_vec(&value).expect("strings serialize"),
         };
         if let Err(e) = store.put(Kind::Run, id, &record) {
@@ -81,7 +81,7 @@ impl RunHistory {
     /// A run this process does not hold, from the durable store.
     fn stored(&self, owner: &Principal, id: &str) -> Option<Result<FinishedRun, Refused>> {
         let store = self.durable.as_ref()?;
-        let now = crate::store::now_ms();
+        let now = toolgate_core::store::now_ms();
         Some(match store.lookup(Kind::Run, id, owner.as_str(), now) {
             Ok(Lookup::Found(r)) => {
                 let (code, status, servers, key): StoredRun =
@@ -121,7 +121,7 @@ impl RunHistory {
         status: &str,
         servers: Vec<String>,
     ) -> String {
-        let id = format!("run-{}", crate::ids::random_hex(16));
+        let id = format!("run-{}", toolgate_core::ids::random_hex(16));
         let mut runs = self.runs.lock().expect("runs");
         runs.retain(|_, r| r.at.elapsed() < RUN_TTL);
         let oldest = |runs: &HashMap<String, FinishedRun>, only: Option<&Principal>| {
@@ -197,9 +197,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let open = || -> Arc<dyn Store> {
             Arc::new(
-                crate::store::embedded::EmbeddedStore::open(
+                toolgate_core::store::embedded::EmbeddedStore::open(
                     &dir.path().join("s.redb"),
-                    crate::store::seal::Sealer::new([6; 32]),
+                    toolgate_core::store::seal::Sealer::new([6; 32]),
                 )
                 .unwrap(),
             )

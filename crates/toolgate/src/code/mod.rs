@@ -44,9 +44,9 @@ pub fn clip(text: &str, max: usize) -> String {
     format!("{}...", &line[..end])
 }
 
-use crate::catalog::{Catalog, ToolRecord};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use toolgate_core::catalog::{Catalog, ToolRecord};
 use toolgate_sandbox::protocol::ToolEntry;
 
 /// The `tools` layout of a run and the records behind it: every tool in `catalog` (the
@@ -61,7 +61,7 @@ pub fn tools_for(catalog: &Catalog) -> ToolSet {
 /// may call), so a program cannot even name the rest.
 pub fn tools_where(
     catalog: &Catalog,
-    keep: impl Fn(&crate::catalog::ToolRecord) -> bool,
+    keep: impl Fn(&toolgate_core::catalog::ToolRecord) -> bool,
 ) -> ToolSet {
     let kept: Vec<_> = catalog.tools().iter().filter(|t| keep(t)).collect();
     let pairs: Vec<(String, String)> = kept

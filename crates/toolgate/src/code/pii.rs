@@ -14,12 +14,12 @@
 
 mod stored;
 
-use crate::principal::{Principal, Refused};
 use regex::Regex;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
+use toolgate_core::principal::{Principal, Refused};
 
 /// How long a token can be passed back.
 pub const TOKEN_TTL: Duration = Duration::from_secs(3600);
@@ -135,12 +135,12 @@ pub struct Vault {
     /// (owner, value) to its token, so a value keeps one token for its owner.
     by_value: Mutex<HashMap<(Principal, String), String>>,
     /// Where tokens are also kept, if configured.
-    durable: Option<Arc<dyn crate::store::Store>>,
+    durable: Option<Arc<dyn toolgate_core::store::Store>>,
 }
 
 impl Vault {
     /// Tokens also kept in `durable`, if given.
-    pub fn new(durable: Option<Arc<dyn crate::store::Store>>) -> Self {
+    pub fn new(durable: Option<Arc<dyn toolgate_core::store::Store>>) -> Self {
         Self {
             durable,
             ..Self::default()
@@ -417,11 +417,11 @@ mod tests {
     #[test]
     fn with_a_durable_store_a_token_is_restored_by_another_process() {
         let dir = tempfile::tempdir().unwrap();
-        let open = || -> Arc<dyn crate::store::Store> {
+        let open = || -> Arc<dyn toolgate_core::store::Store> {
             Arc::new(
-                crate::store::embedded::EmbeddedStore::open(
+                toolgate_core::store::embedded::EmbeddedStore::open(
                     &dir.path().join("s.redb"),
-                    crate::store::seal::Sealer::new([4; 32]),
+                    toolgate_core::store::seal::Sealer::new([4; 32]),
                 )
                 .unwrap(),
             )

@@ -6,12 +6,12 @@
 //! sealed record per principal and key, so replicas and restarts see the same state);
 //! memory then only counts this process's keys for the bound.
 
-use crate::principal::Principal;
-use crate::store::{Kind, Lookup, Record, Store};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolgate_core::principal::Principal;
+use toolgate_core::store::{Kind, Lookup, Record, Store};
 use toolgate_sandbox::protocol::CallFailure;
 
 /// A value unused this long is forgotten.
@@ -35,7 +35,7 @@ pub struct StateStore {
 }
 
 /// A store failure, as the program sees it.
-fn unavailable(e: crate::store::StoreFault) -> CallFailure {
+fn unavailable(e: toolgate_core::store::StoreFault) -> CallFailure {
     CallFailure {
         code: "unavailable".into(),
         message: e.to_string(),
@@ -119,14 +119,18 @@ impl StateStore {
         args: &Value,
     ) -> Result<Value, CallFailure> {
         let id = record_id(owner, key);
-        let now = crate::store::now_ms();
+        let now = toolgate_core::store::now_ms();
         match op {
             "get" => match store
                 .lookup(Kind::State, &id, owner.as_str(), now)
                 .map_err(unavailable)?
             {
                 Lookup::Found(r) => {
-                    let _ = store.touch(Kind::State, &id, crate::store::expiry_after(STATE_TTL));
+                    let _ = store.touch(
+                        Kind::State,
+                        &id,
+                        toolgate_core::store::expiry_after(STATE_TTL),
+                    );
                     Ok(serde_json::from_slice(&r.value).unwrap_or(Value::Null))
                 }
                 _ => Ok(Value::Null),
@@ -155,7 +159,7 @@ impl StateStore {
                 }
                 let record = Record {
                     owner: owner.as_str().to_string(),
-                    expires_ms: crate::store::expiry_after(STATE_TTL),
+                    expires_ms: toolgate_core::store::expiry_after(STATE_TTL),
                     value: bytes,
                 };
                 store.put(Kind::State, &id, &record).map_err(unavailable)?;
@@ -177,9 +181,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let open = || -> Arc<dyn Store> {
             Arc::new(
-                crate::store::embedded::EmbeddedStore::open(
+                toolgate_core::store::embedded::EmbeddedStore::open(
                     &dir.path().join("s.redb"),
-                    crate::store::seal::Sealer::new([5; 32]),
+                    toolgate_core::store::seal::Sealer::new([5; 32]),
                 )
                 .unwrap(),
             )

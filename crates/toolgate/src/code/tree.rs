@@ -6,10 +6,10 @@
 
 use super::typescript;
 use super::workspace::{fail, paths::Checked};
-use crate::catalog::ToolRecord;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use toolgate_core::catalog::ToolRecord;
 use toolgate_sandbox::protocol::{CallFailure, ToolEntry};
 
 /// The extension of a tool's file.

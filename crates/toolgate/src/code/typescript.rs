@@ -8,9 +8,9 @@
 //! `additionalProperties` becomes an index signature. Nesting and size are capped, and
 //! what is cut is `unknown`.
 
-use crate::catalog::ToolRecord;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use toolgate_core::catalog::ToolRecord;
 use toolgate_sandbox::protocol::ToolEntry;
 
 /// Nesting deeper than this is `unknown`.
@@ -45,7 +45,7 @@ pub fn declare(tools: &[(ToolEntry, &ToolRecord)]) -> String {
 }
 
 /// The declaration of one catalog tool, named as a run over `catalog` would name it.
-pub fn declare_tool(catalog: &crate::catalog::Catalog, tool: &ToolRecord) -> String {
+pub fn declare_tool(catalog: &toolgate_core::catalog::Catalog, tool: &ToolRecord) -> String {
     let (entries, _) = super::tools_for(catalog);
     match entries
         .iter()

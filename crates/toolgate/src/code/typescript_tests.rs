@@ -1,6 +1,6 @@
 use super::*;
-use crate::catalog::{ToolId, ToolRecord};
 use serde_json::json;
+use toolgate_core::catalog::{ToolId, ToolRecord};
 
 fn record(tool: Value) -> ToolRecord {
     let name = tool["name"].as_str().unwrap().to_string();

@@ -19,7 +19,7 @@ impl Config {
             renames.sort();
             for (tool, name) in renames {
                 let key = format!("upstreams.{}.rename.{tool:?}", up.name);
-                if !crate::catalog::names::is_valid(name) {
+                if !toolgate_core::catalog::names::is_valid(name) {
                     bail!(
                         "{file}: {key} = {name:?} is not a valid tool name: use 1 to 64 letters, \
                          digits, '_' or '-' (what model APIs accept)"
@@ -36,8 +36,10 @@ impl Config {
         // one should not change another's names.
         let mut prefixes: BTreeMap<String, &str> = BTreeMap::new();
         for up in self.upstreams.values() {
-            let p =
-                crate::catalog::names::candidate(&up.prefix, &crate::catalog::ToolId::new("", "x"));
+            let p = toolgate_core::catalog::names::candidate(
+                &up.prefix,
+                &toolgate_core::catalog::ToolId::new("", "x"),
+            );
             if let Some(other) = prefixes.insert(p, &up.name) {
                 let shown = |n: &str| {
                     let u = &self.upstreams[n];

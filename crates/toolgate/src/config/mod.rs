@@ -18,13 +18,13 @@ pub mod store;
 pub mod telemetry;
 pub mod upstream;
 
-use crate::shape::{LocalOptions, Profile, SlimOptions, SurfaceOptions};
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use toolgate_route::shape::{LocalOptions, Profile, SlimOptions, SurfaceOptions};
 
 /// The HTTP address `toolgate serve` listens on when none is configured.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8377";
@@ -142,7 +142,7 @@ pub struct GuidedConfig {
     /// Add a tool chosen by route to that session's tools/list.
     pub expand_selected: bool,
     /// Example tasks per tool, indexed by route (`guided.route_examples`).
-    pub route_examples: Arc<crate::route::RouteExamples>,
+    pub route_examples: Arc<toolgate_route::RouteExamples>,
     /// A sentence-embedding model folder: route fuses BM25F with it (`guided.route_model`,
     /// builds with the `embed` feature).
     pub route_model: Option<PathBuf>,
@@ -151,12 +151,12 @@ pub struct GuidedConfig {
 impl Default for GuidedConfig {
     fn default() -> Self {
         Self {
-            budget_tokens: crate::exec::DEFAULT_BUDGET,
+            budget_tokens: toolgate_core::exec::DEFAULT_BUDGET,
             session_budget_tokens: None,
             tool_budgets: HashMap::new(),
             wait: Duration::from_secs(10),
             result_ttl: Duration::from_secs(600),
-            route_threshold: crate::route::DEFAULT_THRESHOLD,
+            route_threshold: toolgate_route::DEFAULT_THRESHOLD,
             pinned: Vec::new(),
             expand_selected: false,
             route_examples: Arc::default(),
@@ -389,7 +389,7 @@ pub fn relative_to_config(file: &Path, path: &Path) -> PathBuf {
     }
 }
 
-pub use crate::ids::is_simple_name;
+pub use toolgate_core::ids::is_simple_name;
 
 /// An upstream name is a config key, a log field and a name prefix: keep it simple.
 pub(crate) fn check_upstream_name(name: &str, file: &Path) -> Result<()> {

@@ -25,14 +25,14 @@
 //! ```
 
 use super::{Config, DirectConfig, GatewayConfig, GuidedConfig, Mode};
-use crate::route::RouteExamples;
-use crate::shape::{LocalOptions, Profile, SlimOptions};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use toolgate_route::shape::{LocalOptions, Profile, SlimOptions};
+use toolgate_route::RouteExamples;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -90,7 +90,7 @@ impl RawDirect {
         }
         for (key, o) in &slim.tools {
             if let Some(name) = &o.name {
-                if !crate::catalog::names::is_valid(name) {
+                if !toolgate_core::catalog::names::is_valid(name) {
                     bail!("{f}: direct.slim.tools.{key:?}.name = {name:?}: use 1 to 64 letters, digits, '_' or '-'");
                 }
             }
@@ -145,7 +145,7 @@ fn model_dir(file: &Path, dir: &Path) -> Result<PathBuf> {
 /// `guided.route_examples`: a labelled query file, relative to the config file's folder.
 fn load_examples(file: &Path, path: &Path) -> Result<RouteExamples> {
     let full = super::relative_to_config(file, path);
-    let queries = crate::catalog::load_queries_file(&full).with_context(|| {
+    let queries = toolgate_core::catalog::load_queries_file(&full).with_context(|| {
         format!(
             "{}: guided.route_examples = {:?}: give a file of JSON lines \
              {{\"query\": \"...\", \"expected\": [\"server/tool\"]}} (relative to the config file)",
@@ -207,7 +207,7 @@ impl RawGuided {
         // follows.
         let default_threshold = match (&self.route_examples, &route_model) {
             (None, None) => d.route_threshold,
-            _ => crate::route::EXAMPLES_THRESHOLD,
+            _ => toolgate_route::EXAMPLES_THRESHOLD,
         };
         let threshold = self.route_threshold.unwrap_or(default_threshold);
         if !(0.0..=1.0).contains(&threshold) {

@@ -1,9 +1,9 @@
 //! Tests of `raw.rs`: the TOML file as written, parsed and validated.
 
 use super::*;
-use crate::shape::{Profile, SlimOptions};
 use std::path::Path;
 use std::time::Duration;
+use toolgate_route::shape::{Profile, SlimOptions};
 
 fn parse(s: &str) -> Result<Config> {
     Config::from_toml_str(s, Path::new("toolgate.toml"))
@@ -25,13 +25,13 @@ fn route_examples_load_relative_to_the_config_and_lower_the_default_threshold() 
         g.route_examples.of("shop", "get_discounts"),
         ["find coupons"]
     );
-    assert_eq!(g.route_threshold, crate::route::EXAMPLES_THRESHOLD);
+    assert_eq!(g.route_threshold, toolgate_route::EXAMPLES_THRESHOLD);
     let text = "[guided]\nroute_examples = \"ex.jsonl\"\nroute_threshold = 0.97\n";
     let g = Config::from_toml_str(text, &file).unwrap().guided;
     assert_eq!(g.route_threshold, 0.97);
     let g = parse("").unwrap().guided;
     assert!(g.route_examples.is_empty());
-    assert_eq!(g.route_threshold, crate::route::DEFAULT_THRESHOLD);
+    assert_eq!(g.route_threshold, toolgate_route::DEFAULT_THRESHOLD);
     let err =
         Config::from_toml_str("[guided]\nroute_examples = \"missing.jsonl\"\n", &file).unwrap_err();
     assert!(

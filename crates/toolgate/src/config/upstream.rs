@@ -3,11 +3,11 @@
 
 use super::raw::secs;
 use super::{check_upstream_name, Transport, UpstreamConfig};
-use crate::env::substitute;
 use anyhow::{bail, Result};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use toolgate_core::env::substitute;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,14 +6,14 @@
 
 use super::Session;
 use crate::gateway::Gateway;
-use crate::observe::Sent;
 use crate::policy::Caller;
-use crate::shape::tokens::Encoding;
 use rmcp::model::{CallToolResult, Tool};
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+use toolgate_core::observe::Sent;
+use toolgate_route::shape::tokens::Encoding;
 
 /// From this share of the budget on, answers shrink.
 const NEAR: f64 = 0.75;
@@ -64,7 +64,10 @@ impl Session {
         }
         Account {
             key: format!("session:{}", self.state.id),
-            label: format!("session {}", crate::principal::redacted(&self.state.id)),
+            label: format!(
+                "session {}",
+                toolgate_core::principal::redacted(&self.state.id)
+            ),
             era: "legacy",
             surface,
         }

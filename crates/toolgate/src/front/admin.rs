@@ -6,7 +6,6 @@
 
 use crate::gateway::Gateway;
 use crate::guided::Engine;
-use crate::observe::{Snapshot, UpstreamGauge};
 use crate::policy::Policy;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, StatusCode};
@@ -14,6 +13,7 @@ use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use toolgate_core::observe::{Snapshot, UpstreamGauge};
 
 /// The cookie the dashboard's key form sets (the page cannot send a header on load).
 const COOKIE: &str = "toolgate_key";

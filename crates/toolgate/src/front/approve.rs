@@ -4,7 +4,6 @@
 
 use crate::policy::approval::{Answer, Approver};
 use crate::policy::Policy;
-use crate::principal::Principal;
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, ClientResult, ElicitRequestParams, ElicitResult, ElicitationAction,
@@ -13,6 +12,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RoleServer};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use toolgate_core::principal::Principal;
 
 /// How long a confirmation may stay open before the call is refused.
 const APPROVAL_WAIT: Duration = Duration::from_secs(300);

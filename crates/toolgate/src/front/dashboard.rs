@@ -5,14 +5,14 @@
 //! upstreams, and the last audit records. `toolgate tokens --html` writes the same page
 //! with the catalog report inlined and nothing live.
 
-use crate::catalog::Catalog;
 use crate::guided::Engine;
 use crate::measure::TokenReport;
-use crate::shape::Encoding;
 use crate::upstream::UpstreamStatus;
 use serde_json::{json, Value};
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::{Arc, Mutex};
+use toolgate_core::catalog::Catalog;
+use toolgate_route::shape::Encoding;
 
 /// The page; its script fetches `/ui/data` unless `inline` is given.
 const PAGE: &str = include_str!("dashboard.html");

@@ -3,7 +3,6 @@
 //! skills they are offered, as `skills_<name>`.
 
 use super::convert::{result_from, tool_error, tool_named};
-use crate::catalog::Catalog;
 use crate::engine::Engine;
 use crate::gate::{self, Origin};
 use crate::policy::Caller;
@@ -14,6 +13,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use tokio::sync::mpsc;
+use toolgate_core::catalog::Catalog;
 
 /// The tools/list of the direct surface: the catalog under the configured profile (raw,
 /// slim or local), shaped once per snapshot. Calls still go out with the original.
@@ -74,7 +74,7 @@ pub(super) async fn call(
         }
         gate::unavailable(engine, caller, caller.surface, name, "no such tool");
         // Suggest only what this caller is shown: a hidden name is not a hint to give away.
-        let listed = |t: &crate::catalog::ToolRecord| caller.policy.lists(caller, t);
+        let listed = |t: &toolgate_core::catalog::ToolRecord| caller.policy.lists(caller, t);
         return tool_error(unknown_tool_message(&catalog, name, &listed));
     };
     let owner = caller.principal();
@@ -135,7 +135,7 @@ pub(super) async fn call(
 /// A refusal as the direct surface answers it: the message, and in the structured part
 /// the refusal's code (the one the audit record has), the tool, any detail, and the
 /// message again (some clients show only the structured part).
-fn refused(refusal: &gate::Refusal, tool: &crate::catalog::ToolRecord) -> CallToolResult {
+fn refused(refusal: &gate::Refusal, tool: &toolgate_core::catalog::ToolRecord) -> CallToolResult {
     let mut r = tool_error(refusal.message.clone());
     let mut structured = gate::refusal_json(refusal, &tool.id.to_string());
     structured["text"] = Value::String(refusal.message.clone());
@@ -147,7 +147,7 @@ fn refused(refusal: &gate::Refusal, tool: &crate::catalog::ToolRecord) -> CallTo
 pub(super) fn unknown_tool_message(
     catalog: &Catalog,
     name: &str,
-    shown: &dyn Fn(&crate::catalog::ToolRecord) -> bool,
+    shown: &dyn Fn(&toolgate_core::catalog::ToolRecord) -> bool,
 ) -> String {
     let lower = name.to_ascii_lowercase();
     let mut near: Vec<&str> = catalog

@@ -7,13 +7,13 @@ use crate::guided::surface::{
     session_tools, CONTINUE, DESCRIBE_TOOLS, EXECUTE, EXECUTE_CODE, PROPOSE_SKILL, ROUTE,
 };
 use crate::guided::{describe, execute, propose, resume, route, MetaResult};
-use crate::observe::trace;
 use crate::policy::Caller;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::sync::Mutex;
+use toolgate_core::observe::trace;
 use tracing::Instrument;
 
 /// Per-session guided state.

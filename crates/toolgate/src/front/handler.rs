@@ -140,7 +140,8 @@ impl ServerHandler for Session {
         };
         use futures::FutureExt;
         let parent = request::traceparent(&request, &context);
-        let span = crate::observe::trace::request_span(&request.name, surface, parent.as_deref());
+        let span =
+            toolgate_core::observe::trace::request_span(&request.name, surface, parent.as_deref());
         // A bug that panics answers the call (rmcp's transport would leave a stateless
         // request unanswered until shutdown); what panicked goes to the log, not the client.
         // Boxed: the call's future is large (tens of KiB), and each future holding it

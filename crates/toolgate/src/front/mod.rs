@@ -82,7 +82,7 @@ struct SessionState {
     /// Tools this session lists beside the meta-tools.
     guided: guided::GuidedState,
     /// The principal that opened the session (its first request): no other may use it.
-    owner: OnceLock<crate::principal::Principal>,
+    owner: OnceLock<toolgate_core::principal::Principal>,
     /// To release the session's resource subscriptions when it ends.
     engine: Arc<Engine>,
     /// Resources this session subscribed to (see `resources`).
@@ -113,7 +113,7 @@ impl Session {
         }
         Self {
             state: Arc::new(SessionState {
-                id: crate::ids::random_hex(16),
+                id: toolgate_core::ids::random_hex(16),
                 surface,
                 _guard: closed.clone().drop_guard(),
                 closed,

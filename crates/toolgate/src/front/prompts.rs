@@ -8,7 +8,6 @@
 
 use super::relay::relay_for;
 use super::resources::{list_all, page, permitted_owners, try_owner, typed, with_capability};
-use crate::catalog::{names, ToolId};
 use crate::gateway::Gateway;
 use crate::policy::Caller;
 use crate::upstream::{mrtr, RequestOptions};
@@ -19,6 +18,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
+use toolgate_core::catalog::{names, ToolId};
 
 /// Every prompt, merged: (exposed name, upstream, upstream name, prompt object).
 async fn merged(gw: &Gateway) -> Vec<(String, String, String, Value)> {

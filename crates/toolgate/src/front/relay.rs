@@ -4,7 +4,6 @@
 #![allow(deprecated)]
 
 use crate::gateway::Gateway;
-use crate::principal::Principal;
 use crate::upstream::mrtr::MrtrRequest;
 use crate::upstream::{ClientRelay, Notice, RelayKind};
 use futures::future::BoxFuture;
@@ -16,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
+use toolgate_core::principal::Principal;
 
 /// One client session, for an upstream's requests while that session's call is in flight.
 pub(super) struct SessionRelay {

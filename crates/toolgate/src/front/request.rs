@@ -170,7 +170,7 @@ pub(super) fn traceparent(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> Option<String> {
-    use crate::observe::trace::TRACEPARENT;
+    use toolgate_core::observe::trace::TRACEPARENT;
     let meta = (request.meta.as_ref().and_then(|m| m.0.get(TRACEPARENT)))
         .or_else(|| context.meta.0.get(TRACEPARENT))
         .and_then(|v| v.as_str());

@@ -178,9 +178,9 @@ impl SessionCaps {
     /// request ids could collide with the owner's and take their answers) with 403, and
     /// audited like any foreign handle.
     fn foreign(&self, principal: &str, id: &str, request_id: Value) -> Response {
-        tracing::warn!(key = principal, hint = %crate::principal::redacted(id), "refused a session opened by another key");
+        tracing::warn!(key = principal, hint = %toolgate_core::principal::redacted(id), "refused a session opened by another key");
         if let Some(log) = &self.policy.audit {
-            let who = crate::principal::Principal::key(principal);
+            let who = toolgate_core::principal::Principal::key(principal);
             log.foreign(&crate::policy::audit::ForeignRecord {
                 session: "-",
                 key: principal,

@@ -5,10 +5,10 @@
 //! result cannot be cut, as a tool error). Guided `execute` pages with a cursor instead
 //! (`guided::execute::shaped_answer`); programs are bounded by `code.max_tool_result_bytes`.
 
-use crate::catalog::ToolRecord;
 use crate::engine::Engine;
-use crate::shape::tokens::Encoding;
 use crate::upstream::CallOutcome;
+use toolgate_core::catalog::ToolRecord;
+use toolgate_route::shape::tokens::Encoding;
 
 /// The budget of a direct call of `tool`, in o200k tokens.
 pub fn direct_budget(engine: &Engine, tool: &ToolRecord) -> usize {
@@ -27,15 +27,15 @@ pub fn direct_budget(engine: &Engine, tool: &ToolRecord) -> usize {
 /// A result whose bytes fit is returned as it is, uncounted; a larger one is counted off
 /// the async worker (`exec::off_async_worker`), where counting a long text holds up no other call.
 pub fn bound(outcome: CallOutcome, budget: usize, tool: &ToolRecord) -> CallOutcome {
-    if crate::exec::fits_uncounted(&outcome, budget) {
+    if toolgate_core::exec::fits_uncounted(&outcome, budget) {
         return outcome;
     }
-    crate::exec::off_async_worker(|| cut(outcome, budget, tool))
+    toolgate_core::exec::off_async_worker(|| cut(outcome, budget, tool))
 }
 
 fn cut(outcome: CallOutcome, budget: usize, tool: &ToolRecord) -> CallOutcome {
     let count = |s: &str| Encoding::O200k.count(s);
-    let shaped = crate::exec::shape(outcome, None, budget, &count);
+    let shaped = toolgate_core::exec::shape(outcome, None, budget, &count);
     let mut page = shaped.page;
     if shaped.remaining.is_empty() {
         return page;
@@ -47,7 +47,7 @@ fn cut(outcome: CallOutcome, budget: usize, tool: &ToolRecord) -> CallOutcome {
         page.is_error = true;
         page.structured_content = None;
     }
-    page.content.push(crate::exec::shape::text_block(format!(
+    page.content.push(toolgate_core::exec::shape::text_block(format!(
         "[toolgate] result cut at {budget} tokens: about {left} of its {} tokens ({} more pages) were left out. \
          To get the rest, call {} again asking for less (a filter, a smaller limit, a later page or offset if it takes one), \
          or run it with the guided surface's execute, whose continue returns the other pages.",

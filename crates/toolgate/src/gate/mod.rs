@@ -32,15 +32,15 @@ pub use bound::{bound, direct_budget};
 pub use pii::{outbound, tokenize_line};
 pub use run::{start_run, RunAudit};
 
-use crate::catalog::ToolRecord;
 use crate::engine::Engine;
 use crate::gateway::Gateway;
 use crate::policy::{Caller, Permit};
 pub use crate::policy::{Refusal, RefusalKind};
-use crate::principal::Principal;
 use crate::upstream::{CallError, CallOptions, CallOutcome};
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use toolgate_core::catalog::ToolRecord;
+use toolgate_core::principal::Principal;
 use tracing::{field::Empty, Instrument, Span};
 
 /// Where a call comes from, for the checks that differ by path.
@@ -203,8 +203,8 @@ fn validate(
         unreachable!("wrapped from a map above")
     };
     match checked {
-        Ok(crate::exec::Checked::Valid) => Ok(arguments),
-        Ok(crate::exec::Checked::Skipped { reason }) => {
+        Ok(toolgate_core::exec::Checked::Valid) => Ok(arguments),
+        Ok(toolgate_core::exec::Checked::Skipped { reason }) => {
             tracing::debug!(tool = %tool.id, "arguments not validated: {reason}");
             Ok(arguments)
         }

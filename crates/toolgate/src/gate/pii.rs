@@ -7,17 +7,17 @@ use super::{Refusal, RefusalKind};
 use crate::code::pii::{self, Decision, Origins, RestoreError, Vault};
 use crate::engine::Engine;
 use crate::policy::Caller;
-use crate::principal::Principal;
 use crate::upstream::CallOutcome;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
+use toolgate_core::principal::Principal;
 
 /// The arguments with `owner`'s tokens put back (when PII is configured).
 pub(super) fn inbound(
     engine: &Engine,
     caller: &Caller,
     owner: &Principal,
-    tool: &crate::catalog::ToolRecord,
+    tool: &toolgate_core::catalog::ToolRecord,
     arguments: Map<String, Value>,
 ) -> Result<Map<String, Value>, Refusal> {
     let code = &engine.gw.config.code;

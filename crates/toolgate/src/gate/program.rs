@@ -4,17 +4,17 @@
 //! arguments validated against the full schema, the upstream's timeout capped by the
 //! run's deadline, and a result too large for the program refused (`limit`).
 
-use crate::catalog::ToolRecord;
 use crate::code::worker::ToolCall;
 use crate::engine::Engine;
 use crate::gate::{self, Origin, Refusal, RefusalKind};
 use crate::policy::Caller;
-use crate::principal::Principal;
 use crate::upstream::{CallError, CallOptions, CallOutcome};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use toolgate_core::catalog::ToolRecord;
+use toolgate_core::principal::Principal;
 use toolgate_sandbox::protocol::CallFailure;
 
 /// The tools one run may call and the state every call checks.

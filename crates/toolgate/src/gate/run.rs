@@ -26,7 +26,7 @@ pub fn start_run(
     kind: &'static str,
     skill: Option<&str>,
 ) -> Result<(RunAudit, Caller), Refusal> {
-    let id: Arc<str> = format!("run-{}", crate::ids::random_hex(12)).into();
+    let id: Arc<str> = format!("run-{}", toolgate_core::ids::random_hex(12)).into();
     let mut inner = caller.clone();
     let parent = inner.run.replace(id);
     let audit = RunAudit {

@@ -9,15 +9,15 @@
 //!   `typescript` (the default for `tools`).
 
 use super::{Engine, MetaResult};
-use crate::catalog::{Catalog, ToolRecord};
 use crate::code::{tools_where, typescript, ToolSet};
-use crate::meta::args::DescribeArgs;
 use crate::policy::profiles::Visible;
 use crate::policy::Caller;
-use crate::route::Retriever;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use toolgate_core::catalog::{Catalog, ToolRecord};
+use toolgate_core::meta::args::DescribeArgs;
+use toolgate_route::Retriever;
 use toolgate_sandbox::protocol::ToolEntry;
 
 /// Most tools described as TypeScript in one call.
@@ -48,7 +48,7 @@ fn answer(
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<MetaResult, String> {
-    let given: DescribeArgs = crate::meta::args::parse(args)?;
+    let given: DescribeArgs = toolgate_core::meta::args::parse(args)?;
     let detail = given.detail.as_deref();
     if let Some(d) = detail.filter(|d| !["names", "summary", "typescript"].contains(d)) {
         return Err(format!("detail {d:?}: use names, summary or typescript"));

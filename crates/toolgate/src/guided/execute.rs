@@ -3,17 +3,17 @@
 
 use super::resume::answer_status;
 use super::{Engine, MetaResult};
-use crate::catalog::ToolRecord;
-use crate::exec::{shape, Shaped};
 use crate::gate::{self, Origin, Refusal, RefusalKind};
-use crate::meta::args::ExecuteArgs;
 use crate::policy::Caller;
-use crate::principal::Principal;
-use crate::shape::tokens::Encoding;
 use crate::upstream::{CallOptions, CallOutcome};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use toolgate_core::catalog::ToolRecord;
+use toolgate_core::exec::{shape, Shaped};
+use toolgate_core::meta::args::ExecuteArgs;
+use toolgate_core::principal::Principal;
+use toolgate_route::shape::tokens::Encoding;
 
 /// Runs one execute call. `cancel` is the client's cancellation of this request. The
 /// caller's permission is checked (whatever the profile shows) before validation and call.
@@ -115,7 +115,7 @@ fn parse(
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Request, String> {
-    let given: ExecuteArgs = crate::meta::args::parse(args)?;
+    let given: ExecuteArgs = toolgate_core::meta::args::parse(args)?;
     let catalog = engine.gw.catalog();
     let tool = match (given.selection_id.as_deref(), given.tool.as_deref()) {
         (Some(sel), _) => {
@@ -153,7 +153,7 @@ pub fn shaped_answer(
 ) -> MetaResult {
     let fields = fields.as_deref().filter(|f| !f.is_empty());
     // A result whose bytes fit the budget is shown whole, uncounted (the usual case).
-    if fields.is_none() && crate::exec::fits_uncounted(&outcome, budget) {
+    if fields.is_none() && toolgate_core::exec::fits_uncounted(&outcome, budget) {
         return MetaResult {
             content: outcome.content,
             structured: outcome.structured_content,
@@ -170,16 +170,18 @@ pub fn shaped_answer(
         original_tokens,
         field_note,
         ..
-    } = crate::exec::off_async_worker(|| shape(outcome, fields, budget, &count));
+    } = toolgate_core::exec::off_async_worker(|| shape(outcome, fields, budget, &count));
     let mut content = page.content;
     let mut structured = page.structured_content;
     if let Some(note) = field_note {
-        content.push(crate::exec::shape::text_block(format!("[toolgate] {note}")));
+        content.push(toolgate_core::exec::shape::text_block(format!(
+            "[toolgate] {note}"
+        )));
     }
     if !remaining.is_empty() {
         match engine.store.put_pages(owner, remaining) {
             Ok(cursor) => {
-                content.push(crate::exec::shape::text_block(format!(
+                content.push(toolgate_core::exec::shape::text_block(format!(
                     "[toolgate] page 1 of {total_pages} ({original_tokens} tokens in all); call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
                 )));
                 // The page's text joins the structured part at the front (`to_result`).
@@ -187,7 +189,7 @@ pub fn shaped_answer(
                     json!({"nextCursor": cursor, "page": 1, "pages": total_pages, "tokens": original_tokens}),
                 );
             }
-            Err(e) => content.push(crate::exec::shape::text_block(format!(
+            Err(e) => content.push(toolgate_core::exec::shape::text_block(format!(
                 "[toolgate] the result was cut to its first page: {e}"
             ))),
         }

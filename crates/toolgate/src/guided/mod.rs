@@ -15,4 +15,4 @@ pub mod schema_view;
 pub mod surface;
 
 pub use crate::engine::Engine;
-pub use crate::meta::MetaResult;
+pub use toolgate_core::meta::MetaResult;

@@ -4,13 +4,13 @@
 //! A draft is not served until `toolgate skill approve NAME`.
 
 use super::{Engine, MetaResult};
-use crate::meta::args::ProposeArgs;
 use crate::policy::Caller;
-use crate::principal::Principal;
 use crate::skills::drafts::{self, Proposal};
 use crate::skills::manifest::{check_schema, MAX_DESCRIPTION};
 use crate::skills::{is_skill_name, name_rule};
 use serde_json::{json, Map, Value};
+use toolgate_core::meta::args::ProposeArgs;
+use toolgate_core::principal::Principal;
 
 pub fn run(
     engine: &Engine,
@@ -34,7 +34,7 @@ fn propose(
     let Some(dir) = engine.skills.dir() else {
         return Err("skills are not configured on this gateway".into());
     };
-    let given: ProposeArgs = crate::meta::args::parse(args)?;
+    let given: ProposeArgs = toolgate_core::meta::args::parse(args)?;
     let (run_id, name) = (given.run_id.as_str(), given.name.as_str());
     if !is_skill_name(name) {
         return Err(name_rule(name));

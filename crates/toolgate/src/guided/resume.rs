@@ -3,13 +3,13 @@
 
 use super::execute::shaped_answer;
 use super::{Engine, MetaResult};
-use crate::exec::{OperationStatus, StoreError};
-use crate::meta::args::ContinueArgs;
 use crate::policy::Caller;
-use crate::principal::Principal;
 use crate::upstream::CallOutcome;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
+use toolgate_core::exec::{OperationStatus, StoreError};
+use toolgate_core::meta::args::ContinueArgs;
+use toolgate_core::principal::Principal;
 
 /// How long `continue {operationId}` waits for the operation before reporting progress.
 const POLL_WAIT: Duration = Duration::from_secs(5);
@@ -20,7 +20,7 @@ pub async fn run(
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> MetaResult {
-    let given: ContinueArgs = match crate::meta::args::parse(args) {
+    let given: ContinueArgs = match toolgate_core::meta::args::parse(args) {
         Ok(a) => a,
         Err(e) => return MetaResult::error(format!("continue: {e}")),
     };
@@ -59,16 +59,16 @@ pub async fn run(
 /// One page: its text, then where it stands (the text joins the structured part at the
 /// front, `front/guided.rs::to_result`, for clients that show only that).
 fn page_answer(page: String, next: Option<String>, number: usize, of: usize) -> MetaResult {
-    let mut content = vec![crate::exec::shape::text_block(page)];
+    let mut content = vec![toolgate_core::exec::shape::text_block(page)];
     let structured = match &next {
         Some(cursor) => {
-            content.push(crate::exec::shape::text_block(format!(
+            content.push(toolgate_core::exec::shape::text_block(format!(
                 "[toolgate] page {number} of {of}; call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
             )));
             json!({"nextCursor": cursor, "page": number, "pages": of})
         }
         None => {
-            content.push(crate::exec::shape::text_block(format!(
+            content.push(toolgate_core::exec::shape::text_block(format!(
                 "[toolgate] page {number} of {of}, the last"
             )));
             json!({"nextCursor": null, "done": true, "page": number, "pages": of})

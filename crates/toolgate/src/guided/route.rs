@@ -7,16 +7,16 @@
 use super::schema_view::{placeholders, render, Detail};
 use super::surface::{EXECUTE, ROUTE};
 use super::{Engine, MetaResult};
-use crate::catalog::{Catalog, ToolId, ToolRecord};
-use crate::meta::args::{self, RouteArgs};
 use crate::policy::{profiles::Visible, Caller};
-use crate::principal::Principal;
-use crate::route::{route, Retriever, RouteDecision, RouteOptions, DEFAULT_LIMIT, MAX_BROWSE};
-use crate::shape::{ProfileView, SlimOptions};
 use crate::skills::SKILLS_SERVER;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
+use toolgate_core::catalog::{Catalog, ToolId, ToolRecord};
+use toolgate_core::meta::args::{self, RouteArgs};
+use toolgate_core::principal::Principal;
+use toolgate_route::shape::{ProfileView, SlimOptions};
+use toolgate_route::{route, Retriever, RouteDecision, RouteOptions, DEFAULT_LIMIT, MAX_BROWSE};
 
 /// What route reads besides its arguments, all from one catalog snapshot.
 pub struct RouteContext<'a> {
@@ -48,7 +48,7 @@ impl RouteContext<'_> {
             .and_then(|s| s.override_for(&tool.id))
             .and_then(|o| o.description.as_deref());
         match written {
-            Some(d) => crate::catalog::one_line(d, max),
+            Some(d) => toolgate_core::catalog::one_line(d, max),
             None => tool.summary(max),
         }
     }

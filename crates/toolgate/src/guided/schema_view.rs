@@ -75,7 +75,7 @@ fn properties(schema: &Value) -> (Vec<(&String, &Value)>, Vec<&str>) {
 }
 
 fn short(text: &str, max: usize) -> String {
-    crate::catalog::one_line(text, max)
+    toolgate_core::catalog::one_line(text, max)
 }
 
 /// The input schema at the requested detail.

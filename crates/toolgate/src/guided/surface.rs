@@ -1,7 +1,7 @@
 //! The guided surface: the three meta-tool definitions and the standing instruction.
 //! Nothing here depends on the catalog, so the surface costs the same whatever it holds.
 //! Each schema is the hand-written, short form of its tool's typed arguments
-//! (`crate::meta::args`, which the handlers parse with); a test keeps the two in step.
+//! (`toolgate_core::meta::args`, which the handlers parse with); a test keeps the two in step.
 
 use serde_json::{json, Value};
 

@@ -2,7 +2,7 @@
 //! the same property names, the same types and the same `required`, for every tool.
 
 use super::*;
-use crate::meta::args::{self, MetaArgs};
+use toolgate_core::meta::args::{self, MetaArgs};
 
 /// Each property's name, type (without "null") and item type; and the required names.
 type Shape = (Vec<(String, Option<String>, Option<String>)>, Vec<String>);

@@ -2,14 +2,14 @@
 //! Library functions over `&Catalog`, so the CLI runs them on a catalog file and the
 //! gateway on its live catalog.
 
-use crate::catalog::Catalog;
 use crate::guided::surface::{meta_tools, INSTRUCTIONS};
-use crate::shape::lint::{lint_schema, Rule};
-use crate::shape::tokens::{openai_form, Encoding, FormTokens};
-use crate::shape::{listing, Profile, SurfaceOptions};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use toolgate_core::catalog::Catalog;
+use toolgate_route::shape::lint::{lint_schema, Rule};
+use toolgate_route::shape::tokens::{openai_form, Encoding, FormTokens};
+use toolgate_route::shape::{listing, Profile, SurfaceOptions};
 
 /// Token totals of the four surfaces in one form.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -6,19 +6,19 @@
 //! then the messages, each counted as its compact JSON. Tool results are left out of every
 //! loop; route's and describe_tools' answers are not tool results of the task, so they are in.
 
-use crate::catalog::{Catalog, LabelledQuery, ToolId, ToolRecord};
 use crate::code::tools_for;
 use crate::guided::route::{respond, RouteContext};
 use crate::guided::schema_view::Detail;
 use crate::guided::surface::{EXECUTE, INSTRUCTIONS, ROUTE};
-use crate::route::RouteIndex;
-use crate::shape::tokens::{openai_form_of_tool, Encoding};
-use crate::shape::ProfileView;
-use crate::shape::{Profile, SurfaceOptions};
 use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+use toolgate_core::catalog::{Catalog, LabelledQuery, ToolId, ToolRecord};
+use toolgate_route::shape::tokens::{openai_form_of_tool, Encoding};
+use toolgate_route::shape::ProfileView;
+use toolgate_route::shape::{Profile, SurfaceOptions};
+use toolgate_route::RouteIndex;
 use toolgate_sandbox::protocol::ToolEntry;
 
 mod code;
@@ -70,7 +70,7 @@ impl Default for SimOptions {
             profile: Profile::Raw,
             surface: SurfaceOptions::default(),
             detail: Detail::Signature,
-            threshold: crate::route::DEFAULT_THRESHOLD,
+            threshold: toolgate_route::DEFAULT_THRESHOLD,
             result_form: ResultForm::Mcp,
             skills: false,
         }

@@ -2,11 +2,11 @@
 //! through MCP elicitation (the client's own confirmation UI) behind the [`Approver`] trait,
 //! so nothing outside `front/` speaks rmcp.
 
-use crate::principal::Principal;
 use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use toolgate_core::principal::Principal;
 
 /// How long a 2026-07-28 client has to come back with the user's answer.
 pub const PENDING_TTL: Duration = Duration::from_secs(600);

@@ -138,7 +138,7 @@ impl PolicyConfig {
 
 /// Profile and key names appear in URLs and logs: keep them simple.
 fn check_name(kind: &str, name: &str, file: &Path) -> Result<()> {
-    if !crate::ids::is_simple_name(name) {
+    if !toolgate_core::ids::is_simple_name(name) {
         bail!(
             "{}: {kind} name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.'",
             file.display()
@@ -153,7 +153,7 @@ impl RawPolicy {
         let audit_secret = match &self.audit.secret {
             None => None,
             Some(s) => {
-                let s = crate::env::substitute(s, file, "policy.audit.secret")?;
+                let s = toolgate_core::env::substitute(s, file, "policy.audit.secret")?;
                 if s.len() < 16 {
                     bail!("{f}: policy.audit.secret is {} characters: use at least 16 (e.g. `openssl rand -hex 32`), or leave it out to have one made beside the log", s.len());
                 }

@@ -195,7 +195,7 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// A new random key (256 bits) and the configuration hash line for it.
 pub fn new_key() -> (String, String) {
-    let key = format!("{KEY_PREFIX}{}", crate::ids::random_hex(32));
+    let key = format!("{KEY_PREFIX}{}", toolgate_core::ids::random_hex(32));
     let hash = format!("{HASH_PREFIX}{}", hex::encode(hash_key(&key)));
     (key, hash)
 }

@@ -32,12 +32,12 @@ pub use profiles::Profile;
 pub use refusal::{Refusal, RefusalKind};
 pub use tiers::Tier;
 
-use crate::catalog::{Catalog, CatalogEntry, ToolRecord};
-pub use crate::principal::Principal;
 use approval::Approver;
 use audit::{AuditLog, Verdict};
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use toolgate_core::catalog::{Catalog, CatalogEntry, ToolRecord};
+pub use toolgate_core::principal::Principal;
 
 /// The identity local (stdio) sessions have when no `stdio_key` is configured.
 pub const LOCAL_IDENTITY: &str = "local";
@@ -75,7 +75,7 @@ pub struct Caller {
     pub approver: Option<Arc<dyn Approver>>,
     /// Where an upstream's sampling, elicitation and roots requests during this caller's
     /// calls go: this session's client (absent: outside any session).
-    pub relay: Option<Arc<dyn crate::call::ClientRelay>>,
+    pub relay: Option<Arc<dyn toolgate_core::call::ClientRelay>>,
     /// The program run (`execute_code`, a skill) this caller's calls are made from: their
     /// audit records carry it as `run`, linking them to the run's own records.
     pub run: Option<Arc<str>>,
@@ -285,9 +285,9 @@ impl Policy {
             .tools()
             .iter()
             .filter(|t| self.lists(caller, t))
-            .map(|t| crate::shape::tokens::openai_form_of_tool(&t.exposed, &t.tool))
+            .map(|t| toolgate_route::shape::tokens::openai_form_of_tool(&t.exposed, &t.tool))
             .collect();
-        crate::shape::tokens::Encoding::O200k.count_json(&Value::Array(tools))
+        toolgate_route::shape::tokens::Encoding::O200k.count_json(&Value::Array(tools))
     }
 
     /// Judges one call before any upstream sees it: shadow, scope and tier, then approval
@@ -401,7 +401,7 @@ impl Policy {
                 surface: caller.surface,
                 server,
                 tool,
-                call_id: &crate::ids::random_hex(8),
+                call_id: &toolgate_core::ids::random_hex(8),
                 phase: None,
                 visible: false,
                 tier: "",
@@ -428,7 +428,7 @@ impl Policy {
         tracing::warn!(
             principal = %principal,
             handle,
-            hint = %crate::principal::redacted(text),
+            hint = %toolgate_core::principal::redacted(text),
             "refused a handle made by another principal"
         );
         if let Some(log) = &self.audit {

@@ -5,11 +5,11 @@
 use super::approval::{self, Answer};
 use super::audit::{AuditLog, CallRecord, Verdict};
 use super::{Caller, Policy, Refusal, RefusalKind, Tier};
-use crate::call::{CallError, CallOutcome};
-use crate::catalog::ToolRecord;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
+use toolgate_core::call::{CallError, CallOutcome};
+use toolgate_core::catalog::ToolRecord;
 
 /// A call the checks let through; `finish` records how it went.
 pub struct Permit {
@@ -59,7 +59,7 @@ impl Permit {
             surface: caller.surface,
             server: tool.id.server.clone(),
             tool: tool.id.name.clone(),
-            call_id: crate::ids::random_hex(8),
+            call_id: toolgate_core::ids::random_hex(8),
             visible,
             tier,
             arguments: if keep_arguments {
@@ -146,7 +146,7 @@ impl Permit {
         let (outcome, error, tokens) = match result {
             Ok(o) => {
                 let text = serde_json::to_string(&o.content).unwrap_or_default();
-                let tokens = crate::shape::tokens::Encoding::O200k.count(&text);
+                let tokens = toolgate_route::shape::tokens::Encoding::O200k.count(&text);
                 let outcome = if o.is_error { "isError" } else { "ok" };
                 (outcome, None, Some(tokens))
             }

@@ -3,9 +3,9 @@
 
 use super::glob::PatternList;
 use super::tiers::{Tier, ToolFacts};
-use crate::catalog::ToolRecord;
-use crate::route::{Described, Retriever};
 use std::sync::Arc;
+use toolgate_core::catalog::ToolRecord;
+use toolgate_route::{Described, Retriever};
 
 /// One `[policy.profiles.NAME]`. Each list that is set narrows the profile further; within
 /// a list a tool qualifies when a plain entry matches (or there is none) and no `!` entry does.
@@ -118,10 +118,10 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::ToolId;
     use crate::policy::glob::Glob;
     use crate::policy::tiers::{facts, ToolRule};
     use serde_json::json;
+    use toolgate_core::catalog::ToolId;
 
     fn tool(server: &str, name: &str, annotations: serde_json::Value) -> ToolRecord {
         ToolRecord {
@@ -193,8 +193,8 @@ mod tests {
     /// reading of the task.
     #[test]
     fn hidden_tools_are_never_the_closest() {
-        use crate::catalog::{file::parse_catalog, Catalog};
-        use crate::route::RouteIndex;
+        use toolgate_core::catalog::{file::parse_catalog, Catalog};
+        use toolgate_route::RouteIndex;
         let entries = parse_catalog(
             r#"[{"server": "secret", "tool": {"name": "get_time", "description": "Current time"}},
                 {"server": "open", "tool": {"name": "get_weather", "description": "Weather forecast"}},

@@ -2,8 +2,8 @@
 //! the configuration (`[policy.tools."server/name"]`: tier, tags, shadow) that override them.
 
 use super::glob::Glob;
-use crate::catalog::ToolRecord;
 use serde::{Deserialize, Serialize};
+use toolgate_core::catalog::ToolRecord;
 
 /// How much a tool can change. Ordered: a key allowed `write` may also `read`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
@@ -112,8 +112,8 @@ pub const HINTS: [&str; 4] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::ToolId;
     use serde_json::json;
+    use toolgate_core::catalog::ToolId;
 
     fn tool(name: &str, annotations: serde_json::Value) -> ToolRecord {
         ToolRecord {

@@ -8,14 +8,14 @@ use crate::code::workspace::paths::{self, Tree};
 use crate::code::{answer, strip_fences};
 use crate::engine::Engine;
 use crate::gate::program::Gate;
-use crate::meta::args::ExecuteCodeArgs;
-use crate::meta::MetaResult;
 use crate::policy::Caller;
-use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use toolgate_core::meta::args::ExecuteCodeArgs;
+use toolgate_core::meta::MetaResult;
+use toolgate_core::principal::Principal;
 use toolgate_sandbox::protocol::{CallFailure, Limits, Run, STATE_SERVER};
 
 /// QuickJS stack: deep recursion throws a RangeError well before the thread's 8 MiB.
@@ -87,7 +87,7 @@ pub(crate) fn restore_input(
     engine: &Engine,
     owner: &Principal,
     input: &mut Value,
-) -> Result<(), crate::principal::Refused> {
+) -> Result<(), toolgate_core::principal::Refused> {
     let rules = &engine.gw.config.code.flows;
     let mut keep_covered = |_: &str, class: &str, origins: &std::collections::BTreeSet<String>| {
         let origins: Vec<String> = origins.iter().cloned().collect();
@@ -103,7 +103,7 @@ pub(crate) fn restore_input(
         .map_err(|e| match e {
             crate::code::pii::RestoreError::Token(r) => r,
             // Covered tokens are kept, never refused here: the gate decides at the call.
-            crate::code::pii::RestoreError::Flow(m) => crate::principal::Refused::stale(m),
+            crate::code::pii::RestoreError::Flow(m) => toolgate_core::principal::Refused::stale(m),
         })
 }
 
@@ -329,7 +329,7 @@ type Parsed = (String, Value, Duration, u32);
 
 fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
     let cfg = &engine.gw.config.code;
-    let given: ExecuteCodeArgs = crate::meta::args::parse(args)?;
+    let given: ExecuteCodeArgs = toolgate_core::meta::args::parse(args)?;
     let code = strip_fences(&given.code);
     if code.is_empty() {
         return Err("\"code\" is required: a JavaScript program (a body that may await and return, or an async function)".into());

@@ -9,14 +9,9 @@
 //! by the caller's profile.
 
 use super::run::{audited, run_program, show, Program};
-use crate::catalog::{Catalog, ToolId, ToolRecord};
 use crate::code::worker::ToolCall;
 use crate::engine::Engine;
-use crate::exec::ValidationReport;
-use crate::meta::args::ExecuteArgs;
-use crate::meta::MetaResult;
 use crate::policy::Caller;
-use crate::principal::Principal;
 use crate::skills::{Skill, SKILLS_SERVER};
 use serde_json::{json, Map, Value};
 use std::future::Future;
@@ -24,6 +19,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use toolgate_core::catalog::{Catalog, ToolId, ToolRecord};
+use toolgate_core::exec::ValidationReport;
+use toolgate_core::meta::args::ExecuteArgs;
+use toolgate_core::meta::MetaResult;
+use toolgate_core::principal::Principal;
 use toolgate_sandbox::protocol::CallFailure;
 
 /// How deep skills may run skills (a program the model wrote is depth 0).
@@ -110,7 +110,7 @@ pub async fn execute(
 ) -> MetaResult {
     let cfg = &engine.gw.config.code;
     // A skill takes execute's arguments, less the result shaping (its answer is a run's).
-    let given = match crate::meta::args::parse::<ExecuteArgs>(args) {
+    let given = match toolgate_core::meta::args::parse::<ExecuteArgs>(args) {
         Ok(g) if g.fields.is_some() || g.max_tokens.is_some() => Err(format!(
             "unknown argument {:?} for a skill: it takes selectionId (or tool) and arguments (the skill's input)",
             if g.fields.is_some() { "fields" } else { "max_tokens" }

@@ -70,7 +70,7 @@ pub fn write(skills: &Path, p: &Proposal<'_>, max_source: usize) -> Result<PathB
     std::fs::create_dir_all(&drafts)
         .map_err(|e| format!("cannot create {}: {e}", drafts.display()))?;
     // Written aside under a dot folder (never listed), checked, then renamed into place.
-    let aside = drafts.join(format!(".new-{}", crate::ids::random_hex(6)));
+    let aside = drafts.join(format!(".new-{}", toolgate_core::ids::random_hex(6)));
     let folder = aside.join(p.name);
     let result = std::fs::create_dir_all(&folder)
         .and_then(|()| std::fs::write(folder.join(SKILL_MD), &md))

@@ -19,11 +19,11 @@
 //! Every error names the file and what to fix.
 
 use super::{is_skill_name, name_rule, SKILLS_SERVER, SKILL_JS, SKILL_MD};
-use crate::catalog::{ToolId, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use toolgate_core::catalog::{ToolId, ToolRecord};
 
 /// The largest SKILL.md read.
 pub const MAX_SKILL_MD_BYTES: u64 = 64 << 10;
@@ -119,7 +119,7 @@ fn check(fm: FrontMatter, folder: &str, file: &Path) -> Result<Skill, String> {
         return Err(format!("{at}: servers: at most {MAX_SERVERS}"));
     }
     for s in &fm.servers {
-        if !crate::ids::is_simple_name(s) || s == SKILLS_SERVER {
+        if !toolgate_core::ids::is_simple_name(s) || s == SKILLS_SERVER {
             return Err(format!(
                 "{at}: servers: {s:?} is not an upstream name (list the upstream servers the program calls)"
             ));
@@ -157,7 +157,7 @@ pub fn check_schema(schema: &Value) -> Result<(), String> {
             ))
         }
     }
-    crate::exec::validate::compile(schema).map(drop)
+    toolgate_core::exec::validate::compile(schema).map(drop)
 }
 
 /// The skill as a tool record of the server `skills`, so route indexes and ranks it like

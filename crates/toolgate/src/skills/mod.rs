@@ -29,10 +29,10 @@ pub const SKILL_MD: &str = "SKILL.md";
 pub const SKILL_JS: &str = "skill.js";
 
 /// A skill name is a folder name and a route name: a simple name (see
-/// [`crate::ids::is_simple_name`]) that does not start with a dot, so it is never `.`,
+/// [`toolgate_core::ids::is_simple_name`]) that does not start with a dot, so it is never `.`,
 /// `..` or a hidden folder such as `.drafts`.
 pub fn is_skill_name(name: &str) -> bool {
-    crate::ids::is_simple_name(name) && !name.starts_with('.')
+    toolgate_core::ids::is_simple_name(name) && !name.starts_with('.')
 }
 
 /// What a bad skill name is told.
@@ -49,7 +49,10 @@ pub(crate) struct TempDir(pub std::path::PathBuf);
 #[cfg(test)]
 impl TempDir {
     pub(crate) fn new() -> Self {
-        let p = std::env::temp_dir().join(format!("toolgate-skill-{}", crate::ids::random_hex(6)));
+        let p = std::env::temp_dir().join(format!(
+            "toolgate-skill-{}",
+            toolgate_core::ids::random_hex(6)
+        ));
         std::fs::create_dir_all(&p).unwrap();
         Self(p)
     }

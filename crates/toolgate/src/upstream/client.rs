@@ -4,7 +4,6 @@
 #![allow(deprecated)]
 
 use super::requests::{request_key, Notice, Relay};
-use crate::call::{Progress, RelayKind};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, Implementation, ListRootsResult, LoggingLevel,
@@ -16,6 +15,7 @@ use rmcp::{ClientHandler, ErrorData};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
+use toolgate_core::call::{Progress, RelayKind};
 
 /// Progress tokens of calls in flight -> where their progress goes.
 pub(crate) type ProgressRoutes = Arc<Mutex<ProgressTable>>;

@@ -20,9 +20,11 @@ mod requests;
 mod stdio;
 mod supervisor;
 
-pub use crate::call::{CallError, CallOptions, CallOutcome, ClientRelay, Progress, RelayKind};
 pub use requests::{Notice, RequestOptions};
 pub(crate) use supervisor::supervise;
+pub use toolgate_core::call::{
+    CallError, CallOptions, CallOutcome, ClientRelay, Progress, RelayKind,
+};
 
 use crate::config::UpstreamConfig;
 use client::{token_key, ProgressRoutes};
@@ -236,7 +238,7 @@ impl Upstream {
         let timeout = opts.timeout.unwrap_or(self.config.call_timeout);
         let mut call = rmcp::model::CallToolRequest::new(params);
         // The call's trace context, for an HTTP upstream's `traceparent` (see oversize.rs).
-        if let Some(tp) = crate::observe::trace::outgoing() {
+        if let Some(tp) = toolgate_core::observe::trace::outgoing() {
             call.extensions.insert(tp);
         }
         let request = ClientRequest::CallToolRequest(call);

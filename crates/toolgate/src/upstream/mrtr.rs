@@ -14,12 +14,12 @@
 //!   times;
 //! - a call no client stands behind (a guided operation's, a program's) fails, saying so.
 
-use crate::call::{ClientRelay, RelayKind};
-use crate::principal::Principal;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolgate_core::call::{ClientRelay, RelayKind};
+use toolgate_core::principal::Principal;
 
 /// Rounds of `input_required` the gateway drives itself for an older client.
 pub const MAX_ROUNDS: usize = 8;
@@ -33,7 +33,7 @@ const MAX_PENDING: usize = 10_000;
 /// The prefix of the gateway's own MRTR handles (approval's are `ap-`).
 pub const HANDLE_PREFIX: &str = "in-";
 
-pub use crate::call::{MrtrRequest, Resumed};
+pub use toolgate_core::call::{MrtrRequest, Resumed};
 
 /// `requestState` handles handed to 2026-07-28 clients, by handle.
 #[derive(Default)]

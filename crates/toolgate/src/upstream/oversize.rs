@@ -5,7 +5,6 @@
 //! It also sends a call's W3C `traceparent` header (the `observe::trace::Traceparent` in
 //! the request's extensions, set by `Upstream::call` with the `otel` feature).
 
-use crate::observe::trace::{Traceparent, TRACEPARENT};
 use futures::stream::{BoxStream, StreamExt};
 use http::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
@@ -16,6 +15,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use toolgate_core::observe::trace::{Traceparent, TRACEPARENT};
 
 /// Request keys (`requests::request_key`) whose answer was over the limit, until taken.
 pub(crate) type Oversized = Arc<Mutex<HashSet<String>>>;

@@ -18,7 +18,6 @@
 //! and outside calls to every session that may use the whole server.
 
 use super::{CallError, Upstream};
-use crate::call::{ClientRelay, RelayKind};
 use rmcp::model::{ClientRequest, RequestId, ServerResult};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{json, Value};
@@ -27,6 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
+use toolgate_core::call::{ClientRelay, RelayKind};
 
 /// A notification from an upstream that is not tied to a call in flight.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,7 @@ pub(crate) struct Relay {
     /// When a call of each principal last ended: an upstream's log or request sent during
     /// a call may be handled just after its answer. One entry per principal, not per call
     /// (at thousands of calls a second a list of calls was scanned on every call).
-    ended: Mutex<HashMap<Option<crate::principal::Principal>, Instant>>,
+    ended: Mutex<HashMap<Option<toolgate_core::principal::Principal>, Instant>>,
     next: AtomicU64,
     /// Notices for every session; sessions filter what concerns them.
     pub notices: broadcast::Sender<(Arc<str>, Notice)>,
@@ -364,8 +364,8 @@ impl Upstream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::principal::Principal;
     use futures::future::BoxFuture;
+    use toolgate_core::principal::Principal;
 
     /// A client of `owner` that can answer sampling, and says who it is when asked.
     struct Client(Principal, &'static str);

@@ -3,10 +3,10 @@
 //! not hold is passed back (after a restart, or made by another replica).
 
 use super::{Entry, Vault, TOKEN, TOKEN_TTL};
-use crate::principal::{Principal, Refused};
-use crate::store::{Kind, Lookup, Record};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
+use toolgate_core::principal::{Principal, Refused};
+use toolgate_core::store::{Kind, Lookup, Record};
 
 /// A token as stored: its value and the servers it came from.
 type StoredToken = (String, BTreeSet<String>);
@@ -18,7 +18,7 @@ impl Vault {
         let value: StoredToken = (entry.value.clone(), entry.origins.clone());
         let record = Record {
             owner: entry.owner.as_str().to_string(),
-            expires_ms: crate::store::expiry_after(TOKEN_TTL),
+            expires_ms: toolgate_core::store::expiry_after(TOKEN_TTL),
             value: serde_json::to_vec(&value).expect("strings serialize"),
         };
         if let Err(e) = store.put(Kind::Pii, token, &record) {
@@ -42,7 +42,7 @@ impl Vault {
                 .filter(|t| !tokens.contains_key(t))
                 .collect()
         };
-        let now = crate::store::now_ms();
+        let now = toolgate_core::store::now_ms();
         for token in missing {
             match store.lookup(Kind::Pii, &token, owner.as_str(), now) {
                 Ok(Lookup::Found(r)) => {

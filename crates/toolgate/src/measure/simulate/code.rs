@@ -2,12 +2,12 @@
 //! execute_code whose program makes every call, then the final answer.
 
 use super::{result_content, tool_message, user_message, Loop, TaskSim};
-use crate::catalog::{LabelledQuery, ToolRecord};
 use crate::guided::describe::{describe, MAX_TOOLS};
 use crate::guided::surface::{DESCRIBE_TOOLS, EXECUTE_CODE};
-use crate::shape::tokens::Encoding;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use toolgate_core::catalog::{LabelledQuery, ToolRecord};
+use toolgate_route::shape::tokens::Encoding;
 use toolgate_sandbox::protocol::ToolEntry;
 
 /// Tokens of the surface a guided session with code mode on carries per request, as the

@@ -2,9 +2,9 @@
 //! counts each request: its fixed part (definitions, instructions) plus the messages so far.
 
 use super::ResultForm;
-use crate::meta::MetaResult;
-use crate::shape::tokens::Encoding;
 use serde_json::{json, Map, Value};
+use toolgate_core::meta::MetaResult;
+use toolgate_route::shape::tokens::Encoding;
 
 /// One agent loop: a fixed part every request carries, then the messages so far.
 pub(super) struct Loop {

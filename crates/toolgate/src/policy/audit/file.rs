@@ -26,7 +26,7 @@ pub(super) fn secret_file(path: &Path) -> Result<Vec<u8>> {
                 .with_context(|| format!("cannot read the audit log's secret {}", path.display()))
         }
     }
-    let secret = crate::ids::random_hex(32);
+    let secret = toolgate_core::ids::random_hex(32);
     let mut f = OpenOptions::new();
     f.write(true).create_new(true);
     #[cfg(unix)]

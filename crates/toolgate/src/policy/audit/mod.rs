@@ -355,7 +355,7 @@ impl AuditLog {
             "principal": r.principal,
             "profile": r.profile,
             "handle": r.handle,
-            "handleHint": crate::principal::redacted(r.handle_text),
+            "handleHint": toolgate_core::principal::redacted(r.handle_text),
             "decision": "refused",
         });
         let _ = self.write(line, true);

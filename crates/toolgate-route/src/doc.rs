@@ -1,0 +1,96 @@
+//! A tool as a BM25F document: its fields (name, title, description, parameters, server,
+//! example tasks) and the per-field frequencies of their terms and phrase bigrams.
+
+use super::text::{bigram, Analyzer};
+use serde_json::Value;
+use std::collections::HashMap;
+use toolgate_core::catalog::ToolRecord;
+
+/// The fields of a tool document, in `Bm25fParams` array order.
+pub const N_FIELDS: usize = 6;
+/// Field positions.
+pub const NAME: usize = 0;
+pub const TITLE: usize = 1;
+pub const DESCRIPTION: usize = 2;
+pub const PARAMS: usize = 3;
+pub const SERVER: usize = 4;
+pub const EXAMPLES: usize = 5;
+
+/// One analysed tool.
+#[derive(Debug, Default)]
+pub struct ToolDoc {
+    /// Each distinct term with its frequency in each field (saturating; fields are short).
+    pub tf: Vec<(String, [u16; N_FIELDS])>,
+    /// Length of each field in terms.
+    pub lens: [u16; N_FIELDS],
+}
+
+/// Analyses a tool's fields, with `examples` (tasks known to have needed the tool, see
+/// [`super::examples`]) as the last. Adjacent words within one text also count as a
+/// phrase term.
+pub fn analyze_tool(analyzer: &Analyzer, tool: &ToolRecord, examples: &[String]) -> ToolDoc {
+    let mut tf: HashMap<String, [u16; N_FIELDS]> = HashMap::new();
+    let mut lens = [0u16; N_FIELDS];
+    let mut texts: [Vec<&str>; N_FIELDS] = Default::default();
+    texts[NAME].push(&tool.id.name);
+    texts[TITLE].extend(tool.title());
+    texts[DESCRIPTION].push(tool.description());
+    schema_texts(tool.input_schema(), 0, &mut texts[PARAMS]);
+    texts[SERVER].push(&tool.id.server);
+    texts[EXAMPLES].extend(examples.iter().map(String::as_str));
+    let (mut terms, mut words) = (Vec::new(), Vec::new());
+    for (field, field_texts) in texts.iter().enumerate() {
+        for text in field_texts {
+            terms.clear();
+            words.clear();
+            analyzer.terms(text, &mut terms, Some(&mut words));
+            let phrases = words.windows(2).map(|w| bigram(&w[0], &w[1]));
+            for term in terms.drain(..).chain(phrases) {
+                let slot = &mut tf.entry(term).or_default()[field];
+                *slot = slot.saturating_add(1);
+                lens[field] = lens[field].saturating_add(1);
+            }
+        }
+    }
+    ToolDoc {
+        tf: tf.into_iter().collect(),
+        lens,
+    }
+}
+
+/// Collects property names, titles, descriptions and string enum values of an input
+/// schema, nested objects and arrays included (depth-limited against odd schemas).
+fn schema_texts<'a>(schema: &'a Value, depth: usize, out: &mut Vec<&'a str>) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    if depth > 8 {
+        return;
+    }
+    for key in ["title", "description"] {
+        if depth > 0 {
+            out.extend(map.get(key).and_then(Value::as_str));
+        }
+    }
+    if let Some(Value::Array(values)) = map.get("enum") {
+        out.extend(values.iter().filter_map(Value::as_str));
+    }
+    if let Some(Value::Object(props)) = map.get("properties") {
+        for (name, sub) in props {
+            out.push(name);
+            schema_texts(sub, depth + 1, out);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(sub) = map.get(key) {
+            schema_texts(sub, depth + 1, out);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(subs)) = map.get(key) {
+            for sub in subs {
+                schema_texts(sub, depth + 1, out);
+            }
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Ranking: a task's weighted terms (words, phrase bigrams, synonyms, verb senses), then
+//! BM25F over the postings, server by server, and the best `k`.
+
+use super::{idf, length_norm, RouteIndex};
+use crate::doc::N_FIELDS;
+use crate::text::{bigram, clauses, truncate, MAX_TASK_BYTES};
+use crate::{synonyms, Described};
+use std::sync::Arc;
+use toolgate_core::catalog::ToolRecord;
+
+impl RouteIndex {
+    /// A term's idf; a term no tool has counts as the rarest.
+    fn term_idf(&self, term: &str) -> f32 {
+        let n = self.docs.max(1) as f32;
+        idf(n, self.terms.get(term).map_or(0.0, |e| e.df as f32))
+    }
+
+    /// Query terms with their weights: words count once per occurrence, phrase bigrams
+    /// `bigram_weight` each, and (with `synonyms`) each synonym `synonym_weight`. The
+    /// ceiling leaves synonyms out: they stand in for a word, they add nothing to explain.
+    pub(super) fn query_terms(&self, query: &str, synonyms: bool) -> Vec<(String, f32)> {
+        let query = truncate(query, MAX_TASK_BYTES);
+        let (mut terms, mut words) = (Vec::new(), Vec::new());
+        self.analyzer.terms(query, &mut terms, Some(&mut words));
+        let bw = self.params.bigram_weight;
+        let mut weighted: Vec<(String, f32)> = terms.into_iter().map(|t| (t, 1.0)).collect();
+        weighted.extend(words.windows(2).map(|w| (bigram(&w[0], &w[1]), bw)));
+        let sw = self.params.synonym_weight;
+        if synonyms && sw > 0.0 {
+            // What a phrase means counts as a word of the task ("what time" -> current).
+            weighted.extend(
+                synonyms::phrases(&self.analyzer, query)
+                    .into_iter()
+                    .map(|m| (m, 1.0)),
+            );
+            // A verb in its sense here ("open" a ticket): the meaning is the word.
+            for (verb, meaning) in synonyms::senses(&self.analyzer, &words) {
+                for (_, w) in weighted.iter_mut().filter(|(t, _)| *t == verb) {
+                    *w = sw;
+                }
+                weighted.push((meaning, 1.0));
+            }
+            let own = terms_of(&weighted);
+            for syn in synonyms::expand(&own) {
+                // A synonym never weighs more than the word it stands for: a rare synonym
+                // of a common word ("find" for "search") would otherwise outrank it.
+                let source = own
+                    .iter()
+                    .filter(|t| synonyms::of(t).contains(&syn))
+                    .map(|t| self.term_idf(t))
+                    .fold(0.0, f32::max);
+                let cap = (source / self.term_idf(&syn).max(1e-6)).min(1.0);
+                weighted.push((syn, sw * cap));
+            }
+        }
+        weighted.sort_by(|a, b| a.0.cmp(&b.0));
+        weighted.dedup_by(|later, first| {
+            let same = later.0 == first.0;
+            if same {
+                first.1 += later.1;
+            }
+            same
+        });
+        weighted
+    }
+
+    /// The `k` best tools for `query` by BM25F, best first, only from `server` when given.
+    pub fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+        self.rank_scored(query, server, k, false).0
+    }
+
+    /// [`Self::rank`], with each ranked tool's score by the words of its description and
+    /// parameters alone (BM25F over those two fields; the name, title and server left out),
+    /// computed in the same pass over the postings.
+    pub fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
+        self.rank_scored(query, server, k, true)
+    }
+
+    fn rank_scored(
+        &self,
+        query: &str,
+        server: Option<&str>,
+        k: usize,
+        described: bool,
+    ) -> Described {
+        let only = match server {
+            Some(s) => match self.slot_of(s) {
+                Some(slot) => Some(slot),
+                None => return (Vec::new(), Vec::new()),
+            },
+            None => None,
+        };
+        let terms = self.query_terms(query, true);
+        let mut acc = self.scores(&terms, only);
+        let w = self.params.clause_weight;
+        let parts = if w > 0.0 {
+            clauses(truncate(query, MAX_TASK_BYTES))
+        } else {
+            Vec::new()
+        };
+        let top = acc.iter().copied().fold(0.0, f32::max);
+        if parts.len() > 1 && top > 0.0 {
+            // Each list normalised by its best score, averaged with the whole task
+            // counting 1 and each clause `w`, then put back in whole-task units so the
+            // decision's ceiling still applies.
+            let total = 1.0 + w * parts.len() as f32;
+            for s in acc.iter_mut() {
+                *s /= top;
+            }
+            for part in &parts {
+                let scores = self.scores(&self.query_terms(part, true), only);
+                let best = scores.iter().copied().fold(0.0, f32::max);
+                if best > 0.0 {
+                    for (s, c) in acc.iter_mut().zip(&scores) {
+                        *s += w * c / best;
+                    }
+                }
+            }
+            for s in acc.iter_mut() {
+                *s *= top / total;
+            }
+        }
+        let mut hits: Vec<(f32, u32, u32)> = Vec::new();
+        for (slot, shard) in self.shards.iter().enumerate() {
+            let Some(shard) = shard else { continue };
+            if only.is_some_and(|o| o != slot as u32) {
+                continue;
+            }
+            let base = shard.offset as usize;
+            let scores = &acc[base..base + shard.tools.len()];
+            for (doc, &s) in scores.iter().enumerate() {
+                if s > 0.0 {
+                    hits.push((s, slot as u32, doc as u32));
+                }
+            }
+        }
+        top_k(&mut hits, k);
+        let described_scores = if described {
+            self.described_scores(&terms, &hits)
+        } else {
+            Vec::new()
+        };
+        let ranked = hits
+            .into_iter()
+            .filter_map(|(score, slot, doc)| {
+                let shard = self.shards[slot as usize].as_ref()?;
+                Some((shard.tools[doc as usize].clone(), score))
+            })
+            .collect();
+        (ranked, described_scores)
+    }
+
+    /// Per-field 1 / average length, so the scoring loops multiply instead of divide.
+    pub(super) fn inv_avg_lens(&self) -> [f32; N_FIELDS] {
+        let n = self.docs.max(1) as f32;
+        self.len_sum.map(|sum| {
+            let avg = sum as f32 / n;
+            if avg > 0.0 {
+                1.0 / avg
+            } else {
+                0.0
+            }
+        })
+    }
+
+    /// Every document's score for the weighted query `terms` (0 for no match), in
+    /// accumulator order.
+    fn scores(&self, terms: &[(String, f32)], only: Option<u32>) -> Vec<f32> {
+        let p = &self.params;
+        let n = self.docs.max(1) as f32;
+        let inv_avg = self.inv_avg_lens();
+        let servers = self.servers.max(1) as f32;
+        let avg_server_len = self.len_sum.iter().sum::<u64>() as f32 / servers;
+        let mut acc = vec![0f32; self.docs as usize];
+        let mut server_score = vec![
+            0f32;
+            if p.server_weight > 0.0 {
+                self.shards.len()
+            } else {
+                0
+            }
+        ];
+        for (term, qw) in terms {
+            let qw = *qw;
+            let Some(entry) = self.terms.get(term) else {
+                continue;
+            };
+            let idf = idf(n, entry.df as f32);
+            // ln(S / sdf): zero for a term every server has, so one server adds nothing.
+            let sidf = (servers / entry.lists.len() as f32).ln();
+            for (slot, list) in &entry.lists {
+                if only.is_some_and(|o| o != *slot) {
+                    continue;
+                }
+                let Some(shard) = self.shards[*slot as usize].as_ref() else {
+                    continue;
+                };
+                let base = shard.offset as usize;
+                let mut stf = 0.0;
+                for posting in list {
+                    let lens = &shard.lens[posting.doc as usize];
+                    let mut tf = 0.0;
+                    for f in 0..N_FIELDS {
+                        if posting.tf[f] > 0 {
+                            let wtf = p.weights[f] * f32::from(posting.tf[f]);
+                            tf += wtf / length_norm(p, f, lens, &inv_avg);
+                            stf += wtf;
+                        }
+                    }
+                    acc[base + posting.doc as usize] += qw * idf * tf / (p.k1 + tf);
+                }
+                if let Some(s) = server_score.get_mut(*slot as usize) {
+                    let norm = 0.25 + 0.75 * shard.total_len as f32 / avg_server_len.max(1.0);
+                    *s += qw * sidf * stf / (stf + p.k1 * norm);
+                }
+            }
+        }
+        // The server evidence goes to every matching tool of the server.
+        for (slot, s) in server_score.iter().enumerate() {
+            let Some(shard) = self.shards[slot].as_ref().filter(|_| *s > 0.0) else {
+                continue;
+            };
+            let base = shard.offset as usize;
+            for a in &mut acc[base..base + shard.tools.len()] {
+                if *a > 0.0 {
+                    *a += p.server_weight * s;
+                }
+            }
+        }
+        acc
+    }
+}
+
+/// The terms of weighted query terms.
+fn terms_of(weighted: &[(String, f32)]) -> Vec<String> {
+    weighted.iter().map(|(t, _)| t.clone()).collect()
+}
+
+/// Keeps the `k` best hits, best first; ties go to the earlier (slot, doc), which is
+/// (server, name) order for a freshly built index.
+pub(super) fn top_k(hits: &mut Vec<(f32, u32, u32)>, k: usize) {
+    let order = |a: &(f32, u32, u32), b: &(f32, u32, u32)| {
+        b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+    };
+    if hits.len() > k && k > 0 {
+        hits.select_nth_unstable_by(k - 1, order);
+    }
+    hits.truncate(k);
+    hits.sort_unstable_by(order);
+}

@@ -1,0 +1,188 @@
+//! toolgate's router and what the model sees of each tool.
+//!
+//! Routing: from a task in words (or an exact tool name) to one tool, or a short question.
+//! It reads only the catalog (`toolgate_core::catalog`); the compiler keeps it from the
+//! gateway's other layers, so it builds, tests and benches on its own.
+//!
+//! # Layout
+//!
+//! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
+//! - [`text`]: the analyzer shared by documents and queries.
+//! - [`doc`]: a tool as a document of weighted fields.
+//! - [`examples`]: example tasks per tool, indexed as one more field ([`RouteExamples`]).
+//! - [`synonyms`]: general synonyms a task's words gain before ranking.
+//! - [`static_vectors`]: token vectors distilled from MiniLM, built in: a text's meaning as
+//!   a mean of its tokens' vectors, for the decision's `semantic_first`.
+//! - [`index`]: the BM25F index, one shard per server ([`RouteIndex`]).
+//! - [`calibrate`]: the calibrated confidence (features any catalog has, a fitted logistic).
+//! - [`decide`]: exact names first, then select-or-clarify on the ranking ([`route`]).
+//! - [`eval`]: metrics and the labelled-query evaluation behind `toolgate eval route`.
+//! - [`embedder`] (static vectors, or with the `embed` feature MiniLM via candle),
+//!   [`dense`] (tool vectors, cosine ranking) and [`hybrid`] (BM25F and embeddings fused,
+//!   [`HybridIndex`]).
+
+pub mod calibrate;
+pub mod decide;
+pub mod dense;
+pub mod doc;
+#[cfg(all(test, feature = "embed"))]
+mod embed_tests;
+pub mod embedder;
+pub mod eval;
+pub mod examples;
+pub mod hybrid;
+pub mod index;
+pub mod shape;
+pub mod static_vectors;
+pub mod synonyms;
+pub mod text;
+
+pub use calibrate::Calibration;
+pub use decide::{
+    assess, confidence, route, Assessment, Basis, RouteDecision, RouteOptions, DEFAULT_LIMIT,
+    DEFAULT_THRESHOLD, EXAMPLES_THRESHOLD, MAX_BROWSE,
+};
+pub use examples::RouteExamples;
+pub use index::{Bm25fParams, RouteIndex, EXAMPLES_B, EXAMPLES_WEIGHT};
+pub use {
+    dense::EmbedIndex,
+    embedder::{EmbedError, Embedder, MODEL_ENV},
+    hybrid::{
+        FusionMode, FusionParams, HybridIndex, PrecomputedQueries, HYBRID_THRESHOLD, HYBRID_WEIGHT,
+    },
+};
+
+use std::sync::Arc;
+use toolgate_core::catalog::ToolRecord;
+
+/// A ranking with each ranked tool's score by its description and parameters alone
+/// (empty when the retriever's scores have no fields): [`Retriever::rank_described`].
+pub type Described = (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>);
+
+/// Ranks tools for a task. The BM25F [`RouteIndex`] is the default; a second retriever
+/// (e.g. static embeddings) can implement this and be fused with it.
+pub trait Retriever: Send + Sync {
+    /// The `k` best tools for `query`, best first with their scores (higher is better),
+    /// only from `server` when given.
+    fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)>;
+
+    /// Tools whose name is exactly `name` in one of the spellings a caller may type.
+    fn exact(&self, name: &str, server: Option<&str>) -> Vec<Arc<ToolRecord>>;
+
+    /// The highest score any tool could reach for `query`, when the scores have one; the
+    /// decision then counts the part of the query no tool explains against selecting.
+    fn ceiling(&self, _query: &str) -> Option<f32> {
+        None
+    }
+
+    /// True when some tool, visible or not, is named `name`: a name route must not rank
+    /// (it would select another tool). Filtering retrievers ask their inner index.
+    fn is_name(&self, name: &str, server: Option<&str>) -> bool {
+        !self.exact(name, server).is_empty()
+    }
+
+    /// [`Self::rank`], with each ranked tool's score by its description and parameters
+    /// alone, for retrievers whose scores have fields (empty otherwise); the calibrated
+    /// decision asks whether the top tool is also the best of the first few by those.
+    fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
+        (self.rank(query, server, k), Vec::new())
+    }
+
+    /// For each reading of a task, the `k` tools closest in meaning to it by the static
+    /// token vectors ([`static_vectors`]), best first with their cosines; empty lists for
+    /// retrievers without them. The calibrated decision asks whether the top tool is also
+    /// the closest to a reading.
+    fn closest_each(
+        &self,
+        readings: &[&str],
+        _server: Option<&str>,
+        _k: usize,
+    ) -> Vec<Vec<(Arc<ToolRecord>, f32)>> {
+        vec![Vec::new(); readings.len()]
+    }
+
+    /// True when the scores are BM25F's, for which the calibrated confidence was fitted;
+    /// other retrievers keep the softmax confidence and their own threshold.
+    fn calibrated(&self) -> bool {
+        false
+    }
+}
+
+impl Retriever for RouteIndex {
+    fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+        RouteIndex::rank(self, query, server, k)
+    }
+
+    fn exact(&self, name: &str, server: Option<&str>) -> Vec<Arc<ToolRecord>> {
+        RouteIndex::exact(self, name, server)
+    }
+
+    fn ceiling(&self, query: &str) -> Option<f32> {
+        Some(RouteIndex::ceiling(self, query))
+    }
+
+    fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
+        RouteIndex::rank_described(self, query, server, k)
+    }
+
+    fn closest_each(
+        &self,
+        readings: &[&str],
+        server: Option<&str>,
+        k: usize,
+    ) -> Vec<Vec<(Arc<ToolRecord>, f32)>> {
+        RouteIndex::closest_each(self, readings, server, k)
+    }
+
+    /// Calibrated without example tasks only: the model was fitted on catalogs alone, and
+    /// an example's words explain a task that no feature of the tool's own text sees.
+    fn calibrated(&self) -> bool {
+        self.examples().is_empty()
+    }
+}
+
+/// A retriever the gateway keeps per catalog snapshot: re-indexed one server at a time
+/// when that server's tools change (the engine copies it, re-indexes, swaps it in).
+pub trait SnapshotIndex: Retriever {
+    /// Replaces one server's tools; an empty `tools` removes the server.
+    fn replace_server(&mut self, server: &str, tools: Vec<Arc<ToolRecord>>);
+    /// Number of indexed tools.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// A copy to re-index.
+    fn clone_box(&self) -> Box<dyn SnapshotIndex>;
+}
+
+impl SnapshotIndex for RouteIndex {
+    fn replace_server(&mut self, server: &str, tools: Vec<Arc<ToolRecord>>) {
+        RouteIndex::replace_server(self, server, tools)
+    }
+
+    fn len(&self) -> usize {
+        RouteIndex::len(self)
+    }
+
+    fn clone_box(&self) -> Box<dyn SnapshotIndex> {
+        Box::new(self.clone())
+    }
+}
+
+impl SnapshotIndex for HybridIndex {
+    /// Embeds the server's tools (and their example tasks); if the model fails, the
+    /// server keeps its previous entries and the failure is logged.
+    fn replace_server(&mut self, server: &str, tools: Vec<Arc<ToolRecord>>) {
+        if let Err(e) = HybridIndex::replace_server(self, server, tools) {
+            tracing::error!("route: re-indexing {server} failed, its previous entries stay: {e}");
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.lexical().len()
+    }
+
+    fn clone_box(&self) -> Box<dyn SnapshotIndex> {
+        Box::new(self.clone())
+    }
+}

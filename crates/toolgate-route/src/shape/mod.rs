@@ -1,0 +1,93 @@
+//! What the model sees of each tool, and what it costs: token counts, slim direct mode,
+//! the local-model-safe profile, and the lint that says why that profile exists.
+//!
+//! Everything here works on a `Catalog` snapshot and returns new objects; the catalog
+//! keeps every tool as its upstream sent it, for validation and calls.
+//!
+//! - [`tokens`]: BPE counts (o200k, cl100k) and the OpenAI / MCP definition forms.
+//! - [`slim`]: `SlimOptions` and the slimmed tool listing; [`boilerplate`] finds
+//!   per-server repeated text; [`text`] cuts descriptions at sentence ends.
+//! - [`local`]: `LocalOptions` and the grammar-safe schema rewrite; [`refs`] inlines `$ref`s.
+//! - [`keywords`]: the keywords converters mishandle, listed once for lint and local.
+//! - [`lint`]: the rules local models trip on (the reports over a catalog are in `measure`).
+//! - [`walk`]: visiting every subschema with its JSON pointer.
+//! - [`view`]: one snapshot under the configured direct profile (`ProfileView`).
+
+pub mod boilerplate;
+pub mod keywords;
+pub mod lint;
+pub mod local;
+pub mod refs;
+pub mod slim;
+pub mod text;
+pub mod tokens;
+pub mod view;
+pub mod walk;
+
+pub use lint::{lint_schema, Rule, SchemaFinding};
+pub use local::{rewrite_schema, LocalOptions};
+pub use slim::{slim_catalog, slim_schema, slim_tool, ShapedTool, SlimOptions, ToolOverride};
+pub use tokens::{Encoding, FormTokens};
+pub use view::ProfileView;
+
+use serde::{Deserialize, Serialize};
+use toolgate_core::catalog::Catalog;
+
+/// Which rendering of the plain tool list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// Every tool object as its upstream sent it (only the name is the exposed one).
+    #[default]
+    Raw,
+    /// `SlimOptions` applied.
+    Slim,
+    /// Slim, then every input schema rewritten by `LocalOptions`.
+    Local,
+}
+
+impl Profile {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "raw" | "direct" => Some(Profile::Raw),
+            "slim" => Some(Profile::Slim),
+            "local" => Some(Profile::Local),
+            _ => None,
+        }
+    }
+}
+
+/// The options of every surface, as configuration will hold them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SurfaceOptions {
+    pub slim: SlimOptions,
+    pub local: LocalOptions,
+    /// Prefix of the guided meta-tool names (empty: `route`, `execute`, `continue`).
+    pub guided_prefix: String,
+}
+
+/// The tool list a profile shows, in catalog order.
+pub fn listing(catalog: &Catalog, profile: Profile, opts: &SurfaceOptions) -> Vec<ShapedTool> {
+    match profile {
+        Profile::Raw => catalog
+            .tools()
+            .iter()
+            .map(|r| ShapedTool {
+                id: r.id.clone(),
+                tool: tokens::mcp_form_of_tool(&r.exposed, &r.tool),
+            })
+            .collect(),
+        Profile::Slim => slim_catalog(catalog, &opts.slim),
+        Profile::Local => slim_catalog(catalog, &opts.slim)
+            .into_iter()
+            .map(|mut t| {
+                if let Some(s) = t.tool.get("inputSchema") {
+                    let safe = rewrite_schema(s, &opts.local);
+                    t.tool.insert("inputSchema".into(), safe);
+                }
+                t
+            })
+            .collect(),
+    }
+}
