@@ -5,7 +5,7 @@ Counts what `toolgate tokens` calls the direct total, with OpenAI's own `tiktoke
 package instead of toolgate's tiktoken-rs, and with Python's json module building the
 serialization, so neither the BPE code nor the JSON writer is shared with toolgate.
 
-    python3 scripts/count_tokens.py ../shared/datasets/realcat/catalog.json [--encoding o200k_base]
+    python3 scripts/count_tokens.py datasets/realcat/catalog.json [--encoding o200k_base]
 
 tiktoken downloads its rank files on first use. Where that cannot be reached, pass
 `--bpe-file` with a local copy (e.g. the one bundled in the tiktoken-rs crate); the

@@ -6,8 +6,9 @@ Environment:
   TOOLGATE_BIN     the toolgate binary (default: $CARGO_TARGET_DIR/debug/toolgate, else
                    target/debug/toolgate in the repository)
   TOOLGATE_PEERS   where .ci/run installed the peers (default: .peers in the repository)
-  TOOLGATE_SHARED  the project's shared folder (default: ../shared beside the repository),
-                   for peers/loopback.cjs
+
+Peers that are not installed skip the tests that need them (`gateway.missing`), or fail
+them with CI set.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway import MARKER_VAR, Peers, Workspace, sdk_client, free_port, stdio_upstreams
+from gateway import MARKER_VAR, Peers, Workspace, missing, sdk_client, free_port, stdio_upstreams
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -50,13 +51,12 @@ def toolgate_bin() -> Path:
 @pytest.fixture(scope="session")
 def peers() -> Peers:
     root = _from_env("TOOLGATE_PEERS", REPO / ".peers").resolve()
-    shared = _from_env("TOOLGATE_SHARED", REPO.parent / "shared").resolve()
     node = shutil.which("node")
     if node is None:
-        pytest.fail("node is not on PATH", pytrace=False)
-    p = Peers(root=root, node=node, loopback=shared / "peers" / "loopback.cjs")
-    if missing := p.missing():
-        pytest.fail(f"peers not installed (run .ci/run): missing {missing}", pytrace=False)
+        missing("node is not on PATH (the real peers are Node and Python servers)")
+    p = Peers(root=root, node=node)
+    if absent := p.missing():
+        missing(f"peers not installed (bash .ci/run installs them): missing {absent}")
     return p
 
 

@@ -2,6 +2,7 @@
 
 Reusable by every real-peer test (direct mode now, guided mode later):
 
+- `missing`: the rule for something optional that is absent (skip; fail under `CI`).
 - `Peers`: where the installed servers live and how to start each one.
 - `Workspace`: one test's temporary folder and the marker that identifies every process
   the test started, directly or through toolgate (see `leftover_processes`).
@@ -25,12 +26,21 @@ import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, NoReturn
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
+
+def missing(why: str) -> NoReturn:
+    """A test needs something optional (the installed peers, a dataset) that is absent: it is
+    skipped, saying why; with `CI` set, where `.ci/run` installs everything, it fails."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{why} (CI is set, so this fails)", pytrace=False)
+    pytest.skip(why)
+
 
 # Set in the environment of every process a test starts; children inherit it, so a scan of
 # /proc finds an upstream left behind even when its command line says nothing about the test.
@@ -47,11 +57,12 @@ NPM_SCOPE = "node_modules/@modelcontextprotocol"
 
 @dataclass
 class Peers:
-    """The folder `.ci/run` installs the real servers into (npm packages and a venv)."""
+    """The folder `.ci/run` installs the real servers into (npm packages and a venv), and
+    the preload that keeps a Node server on 127.0.0.1 (`loopback.cjs`, beside this file)."""
 
     root: Path
     node: str
-    loopback: Path
+    loopback: Path = Path(__file__).resolve().parent / "loopback.cjs"
 
     def node_script(self, package: str) -> Path:
         return self.root / NPM_SCOPE / package / "dist" / "index.js"
@@ -63,7 +74,6 @@ class Peers:
         """Whatever a test would need and is not installed."""
         need = [self.node_script(p) for p in ("server-everything", "server-filesystem", "server-memory")]
         need += [self.py_bin(b) for b in ("mcp-server-time", "mcp-server-git")]
-        need.append(self.loopback)
         return [str(p) for p in need if not p.exists()]
 
 

@@ -6,7 +6,7 @@ elicitation relayed for a guided `execute`.
 
 Self-contained: TOOLGATE_BIN names the toolgate binary (default target/debug/toolgate,
 or $CARGO_TARGET_DIR/debug/toolgate), TOOLGATE_PEERS the folder the peers are installed
-in (default .peers; see ../shared/peers/README.md):
+in (default .peers; `.ci/run` installs them, pinned):
 
     npm install --prefix .peers @modelcontextprotocol/server-everything@2026.8.31
     python3 -m venv .peers/py && .peers/py/bin/pip install mcp pytest anyio

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway import TEST_GATEWAY, Workspace, session, stdio_upstreams, text, write_config
+from gateway import TEST_GATEWAY, Workspace, missing, session, stdio_upstreams, text, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -144,11 +144,11 @@ async def test_a_hidden_tools_exact_name_selects_nothing_else(name, toolgate_bin
 
 
 def livemcpbench_catalog() -> Path:
-    shared = Path(os.environ.get("TOOLGATE_SHARED") or REPO.parent / "shared")
-    datasets = Path(os.environ.get("TOOLGATE_DATASETS") or shared / "datasets")
+    """The repository's datasets/ (or TOOLGATE_DATASETS), as the Rust tests find it."""
+    datasets = Path(os.environ.get("TOOLGATE_DATASETS") or REPO / "datasets")
     path = datasets / "livemcpbench" / "catalog.json"
     if not path.exists():
-        pytest.fail(f"LiveMCPBench catalog missing at {path}: set TOOLGATE_DATASETS", pytrace=False)
+        missing(f"LiveMCPBench catalog missing at {path}: restore datasets/ or set TOOLGATE_DATASETS")
     return path
 
 

@@ -2,7 +2,7 @@
 //! stores facts about it with the memory server, and returns a one-line summary; the
 //! file's text never reaches the client.
 //!
-//! Install the servers (see shared/peers/README.md), build toolgate, then:
+//! Install the servers (the versions `.ci/run` pins), build toolgate, then:
 //!
 //!     npm install --prefix PEERS @modelcontextprotocol/server-filesystem@2026.8.31 \
 //!         @modelcontextprotocol/server-memory@2026.8.31

@@ -53,19 +53,14 @@ impl Drop for KillOnDrop {
     }
 }
 
-fn skip(why: &str) {
-    assert!(std::env::var_os("CI").is_none(), "{why}");
-    eprintln!("SKIP the browser test: {why}");
-}
-
 #[tokio::test]
 async fn the_dashboard_in_headless_chromium_shows_the_token_figures_and_updates() {
     let chromium = PathBuf::from("/usr/bin/chromium");
     if !chromium.exists() {
-        return skip("/usr/bin/chromium is missing (apt-get install chromium)");
+        return common::skip("/usr/bin/chromium is missing (apt-get install chromium)");
     }
     let Some(modules) = modules() else {
-        return skip("npm playwright-core is missing (see .ci/run, section \"browser\")");
+        return common::skip("npm playwright-core is missing (see .ci/run, section \"browser\")");
     };
     let dir = TestDir::new();
     dir.write("catalog.json", &test_catalog().to_string());

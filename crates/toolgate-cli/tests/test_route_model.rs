@@ -68,10 +68,10 @@ fn a_missing_model_file_is_named() {
 #[tokio::test]
 async fn route_finds_a_paraphrase_with_the_model() {
     let Some(model) = std::env::var_os(toolgate_route::MODEL_ENV) else {
-        panic!(
+        return common::skip(&format!(
             "set {} to the model folder (scripts/fetch-embed-model.sh DIR prints it)",
             toolgate_route::MODEL_ENV
-        );
+        ));
     };
     let task = json!({"task": "any coupons I could use at Macy's?"});
     let first = |s: &serde_json::Value| {

@@ -2,8 +2,8 @@
 //! by side with realcat itself: index build time, route p50/p99, one server's re-index;
 //! each without task-side synonyms (`synonyms` 0) and with the default weight, same run.
 //!
-//! Run: `cargo bench -p toolgate --bench route`. Needs the datasets (`TOOLGATE_DATASETS`,
-//! default `../shared/datasets`); exits non-zero when they are missing.
+//! Run: `cargo bench -p toolgate-route --bench route`. Reads the repository's `datasets/` (or
+//! `TOOLGATE_DATASETS`); exits non-zero when they are missing.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -32,7 +32,7 @@ fn run() -> anyhow::Result<()> {
     let realcat = dir.join("realcat/catalog.json");
     if !realcat.exists() {
         anyhow::bail!(
-            "datasets not found at {} (set TOOLGATE_DATASETS to the shared datasets folder)",
+            "datasets not found at {} (the repository's datasets/ folder, or set TOOLGATE_DATASETS)",
             dir.display()
         );
     }

@@ -3,7 +3,7 @@
 //! of that tool. A new task worded like an earlier one then finds the same tool even
 //! when the tool's own description uses other words ("coupons" for "discounts").
 //!
-//! The file is the labelled-query format of `../shared/datasets/README.md`: one JSON
+//! The file is the labelled-query format of `datasets/README.md`: one JSON
 //! object per line, `{"query": "...", "expected": ["server/name", ...]}`; the query
 //! becomes an example of every tool it expects. Examples of tools the catalog does not
 //! hold are kept (the server may connect later) and simply match nothing.

@@ -13,7 +13,7 @@ use toolgate_route::shape::{listing, Profile};
 
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// A catalog file (see shared/datasets/README.md), instead of a live configuration.
+    /// A catalog file (see datasets/README.md), instead of a live configuration.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["config", "mcp_json", "demo"])]
     pub catalog: Option<PathBuf>,
     /// Without --catalog: start the gateway, wait for the upstreams, lint its live catalog.

@@ -14,7 +14,7 @@ use toolgate_route::shape::{Encoding, SurfaceOptions};
 
 #[derive(ClapArgs)]
 pub(crate) struct Args {
-    /// A catalog file (see shared/datasets/README.md), instead of a live configuration
+    /// A catalog file (see datasets/README.md), instead of a live configuration
     /// (with --config, that file still supplies [direct] options and [policy] profiles).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["mcp_json", "demo"])]
     pub catalog: Option<PathBuf>,

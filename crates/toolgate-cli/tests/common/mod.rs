@@ -481,19 +481,24 @@ pub async fn request<H: ClientHandler>(
     }
 }
 
-/// A shared dataset, or `None` (after saying why on stderr, past the test harness's capture,
-/// so `cargo test` shows it) when it is missing outside CI; in CI (`CI` set) a missing
-/// dataset fails the test.
+/// The rule for a test that needs something optional (a dataset, a Debian program, a
+/// browser) which is absent: it says `skipped: WHY` on stderr, past the test harness's
+/// capture so `cargo test` shows it, and passes; with `CI` set (where `.ci/run` installs
+/// everything) it fails with WHY instead. The caller returns right after.
+pub fn skip(why: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{why} (CI is set, so this fails)"
+    );
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+}
+
+/// A dataset under `datasets/` (or `TOOLGATE_DATASETS`), or `None` after [`skip`].
 pub fn dataset_or_skip(relative: &str) -> Option<std::path::PathBuf> {
-    match toolgate_core::catalog::file::dataset(relative) {
-        Ok(path) => Some(path),
-        Err(why) if std::env::var_os("CI").is_none() => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "skipped: {why}");
-            None
-        }
-        Err(why) => panic!("{why}"),
-    }
+    toolgate_core::catalog::file::dataset(relative)
+        .map_err(|why| skip(&why))
+        .ok()
 }
 
 /// A fixture serving `server` of `dir`'s catalog.json over HTTP on 127.0.0.1:0 (`extra`:

@@ -1,4 +1,4 @@
-//! The dataset file formats (see `../shared/datasets/README.md`): catalog files and
+//! The dataset file formats (see `datasets/README.md`): catalog files and
 //! labelled query files. Used by the fixture server, `toolgate tokens`, `lint` and `eval`.
 
 use anyhow::{bail, Context, Result};
@@ -67,25 +67,31 @@ pub fn load_queries_file(path: &Path) -> Result<Vec<LabelledQuery>> {
 }
 
 /// A file or folder under the datasets folder, or a sentence saying it is missing and how
-/// to provide it. Tests and benchmarks that need the shared datasets (which a plain clone
-/// does not have) skip with that sentence, except in CI (`CI` set), where it is present.
+/// to provide it. Tests skip with that sentence (a failure with `CI` set); it can only be
+/// missing when `TOOLGATE_DATASETS` points elsewhere or the checkout lacks `datasets/`.
 pub fn dataset(relative: &str) -> Result<std::path::PathBuf, String> {
     let path = datasets_dir().join(relative);
     if path.exists() {
         return Ok(path);
     }
     Err(format!(
-        "needs the shared datasets: {} is missing; put the project's shared/ folder beside \
-         the repository (as ../shared) or set TOOLGATE_DATASETS to its datasets folder",
+        "needs the datasets: {} is missing; the repository's datasets/ folder holds them \
+         (restore it with `git checkout -- datasets`), or set TOOLGATE_DATASETS to a folder \
+         laid out as datasets/README.md says",
         path.display()
     ))
 }
 
-/// The datasets folder: `TOOLGATE_DATASETS`, else `../shared/datasets` from the workspace.
+/// The datasets folder: `TOOLGATE_DATASETS`, else the repository's `datasets/` (found from
+/// this crate's source folder, `crates/NAME`, at build time).
 pub fn datasets_dir() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("TOOLGATE_DATASETS") {
+    if let Some(p) = std::env::var_os("TOOLGATE_DATASETS").filter(|p| !p.is_empty()) {
         return p.into();
     }
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.join("../../../shared/datasets")
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    crate_dir
+        .ancestors()
+        .nth(2)
+        .unwrap_or(crate_dir)
+        .join("datasets")
 }
