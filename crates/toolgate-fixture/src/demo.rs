@@ -282,3 +282,79 @@ fn seed(s: &mut State, now: DateTime<Utc>) {
     }
     demo_more::seed(s, now);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> JsonObject {
+        v.as_object().cloned().unwrap()
+    }
+
+    /// Every demo tool has an answer of its own (none falls through to "not a demo tool").
+    #[test]
+    fn every_demo_tool_is_answered() {
+        let catalog: Vec<Value> = serde_json::from_str(crate::DEMO_CATALOG).unwrap();
+        let world = DemoWorld::new();
+        for entry in &catalog {
+            let (server, tool) = (entry["server"].as_str().unwrap(), entry["tool"]["name"].as_str().unwrap());
+            if let Err(e) = world.call(server, tool, &JsonObject::new()) {
+                assert!(!e.contains("not a demo tool"), "{server}/{tool}: {e}");
+            }
+        }
+    }
+
+    /// Each tool with an `outputSchema` answers a valid instance of it.
+    #[test]
+    fn answers_match_the_declared_output_schemas() {
+        let catalog: Vec<Value> = serde_json::from_str(crate::DEMO_CATALOG).unwrap();
+        let world = DemoWorld::new();
+        let calls = [
+            ("tickets", "create_issue", json!({"project": "WEB", "title": "Broken login"})),
+            ("tickets", "get_issue", json!({"key": "WEB-101"})),
+            ("tickets", "search_issues", json!({"query": "checkout"})),
+            ("docs", "search", json!({"query": "failover"})),
+            ("docs", "create_page", json!({"parent": "/eng", "title": "On call", "content": "Who is on call."})),
+            ("calendar", "list_events", json!({})),
+            ("calendar", "create_event", json!({"title": "Review", "start": "2026-12-07T10:00:00Z", "end": "2026-12-07T11:00:00Z"})),
+            ("calendar", "find_free_slots", json!({"attendees": ["kim@example.com"], "duration_minutes": 30})),
+            ("mail", "search", json!({"query": "invoice"})),
+            ("mail", "send_email", json!({"to": ["kim@example.com"], "subject": "Hi", "body": "Hello"})),
+            ("files", "list_directory", json!({"path": "/home/demo"})),
+            ("files", "share_file", json!({"path": "/home/demo/notes.md", "with": ["kim@example.com"]})),
+            ("metrics", "query_metrics", json!({"query": "rate(http_requests_total[5m])"})),
+            ("metrics", "service_slo", json!({"service": "api"})),
+            ("deploy", "deploy_service", json!({"service": "api", "version": "v2.15.0", "environment": "staging"})),
+            ("time", "get_current_time", json!({"timezone": "Europe/Paris"})),
+            ("time", "convert_time", json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"})),
+        ];
+        let with_schema = catalog.iter().filter(|e| e["tool"].get("outputSchema").is_some()).count();
+        assert_eq!(calls.len(), with_schema, "one call per tool with an outputSchema");
+        for (server, tool, a) in calls {
+            let entry = catalog.iter().find(|e| e["server"] == server && e["tool"]["name"] == tool).unwrap();
+            let schema = &entry["tool"]["outputSchema"];
+            let answer = world.call(server, tool, &args(a)).unwrap_or_else(|e| panic!("{server}/{tool}: {e}"));
+            let validator = jsonschema::validator_for(schema).unwrap();
+            let errors: Vec<String> = validator.iter_errors(&answer).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{server}/{tool}: {answer} does not match: {errors:?}");
+        }
+    }
+
+    /// What is created can be read back, changed, found and removed.
+    #[test]
+    fn a_ticket_lives_its_life() {
+        let world = DemoWorld::new();
+        let made = world.call("tickets", "create_issue", &args(json!({"project": "ops", "title": "Rotate keys"}))).unwrap();
+        let key = made["key"].as_str().unwrap();
+        assert_eq!(key, "OPS-103", "numbered after the seeded issues");
+        world.call("tickets", "add_comment", &args(json!({"key": key, "body": "Started."}))).unwrap();
+        world.call("tickets", "assignIssue", &args(json!({"key": key, "assignee": "sam"}))).unwrap();
+        let got = world.call("tickets", "get_issue", &args(json!({"key": key.to_lowercase()}))).unwrap();
+        assert_eq!((got["assignee"].as_str(), got["comments"][0]["body"].as_str()), (Some("sam"), Some("Started.")));
+        let found = world.call("tickets", "search_issues", &args(json!({"query": "rotate"}))).unwrap();
+        assert_eq!(found["issues"][0]["key"], key);
+        world.call("tickets", "delete_issue", &args(json!({"key": key, "confirm": true}))).unwrap();
+        let e = world.call("tickets", "get_issue", &args(json!({"key": key}))).unwrap_err();
+        assert!(e.contains("no issue") && e.contains("search_issues"), "{e}");
+    }
+}
