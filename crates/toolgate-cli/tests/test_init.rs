@@ -16,7 +16,10 @@ struct User {
 
 impl User {
     fn new() -> Self {
-        let dir = tempfile::Builder::new().prefix("toolgate-init-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("toolgate-init-")
+            .tempdir()
+            .unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
         std::fs::create_dir_all(dir.path().join("project")).unwrap();
         Self { dir }
@@ -73,12 +76,21 @@ fn init_writes_a_working_file_and_never_overwrites_it_unasked() {
     let out = user.run(&["init"], &[]);
     assert!(out.status.success(), "{}", said(&out));
     let text = user.written();
-    assert!(text.contains("[upstreams.tickets]") && text.contains("[gateway]"), "{text}");
+    assert!(
+        text.contains("[upstreams.tickets]") && text.contains("[gateway]"),
+        "{text}"
+    );
     let check = user.run(&["check"], &[]);
     assert!(check.status.success(), "{}", said(&check));
     let report = String::from_utf8_lossy(&check.stdout);
-    assert!(report.contains("tickets") && report.contains("ready"), "{report}");
-    assert!(report.contains("state store: embedded at"), "check says where state is kept: {report}");
+    assert!(
+        report.contains("tickets") && report.contains("ready"),
+        "{report}"
+    );
+    assert!(
+        report.contains("state store: embedded at"),
+        "check says where state is kept: {report}"
+    );
 
     std::fs::write(user.project().join("toolgate.toml"), "# mine\n").unwrap();
     let again = user.run(&["init"], &[]);
@@ -122,12 +134,30 @@ fn from_claude_reads_user_local_and_project_scopes_and_passes_check() {
     );
     let out = user.run(&["init", "--from", "claude"], &[]);
     let text = user.written();
-    for name in ["[upstreams.tickets]", "[upstreams.docs]", "[upstreams.mail]", "[upstreams.remote]"] {
-        assert!(text.contains(name), "{name} missing:\n{text}\n{}", said(&out));
+    for name in [
+        "[upstreams.tickets]",
+        "[upstreams.docs]",
+        "[upstreams.mail]",
+        "[upstreams.remote]",
+    ] {
+        assert!(
+            text.contains(name),
+            "{name} missing:\n{text}\n{}",
+            said(&out)
+        );
     }
-    assert!(!text.contains("far"), "another folder's servers stay out:\n{text}");
-    assert!(text.contains("url = \"http://127.0.0.1:9/mcp\""), "the default of an unset variable:\n{text}");
-    assert!(text.contains("\"Bearer ${REMOTE_TOKEN}\""), "references are kept, not expanded:\n{text}");
+    assert!(
+        !text.contains("far"),
+        "another folder's servers stay out:\n{text}"
+    );
+    assert!(
+        text.contains("url = \"http://127.0.0.1:9/mcp\""),
+        "the default of an unset variable:\n{text}"
+    );
+    assert!(
+        text.contains("\"Bearer ${REMOTE_TOKEN}\""),
+        "references are kept, not expanded:\n{text}"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("claude mcp add-json toolgate") && stdout.contains("\"alwaysLoad\":true"),
@@ -137,14 +167,19 @@ fn from_claude_reads_user_local_and_project_scopes_and_passes_check() {
     // three demo servers started for real (remote is an address nothing listens on, so
     // it is switched off for the full check and checked as configuration).
     assert!(
-        !out.status.success() && stdout.contains("to fix before serving") && stdout.contains("is not set"),
+        !out.status.success()
+            && stdout.contains("to fix before serving")
+            && stdout.contains("is not set"),
         "{}",
         said(&out)
     );
     let env = [("REMOTE_TOKEN", "t0ken"), ("MAIL_USER", "me")];
     let only = user.run(&["check", "--config-only"], &env);
     assert!(only.status.success(), "{}", said(&only));
-    let edited = user.written().replace("[upstreams.remote]\n", "[upstreams.remote]\nenabled = false\n");
+    let edited = user.written().replace(
+        "[upstreams.remote]\n",
+        "[upstreams.remote]\nenabled = false\n",
+    );
     std::fs::write(user.project().join("toolgate.toml"), edited).unwrap();
     let check = user.run(&["check"], &env);
     assert!(check.status.success(), "{}", said(&check));
@@ -156,7 +191,10 @@ fn from_cursor_vscode_and_codex_read_their_own_formats() {
     let user = User::new();
     user.write(
         &user.home().join(".cursor/mcp.json"),
-        &format!(r#"{{"mcpServers": {{"tickets": {}, "shared": {{"command": "user-one"}}}}}}"#, demo_server("tickets")),
+        &format!(
+            r#"{{"mcpServers": {{"tickets": {}, "shared": {{"command": "user-one"}}}}}}"#,
+            demo_server("tickets")
+        ),
     );
     user.write(
         &user.project().join(".cursor/mcp.json"),
@@ -165,7 +203,12 @@ fn from_cursor_vscode_and_codex_read_their_own_formats() {
     let out = user.run(&["init", "--from", "cursor"], &[]);
     assert!(out.status.success(), "{}", said(&out));
     let text = user.written();
-    assert!(text.contains("[upstreams.tickets]") && text.contains("\"project-one\"") && !text.contains("user-one"), "{text}");
+    assert!(
+        text.contains("[upstreams.tickets]")
+            && text.contains("\"project-one\"")
+            && !text.contains("user-one"),
+        "{text}"
+    );
     assert!(text.contains("enabled = false"), "{text}");
     assert!(user.run(&["check"], &[]).status.success(), "{text}");
 
@@ -193,9 +236,20 @@ fn from_cursor_vscode_and_codex_read_their_own_formats() {
     let out = user.run(&["init", "--from", "vscode"], &[]);
     let text = user.written();
     let data = format!("{}/data.db", user.project().display());
-    assert!(text.contains("[upstreams.db]") && text.contains("[upstreams.tickets]"), "{text}\n{}", said(&out));
-    assert!(text.contains(&data) && text.contains("${API_KEY}") && text.contains("${HOME}"), "{text}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("export API_KEY"), "{}", said(&out));
+    assert!(
+        text.contains("[upstreams.db]") && text.contains("[upstreams.tickets]"),
+        "{text}\n{}",
+        said(&out)
+    );
+    assert!(
+        text.contains(&data) && text.contains("${API_KEY}") && text.contains("${HOME}"),
+        "{text}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("export API_KEY"),
+        "{}",
+        said(&out)
+    );
     let only = user.run(&["check", "--config-only"], &[("API_KEY", "k")]);
     assert!(only.status.success(), "{}", said(&only));
 
@@ -211,10 +265,21 @@ fn from_cursor_vscode_and_codex_read_their_own_formats() {
     );
     let out = user.run(&["init", "--from", "codex"], &[]);
     let text = user.written();
-    assert!(text.contains("[upstreams.tickets]") && text.contains("TZ = \"UTC\""), "{text}\n{}", said(&out));
-    assert!(text.contains("Authorization = \"Bearer ${REMOTE_TOKEN}\"") && text.contains("X-Team"), "{text}");
+    assert!(
+        text.contains("[upstreams.tickets]") && text.contains("TZ = \"UTC\""),
+        "{text}\n{}",
+        said(&out)
+    );
+    assert!(
+        text.contains("Authorization = \"Bearer ${REMOTE_TOKEN}\"") && text.contains("X-Team"),
+        "{text}"
+    );
     assert!(text.contains("enabled = false"), "{text}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("startup_timeout_sec"), "unused keys are named: {}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("startup_timeout_sec"),
+        "unused keys are named: {}",
+        said(&out)
+    );
     let check = user.run(&["check"], &[("REMOTE_TOKEN", "t")]);
     assert!(check.status.success(), "{}\n{text}", said(&check));
 }
@@ -223,16 +288,43 @@ fn from_cursor_vscode_and_codex_read_their_own_formats() {
 fn from_a_file_or_a_client_with_nothing_says_where_it_looked() {
     let user = User::new();
     let file = user.dir.path().join("servers.json");
-    user.write(&file, &format!(r#"{{"mcpServers": {{"tickets": {}}}}}"#, demo_server("tickets")));
-    let out = user.run(&["init", "--from", file.to_str().unwrap(), "--output", "gw.toml"], &[]);
+    user.write(
+        &file,
+        &format!(
+            r#"{{"mcpServers": {{"tickets": {}}}}}"#,
+            demo_server("tickets")
+        ),
+    );
+    let out = user.run(
+        &[
+            "init",
+            "--from",
+            file.to_str().unwrap(),
+            "--output",
+            "gw.toml",
+        ],
+        &[],
+    );
     assert!(out.status.success(), "{}", said(&out));
-    assert!(std::fs::read_to_string(user.project().join("gw.toml")).unwrap().contains("[upstreams.tickets]"));
+    assert!(std::fs::read_to_string(user.project().join("gw.toml"))
+        .unwrap()
+        .contains("[upstreams.tickets]"));
 
     let out = user.run(&["init", "--from", "cursor"], &[]);
     assert!(!out.status.success());
     let text = said(&out);
-    assert!(text.contains("no MCP servers found") && text.contains(".cursor/mcp.json"), "{text}");
-    assert!(!user.project().join("toolgate.toml").exists(), "nothing written");
+    assert!(
+        text.contains("no MCP servers found") && text.contains(".cursor/mcp.json"),
+        "{text}"
+    );
+    assert!(
+        !user.project().join("toolgate.toml").exists(),
+        "nothing written"
+    );
     let out = user.run(&["init", "--from", "emacs"], &[]);
-    assert!(said(&out).contains("claude, cursor, vscode, codex"), "{}", said(&out));
+    assert!(
+        said(&out).contains("claude, cursor, vscode, codex"),
+        "{}",
+        said(&out)
+    );
 }

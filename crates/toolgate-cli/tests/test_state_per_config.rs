@@ -59,12 +59,18 @@ async fn two_configurations_serve_at_once_each_with_its_own_store() {
     let (a, b) = (TestDir::new(), TestDir::new());
     let config_a = a.config("", &[a.stdio_upstream("alpha", "alpha", &[])]);
     let config_b = b.config("", &[b.stdio_upstream("beta", "beta", &[])]);
-    let (first, url_a) = serve(&config_a, "127.0.0.1:0", state.path()).expect("the first gateway starts");
+    let (first, url_a) =
+        serve(&config_a, "127.0.0.1:0", state.path()).expect("the first gateway starts");
     let (second, url_b) = serve(&config_b, "127.0.0.1:0", state.path())
         .unwrap_or_else(|e| panic!("a second configuration runs beside the first: {e}"));
     for (url, tool) in [(&url_a, "alpha/echo"), (&url_b, "beta/status")] {
         let (client, _) = connect_http(url).await;
-        let r = call(&client, "execute", json!({"tool": tool, "arguments": {"message": "hi"}})).await;
+        let r = call(
+            &client,
+            "execute",
+            json!({"tool": tool, "arguments": {"message": "hi"}}),
+        )
+        .await;
         assert_ne!(r.is_error, Some(true), "{url}: {}", text(&r));
         client.cancel().await.unwrap();
     }
@@ -75,14 +81,28 @@ async fn two_configurations_serve_at_once_each_with_its_own_store() {
     assert_eq!(folders.len(), 2, "{folders:?}");
     for f in &folders {
         assert!(f.starts_with("toolgate-"), "{f}");
-        assert!(state.path().join("toolgate").join(f).join("state.redb").is_file(), "{f}");
+        assert!(
+            state
+                .path()
+                .join("toolgate")
+                .join(f)
+                .join("state.redb")
+                .is_file(),
+            "{f}"
+        );
     }
 
     // The first configuration again, on the first one's port: the port is what is in the
     // way, and that is what is said (not that its store is in use, which follows from it).
-    let addr = url_a.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let addr = url_a
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
     let err = serve(&config_a, &addr, state.path()).expect_err("the port is taken");
-    assert!(err.contains("port is in use") && err.contains(&addr), "{err}");
+    assert!(
+        err.contains("port is in use") && err.contains(&addr),
+        "{err}"
+    );
     assert!(!err.contains("store"), "the store is not mentioned: {err}");
     // The same configuration on a free port: its store is the first one's, and in use.
     let err = serve(&config_a, "127.0.0.1:0", state.path()).expect_err("one process per store");

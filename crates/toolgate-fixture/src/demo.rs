@@ -122,7 +122,9 @@ fn issue<'a>(s: &'a mut State, args: &JsonObject) -> Result<&'a mut Value, Strin
     let key = text(args, "key")?.to_uppercase();
     if !s.issues.contains_key(&key) {
         let known: Vec<&String> = s.issues.keys().take(8).collect();
-        return Err(format!("no issue {key}: search_issues finds keys (some are {known:?})"));
+        return Err(format!(
+            "no issue {key}: search_issues finds keys (some are {known:?})"
+        ));
     }
     Ok(s.issues.get_mut(&key).expect("just checked"))
 }
@@ -145,7 +147,9 @@ fn tickets(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<Utc>) -> 
                 "created_at": at, "updated_at": at,
             });
             s.issues.insert(key.clone(), record);
-            Ok(json!({"key": key, "url": format!("https://tickets.example.com/browse/{key}"), "created_at": at}))
+            Ok(
+                json!({"key": key, "url": format!("https://tickets.example.com/browse/{key}"), "created_at": at}),
+            )
         }
         "get_issue" => {
             let i = issue(s, args)?;
@@ -162,17 +166,26 @@ fn tickets(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<Utc>) -> 
         }
         "update_issue" => {
             let i = issue(s, args)?;
-            let fields = args.get("fields").and_then(Value::as_object).cloned().unwrap_or_default();
+            let fields = args
+                .get("fields")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
             for (k, v) in &fields {
                 i[k.as_str()] = v.clone();
             }
             i["updated_at"] = json!(at);
-            Ok(json!({"key": i["key"], "updated": fields.keys().collect::<Vec<_>>(), "updated_at": at}))
+            Ok(
+                json!({"key": i["key"], "updated": fields.keys().collect::<Vec<_>>(), "updated_at": at}),
+            )
         }
         "transition_issue" => {
             let to = text(args, "to")?.to_string();
             if to == "closed" && opt(args, "resolution").is_none() {
-                return Err("closing needs a resolution: fixed, wont_fix, duplicate or cannot_reproduce".into());
+                return Err(
+                    "closing needs a resolution: fixed, wont_fix, duplicate or cannot_reproduce"
+                        .into(),
+                );
             }
             let i = issue(s, args)?;
             let from = i["status"].clone();
@@ -181,7 +194,10 @@ fn tickets(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<Utc>) -> 
                 i["resolution"] = json!(r);
             }
             if let Some(c) = opt(args, "comment") {
-                push(&mut i["comments"], json!({"author": "you", "body": c, "at": at}));
+                push(
+                    &mut i["comments"],
+                    json!({"author": "you", "body": c, "at": at}),
+                );
             }
             i["updated_at"] = json!(at);
             Ok(json!({"key": i["key"], "from": from, "to": to}))
@@ -199,52 +215,82 @@ fn tickets(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<Utc>) -> 
         "add_comment" => {
             let body = text(args, "body")?.to_string();
             let i = issue(s, args)?;
-            push(&mut i["comments"], json!({"author": "you", "body": body, "at": at}));
+            push(
+                &mut i["comments"],
+                json!({"author": "you", "body": body, "at": at}),
+            );
             let count = i["comments"].as_array().map_or(0, Vec::len);
             Ok(json!({"key": i["key"], "comment_id": format!("c{count}"), "at": at}))
         }
         "assignIssue" => {
             let who = text(args, "assignee")?;
-            let who = if who.is_empty() { Value::Null } else { json!(who) };
+            let who = if who.is_empty() {
+                Value::Null
+            } else {
+                json!(who)
+            };
             let i = issue(s, args)?;
             i["assignee"] = who.clone();
             Ok(json!({"key": i["key"], "assignee": who}))
         }
         "link_issues" => {
-            let (from, to, kind) = (text(args, "from")?.to_uppercase(), text(args, "to")?.to_uppercase(), text(args, "type")?);
+            let (from, to, kind) = (
+                text(args, "from")?.to_uppercase(),
+                text(args, "to")?.to_uppercase(),
+                text(args, "type")?,
+            );
             if !s.issues.contains_key(&to) {
                 return Err(format!("no issue {to}"));
             }
-            let i = s.issues.get_mut(&from).ok_or_else(|| format!("no issue {from}"))?;
+            let i = s
+                .issues
+                .get_mut(&from)
+                .ok_or_else(|| format!("no issue {from}"))?;
             push(&mut i["links"], json!({"type": kind, "key": to}));
             Ok(json!({"from": from, "type": kind, "to": to}))
         }
         "delete_issue" => {
             let key = text(args, "key")?.to_uppercase();
-            s.issues.remove(&key).ok_or_else(|| format!("no issue {key}"))?;
+            s.issues
+                .remove(&key)
+                .ok_or_else(|| format!("no issue {key}"))?;
             Ok(json!({"key": key, "deleted": true}))
         }
         "list_projects" => {
             let mut projects: BTreeMap<String, usize> = BTreeMap::new();
             for i in s.issues.values() {
-                *projects.entry(i["project"].as_str().unwrap_or("?").to_string()).or_default() += 1;
+                *projects
+                    .entry(i["project"].as_str().unwrap_or("?").to_string())
+                    .or_default() += 1;
             }
-            let names = [("WEB", "Website"), ("OPS", "Operations"), ("MOB", "Mobile app")];
+            let names = [
+                ("WEB", "Website"),
+                ("OPS", "Operations"),
+                ("MOB", "Mobile app"),
+            ];
             let list: Vec<Value> = projects
                 .iter()
                 .map(|(k, n)| {
-                    let name = names.iter().find(|(p, _)| p == k).map_or(k.as_str(), |(_, n)| n);
+                    let name = names
+                        .iter()
+                        .find(|(p, _)| p == k)
+                        .map_or(k.as_str(), |(_, n)| n);
                     json!({"key": k, "name": name, "open_issues": n})
                 })
                 .collect();
             Ok(json!({"projects": list}))
         }
         "log-work" => {
-            let minutes = args.get("minutes").and_then(Value::as_u64).ok_or("missing argument \"minutes\" (a whole number)")?;
+            let minutes = args
+                .get("minutes")
+                .and_then(Value::as_u64)
+                .ok_or("missing argument \"minutes\" (a whole number)")?;
             let i = issue(s, args)?;
             let total = i["worklog_minutes"].as_u64().unwrap_or(0) + minutes;
             i["worklog_minutes"] = json!(total);
-            Ok(json!({"key": i["key"], "logged_minutes": minutes, "total_minutes": total, "date": opt(args, "date").map_or_else(|| now.date_naive().to_string(), str::to_string)}))
+            Ok(
+                json!({"key": i["key"], "logged_minutes": minutes, "total_minutes": total, "date": opt(args, "date").map_or_else(|| now.date_naive().to_string(), str::to_string)}),
+            )
         }
         _ => Err(format!("tickets/{tool} is not a demo tool")),
     }
@@ -262,12 +308,54 @@ pub(crate) fn push(list: &mut Value, item: Value) {
 fn seed(s: &mut State, now: DateTime<Utc>) {
     let ago = |h: i64| stamp(now - Duration::hours(h));
     for (key, title, status, priority, assignee, h) in [
-        ("WEB-101", "Checkout button does nothing on Safari 17", "in_progress", "P1", Some("dana"), 30),
-        ("WEB-102", "Login page shows a blank screen after password reset", "open", "P0", None, 5),
-        ("WEB-103", "Add dark mode to the account settings page", "open", "P3", Some("lee"), 200),
-        ("OPS-101", "Disk usage alert on db-2 at 91%", "open", "P1", Some("sam"), 2),
-        ("OPS-102", "Rotate the staging TLS certificate before it expires", "done", "P2", Some("sam"), 400),
-        ("MOB-101", "Push notifications arrive twice on Android 15", "in_review", "P2", Some("kim"), 50),
+        (
+            "WEB-101",
+            "Checkout button does nothing on Safari 17",
+            "in_progress",
+            "P1",
+            Some("dana"),
+            30,
+        ),
+        (
+            "WEB-102",
+            "Login page shows a blank screen after password reset",
+            "open",
+            "P0",
+            None,
+            5,
+        ),
+        (
+            "WEB-103",
+            "Add dark mode to the account settings page",
+            "open",
+            "P3",
+            Some("lee"),
+            200,
+        ),
+        (
+            "OPS-101",
+            "Disk usage alert on db-2 at 91%",
+            "open",
+            "P1",
+            Some("sam"),
+            2,
+        ),
+        (
+            "OPS-102",
+            "Rotate the staging TLS certificate before it expires",
+            "done",
+            "P2",
+            Some("sam"),
+            400,
+        ),
+        (
+            "MOB-101",
+            "Push notifications arrive twice on Android 15",
+            "in_review",
+            "P2",
+            Some("kim"),
+            50,
+        ),
     ] {
         let project = &key[..3];
         s.issues.insert(key.into(), json!({
@@ -297,7 +385,10 @@ mod tests {
         let catalog: Vec<Value> = serde_json::from_str(crate::DEMO_CATALOG).unwrap();
         let world = DemoWorld::new();
         for entry in &catalog {
-            let (server, tool) = (entry["server"].as_str().unwrap(), entry["tool"]["name"].as_str().unwrap());
+            let (server, tool) = (
+                entry["server"].as_str().unwrap(),
+                entry["tool"]["name"].as_str().unwrap(),
+            );
             if let Err(e) = world.call(server, tool, &JsonObject::new()) {
                 assert!(!e.contains("not a demo tool"), "{server}/{tool}: {e}");
             }
@@ -310,33 +401,91 @@ mod tests {
         let catalog: Vec<Value> = serde_json::from_str(crate::DEMO_CATALOG).unwrap();
         let world = DemoWorld::new();
         let calls = [
-            ("tickets", "create_issue", json!({"project": "WEB", "title": "Broken login"})),
+            (
+                "tickets",
+                "create_issue",
+                json!({"project": "WEB", "title": "Broken login"}),
+            ),
             ("tickets", "get_issue", json!({"key": "WEB-101"})),
             ("tickets", "search_issues", json!({"query": "checkout"})),
             ("docs", "search", json!({"query": "failover"})),
-            ("docs", "create_page", json!({"parent": "/eng", "title": "On call", "content": "Who is on call."})),
+            (
+                "docs",
+                "create_page",
+                json!({"parent": "/eng", "title": "On call", "content": "Who is on call."}),
+            ),
             ("calendar", "list_events", json!({})),
-            ("calendar", "create_event", json!({"title": "Review", "start": "2026-12-07T10:00:00Z", "end": "2026-12-07T11:00:00Z"})),
-            ("calendar", "find_free_slots", json!({"attendees": ["kim@example.com"], "duration_minutes": 30})),
+            (
+                "calendar",
+                "create_event",
+                json!({"title": "Review", "start": "2026-12-07T10:00:00Z", "end": "2026-12-07T11:00:00Z"}),
+            ),
+            (
+                "calendar",
+                "find_free_slots",
+                json!({"attendees": ["kim@example.com"], "duration_minutes": 30}),
+            ),
             ("mail", "search", json!({"query": "invoice"})),
-            ("mail", "send_email", json!({"to": ["kim@example.com"], "subject": "Hi", "body": "Hello"})),
+            (
+                "mail",
+                "send_email",
+                json!({"to": ["kim@example.com"], "subject": "Hi", "body": "Hello"}),
+            ),
             ("files", "list_directory", json!({"path": "/home/demo"})),
-            ("files", "share_file", json!({"path": "/home/demo/notes.md", "with": ["kim@example.com"]})),
-            ("metrics", "query_metrics", json!({"query": "rate(http_requests_total[5m])"})),
+            (
+                "files",
+                "share_file",
+                json!({"path": "/home/demo/notes.md", "with": ["kim@example.com"]}),
+            ),
+            (
+                "metrics",
+                "query_metrics",
+                json!({"query": "rate(http_requests_total[5m])"}),
+            ),
             ("metrics", "service_slo", json!({"service": "api"})),
-            ("deploy", "deploy_service", json!({"service": "api", "version": "v2.15.0", "environment": "staging"})),
-            ("time", "get_current_time", json!({"timezone": "Europe/Paris"})),
-            ("time", "convert_time", json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"})),
+            (
+                "deploy",
+                "deploy_service",
+                json!({"service": "api", "version": "v2.15.0", "environment": "staging"}),
+            ),
+            (
+                "time",
+                "get_current_time",
+                json!({"timezone": "Europe/Paris"}),
+            ),
+            (
+                "time",
+                "convert_time",
+                json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+            ),
         ];
-        let with_schema = catalog.iter().filter(|e| e["tool"].get("outputSchema").is_some()).count();
-        assert_eq!(calls.len(), with_schema, "one call per tool with an outputSchema");
+        let with_schema = catalog
+            .iter()
+            .filter(|e| e["tool"].get("outputSchema").is_some())
+            .count();
+        assert_eq!(
+            calls.len(),
+            with_schema,
+            "one call per tool with an outputSchema"
+        );
         for (server, tool, a) in calls {
-            let entry = catalog.iter().find(|e| e["server"] == server && e["tool"]["name"] == tool).unwrap();
+            let entry = catalog
+                .iter()
+                .find(|e| e["server"] == server && e["tool"]["name"] == tool)
+                .unwrap();
             let schema = &entry["tool"]["outputSchema"];
-            let answer = world.call(server, tool, &args(a)).unwrap_or_else(|e| panic!("{server}/{tool}: {e}"));
+            let answer = world
+                .call(server, tool, &args(a))
+                .unwrap_or_else(|e| panic!("{server}/{tool}: {e}"));
             let validator = jsonschema::validator_for(schema).unwrap();
-            let errors: Vec<String> = validator.iter_errors(&answer).map(|e| e.to_string()).collect();
-            assert!(errors.is_empty(), "{server}/{tool}: {answer} does not match: {errors:?}");
+            let errors: Vec<String> = validator
+                .iter_errors(&answer)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{server}/{tool}: {answer} does not match: {errors:?}"
+            );
         }
     }
 
@@ -344,17 +493,61 @@ mod tests {
     #[test]
     fn a_ticket_lives_its_life() {
         let world = DemoWorld::new();
-        let made = world.call("tickets", "create_issue", &args(json!({"project": "ops", "title": "Rotate keys"}))).unwrap();
+        let made = world
+            .call(
+                "tickets",
+                "create_issue",
+                &args(json!({"project": "ops", "title": "Rotate keys"})),
+            )
+            .unwrap();
         let key = made["key"].as_str().unwrap();
         assert_eq!(key, "OPS-103", "numbered after the seeded issues");
-        world.call("tickets", "add_comment", &args(json!({"key": key, "body": "Started."}))).unwrap();
-        world.call("tickets", "assignIssue", &args(json!({"key": key, "assignee": "sam"}))).unwrap();
-        let got = world.call("tickets", "get_issue", &args(json!({"key": key.to_lowercase()}))).unwrap();
-        assert_eq!((got["assignee"].as_str(), got["comments"][0]["body"].as_str()), (Some("sam"), Some("Started.")));
-        let found = world.call("tickets", "search_issues", &args(json!({"query": "rotate"}))).unwrap();
+        world
+            .call(
+                "tickets",
+                "add_comment",
+                &args(json!({"key": key, "body": "Started."})),
+            )
+            .unwrap();
+        world
+            .call(
+                "tickets",
+                "assignIssue",
+                &args(json!({"key": key, "assignee": "sam"})),
+            )
+            .unwrap();
+        let got = world
+            .call(
+                "tickets",
+                "get_issue",
+                &args(json!({"key": key.to_lowercase()})),
+            )
+            .unwrap();
+        assert_eq!(
+            (
+                got["assignee"].as_str(),
+                got["comments"][0]["body"].as_str()
+            ),
+            (Some("sam"), Some("Started."))
+        );
+        let found = world
+            .call(
+                "tickets",
+                "search_issues",
+                &args(json!({"query": "rotate"})),
+            )
+            .unwrap();
         assert_eq!(found["issues"][0]["key"], key);
-        world.call("tickets", "delete_issue", &args(json!({"key": key, "confirm": true}))).unwrap();
-        let e = world.call("tickets", "get_issue", &args(json!({"key": key}))).unwrap_err();
+        world
+            .call(
+                "tickets",
+                "delete_issue",
+                &args(json!({"key": key, "confirm": true})),
+            )
+            .unwrap();
+        let e = world
+            .call("tickets", "get_issue", &args(json!({"key": key})))
+            .unwrap_err();
         assert!(e.contains("no issue") && e.contains("search_issues"), "{e}");
     }
 }

@@ -20,7 +20,9 @@ pub(crate) fn docs(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<U
         s.pages
             .get(path.trim_end_matches('/'))
             .cloned()
-            .ok_or_else(|| format!("no page {path}: search finds pages by words, list_spaces lists the spaces"))
+            .ok_or_else(|| {
+                format!("no page {path}: search finds pages by words, list_spaces lists the spaces")
+            })
     };
     match tool {
         "search" => {
@@ -35,13 +37,19 @@ pub(crate) fn docs(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<U
                 })
                 .collect();
             let total = found.len();
-            Ok(json!({"results": found.into_iter().take(limit(args, 10)).collect::<Vec<_>>(), "total": total}))
+            Ok(
+                json!({"results": found.into_iter().take(limit(args, 10)).collect::<Vec<_>>(), "total": total}),
+            )
         }
         "get_page" => page(s, text(args, "path")?),
         "create_page" => {
             let parent = text(args, "parent")?.trim_end_matches('/').to_string();
             let title = text(args, "title")?;
-            let slug: String = title.to_lowercase().chars().map(|c| if c.is_alphanumeric() { c } else { '-' }).collect();
+            let slug: String = title
+                .to_lowercase()
+                .chars()
+                .map(|c| if c.is_alphanumeric() { c } else { '-' })
+                .collect();
             let path = format!("{parent}/{}", slug.trim_matches('-'));
             let record = json!({"path": path, "title": title, "content": opt(args, "content").unwrap_or(""),
                 "tags": args.get("tags").cloned().unwrap_or(json!([])), "revision": 1,
@@ -52,17 +60,25 @@ pub(crate) fn docs(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<U
         "update_page" => {
             let path = text(args, "path")?.trim_end_matches('/').to_string();
             let content = text(args, "content")?.to_string();
-            let p = s.pages.get_mut(&path).ok_or_else(|| format!("no page {path}"))?;
+            let p = s
+                .pages
+                .get_mut(&path)
+                .ok_or_else(|| format!("no page {path}"))?;
             let rev = p["revision"].as_u64().unwrap_or(1);
             if let Some(base) = args.get("base_revision").and_then(Value::as_u64) {
                 if base != rev {
-                    return Err(format!("{path} is at revision {rev}, not {base}: get_page it again and merge"));
+                    return Err(format!(
+                        "{path} is at revision {rev}, not {base}: get_page it again and merge"
+                    ));
                 }
             }
             p["content"] = json!(content);
             p["revision"] = json!(rev + 1);
             p["updated_at"] = json!(at);
-            push(&mut p["history"], json!({"revision": rev + 1, "at": at, "summary": opt(args, "summary").unwrap_or("edited")}));
+            push(
+                &mut p["history"],
+                json!({"revision": rev + 1, "at": at, "summary": opt(args, "summary").unwrap_or("edited")}),
+            );
             Ok(json!({"path": path, "revision": rev + 1}))
         }
         "list_spaces" => {
@@ -79,7 +95,10 @@ pub(crate) fn docs(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<U
         "moveDocument" => {
             let path = text(args, "path")?.trim_end_matches('/').to_string();
             let parent = text(args, "new_parent")?.trim_end_matches('/');
-            let mut p = s.pages.remove(&path).ok_or_else(|| format!("no page {path}"))?;
+            let mut p = s
+                .pages
+                .remove(&path)
+                .ok_or_else(|| format!("no page {path}"))?;
             let to = format!("{parent}/{}", path.rsplit('/').next().unwrap_or("page"));
             p["path"] = json!(to);
             s.pages.insert(to.clone(), p);
@@ -88,7 +107,11 @@ pub(crate) fn docs(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<U
         "delete_page" => {
             let path = text(args, "path")?.trim_end_matches('/').to_string();
             let gone: Vec<String> = (s.pages.keys())
-                .filter(|p| **p == path || (args.get("recursive") == Some(&json!(true)) && p.starts_with(&format!("{path}/"))))
+                .filter(|p| {
+                    **p == path
+                        || (args.get("recursive") == Some(&json!(true))
+                            && p.starts_with(&format!("{path}/")))
+                })
                 .cloned()
                 .collect();
             if gone.is_empty() {
@@ -116,11 +139,17 @@ pub(crate) fn docs(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<U
 pub(crate) fn calendar(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<Utc>) -> Answer {
     let event = |s: &mut State, args: &JsonObject| -> Result<String, String> {
         let id = text(args, "event_id")?.to_string();
-        s.events.contains_key(&id).then_some(id.clone()).ok_or_else(|| format!("no event {id}: list_events finds ids"))
+        s.events
+            .contains_key(&id)
+            .then_some(id.clone())
+            .ok_or_else(|| format!("no event {id}: list_events finds ids"))
     };
     match tool {
         "list_events" => {
-            let (from, to) = (opt(args, "start").unwrap_or(""), opt(args, "end").unwrap_or("~"));
+            let (from, to) = (
+                opt(args, "start").unwrap_or(""),
+                opt(args, "end").unwrap_or("~"),
+            );
             let q = opt(args, "query").unwrap_or("");
             let events: Vec<Value> = (s.events.values())
                 .filter(|e| e["status"] != "cancelled")
@@ -142,7 +171,12 @@ pub(crate) fn calendar(s: &mut State, tool: &str, args: &JsonObject, now: DateTi
         "update_event" => {
             let id = event(s, args)?;
             let e = s.events.get_mut(&id).expect("checked");
-            for (k, v) in args.get("changes").and_then(Value::as_object).into_iter().flatten() {
+            for (k, v) in args
+                .get("changes")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
                 e[k.as_str()] = v.clone();
             }
             Ok(e.clone())
@@ -159,7 +193,11 @@ pub(crate) fn calendar(s: &mut State, tool: &str, args: &JsonObject, now: DateTi
             Ok(json!({"id": id, "response": response}))
         }
         "find_free_slots" => {
-            let minutes = args.get("duration_minutes").and_then(Value::as_i64).unwrap_or(30).clamp(5, 480);
+            let minutes = args
+                .get("duration_minutes")
+                .and_then(Value::as_i64)
+                .unwrap_or(30)
+                .clamp(5, 480);
             let day = (now + Duration::days(1)).date_naive();
             let slots: Vec<Value> = [(9, 0), (11, 30), (14, 0), (16, 0)]
                 .iter()
@@ -175,12 +213,20 @@ pub(crate) fn calendar(s: &mut State, tool: &str, args: &JsonObject, now: DateTi
             {"id": "rooms", "name": "Meeting rooms", "kind": "resource"}]})),
         "book-room" => {
             let id = event(s, args)?;
-            let room = format!("Room {}", 200 + args.get("min_capacity").and_then(Value::as_u64).unwrap_or(4));
+            let room = format!(
+                "Room {}",
+                200 + args
+                    .get("min_capacity")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(4)
+            );
             s.events.get_mut(&id).expect("checked")["location"] = json!(room);
             Ok(json!({"event_id": id, "room": room}))
         }
-        "set_out_of_office" => Ok(json!({"out_of_office": {"start": text(args, "start")?, "end": text(args, "end")?,
-            "message": opt(args, "message").unwrap_or("")}, "declined": 0})),
+        "set_out_of_office" => Ok(
+            json!({"out_of_office": {"start": text(args, "start")?, "end": text(args, "end")?,
+            "message": opt(args, "message").unwrap_or("")}, "declined": 0}),
+        ),
         _ => Err(format!("calendar/{tool} is not a demo tool")),
     }
 }
@@ -198,11 +244,16 @@ pub(crate) fn mail(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<U
                 .filter(|m| matches(m, q))
                 .collect();
             found.sort_by(|a, b| b["date"].as_str().cmp(&a["date"].as_str()));
-            Ok(json!({"messages": found.into_iter().take(limit(args, 20)).map(summary).collect::<Vec<_>>()}))
+            Ok(
+                json!({"messages": found.into_iter().take(limit(args, 20)).map(summary).collect::<Vec<_>>()}),
+            )
         }
         "read_message" => {
             let id = text(args, "id")?;
-            let m = s.messages.get_mut(id).ok_or_else(|| format!("no message {id}: search finds ids"))?;
+            let m = s
+                .messages
+                .get_mut(id)
+                .ok_or_else(|| format!("no message {id}: search finds ids"))?;
             if args.get("mark_read") != Some(&json!(false)) {
                 m["unread"] = json!(false);
             }
@@ -211,7 +262,11 @@ pub(crate) fn mail(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<U
         "send_email" | "create_draft" => {
             let n = s.next("message", 100);
             let id = format!("msg-{n}");
-            let folder = if tool == "send_email" { "sent" } else { "drafts" };
+            let folder = if tool == "send_email" {
+                "sent"
+            } else {
+                "drafts"
+            };
             let record = json!({"id": id, "from": "you@example.com", "to": args.get("to").cloned().unwrap_or(json!([])),
                 "subject": text(args, "subject")?, "body": opt(args, "body").unwrap_or(""), "date": stamp(now),
                 "unread": false, "folder": folder});
@@ -222,18 +277,39 @@ pub(crate) fn mail(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<U
             })
         }
         "archiveThread" | "delete_message" => {
-            let id = opt(args, "id").or(opt(args, "thread_id")).unwrap_or_default();
-            let m = s.messages.get_mut(id).ok_or_else(|| format!("no message {id}"))?;
-            m["folder"] = json!(if tool == "archiveThread" { "archive" } else { "trash" });
+            let id = opt(args, "id")
+                .or(opt(args, "thread_id"))
+                .unwrap_or_default();
+            let m = s
+                .messages
+                .get_mut(id)
+                .ok_or_else(|| format!("no message {id}"))?;
+            m["folder"] = json!(if tool == "archiveThread" {
+                "archive"
+            } else {
+                "trash"
+            });
             Ok(json!({"id": id, "folder": m["folder"]}))
         }
         "label_message" => {
-            let ids: Vec<String> = (args.get("ids").and_then(Value::as_array).into_iter().flatten())
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect();
+            let ids: Vec<String> = (args
+                .get("ids")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten())
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
             for id in &ids {
-                let m = s.messages.get_mut(id).ok_or_else(|| format!("no message {id}"))?;
-                for l in args.get("add").and_then(Value::as_array).into_iter().flatten() {
+                let m = s
+                    .messages
+                    .get_mut(id)
+                    .ok_or_else(|| format!("no message {id}"))?;
+                for l in args
+                    .get("add")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     push(&mut m["labels"], l.clone());
                 }
             }
@@ -241,9 +317,14 @@ pub(crate) fn mail(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<U
         }
         "get-attachment" => {
             let id = text(args, "message_id")?;
-            let m = s.messages.get(id).ok_or_else(|| format!("no message {id}"))?;
-            Ok(json!({"message_id": id, "attachment_id": text(args, "attachment_id")?, "name": "report.pdf",
-                "size": 48213, "subject": m["subject"]}))
+            let m = s
+                .messages
+                .get(id)
+                .ok_or_else(|| format!("no message {id}"))?;
+            Ok(
+                json!({"message_id": id, "attachment_id": text(args, "attachment_id")?, "name": "report.pdf",
+                "size": 48213, "subject": m["subject"]}),
+            )
         }
         _ => Err(format!("mail/{tool} is not a demo tool")),
     }
@@ -255,7 +336,11 @@ pub(crate) fn files(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<
     match tool {
         "list_directory" => {
             let dir = norm(text(args, "path")?);
-            let prefix = if dir == "/" { "/".to_string() } else { format!("{dir}/") };
+            let prefix = if dir == "/" {
+                "/".to_string()
+            } else {
+                format!("{dir}/")
+            };
             let recursive = args.get("recursive") == Some(&json!(true));
             let entries: Vec<Value> = (s.files.iter())
                 .filter_map(|(p, f)| p.strip_prefix(&prefix).map(|rest| (rest, f)))
@@ -269,15 +354,32 @@ pub(crate) fn files(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<
         }
         "read_file" | "file_info" => {
             let path = norm(text(args, "path")?);
-            let f = s.files.get(&path).ok_or_else(|| format!("no file {path}: list_directory shows what is there"))?;
+            let f = s
+                .files
+                .get(&path)
+                .ok_or_else(|| format!("no file {path}: list_directory shows what is there"))?;
             if tool == "file_info" {
-                return Ok(json!({"path": path, "kind": f["kind"], "size": f["size"], "modified": f["modified"]}));
+                return Ok(
+                    json!({"path": path, "kind": f["kind"], "size": f["size"], "modified": f["modified"]}),
+                );
             }
-            let content = f["content"].as_str().ok_or_else(|| format!("{path} is a folder"))?;
+            let content = f["content"]
+                .as_str()
+                .ok_or_else(|| format!("{path} is a folder"))?;
             let lines: Vec<&str> = content.lines().collect();
-            let start = args.get("start_line").and_then(Value::as_u64).unwrap_or(1).max(1) as usize;
-            let end = args.get("end_line").and_then(Value::as_u64).map_or(lines.len(), |e| e as usize).min(lines.len());
-            Ok(json!({"path": path, "content": lines.get(start - 1..end).unwrap_or_default().join("\n")}))
+            let start = args
+                .get("start_line")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .max(1) as usize;
+            let end = args
+                .get("end_line")
+                .and_then(Value::as_u64)
+                .map_or(lines.len(), |e| e as usize)
+                .min(lines.len());
+            Ok(
+                json!({"path": path, "content": lines.get(start - 1..end).unwrap_or_default().join("\n")}),
+            )
         }
         "write_file" => {
             let path = norm(text(args, "path")?);
@@ -290,12 +392,18 @@ pub(crate) fn files(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<
         }
         "create-folder" => {
             let path = norm(text(args, "path")?);
-            s.files.insert(path.clone(), json!({"kind": "directory", "size": 0, "modified": stamp(now)}));
+            s.files.insert(
+                path.clone(),
+                json!({"kind": "directory", "size": 0, "modified": stamp(now)}),
+            );
             Ok(json!({"path": path, "created": true}))
         }
         "move_file" | "delete_file" => {
             let from = norm(opt(args, "from").or(opt(args, "path")).unwrap_or_default());
-            let f = s.files.remove(&from).ok_or_else(|| format!("no file {from}"))?;
+            let f = s
+                .files
+                .remove(&from)
+                .ok_or_else(|| format!("no file {from}"))?;
             if tool == "delete_file" {
                 return Ok(json!({"path": from, "deleted": true}));
             }
@@ -305,10 +413,17 @@ pub(crate) fn files(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<
         }
         "searchFiles" => {
             let root = norm(opt(args, "root").unwrap_or("/"));
-            let glob = opt(args, "name_glob").unwrap_or("*").trim_start_matches('*').to_string();
+            let glob = opt(args, "name_glob")
+                .unwrap_or("*")
+                .trim_start_matches('*')
+                .to_string();
             let contains = opt(args, "contains").unwrap_or("");
             let found: Vec<&String> = (s.files.iter())
-                .filter(|(p, f)| p.starts_with(&root) && p.ends_with(&glob) && f["content"].as_str().is_some_and(|c| c.contains(contains)))
+                .filter(|(p, f)| {
+                    p.starts_with(&root)
+                        && p.ends_with(&glob)
+                        && f["content"].as_str().is_some_and(|c| c.contains(contains))
+                })
                 .map(|(p, _)| p)
                 .take(limit(args, 50))
                 .collect();
@@ -319,7 +434,10 @@ pub(crate) fn files(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<
             if !s.files.contains_key(&path) {
                 return Err(format!("no file {path}"));
             }
-            let with = args.get("with").and_then(Value::as_array).map_or(0, Vec::len);
+            let with = args
+                .get("with")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
             Ok(json!({"link": format!("https://files.example.com/s{}", path), "shared_with": with}))
         }
         _ => Err(format!("files/{tool} is not a demo tool")),
@@ -327,33 +445,56 @@ pub(crate) fn files(s: &mut State, tool: &str, args: &JsonObject, now: DateTime<
 }
 
 /// metrics and deploy share the services they talk about.
-pub(crate) fn ops(s: &mut State, server: &str, tool: &str, args: &JsonObject, now: DateTime<Utc>) -> Answer {
+pub(crate) fn ops(
+    s: &mut State,
+    server: &str,
+    tool: &str,
+    args: &JsonObject,
+    now: DateTime<Utc>,
+) -> Answer {
     let service = |s: &State, name: &str| {
-        s.services.get(name).cloned().ok_or_else(|| format!("no service {name:?}: the services are {:?}", s.services.keys().collect::<Vec<_>>()))
+        s.services.get(name).cloned().ok_or_else(|| {
+            format!(
+                "no service {name:?}: the services are {:?}",
+                s.services.keys().collect::<Vec<_>>()
+            )
+        })
     };
     match (server, tool) {
         ("metrics", "query_metrics") => {
             let q = text(args, "query")?;
-            let step = args.get("step_seconds").and_then(Value::as_i64).unwrap_or(60).max(1);
+            let step = args
+                .get("step_seconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(60)
+                .max(1);
             let points: Vec<Value> = (0..10)
                 .map(|i| {
                     let t = now.timestamp() - (9 - i) * step;
                     json!([t as f64, (120.0 + 15.0 * ((i as f64) * 0.7).sin()).round()])
                 })
                 .collect();
-            Ok(json!({"series": [{"labels": {"__query__": q, "service": "api"}, "points": points}]}))
+            Ok(
+                json!({"series": [{"labels": {"__query__": q, "service": "api"}, "points": points}]}),
+            )
         }
         ("metrics", "list_alerts") => Ok(json!({"alerts": [
             {"name": "DiskUsageHigh", "service": "db", "severity": "warning", "state": "firing", "since": stamp(now - Duration::hours(2)), "ticket": "OPS-101"},
             {"name": "LatencyP99High", "service": "api", "severity": "critical", "state": "resolved", "since": stamp(now - Duration::hours(20))}]})),
-        ("metrics", "silence_alert") => Ok(json!({"silence_id": format!("sil-{}", s.next("silence", 10)),
-            "until": stamp(now + Duration::minutes(args.get("duration_minutes").and_then(Value::as_i64).unwrap_or(60)))})),
-        ("metrics", "getDashboard") => Ok(json!({"uid": opt(args, "uid").unwrap_or("svc-overview"), "title": opt(args, "title").unwrap_or("Service overview"),
-            "panels": ["Requests/s", "Error rate", "Latency p99", "Saturation"]})),
+        ("metrics", "silence_alert") => Ok(
+            json!({"silence_id": format!("sil-{}", s.next("silence", 10)),
+            "until": stamp(now + Duration::minutes(args.get("duration_minutes").and_then(Value::as_i64).unwrap_or(60)))}),
+        ),
+        ("metrics", "getDashboard") => Ok(
+            json!({"uid": opt(args, "uid").unwrap_or("svc-overview"), "title": opt(args, "title").unwrap_or("Service overview"),
+            "panels": ["Requests/s", "Error rate", "Latency p99", "Saturation"]}),
+        ),
         ("metrics", "service_slo") => {
             let name = text(args, "service")?;
             service(s, name)?;
-            Ok(json!({"target": 0.999, "attainment": 0.9993, "error_budget_remaining": 0.3, "window": opt(args, "window").unwrap_or("30d")}))
+            Ok(
+                json!({"target": 0.999, "attainment": 0.9993, "error_budget_remaining": 0.3, "window": opt(args, "window").unwrap_or("30d")}),
+            )
         }
         ("deploy", "list_services") => {
             let env = opt(args, "environment").unwrap_or("production");
@@ -366,9 +507,15 @@ pub(crate) fn ops(s: &mut State, server: &str, tool: &str, args: &JsonObject, no
             let mut svc = service(s, &name)?;
             let version = match tool {
                 "deploy_service" => text(args, "version")?.to_string(),
-                _ => opt(args, "to_version").map_or_else(|| svc["previous"].as_str().unwrap_or("v1").to_string(), str::to_string),
+                _ => opt(args, "to_version").map_or_else(
+                    || svc["previous"].as_str().unwrap_or("v1").to_string(),
+                    str::to_string,
+                ),
             };
-            if tool == "deploy_service" && env == "production" && opt(args, "change_ticket").is_none() {
+            if tool == "deploy_service"
+                && env == "production"
+                && opt(args, "change_ticket").is_none()
+            {
                 return Err("a production deploy needs change_ticket: the key of an approved change, e.g. OPS-102".into());
             }
             svc["previous"] = svc[env.as_str()].clone();
@@ -377,15 +524,23 @@ pub(crate) fn ops(s: &mut State, server: &str, tool: &str, args: &JsonObject, no
             let id = format!("dep-{}", s.next("deployment", 500));
             s.deployments.insert(id.clone(), json!({"deployment_id": id, "service": name, "environment": env, "version": version,
                 "status": "succeeded", "started_at": stamp(now), "finished_at": stamp(now + Duration::seconds(95))}));
-            Ok(json!({"deployment_id": id, "status": "queued", "service": name, "environment": env, "version": version}))
+            Ok(
+                json!({"deployment_id": id, "status": "queued", "service": name, "environment": env, "version": version}),
+            )
         }
         ("deploy", "deployment_status") => {
             let id = text(args, "deployment_id")?;
-            s.deployments.get(id).cloned().ok_or_else(|| format!("no deployment {id}"))
+            s.deployments
+                .get(id)
+                .cloned()
+                .ok_or_else(|| format!("no deployment {id}"))
         }
         ("deploy", "scaleService") => {
             let name = text(args, "service")?.to_string();
-            let replicas = args.get("replicas").and_then(Value::as_u64).ok_or("missing argument \"replicas\" (a whole number)")?;
+            let replicas = args
+                .get("replicas")
+                .and_then(Value::as_u64)
+                .ok_or("missing argument \"replicas\" (a whole number)")?;
             let mut svc = service(s, &name)?;
             let before = svc["replicas"].clone();
             svc["replicas"] = json!(replicas);
@@ -396,14 +551,22 @@ pub(crate) fn ops(s: &mut State, server: &str, tool: &str, args: &JsonObject, no
             let name = text(args, "service")?;
             service(s, name)?;
             let lines: Vec<String> = (0..5)
-                .map(|i| format!("{} INFO {name}: handled GET /health in {} ms", stamp(now - Duration::seconds(30 * (5 - i))), 3 + i))
+                .map(|i| {
+                    format!(
+                        "{} INFO {name}: handled GET /health in {} ms",
+                        stamp(now - Duration::seconds(30 * (5 - i))),
+                        3 + i
+                    )
+                })
                 .collect();
             Ok(json!({"service": name, "lines": lines}))
         }
         ("deploy", "restart_service") => {
             let name = text(args, "service")?;
             service(s, name)?;
-            Ok(json!({"service": name, "environment": text(args, "environment")?, "restarted_at": stamp(now)}))
+            Ok(
+                json!({"service": name, "environment": text(args, "environment")?, "restarted_at": stamp(now)}),
+            )
         }
         _ => Err(format!("{server}/{tool} is not a demo tool")),
     }
@@ -421,37 +584,99 @@ pub(crate) fn seed(s: &mut State, now: DateTime<Utc>) {
             "history": [{"revision": 3, "at": ago(48), "summary": "edited"}], "updated_at": ago(48)}));
     }
     let day = |d: i64, h: u32| {
-        let t = (now + Duration::days(d)).date_naive().and_hms_opt(h, 0, 0).expect("an hour").and_utc();
+        let t = (now + Duration::days(d))
+            .date_naive()
+            .and_hms_opt(h, 0, 0)
+            .expect("an hour")
+            .and_utc();
         stamp(t)
     };
     for (id, title, d, h, attendees) in [
-        ("evt-1", "Team standup", 0, 9, vec!["dana@example.com", "lee@example.com"]),
-        ("evt-2", "Checkout incident review", 1, 14, vec!["sam@example.com"]),
+        (
+            "evt-1",
+            "Team standup",
+            0,
+            9,
+            vec!["dana@example.com", "lee@example.com"],
+        ),
+        (
+            "evt-2",
+            "Checkout incident review",
+            1,
+            14,
+            vec!["sam@example.com"],
+        ),
         ("evt-3", "1:1 with Kim", 1, 16, vec!["kim@example.com"]),
-        ("evt-4", "Quarterly planning", 3, 10, vec!["team@example.com"]),
+        (
+            "evt-4",
+            "Quarterly planning",
+            3,
+            10,
+            vec!["team@example.com"],
+        ),
     ] {
-        s.events.insert(id.into(), json!({"id": id, "title": title, "start": day(d, h), "end": day(d, h + 1),
-            "attendees": attendees, "location": "Room 204", "status": "confirmed"}));
+        s.events.insert(
+            id.into(),
+            json!({"id": id, "title": title, "start": day(d, h), "end": day(d, h + 1),
+            "attendees": attendees, "location": "Room 204", "status": "confirmed"}),
+        );
     }
     for (id, from, subject, h, unread) in [
-        ("msg-1", "dana@example.com", "Safari checkout bug: repro steps", 3, true),
-        ("msg-2", "billing@vendor.example", "Invoice 2026-11 for your team plan", 26, false),
-        ("msg-3", "sam@example.com", "db-2 disk at 91%: cleaning up old WAL files", 2, true),
+        (
+            "msg-1",
+            "dana@example.com",
+            "Safari checkout bug: repro steps",
+            3,
+            true,
+        ),
+        (
+            "msg-2",
+            "billing@vendor.example",
+            "Invoice 2026-11 for your team plan",
+            26,
+            false,
+        ),
+        (
+            "msg-3",
+            "sam@example.com",
+            "db-2 disk at 91%: cleaning up old WAL files",
+            2,
+            true,
+        ),
     ] {
         s.messages.insert(id.into(), json!({"id": id, "from": from, "to": ["you@example.com"], "subject": subject,
             "body": format!("{subject}. Details inside."), "date": ago(h), "unread": unread, "folder": "inbox"}));
     }
     for (path, content) in [
-        ("/home/demo/notes.md", "# Notes\n- follow up on WEB-102\n- book the incident review\n"),
-        ("/home/demo/reports/q3.csv", "month,revenue\n2026-07,41200\n2026-08,43950\n2026-09,45100\n"),
+        (
+            "/home/demo/notes.md",
+            "# Notes\n- follow up on WEB-102\n- book the incident review\n",
+        ),
+        (
+            "/home/demo/reports/q3.csv",
+            "month,revenue\n2026-07,41200\n2026-08,43950\n2026-09,45100\n",
+        ),
     ] {
-        s.files.insert(path.into(), json!({"kind": "file", "size": content.len(), "modified": ago(72), "content": content}));
+        s.files.insert(
+            path.into(),
+            json!({"kind": "file", "size": content.len(), "modified": ago(72), "content": content}),
+        );
     }
     for dir in ["/home", "/home/demo", "/home/demo/reports"] {
-        s.files.insert(dir.into(), json!({"kind": "directory", "size": 0, "modified": ago(72)}));
+        s.files.insert(
+            dir.into(),
+            json!({"kind": "directory", "size": 0, "modified": ago(72)}),
+        );
     }
-    for (name, prod, staging, replicas) in [("api", "v2.14.1", "v2.15.0", 4), ("web", "v5.3.0", "v5.3.2", 3), ("worker", "v1.9.7", "v1.9.7", 2)] {
-        s.services.insert(name.into(), json!({"service": name, "production": prod, "staging": staging, "dev": staging,
-            "previous": prod, "replicas": replicas}));
+    for (name, prod, staging, replicas) in [
+        ("api", "v2.14.1", "v2.15.0", 4),
+        ("web", "v5.3.0", "v5.3.2", 3),
+        ("worker", "v1.9.7", "v1.9.7", 2),
+    ] {
+        s.services.insert(
+            name.into(),
+            json!({"service": name, "production": prod, "staging": staging, "dev": staging,
+            "previous": prod, "replicas": replicas}),
+        );
     }
 }

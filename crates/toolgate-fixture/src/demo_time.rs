@@ -91,8 +91,13 @@ fn nth_weekday(year: i32, month: u32, weekday: Weekday, n: u8) -> NaiveDate {
         return NaiveDate::from_weekday_of_month_opt(year, month, weekday, n)
             .expect("every month has a first and second Sunday");
     }
-    let (y, m) = if month == 12 { (year + 1, 1) } else { (year, month + 1) };
-    let mut day = NaiveDate::from_ymd_opt(y, m, 1).expect("a first of the month") - Duration::days(1);
+    let (y, m) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
+    let mut day =
+        NaiveDate::from_ymd_opt(y, m, 1).expect("a first of the month") - Duration::days(1);
     while day.weekday() != weekday {
         day -= Duration::days(1);
     }
@@ -111,12 +116,19 @@ fn is_dst(rule: Dst, std: i32, t: DateTime<Utc>) -> bool {
     let sun = Weekday::Sun;
     match rule {
         Dst::None => false,
-        Dst::Eu => at(nth_weekday(y, 3, sun, 0), 1, 0) <= t && t < at(nth_weekday(y, 10, sun, 0), 1, 0),
-        Dst::Us => {
-            at(nth_weekday(y, 3, sun, 2), 2, std) <= t && t < at(nth_weekday(y, 11, sun, 1), 2, std + 60)
+        Dst::Eu => {
+            at(nth_weekday(y, 3, sun, 0), 1, 0) <= t && t < at(nth_weekday(y, 10, sun, 0), 1, 0)
         }
-        Dst::Au => at(nth_weekday(y, 10, sun, 1), 2, std) <= t || t < at(nth_weekday(y, 4, sun, 1), 2, std),
-        Dst::Nz => at(nth_weekday(y, 9, sun, 0), 2, std) <= t || t < at(nth_weekday(y, 4, sun, 1), 2, std),
+        Dst::Us => {
+            at(nth_weekday(y, 3, sun, 2), 2, std) <= t
+                && t < at(nth_weekday(y, 11, sun, 1), 2, std + 60)
+        }
+        Dst::Au => {
+            at(nth_weekday(y, 10, sun, 1), 2, std) <= t || t < at(nth_weekday(y, 4, sun, 1), 2, std)
+        }
+        Dst::Nz => {
+            at(nth_weekday(y, 9, sun, 0), 2, std) <= t || t < at(nth_weekday(y, 4, sun, 1), 2, std)
+        }
     }
 }
 
@@ -138,7 +150,8 @@ fn zone(name: &str) -> Result<(&'static str, i32, Dst), String> {
 fn describe(name: &str, t: DateTime<Utc>) -> Result<Value, String> {
     let (name, std, rule) = zone(name)?;
     let dst = is_dst(rule, std, t);
-    let offset = FixedOffset::east_opt((std + if dst { 60 } else { 0 }) * 60).expect("an offset within a day");
+    let offset = FixedOffset::east_opt((std + if dst { 60 } else { 0 }) * 60)
+        .expect("an offset within a day");
     let local = t.with_timezone(&offset);
     Ok(json!({
         "timezone": name,
@@ -155,10 +168,16 @@ pub(crate) fn current_time(timezone: &str, now: DateTime<Utc>) -> Result<Value, 
 
 /// `convert_time {source_timezone, time, target_timezone}`: `time` (HH:MM) today in the
 /// source zone, and the same instant in the target zone.
-pub(crate) fn convert(source: &str, time: &str, target: &str, now: DateTime<Utc>) -> Result<Value, String> {
+pub(crate) fn convert(
+    source: &str,
+    time: &str,
+    target: &str,
+    now: DateTime<Utc>,
+) -> Result<Value, String> {
     let (_, std, rule) = zone(source)?;
-    let parsed = chrono::NaiveTime::parse_from_str(time.trim(), "%H:%M")
-        .map_err(|_| format!("time {time:?}: write the time of day as HH:MM, 24-hour, e.g. 09:30"))?;
+    let parsed = chrono::NaiveTime::parse_from_str(time.trim(), "%H:%M").map_err(|_| {
+        format!("time {time:?}: write the time of day as HH:MM, 24-hour, e.g. 09:30")
+    })?;
     let offset = |t| std + if is_dst(rule, std, t) { 60 } else { 0 };
     let today = (now + Duration::minutes(offset(now).into())).date_naive();
     let local = today.and_time(parsed);
@@ -183,31 +202,98 @@ mod tests {
     #[test]
     fn offsets_follow_daylight_saving_on_both_hemispheres() {
         let cases = [
-            ("2026-07-01T12:00:00Z", "Europe/Paris", "2026-07-01T14:00:00+02:00", true),
-            ("2026-12-05T12:00:00Z", "Europe/Paris", "2026-12-05T13:00:00+01:00", false),
-            ("2026-07-01T12:00:00Z", "America/New_York", "2026-07-01T08:00:00-04:00", true),
-            ("2026-12-05T12:00:00Z", "america/new_york", "2026-12-05T07:00:00-05:00", false),
-            ("2026-12-05T12:00:00Z", "Australia/Sydney", "2026-12-05T23:00:00+11:00", true),
-            ("2026-07-01T12:00:00Z", "Australia/Sydney", "2026-07-01T22:00:00+10:00", false),
-            ("2026-12-05T12:00:00Z", "Asia/Tokyo", "2026-12-05T21:00:00+09:00", false),
-            ("2026-12-05T12:00:00Z", "Asia/Kolkata", "2026-12-05T17:30:00+05:30", false),
+            (
+                "2026-07-01T12:00:00Z",
+                "Europe/Paris",
+                "2026-07-01T14:00:00+02:00",
+                true,
+            ),
+            (
+                "2026-12-05T12:00:00Z",
+                "Europe/Paris",
+                "2026-12-05T13:00:00+01:00",
+                false,
+            ),
+            (
+                "2026-07-01T12:00:00Z",
+                "America/New_York",
+                "2026-07-01T08:00:00-04:00",
+                true,
+            ),
+            (
+                "2026-12-05T12:00:00Z",
+                "america/new_york",
+                "2026-12-05T07:00:00-05:00",
+                false,
+            ),
+            (
+                "2026-12-05T12:00:00Z",
+                "Australia/Sydney",
+                "2026-12-05T23:00:00+11:00",
+                true,
+            ),
+            (
+                "2026-07-01T12:00:00Z",
+                "Australia/Sydney",
+                "2026-07-01T22:00:00+10:00",
+                false,
+            ),
+            (
+                "2026-12-05T12:00:00Z",
+                "Asia/Tokyo",
+                "2026-12-05T21:00:00+09:00",
+                false,
+            ),
+            (
+                "2026-12-05T12:00:00Z",
+                "Asia/Kolkata",
+                "2026-12-05T17:30:00+05:30",
+                false,
+            ),
             // The EU switch is at 01:00 UTC on the last Sunday of March (29 March 2026).
-            ("2026-03-29T00:59:00Z", "Europe/London", "2026-03-29T00:59:00+00:00", false),
-            ("2026-03-29T01:00:00Z", "Europe/London", "2026-03-29T02:00:00+01:00", true),
+            (
+                "2026-03-29T00:59:00Z",
+                "Europe/London",
+                "2026-03-29T00:59:00+00:00",
+                false,
+            ),
+            (
+                "2026-03-29T01:00:00Z",
+                "Europe/London",
+                "2026-03-29T02:00:00+01:00",
+                true,
+            ),
         ];
         for (now, zone, local, dst) in cases {
             let v = current_time(zone, utc(now)).unwrap();
-            assert_eq!((v["datetime"].as_str().unwrap(), v["is_dst"].as_bool().unwrap()), (local, dst), "{zone} at {now}");
+            assert_eq!(
+                (
+                    v["datetime"].as_str().unwrap(),
+                    v["is_dst"].as_bool().unwrap()
+                ),
+                (local, dst),
+                "{zone} at {now}"
+            );
         }
-        assert!(current_time("Mars/Olympus", utc("2026-01-01T00:00:00Z")).unwrap_err().contains("IANA"));
+        assert!(current_time("Mars/Olympus", utc("2026-01-01T00:00:00Z"))
+            .unwrap_err()
+            .contains("IANA"));
     }
 
     #[test]
     fn a_time_of_day_converts_between_zones() {
-        let v = convert("Europe/London", "09:30", "Asia/Tokyo", utc("2026-12-05T08:00:00Z")).unwrap();
+        let v = convert(
+            "Europe/London",
+            "09:30",
+            "Asia/Tokyo",
+            utc("2026-12-05T08:00:00Z"),
+        )
+        .unwrap();
         assert_eq!(v["source"]["datetime"], "2026-12-05T09:30:00+00:00");
         assert_eq!(v["target"]["datetime"], "2026-12-05T18:30:00+09:00");
         assert_eq!(v["time_difference"], "+9.0h");
-        assert!(convert("UTC", "9h", "UTC", Utc::now()).unwrap_err().contains("HH:MM"));
+        assert!(convert("UTC", "9h", "UTC", Utc::now())
+            .unwrap_err()
+            .contains("HH:MM"));
     }
 }

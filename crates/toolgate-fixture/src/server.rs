@@ -285,15 +285,17 @@ impl ServerHandler for FixtureServer {
             return Ok(error_result(message));
         }
         if let Some(world) = &self.world {
-            return Ok(match world.call(&tool.server, name, &strip_knobs(&arguments)) {
-                Ok(answer) => {
-                    let mut result =
-                        CallToolResult::success(vec![ContentBlock::text(answer.to_string())]);
-                    result.structured_content = Some(answer);
-                    result.into()
-                }
-                Err(message) => error_result(message),
-            });
+            return Ok(
+                match world.call(&tool.server, name, &strip_knobs(&arguments)) {
+                    Ok(answer) => {
+                        let mut result =
+                            CallToolResult::success(vec![ContentBlock::text(answer.to_string())]);
+                        result.structured_content = Some(answer);
+                        result.into()
+                    }
+                    Err(message) => error_result(message),
+                },
+            );
         }
         let echoed = echo(&tool.server, name, strip_knobs(&arguments));
         let structured = match tool.output_schema() {

@@ -178,7 +178,9 @@ fn toolgate_name(name: &str, from: &str, warnings: &mut Vec<String>) -> String {
     if fixed.trim_matches('-').is_empty() {
         fixed = "server".into();
     }
-    warnings.push(format!("{from}: named {fixed:?} here (toolgate names are letters, digits, '_', '-' or '.')"));
+    warnings.push(format!(
+        "{from}: named {fixed:?} here (toolgate names are letters, digits, '_', '-' or '.')"
+    ));
     fixed
 }
 
@@ -282,8 +284,7 @@ fn line_raw(s: &mut String, k: &str, v: &str) {
 /// A TOML key: bare when it can be, else quoted.
 fn key(k: &str) -> String {
     let bare = !k.is_empty()
-        && k
-            .chars()
+        && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if bare {
         k.to_string()

@@ -41,7 +41,10 @@ pub(crate) fn client_files(client: &str, here: &Path, home: &Path) -> Result<Vec
     Ok(match client {
         // `~/.claude.json` holds the user scope and each folder's local scope (which wins
         // over the project's `.mcp.json`).
-        "claude" => vec![json(home.join(".claude.json")), json(here.join(".mcp.json"))],
+        "claude" => vec![
+            json(home.join(".claude.json")),
+            json(here.join(".mcp.json")),
+        ],
         "cursor" => vec![
             json(here.join(".cursor/mcp.json")),
             json(home.join(".cursor/mcp.json")),
@@ -94,8 +97,8 @@ pub(crate) fn named_file(path: &Path) -> Source {
 /// client's files.
 pub(crate) fn read(source: &Source, here: &Path) -> Result<Option<Imported>> {
     let path = &source.path;
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let json = match source.kind {
         Kind::McpJson => strip_jsonc(&text),
         Kind::VsCodeSettings => {
@@ -128,8 +131,7 @@ pub(crate) fn read(source: &Source, here: &Path) -> Result<Option<Imported>> {
 /// `Authorization: Bearer ${VAR}` header, `enabled = false` as disabled. Other keys pass
 /// through, to be reported as not used.
 fn codex_to_json(text: &str, path: &Path) -> Result<Option<Value>> {
-    let doc: toml::Table =
-        toml::from_str(text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let doc: toml::Table = toml::from_str(text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     let Some(servers) = doc.get("mcp_servers") else {
         return Ok(None);
     };
@@ -285,7 +287,11 @@ pub(crate) fn translate_refs(
                     }
                 })
                 .collect();
-            let var = if simple(&var) { var } else { format!("V_{var}") };
+            let var = if simple(&var) {
+                var
+            } else {
+                format!("V_{var}")
+            };
             warn(format!(
                 "\"${{{inner}}}\" is the client's own prompt or variable: written as ${{{var}}}; export {var} before serving"
             ));
@@ -321,10 +327,7 @@ mod tests {
         assert_eq!(t("${workspaceFolder}/db"), "/w/app/db");
         assert_eq!(t("${userHome}"), "/home/u");
         assert_eq!(t("Bearer ${TOKEN}"), "Bearer ${TOKEN}");
-        assert_eq!(
-            t("${TOOLGATE_SURELY_UNSET_VAR:-fallback}"),
-            "fallback"
-        );
+        assert_eq!(t("${TOOLGATE_SURELY_UNSET_VAR:-fallback}"), "fallback");
         assert_eq!(t("${input:api-key}"), "${API_KEY}");
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("export API_KEY"), "{warnings:?}");

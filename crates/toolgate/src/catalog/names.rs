@@ -152,7 +152,13 @@ mod tests {
         ]));
         assert_eq!(
             n,
-            vec!["git_log", "git-status", "git_gitk", "git_git_", "time_get_current_time"]
+            vec![
+                "git_log",
+                "git-status",
+                "git_gitk",
+                "git_git_",
+                "time_get_current_time"
+            ]
         );
     }
 

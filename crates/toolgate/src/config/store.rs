@@ -108,7 +108,13 @@ pub fn state_folder(source: Option<&Path>, listen: SocketAddr) -> String {
         .map(|s| s.to_string_lossy())
         .unwrap_or_default()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(40)
         .collect();
     format!("{stem}-{}", &hex::encode(digest)[..8])
@@ -216,7 +222,10 @@ mod tests {
     fn each_configuration_has_its_own_default_folder() {
         let listen: SocketAddr = "127.0.0.1:8377".parse().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("toolgate.toml"), dir.path().join("other.toml"));
+        let (a, b) = (
+            dir.path().join("toolgate.toml"),
+            dir.path().join("other.toml"),
+        );
         let sub = dir.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
         let a2 = sub.join("toolgate.toml");
@@ -234,7 +243,10 @@ mod tests {
         let v6: SocketAddr = "[::1]:9000".parse().unwrap();
         assert_eq!(state_folder(None, v6), "demo-__1-9000");
         let c = parse("path = \"s.redb\"").unwrap();
-        assert_eq!(c.embedded_path(Some(&a), listen).unwrap(), PathBuf::from("/etc/tg/s.redb"));
+        assert_eq!(
+            c.embedded_path(Some(&a), listen).unwrap(),
+            PathBuf::from("/etc/tg/s.redb")
+        );
     }
 
     #[test]
