@@ -231,9 +231,9 @@ fn render(entries: &BTreeMap<String, Entry>, from: Option<&str>, read: &[String]
         None => s.push_str(
             "# toolgate.toml, written by `toolgate init`: two servers of toolgate's built-in demo.\n\
              # Replace them with your MCP servers, e.g.\n\
-             #   [upstreams.time]\n\
+             #   [upstreams.git]\n\
              #   command = \"uvx\"\n\
-             #   args = [\"mcp-server-time\"]\n",
+             #   args = [\"mcp-server-git\"]\n",
         ),
         Some(f) => s.push_str(&format!(
             "# toolgate.toml, written by `toolgate init --from {f}` from {}.\n",
