@@ -54,3 +54,20 @@ def check_direct(t: Transcript) -> None:
     assert [c.suffix for c in t.calls] == ["alpha_echo"], t.calls
     shown = t.result("alpha_echo")
     assert MESSAGE in shown, shown
+
+
+def first_request_shows(t: Transcript, suffix: str, prop: str) -> None:
+    """The model's first request that offers tools holds the tool ending in `suffix` with its
+    schema (naming `prop`), loaded, not deferred behind the client's own tool search."""
+    offered = [r["body"] for r in t.requests if isinstance(r.get("body"), dict) and r["body"].get("tools")]
+    assert offered, "no request offered the model any tool"
+    tools = []
+    for tool in offered[0]["tools"]:
+        tools += tool.get("tools") or [] if tool.get("type") == "namespace" else [tool]
+    names = [x.get("name") or (x.get("function") or {}).get("name") or "" for x in tools]
+    found = [x for x, n in zip(tools, names) if n == suffix or n.endswith("__" + suffix) or n.endswith("_" + suffix)]
+    assert found, f"the first request does not offer {suffix}: it offers {names}"
+    tool = found[0]
+    assert not tool.get("defer_loading"), f"{suffix} is deferred in the first request: {tool}"
+    schema = tool.get("input_schema") or tool.get("parameters") or (tool.get("function") or {}).get("parameters") or {}
+    assert prop in (schema.get("properties") or {}), f"{suffix} has no schema naming {prop!r} in the first request: {tool}"

@@ -1,16 +1,18 @@
-"""Claude Code (`@anthropic-ai/claude-code`, pinned in .ci/run) with a throwaway HOME,
-connected by the README's `claude mcp add` lines, runs `claude -p` against the scripted
-Messages API; the test checks what Claude Code showed the model."""
+"""Claude Code (`@anthropic-ai/claude-code`, pinned in .ci/run) with a throwaway HOME and
+its default settings, connected by the README's `claude mcp add-json` lines, runs `claude -p`
+against the scripted Messages API; the test checks what Claude Code showed the model, from
+its first request on (docs/clients.md)."""
 
 from __future__ import annotations
 
+import json
 import shlex
 
 import pytest
 
 from conftest import personalise, readme_block
 from fake_models import FakeModel
-from tasks import check_direct, check_guided, direct_task, guided_task
+from tasks import check_direct, check_guided, direct_task, first_request_shows, guided_task
 
 
 def claude_env(model: FakeModel) -> dict[str, str]:
@@ -19,8 +21,8 @@ def claude_env(model: FakeModel) -> dict[str, str]:
         "ANTHROPIC_API_KEY": "sk-ant-test",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
-        # MCP tools in the request itself (not behind ToolSearch), as a scripted model expects.
-        "ENABLE_TOOL_SEARCH": "false",
+        # ENABLE_TOOL_SEARCH is left unset, as Claude Code ships: it defers MCP tools behind
+        # its ToolSearch unless they (or their server entry) ask to be loaded.
         # `claude -p` waits for MCP servers to connect before the first request (by default
         # it starts without those still connecting, which a loaded machine makes likely).
         "MCP_CONNECTION_NONBLOCKING": "0",
@@ -28,12 +30,16 @@ def claude_env(model: FakeModel) -> dict[str, str]:
 
 
 def readme_line(kind: str) -> list[str]:
-    """The README's `claude mcp add` line for `http` or `stdio`."""
-    lines = [l for l in readme_block("Claude Code").splitlines() if l.startswith("claude mcp add")]
-    assert len(lines) == 2, lines
-    names = [shlex.split(l)[3 if "--transport" not in l else 5] for l in lines]
+    """The README's `claude mcp add-json NAME JSON` line for `http` or `stdio`; each entry
+    asks Claude Code to load toolgate's tools up front (`"alwaysLoad": true`)."""
+    lines = [shlex.split(l) for l in readme_block("Claude Code").splitlines() if l.startswith("claude mcp add-json")]
+    assert len(lines) == 2, f"the README's Claude Code block needs two `claude mcp add-json` lines: {lines}"
+    entries = [json.loads(l[4]) for l in lines]
+    names = [l[3] for l in lines]
     assert len(set(names)) == 2, f"both README lines use one name: {names}"
-    return next(shlex.split(l) for l in lines if ("--transport http" in l) == (kind == "http"))
+    for name, entry in zip(names, entries):
+        assert entry.get("alwaysLoad") is True, f"the README's {name} entry does not set \"alwaysLoad\": true: {entry}"
+    return next(l for l, e in zip(lines, entries) if (e.get("type") == "http") == (kind == "http"))
 
 
 def run_claude(world, model: FakeModel, server: str, task: str):
@@ -56,6 +62,7 @@ def test_claude_code_over_stdio_routes_executes_and_continues(world):
     finally:
         model.close()
     check_guided(model.script.t)
+    first_request_shows(model.script.t, "route", "task")
 
 
 def test_claude_code_over_http_calls_a_tool_on_the_direct_surface(world, gateway):

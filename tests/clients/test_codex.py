@@ -8,7 +8,7 @@ import re
 
 from conftest import personalise, readme_block
 from fake_models import FakeModel
-from tasks import check_direct, check_guided, direct_task, guided_task
+from tasks import check_direct, check_guided, direct_task, first_request_shows, guided_task
 
 
 def readme_table(kind: str, world, url: str | None = None) -> str:
@@ -49,6 +49,8 @@ def test_codex_over_stdio_routes_executes_and_continues(world):
     finally:
         model.close()
     check_guided(model.script.t)
+    # Codex as it ships lists the server's tools, schemas included, from the first request.
+    first_request_shows(model.script.t, "route", "task")
 
 
 def test_codex_over_http_calls_a_tool_on_the_direct_surface(world, gateway):

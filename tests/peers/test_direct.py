@@ -66,7 +66,7 @@ async def test_every_tool_is_listed_as_the_server_describes_it(transport, toolga
     # Named examples, so an empty reference cannot make this pass.
     for n in ["everything_echo", "everything_get-structured-content", "filesystem_read_text_file",
               "memory_create_entities", "time_get_current_time", "time_convert_time",
-              "git_git_status", "everything-http_echo"]:
+              "git_status", "everything-http_echo"]:
         assert n in names
     # Descriptions, schemas and annotations come through as the server sent them.
     for t in tools:
@@ -161,19 +161,19 @@ async def test_memory(transport, toolgate_bin, peers, work):
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_git(transport, toolgate_bin, peers, work, repo):
     async with session(transport, toolgate_bin, config(work, peers, only=("git",)), work) as client:
-        await listed(client, "git_git_status", "git_git_log", "git_git_commit")
-        status = ok(await client.call_tool("git_git_status", {"repo_path": str(repo)}))
+        await listed(client, "git_status", "git_log", "git_commit")
+        status = ok(await client.call_tool("git_status", {"repo_path": str(repo)}))
         assert "modified:   tracked.txt" in status
         assert "untracked.txt" in status.split("Untracked files:")[1]
 
         diff = ok(await client.call_tool("git_git_diff_unstaged", {"repo_path": str(repo)}))
         assert "+second line" in diff
 
-        log = ok(await client.call_tool("git_git_log", {"repo_path": str(repo)}))
+        log = ok(await client.call_tool("git_log", {"repo_path": str(repo)}))
         assert "peer suite: initial commit" in log
 
         ok(await client.call_tool("git_git_add", {"repo_path": str(repo), "files": ["tracked.txt", "untracked.txt"]}))
-        ok(await client.call_tool("git_git_commit", {"repo_path": str(repo), "message": "committed through toolgate"}))
+        ok(await client.call_tool("git_commit", {"repo_path": str(repo), "message": "committed through toolgate"}))
 
         r = await client.call_tool("git_git_checkout", {"repo_path": str(repo), "branch_name": "no-such-branch"})
         assert r.is_error and "no-such-branch" in text(r)

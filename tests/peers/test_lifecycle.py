@@ -96,7 +96,7 @@ def test_stdio_gateway_exits_by_itself_when_the_client_hangs_up(toolgate_bin, pe
         gw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         names = {t["name"] for t in gw.request("tools/list")["tools"]}
         assert {"everything_echo", "filesystem_read_text_file", "memory_read_graph",
-                "time_get_current_time", "git_git_status"} <= names
+                "time_get_current_time", "git_status"} <= names
         r = gw.request("tools/call", {"name": "everything_echo", "arguments": {"message": "raw"}})
         assert r["content"] == [{"type": "text", "text": "Echo: raw"}] and not r.get("isError")
         # All five upstreams are running, each under this gateway's marker.

@@ -21,6 +21,9 @@ enum Command {
     /// Run the gateway (Streamable HTTP by default; --stdio for one stdio session).
     /// With no configuration it serves a built-in demo.
     Serve(cmd::serve::ServeArgs),
+    /// Write a minimal toolgate.toml; --from claude|cursor|vscode|codex|FILE imports the
+    /// MCP servers that client already has.
+    Init(cmd::init::InitArgs),
     /// List the catalog: server, tool, exposed name, status.
     Tools(cmd::tools::ToolsArgs),
     /// Connect to each upstream once: status, tool count, latency, error.
@@ -94,6 +97,7 @@ pub(crate) fn run() -> ExitCode {
     let result: anyhow::Result<bool> = runtime.block_on(async {
         match cli.command {
             Command::Serve(a) => cmd::serve::run(a).await.map(|()| true),
+            Command::Init(a) => cmd::init::run(a),
             Command::Tools(a) => cmd::tools::run(a).await,
             Command::Check(a) => cmd::check::run(a).await,
             Command::Eval(a) => cmd::eval::run(a).map(|()| true),

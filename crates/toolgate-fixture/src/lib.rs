@@ -53,6 +53,8 @@
 //!
 //! - [`catalog`]: the catalog file format and the choice of tools to serve.
 //! - [`conformance`]: `--conformance`, the official conformance suite's fixture names.
+//! - [`demo`]: `--demo --stateful`, the built-in demo's answers: a small world in memory
+//!   (`demo_more` for most servers, `demo_time` for the clock).
 //! - [`server`]: the hand-written `ServerHandler`.
 //! - [`knobs`]: reserved arguments and the knobs file.
 //! - [`instance`]: minimal instances of output schemas.
@@ -63,6 +65,9 @@
 
 pub mod catalog;
 pub mod conformance;
+pub mod demo;
+mod demo_more;
+mod demo_time;
 pub mod faults;
 pub mod http;
 pub mod instance;
@@ -117,6 +122,10 @@ pub struct FixtureArgs {
     /// Serve the embedded demo catalog instead of --catalog.
     #[arg(long)]
     pub demo: bool,
+    /// With --demo: answer with the demo's made-up world, kept in memory (a ticket created
+    /// can be read back), instead of echoing the arguments.
+    #[arg(long, requires = "demo")]
+    pub stateful: bool,
     /// Misbehave on purpose, for fault tests.
     #[arg(long, value_enum, value_name = "KIND")]
     pub fault: Option<Fault>,
@@ -206,7 +215,8 @@ pub fn build_server(args: &FixtureArgs) -> anyhow::Result<FixtureServer> {
     Ok(FixtureServer::new(name, tools, knobs, args.page_size)
         .modern_only(args.modern_only)
         .malformed_tools(args.fault == Some(Fault::MalformedTools))
-        .flood_notifications(args.fault == Some(Fault::FloodNotifications)))
+        .flood_notifications(args.fault == Some(Fault::FloodNotifications))
+        .stateful(args.stateful))
 }
 
 /// Cancels `shutdown` on SIGTERM or SIGINT.

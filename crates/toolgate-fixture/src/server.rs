@@ -40,6 +40,8 @@ pub struct FixtureServer {
     malformed_tools: bool,
     /// `--fault flood-notifications`: a burst of notifications before every call's answer.
     flood_notifications: bool,
+    /// `--demo --stateful`: the demo's own answers instead of echoes, shared by sessions.
+    world: Option<Arc<crate::demo::DemoWorld>>,
 }
 
 impl FixtureServer {
@@ -59,7 +61,14 @@ impl FixtureServer {
             modern_only: false,
             malformed_tools: false,
             flood_notifications: false,
+            world: None,
         }
+    }
+
+    /// Answer with the demo's world (see [`crate::demo`]) instead of echoes.
+    pub fn stateful(mut self, on: bool) -> Self {
+        self.world = on.then(|| Arc::new(crate::demo::DemoWorld::new()));
+        self
     }
 
     /// This server speaks only 2026-07-28: `initialize` gets -32022.
@@ -209,9 +218,10 @@ impl ServerHandler for FixtureServer {
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(&self.name, env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "A toolgate fixture: tools from a catalog file, answering deterministic echoes.",
-            )
+            .with_instructions(match self.world {
+                Some(_) => "A server of toolgate's built-in demo: made-up data kept in memory while it runs.",
+                None => "A toolgate fixture: tools from a catalog file, answering deterministic echoes.",
+            })
     }
 
     async fn list_tools(
@@ -273,6 +283,19 @@ impl ServerHandler for FixtureServer {
         }
         if let Some(message) = knobs.error {
             return Ok(error_result(message));
+        }
+        if let Some(world) = &self.world {
+            return Ok(
+                match world.call(&tool.server, name, &strip_knobs(&arguments)) {
+                    Ok(answer) => {
+                        let mut result =
+                            CallToolResult::success(vec![ContentBlock::text(answer.to_string())]);
+                        result.structured_content = Some(answer);
+                        result.into()
+                    }
+                    Err(message) => error_result(message),
+                },
+            );
         }
         let echoed = echo(&tool.server, name, strip_knobs(&arguments));
         let structured = match tool.output_schema() {

@@ -1,4 +1,6 @@
-//! `toolgate check`: connect to each upstream once and report status, tools, latency, error.
+//! `toolgate check`: connect to each upstream once and report status, tools, latency, error;
+//! and where `serve` keeps its state. `--config-only` reads and validates the configuration
+//! without starting anything (what CI runs on every TOML example of the docs).
 
 use super::common::{start_and_settle, ConfigArgs};
 use anyhow::Result;
@@ -13,6 +15,10 @@ pub(crate) struct CheckArgs {
     /// One JSON object per upstream, one per line.
     #[arg(long)]
     pub json: bool,
+    /// Read and validate the configuration (its keys, variables and the files it names)
+    /// without starting the upstreams.
+    #[arg(long)]
+    pub config_only: bool,
 }
 
 /// Exits non-zero when an enabled upstream is not ready.
@@ -20,6 +26,25 @@ pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
     super::common::init_logging("warn");
     let config = args.config.load()?;
     let source = config.source_name();
+    let store = store_line(&config);
+    if args.config_only {
+        let names: Vec<&str> = config.upstreams.keys().map(String::as_str).collect();
+        if args.json {
+            println!(
+                "{}",
+                json!({"config": "ok", "source": source, "upstreams": names})
+            );
+            println!("{}", store.1);
+        } else {
+            println!(
+                "{source}: configuration valid; {} upstreams ({}), not started",
+                names.len(),
+                names.join(", ")
+            );
+            println!("{}", store.0);
+        }
+        return Ok(true);
+    }
     let (config_skills, max_source) =
         (config.code.skills_dir.clone(), config.code.max_source_bytes);
     let gw = start_and_settle(config).await;
@@ -76,6 +101,7 @@ pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
     }
     all_ok &= warnings.is_empty();
     gw.shutdown().await;
+    println!("{}", if args.json { &store.1 } else { &store.0 });
     // Skills: a bad one is skipped by the gateway (the rest keep working); reported here.
     if let Some(dir) = &config_skills {
         let set = toolgate::skills::SkillSet::scan(dir, max_source);
@@ -100,4 +126,38 @@ pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
         all_ok &= set.errors.is_empty();
     }
     Ok(all_ok)
+}
+
+/// Where `serve` over HTTP keeps its state with this configuration, as a line for people
+/// and as a JSON line: the embedded database's file is per configuration, so this is how a
+/// user finds it.
+fn store_line(config: &toolgate::config::Config) -> (String, String) {
+    use toolgate::config::store::StoreBackend;
+    let store = &config.store;
+    match store.backend_for(false) {
+        StoreBackend::Memory => (
+            "state store: memory (nothing kept across restarts)".into(),
+            json!({"store": "memory"}).to_string(),
+        ),
+        // The URL may hold a password: named by its key only.
+        StoreBackend::Redis => (
+            "state store: redis (store.url)".into(),
+            json!({"store": "redis"}).to_string(),
+        ),
+        StoreBackend::Embedded => {
+            match store.embedded_path(config.source.as_deref(), config.gateway.listen) {
+                Ok(path) => (
+                    format!(
+                        "state store: embedded at {} (serve over HTTP; --stdio keeps state in memory)",
+                        path.display()
+                    ),
+                    json!({"store": "embedded", "path": path}).to_string(),
+                ),
+                Err(e) => (
+                    format!("state store: {e}"),
+                    json!({"store": "embedded", "error": e.to_string()}).to_string(),
+                ),
+            }
+        }
+    }
 }

@@ -81,12 +81,7 @@ pub(crate) fn demo_config() -> Result<Config> {
                 name: server.clone(),
                 transport: Transport::Stdio {
                     command: exe.to_string_lossy().into_owned(),
-                    args: vec![
-                        "fixture".into(),
-                        "--demo".into(),
-                        "--server".into(),
-                        server.clone(),
-                    ],
+                    args: demo_args(&server),
                     env: Default::default(),
                     inherit_env: Vec::new(),
                     cwd: None,
@@ -102,6 +97,14 @@ pub(crate) fn demo_config() -> Result<Config> {
         );
     }
     Ok(config)
+}
+
+/// The arguments that run one server of the built-in demo: the fixture with the demo's
+/// own answers (`--stateful`: what is created can be read back), not the tests' echoes.
+pub(crate) fn demo_args(server: &str) -> Vec<String> {
+    ["fixture", "--demo", "--stateful", "--server", server]
+        .map(String::from)
+        .to_vec()
 }
 
 /// rmcp's HTTP session manager names each session id in full (its `create new session`

@@ -7,6 +7,8 @@ pub(crate) mod common;
 pub(crate) mod conformance_client;
 pub(crate) mod eval;
 pub(crate) mod eval_loo;
+pub(crate) mod init;
+pub(crate) mod init_sources;
 pub(crate) mod key;
 pub(crate) mod lint;
 pub(crate) mod serve;

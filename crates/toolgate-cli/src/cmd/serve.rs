@@ -58,8 +58,8 @@ async fn serve(args: ServeArgs, mut config: toolgate::config::Config) -> Result<
     // A grandchild that leaves its upstream's process group (`setsid`) is reparented
     // here when its parent exits, and killed with what is left at shutdown.
     toolgate::upstream::adopt_orphans();
-    let durable = open_store(&config.store, args.stdio)?;
     if args.stdio {
+        let durable = open_store(&config, args.stdio)?;
         let gw = Gateway::start_with_store(config, durable);
         let mode = gw.config.gateway.mode;
         let serving = toolgate::front::serve_stdio(gw.clone(), mode);
@@ -79,14 +79,21 @@ async fn serve(args: ServeArgs, mut config: toolgate::config::Config) -> Result<
             anyhow!("--http {a:?} is not an address: write IP:PORT, e.g. 127.0.0.1:8377")
         })?,
     };
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-        anyhow!("cannot listen on {addr}: {e}; pass --http 127.0.0.1:PORT or set gateway.listen")
+    // The port first: a clash there is the user's problem to see, not a store message
+    // that follows from it.
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => anyhow!(
+            "cannot listen on {addr}: the port is in use (another toolgate, or another program, listens there): stop it, or pass --http 127.0.0.1:PORT or set gateway.listen"
+        ),
+        _ => anyhow!("cannot listen on {addr}: {e}; pass --http 127.0.0.1:PORT or set gateway.listen"),
     })?;
     let local = listener.local_addr()?;
     if config.policy.keys.is_empty() && !local.ip().is_loopback() {
         tracing::warn!("listening on {local} with no API keys: anyone who can reach it may call every tool; add [policy.keys] (toolgate key new NAME)");
     }
+    // The bound address also names the demo's default store (`store::state_folder`).
     config.gateway.listen = local;
+    let durable = open_store(&config, args.stdio)?;
     let gw = Gateway::start_with_store(config, durable);
     let banner = {
         let gw = gw.clone();
@@ -126,14 +133,15 @@ async fn drain_stdio(
 /// The `[store]` in force: nothing for memory, else the embedded database opened now, so
 /// a store that cannot be used stops the command before anything is served.
 fn open_store(
-    store: &toolgate::config::store::StoreConfig,
+    config: &toolgate::config::Config,
     stdio: bool,
 ) -> Result<Option<Arc<dyn toolgate_core::store::Store>>> {
     use toolgate::config::store::StoreBackend;
+    let store = &config.store;
     match store.backend_for(stdio) {
         StoreBackend::Memory => Ok(None),
         StoreBackend::Embedded => {
-            let path = store.embedded_path()?;
+            let path = store.embedded_path(config.source.as_deref(), config.gateway.listen)?;
             let db =
                 toolgate_core::store::embedded::EmbeddedStore::open_with_key(&path, &store.key_env)
                     .map_err(|e| anyhow!("[store] backend = \"embedded\": {e}"))?;

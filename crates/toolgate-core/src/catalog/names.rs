@@ -4,7 +4,9 @@
 //! unique in the catalog. The rule, in order:
 //!
 //! 1. `{prefix}_{tool}` where `prefix` is the upstream's configured prefix (default: its
-//!    name); characters outside `[a-zA-Z0-9_-]` become `_`.
+//!    name); characters outside `[a-zA-Z0-9_-]` become `_`. A tool whose name already
+//!    starts with the prefix and a separator (`git_log` of server `git`) keeps its own name
+//!    (`git_log`, not `git_git_log`): the model reads the server once.
 //! 2. If that was lossy (a character was replaced) or is longer than 64, it is cut to 57
 //!    characters and `_` plus 6 hex digits of SHA-256("server/tool") is appended, so two
 //!    tools that differ only in replaced characters still get distinct names.
@@ -58,7 +60,15 @@ fn hashed(base: &str, id: &ToolId) -> String {
 pub fn candidate(prefix: &str, id: &ToolId) -> String {
     let (p, lossy_p) = sanitize(prefix);
     let (t, lossy_t) = sanitize(&id.name);
-    let base = if p.is_empty() { t } else { format!("{p}_{t}") };
+    let prefixed = !p.is_empty()
+        && t.len() > p.len() + 1
+        && t.starts_with(p.as_str())
+        && matches!(t.as_bytes()[p.len()], b'_' | b'-');
+    let base = if p.is_empty() || prefixed {
+        t
+    } else {
+        format!("{p}_{t}")
+    };
     if lossy_p || lossy_t || base.len() > MAX_NAME || base.is_empty() {
         hashed(&base, id)
     } else {
@@ -129,6 +139,38 @@ mod tests {
     fn plain_names_are_prefixed_and_valid() {
         let n = assign(&ids(&[("github", "create_issue"), ("time", "get-time")]));
         assert_eq!(n, vec!["github_create_issue", "time_get-time"]);
+    }
+
+    #[test]
+    fn a_name_that_starts_with_its_prefix_is_not_prefixed_twice() {
+        let n = assign(&ids(&[
+            ("git", "git_log"),
+            ("git", "git-status"),
+            ("git", "gitk"),
+            ("git", "git_"),
+            ("time", "get_current_time"),
+        ]));
+        assert_eq!(
+            n,
+            vec![
+                "git_log",
+                "git-status",
+                "git_gitk",
+                "git_git_",
+                "time_get_current_time"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unprefixed_name_still_yields_to_the_tool_that_sorts_first() {
+        // `git_log` keeps its own name; `log` would also be `git_log`: it gets the hash.
+        let n = assign(&ids(&[("git", "log"), ("git", "git_log")]));
+        assert_eq!(n[1], "git_log");
+        assert!(n[0].starts_with("git_log_") && is_valid(&n[0]), "{n:?}");
+        // Another server's tool of that name is prefixed as ever: no collision.
+        let n = assign(&ids(&[("git", "git_log"), ("gh", "git_log")]));
+        assert_eq!(n, vec!["git_log", "gh_git_log"]);
     }
 
     #[test]

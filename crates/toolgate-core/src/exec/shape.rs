@@ -46,7 +46,9 @@ pub struct Shaped {
     pub remaining: Vec<String>,
     /// 1 + `remaining.len()`.
     pub total_pages: usize,
-    /// Tokens of the result after field selection and before paging.
+    /// Tokens of the result after field selection: as a client shows it when it fits one
+    /// page; when it pages, what the pages hold (their text and the blocks kept whole),
+    /// since `structuredContent` is left off them.
     pub original_tokens: usize,
     /// Fields that selected nothing, as the caller wrote them.
     pub missed_fields: Vec<String>,
@@ -77,9 +79,9 @@ pub fn shape(
             select_fields(&mut outcome, fields)
         };
     }
-    let original_tokens = tokens(&outcome, count);
-    let (page, remaining) = if original_tokens <= budget {
-        (outcome, Vec::new())
+    let whole_tokens = tokens(&outcome, count);
+    let (page, remaining, original_tokens) = if whole_tokens <= budget {
+        (outcome, Vec::new(), whole_tokens)
     } else {
         paginate(outcome, selection.rendered.as_ref(), budget, count)
     };
@@ -218,10 +220,22 @@ fn tokens(outcome: &CallOutcome, count: &dyn Fn(&str) -> usize) -> usize {
     };
     let extra: usize = (outcome.content.iter())
         .filter_map(text_of)
-        .filter(|t| serde_json::from_str::<Value>(t).ok().as_ref() != Some(structured))
+        .filter(|t| !mirrors(t, structured))
         .map(count)
         .sum();
     blocks.max(count(&structured.to_string()) + extra)
+}
+
+/// Whether the text block `text` repeats `structured` rather than adding to it: its JSON
+/// (the MCP convention), or one of its string members whole (a file server's
+/// `{"content": <the file>}` beside the file's text), which counted twice made a paged
+/// result's total about double what its pages hold.
+fn mirrors(text: &str, structured: &Value) -> bool {
+    let member = |v: &Value| v.as_str() == Some(text);
+    match structured {
+        Value::Object(map) if map.values().any(member) => true,
+        _ => serde_json::from_str::<Value>(text).ok().as_ref() == Some(structured),
+    }
 }
 
 fn block_tokens(block: &Value, count: &dyn Fn(&str) -> usize) -> usize {
@@ -238,13 +252,13 @@ fn block_tokens(block: &Value, count: &dyn Fn(&str) -> usize) -> usize {
 }
 
 /// Cuts an over-budget result into a first page (with every block that cannot be cut)
-/// and the text of the pages after it.
+/// and the text of the pages after it; with the tokens the pages hold in all.
 fn paginate(
     outcome: CallOutcome,
     rendered: Option<&Value>,
     budget: usize,
     count: &dyn Fn(&str) -> usize,
-) -> (CallOutcome, Vec<String>) {
+) -> (CallOutcome, Vec<String>, usize) {
     let mut texts = Vec::new();
     let mut whole = Vec::new();
     for block in outcome.content {
@@ -269,6 +283,7 @@ fn paginate(
         .saturating_sub(fixed)
         .max(page_budget / 4)
         .max(1);
+    let held = count(&text) + fixed;
     let mut pages = split_pages_with(&text, first_budget, page_budget, count).into_iter();
     let first = pages.next().unwrap_or_default();
     let mut content = vec![text_block(first)];
@@ -279,7 +294,7 @@ fn paginate(
         is_error: outcome.is_error,
         meta: outcome.meta,
     };
-    (page, pages.collect())
+    (page, pages.collect(), held)
 }
 
 fn pretty(v: &Value) -> String {

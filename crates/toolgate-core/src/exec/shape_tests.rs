@@ -96,6 +96,41 @@ fn structured_with_text_mirror_pages_the_text_and_drops_structured() {
     assert_eq!(page_text(&s.page) + &s.remaining.concat(), sc.to_string());
 }
 
+/// A file server's answer: the file as text, and again as `{"content": <file>}`. The
+/// total the first page reports is what the pages hold, not the two copies added up.
+#[test]
+fn a_paged_total_counts_what_the_pages_hold_once() {
+    let text = prose(400);
+    let o = CallOutcome {
+        content: vec![text_block(text.clone())],
+        structured_content: Some(json!({"content": text})),
+        ..Default::default()
+    };
+    let s = shape(o, None, 500, &count);
+    assert!(s.total_pages > 2);
+    assert_eq!(page_text(&s.page) + &s.remaining.concat(), text);
+    let held: usize = std::iter::once(page_text(&s.page).as_str())
+        .chain(s.remaining.iter().map(String::as_str))
+        .map(count)
+        .sum();
+    assert_eq!(s.original_tokens, count(&text));
+    assert!(
+        s.original_tokens.abs_diff(held) <= s.total_pages,
+        "{} reported, {held} held",
+        s.original_tokens
+    );
+    // Structured content that is only the text's JSON pages as that text, counted once.
+    let sc = json!({"items": prose(200).lines().collect::<Vec<_>>()});
+    let o = CallOutcome {
+        content: vec![text_block(sc.to_string())],
+        structured_content: Some(sc.clone()),
+        ..Default::default()
+    };
+    let s = shape(o, None, 400, &count);
+    assert!(s.total_pages > 1);
+    assert_eq!(s.original_tokens, count(&sc.to_string()));
+}
+
 #[test]
 fn media_stays_whole_on_page_one_and_costs_a_fixed_amount() {
     let image = json!({"type": "image", "data": "A".repeat(200_000), "mimeType": "image/png"});

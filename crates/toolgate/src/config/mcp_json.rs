@@ -94,6 +94,39 @@ pub fn parse(text: &str, file: &Path) -> Result<Config> {
 
 /// `parse` as if run in `folder`.
 pub fn parse_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Config> {
+    let Imported { servers, warnings } = read_in(text, file, folder)?;
+    let mut upstreams = BTreeMap::new();
+    for (key, name, raw) in servers {
+        upstreams.insert(name.clone(), raw.validate(&name, file, &key)?);
+    }
+    let config = Config {
+        source: Some(file.to_path_buf()),
+        gateway: GatewayConfig::default(),
+        guided: Default::default(),
+        direct: Default::default(),
+        code: Default::default(),
+        upstreams,
+        policy: Default::default(),
+        store: Default::default(),
+        telemetry: Default::default(),
+        warnings,
+    };
+    config.check_names()?;
+    Ok(config)
+}
+
+/// The servers of an mcpServers file as written, before `${VAR}` substitution and
+/// validation (what `toolgate init --from` copies into a toolgate.toml).
+#[derive(Debug, Default)]
+pub struct Imported {
+    /// (the entry's key in the file, the server's name, its table), in file order.
+    pub servers: Vec<(String, String, RawUpstream)>,
+    /// What was read but not used.
+    pub warnings: Vec<String>,
+}
+
+/// [`parse_in`]'s reading, without the validation.
+pub fn read_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Imported> {
     let f = file.display();
     let parsed: File = serde_json::from_str(text)
         .map_err(|e| anyhow!("{f}: {}", super::human_serde(&e.to_string())))?;
@@ -144,7 +177,7 @@ pub fn parse_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Config
             "{f}: no \"mcpServers\" (or VS Code \"servers\") object found: is this an MCP client configuration file?"
         );
     }
-    let mut upstreams = BTreeMap::new();
+    let mut servers = Vec::new();
     for (key, name, value) in entries {
         if let Some(obj) = value.as_object() {
             let unused: Vec<&str> = obj
@@ -181,22 +214,9 @@ pub fn parse_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Config
             enabled: s.disabled.map(|d| !d),
             ..Default::default()
         };
-        upstreams.insert(name.clone(), raw.validate(&name, file, &key)?);
+        servers.push((key, name, raw));
     }
-    let config = Config {
-        source: Some(file.to_path_buf()),
-        gateway: GatewayConfig::default(),
-        guided: Default::default(),
-        direct: Default::default(),
-        code: Default::default(),
-        upstreams,
-        policy: Default::default(),
-        store: Default::default(),
-        telemetry: Default::default(),
-        warnings,
-    };
-    config.check_names()?;
-    Ok(config)
+    Ok(Imported { servers, warnings })
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! backend = "embedded"           # "memory" | "embedded" | "redis"; absent: embedded
 //!                                #   for `serve` over HTTP, memory for `serve --stdio`
 //! path = "state.redb"            # embedded: relative to this file; absent:
-//!                                #   $XDG_STATE_HOME/toolgate/state.redb
+//!                                #   $XDG_STATE_HOME/toolgate/<config>/state.redb,
+//!                                #   one folder per configuration (`state_folder`)
 //! url = "redis://127.0.0.1:6379" # redis (or Valkey): the server every replica shares
 //! key_env = "TOOLGATE_STORE_KEY" # the variable holding the 64-hex-digit key; unset:
 //!                                #   embedded makes a key file beside the database
@@ -15,6 +16,8 @@
 
 use anyhow::{bail, Result};
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 /// Which store the gateway keeps its handles in.
@@ -34,7 +37,7 @@ pub enum StoreBackend {
 pub struct StoreConfig {
     /// `None`: decided by how the gateway serves ([`StoreConfig::backend_for`]).
     pub backend: Option<StoreBackend>,
-    /// The embedded database; `None`: [`default_path`].
+    /// The embedded database; `None`: [`default_path`] of the configuration.
     pub path: Option<PathBuf>,
     /// The Redis server (`backend = "redis"` only, where it is required).
     pub url: Option<String>,
@@ -67,18 +70,59 @@ impl StoreConfig {
         })
     }
 
-    /// The embedded database's file: as configured, else [`default_path`].
-    pub fn embedded_path(&self) -> Result<PathBuf> {
+    /// The embedded database's file: as configured, else [`default_path`] for the
+    /// configuration read from `source` (`None`: the built-in demo) serving on `listen`.
+    pub fn embedded_path(&self, source: Option<&Path>, listen: SocketAddr) -> Result<PathBuf> {
         match &self.path {
             Some(p) => Ok(p.clone()),
-            None => default_path(),
+            None => default_path(source, listen),
         }
     }
 }
 
-/// `$XDG_STATE_HOME/toolgate/state.redb`, else `~/.local/state/toolgate/state.redb`.
-pub fn default_path() -> Result<PathBuf> {
-    let state = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+/// `$XDG_STATE_HOME/toolgate/<state_folder>/state.redb`, else
+/// `~/.local/state/toolgate/<state_folder>/state.redb`: each configuration its own
+/// database, so gateways of different configurations run side by side (one embedded
+/// store serves one process).
+pub fn default_path(source: Option<&Path>, listen: SocketAddr) -> Result<PathBuf> {
+    Ok(state_home()?
+        .join("toolgate")
+        .join(state_folder(source, listen))
+        .join("state.redb"))
+}
+
+/// The folder of a configuration's default store: the file's name and 8 hex digits of
+/// SHA-256 of its canonical path (`toolgate-3f2a9c1e`: readable, and the same from any
+/// working directory); with no file (the built-in demo), `demo-` and the listen address
+/// (`demo-127.0.0.1-8377`).
+pub fn state_folder(source: Option<&Path>, listen: SocketAddr) -> String {
+    let Some(file) = source else {
+        let ip = listen.ip().to_string().replace(':', "_");
+        return format!("demo-{ip}-{}", listen.port());
+    };
+    let full = std::fs::canonicalize(file)
+        .or_else(|_| std::path::absolute(file))
+        .unwrap_or_else(|_| file.to_path_buf());
+    let digest = Sha256::digest(full.as_os_str().as_encoded_bytes());
+    let stem: String = (file.file_stem())
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    format!("{stem}-{}", &hex::encode(digest)[..8])
+}
+
+/// `$XDG_STATE_HOME`, else `~/.local/state`.
+fn state_home() -> Result<PathBuf> {
+    Ok(match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
             Some(home) => PathBuf::from(home).join(".local/state"),
@@ -86,8 +130,7 @@ pub fn default_path() -> Result<PathBuf> {
                 "no state folder for the store: neither XDG_STATE_HOME nor HOME is set; set [store] path, or backend = \"memory\""
             ),
         },
-    };
-    Ok(state.join("toolgate").join("state.redb"))
+    })
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -173,6 +216,37 @@ mod tests {
     fn a_relative_path_is_beside_the_configuration() {
         let c = parse("backend = \"embedded\"\npath = \"state/s.redb\"").unwrap();
         assert_eq!(c.path.unwrap(), PathBuf::from("/etc/tg/state/s.redb"));
+    }
+
+    #[test]
+    fn each_configuration_has_its_own_default_folder() {
+        let listen: SocketAddr = "127.0.0.1:8377".parse().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            dir.path().join("toolgate.toml"),
+            dir.path().join("other.toml"),
+        );
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let a2 = sub.join("toolgate.toml");
+        for f in [&a, &b, &a2] {
+            std::fs::write(f, "").unwrap();
+        }
+        let folder = |f: &Path| state_folder(Some(f), listen);
+        assert!(folder(&a).starts_with("toolgate-") && folder(&a).len() == "toolgate-".len() + 8);
+        assert!(folder(&b).starts_with("other-"));
+        assert_ne!(folder(&a), folder(&a2), "same name, another folder");
+        // The same file by another spelling is the same configuration.
+        assert_eq!(folder(&a), folder(&sub.join("../toolgate.toml")));
+        // Where a configured path exists, it wins; with no file, the listen address names it.
+        assert_eq!(state_folder(None, listen), "demo-127.0.0.1-8377");
+        let v6: SocketAddr = "[::1]:9000".parse().unwrap();
+        assert_eq!(state_folder(None, v6), "demo-__1-9000");
+        let c = parse("path = \"s.redb\"").unwrap();
+        assert_eq!(
+            c.embedded_path(Some(&a), listen).unwrap(),
+            PathBuf::from("/etc/tg/s.redb")
+        );
     }
 
     #[test]

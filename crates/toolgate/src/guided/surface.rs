@@ -19,6 +19,12 @@ pub const EXECUTE_CODE: &str = "execute_code";
 pub const DESCRIBE_TOOLS: &str = "describe_tools";
 pub const PROPOSE_SKILL: &str = "propose_skill";
 
+/// The tool `_meta` key asking Claude Code to list a tool in the model's first request
+/// (its schema and description) instead of deferring it behind its own tool search, which
+/// it does by default for every MCP tool: a model that sees only a deferred `route` has to
+/// search before it can follow the guided surface.
+pub const ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
+
 /// Added to the standing rule when code mode is on.
 pub const CODE_INSTRUCTIONS: &str = " When a task chains several tools or handles large data, \
 describe_tools the tools route found and run a JavaScript program with execute_code: each tool \
@@ -129,7 +135,8 @@ pub fn meta_tools(prefix: &str) -> Vec<Value> {
                     "cursor": {"type": "string", "description": "From a server listing's nextCall"}
                 }
             },
-            "annotations": {"readOnlyHint": true, "openWorldHint": false}
+            "annotations": {"readOnlyHint": true, "openWorldHint": false},
+            "_meta": {ALWAYS_LOAD: true}
         }),
         json!({
             "name": format!("{prefix}{EXECUTE}"),
@@ -143,7 +150,8 @@ pub fn meta_tools(prefix: &str) -> Vec<Value> {
                     "fields": {"type": "array", "items": {"type": "string"}, "description": "Keep only these parts of the result (JSON pointers or dotted paths)"},
                     "max_tokens": {"type": "integer", "minimum": 1, "description": "Lower the result budget for this call"}
                 }
-            }
+            },
+            "_meta": {ALWAYS_LOAD: true}
         }),
         json!({
             "name": format!("{prefix}{CONTINUE}"),
@@ -156,7 +164,8 @@ pub fn meta_tools(prefix: &str) -> Vec<Value> {
                     "cancel": {"type": "boolean"}
                 }
             },
-            "annotations": {"openWorldHint": false}
+            "annotations": {"openWorldHint": false},
+            "_meta": {ALWAYS_LOAD: true}
         }),
     ]
 }

@@ -93,3 +93,15 @@ fn execute_takes_arguments_optionally_in_schema_and_handler() {
         args::parse(serde_json::json!({"tool": "s/t"}).as_object().unwrap()).unwrap();
     assert!(parsed.arguments.is_none());
 }
+
+#[test]
+fn the_three_meta_tools_ask_claude_code_to_load_them_up_front() {
+    for prefix in ["", "tg_"] {
+        let listed = session_tools(prefix, true, true);
+        for name in [ROUTE, EXECUTE, CONTINUE] {
+            let name = format!("{prefix}{name}");
+            let tool = listed.iter().find(|t| t["name"] == name.as_str()).unwrap();
+            assert_eq!(tool["_meta"][ALWAYS_LOAD], true, "{name}: {tool}");
+        }
+    }
+}
