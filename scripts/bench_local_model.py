@@ -306,7 +306,8 @@ def mcp_servers(kind: str, entries: list[dict], work: Path, args) -> dict:
                 for s in servers}
     profile = "local" if kind == "toolgate-local" else "raw"
     mode = "guided" if kind == "guided" else "direct"
-    toml = [f'[direct]\nprofile = "{profile}"\n']
+    # The first tools/list waits for every upstream: OpenCode lists tools once, at start.
+    toml = [f'[gateway]\nstartup_wait_ms = 60000\n\n[direct]\nprofile = "{profile}"\n']
     for s in servers:
         toml.append(f'[upstreams.{json.dumps(s)}]\ncommand = {json.dumps(args.toolgate)}\n'
                     f'args = ["fixture", "--catalog", {json.dumps(str(catalog))}, "--server", {json.dumps(s)}]\n')
@@ -359,6 +360,7 @@ def run_one(kind: str, entries: list[dict], task: str, args, logs: Path, label: 
             "status": first["status"], "accepted": accepted, "error": first["error"],
             "input_tokens": tokens, "tokens_from": counted,
             "tools_sent": first["tools"], "tools_json_bytes": first["tools_bytes"],
+            "tool_names": [(t.get("function") or {}).get("name") for t in first["body"].get("tools") or []],
             "request_bytes": first["request_bytes"],
             "ttft_s": round(first["ttft_s"], 2) if first["ttft_s"] is not None else None,
             "first_total_s": round(first["total_s"], 2) if first["total_s"] is not None else None,
@@ -396,15 +398,21 @@ def outcome(r: dict) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| configuration | task | tools | tools JSON | input tokens (llama-server) | time to first token "
-            "| first request | whole run | llama-server |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+    head = ("| configuration | task | MCP tools | tools sent | tools JSON | input tokens (llama-server) "
+            "| time to first token | first request | whole run | llama-server |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
     lines = []
     for r in rows:
-        lines.append(f"| {r['config']} | {r['task']} | {fmt(r.get('tools_sent'))} | "
+        lines.append(f"| {r['config']} | {r['task']} | {fmt(r.get('n_tools'))} | {fmt(r.get('tools_sent'))} | "
                      f"{fmt(r.get('tools_json_bytes'))} B | {fmt(r.get('input_tokens'))} | "
                      f"{fmt(r.get('ttft_s'), ' s')} | {fmt(r.get('first_total_s'), ' s')} | "
                      f"{fmt(r.get('wall_s'), ' s')} | {outcome(r)} |")
     return head + "\n".join(lines) + "\n"
+
+
+def show(row: dict) -> None:
+    keys = ("n_tools", "input_tokens", "ttft_s", "wall_s", "accepted", "error")
+    print(f"     -> {json.dumps({k: row.get(k) for k in keys})}", file=sys.stderr, flush=True)
 
 
 def main() -> int:
@@ -444,7 +452,8 @@ def main() -> int:
     if args.smoke:
         plan = [("guided", "hello"), ("direct", "hello")]
     else:
-        plan = [(k, t) for t, _ in TASKS for k in ("none", "direct", "guided", "toolgate-local")]
+        # OpenCode alone once (its own prompt and tools: the floor every row stands on).
+        plan = [("none", "hello")] + [(k, t) for t, _ in TASKS for k in ("direct", "guided", "toolgate-local")]
     tasks = dict(TASKS)
     for kind, task in plan:
         label = f"{kind}.{task}"
@@ -452,8 +461,7 @@ def main() -> int:
         row = run_one(kind, [] if kind == "none" else sub, tasks[task], args, args.logs, label)
         if kind == "none":
             row["n_tools"] = 0
-        print(f"     -> {json.dumps({k: row.get(k) for k in ('input_tokens', 'ttft_s', 'wall_s', 'accepted', 'error')})}",
-              file=sys.stderr, flush=True)
+        show(row)
         results["rows"].append(row)
         save()
     if not args.smoke:
@@ -461,12 +469,14 @@ def main() -> int:
             if n == "all" and args.skip_all:
                 continue
             entries = cat if n == "all" else sub[:n]
+            if n == len(sub):  # the table's direct "hello" is this point
+                results["curve"].append(next(r for r in results["rows"] if r["config"] == "direct" and r["task"] == "hello"))
+                continue
             label = f"curve{len(entries)}.hello"
             print(f"run: curve direct  hello    {len(entries)} tools ...", file=sys.stderr, flush=True)
             row = run_one("direct", entries, "hello", args, args.logs, label)
             row["task"] = "hello"
-            print(f"     -> {json.dumps({k: row.get(k) for k in ('input_tokens', 'ttft_s', 'wall_s', 'accepted', 'error')})}",
-                  file=sys.stderr, flush=True)
+            show(row)
             results["curve"].append(row)
             save()
     save()
