@@ -317,7 +317,27 @@ def mcp_servers(kind: str, entries: list[dict], work: Path, args) -> dict:
                          "command": [args.toolgate, "serve", "--stdio", "--mode", mode, "--config", str(cfg)]}}
 
 
-def run_one(kind: str, entries: list[dict], task: str, args, logs: Path, label: str) -> dict:
+def prompt_progress(log: Path) -> dict | None:
+    """llama-server's last "prompt processing" line: the request's sampler (and grammar) was
+    made, and this much of the prompt was read at this rate."""
+    last = None
+    for line in log.read_text(errors="replace").splitlines():
+        if "prompt processing, n_tokens" in line:
+            last = line
+    if last is None:
+        return None
+    try:
+        n = int(last.split("n_tokens =")[1].split(",")[0])
+        progress = float(last.split("progress =")[1].split(",")[0])
+        t = float(last.split("t =")[1].split("s /")[0])
+        rate = float(last.split("s /")[1].split("tokens")[0])
+        return {"n_tokens": n, "progress": progress, "t_s": t, "tokens_per_s": rate}
+    except (IndexError, ValueError):
+        return None
+
+
+def run_one(kind: str, entries: list[dict], task: str, args, logs: Path, label: str,
+            timeout: float | None = None) -> dict:
     work = Path(tempfile.mkdtemp(prefix=f"lm-{label}-", dir=args.scratch))
     (work / "project").mkdir()
     (work / "home").mkdir()
@@ -336,7 +356,7 @@ def run_one(kind: str, entries: list[dict], task: str, args, logs: Path, label: 
                              start_new_session=True)
         timed_out = False
         try:
-            p.wait(timeout=args.run_timeout)
+            p.wait(timeout=timeout or args.run_timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
         stop(p)
@@ -347,6 +367,9 @@ def run_one(kind: str, entries: list[dict], task: str, args, logs: Path, label: 
         if first is None:
             row.update({"status": None, "error": f"OpenCode sent no chat request (see {out})"})
             return row
+        # Counted and read before llama-server stops: a run cut at its time limit may still
+        # be reading the prompt.
+        progress = prompt_progress(llama.log) if first["status"] is None else None
         tokens, counted = None, "usage"
         if first["usage"]:
             tokens = first["usage"].get("prompt_tokens")
@@ -355,7 +378,7 @@ def run_one(kind: str, entries: list[dict], task: str, args, logs: Path, label: 
             tokens, counted = ej["n_prompt_tokens"], "error"
         if tokens is None:
             tokens, counted = llama.count_prompt(first["body"]), "tokenize"
-        accepted = first["status"] == 200 and not first["error"]
+        accepted = (first["status"] == 200 and not first["error"]) or (first["status"] is None and progress is not None)
         row.update({
             "status": first["status"], "accepted": accepted, "error": first["error"],
             "input_tokens": tokens, "tokens_from": counted,
@@ -365,7 +388,8 @@ def run_one(kind: str, entries: list[dict], task: str, args, logs: Path, label: 
             "ttft_s": round(first["ttft_s"], 2) if first["ttft_s"] is not None else None,
             "first_total_s": round(first["total_s"], 2) if first["total_s"] is not None else None,
             "prompt_ms": (first["timings"] or {}).get("prompt_ms"),
-            "prompt_per_second": (first["timings"] or {}).get("prompt_per_second"),
+            "prompt_per_second": (first["timings"] or {}).get("prompt_per_second") or (progress or {}).get("tokens_per_s"),
+            "cut_while_reading": progress,
         })
         if kind in ("guided",) and len(rec.records) > 1:
             row["later_max_input_tokens"] = max(((r["usage"] or {}).get("prompt_tokens") or 0) for r in rec.records)
@@ -390,11 +414,21 @@ def fmt(v, unit=""):
 
 
 def outcome(r: dict) -> str:
+    cut = r.get("cut_while_reading")
+    if r.get("accepted") and cut:
+        return (f"accepted (grammar built); {cut['progress']:.0%} of the prompt read when the run was cut "
+                f"at {r['wall_s']:.0f} s, {cut['tokens_per_s']:.0f} tokens/s")
     if r.get("accepted"):
-        return "accepted" + (" (timed out)" if r.get("timed_out") else "")
+        return "accepted (grammar built)" + (" (run cut)" if r.get("timed_out") else "")
     if r.get("status") is None:
-        return r.get("error") or "no request"
+        return r.get("error") or "no answer when the run was cut"
     return f"refused {r['status']}: {(r.get('error') or '')[:110]}"
+
+
+def ttft(r: dict) -> str:
+    if r.get("ttft_s") is None and r.get("cut_while_reading"):
+        return f"> {r['wall_s']:.0f} s"
+    return fmt(r.get("ttft_s"), " s")
 
 
 def table(rows: list[dict]) -> str:
@@ -405,7 +439,7 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         lines.append(f"| {r['config']} | {r['task']} | {fmt(r.get('n_tools'))} | {fmt(r.get('tools_sent'))} | "
                      f"{fmt(r.get('tools_json_bytes'))} B | {fmt(r.get('input_tokens'))} | "
-                     f"{fmt(r.get('ttft_s'), ' s')} | {fmt(r.get('first_total_s'), ' s')} | "
+                     f"{ttft(r)} | {fmt(r.get('first_total_s'), ' s')} | "
                      f"{fmt(r.get('wall_s'), ' s')} | {outcome(r)} |")
     return head + "\n".join(lines) + "\n"
 
@@ -425,11 +459,15 @@ def main() -> int:
     ap.add_argument("--catalog", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path, help="results JSON")
     ap.add_argument("--logs", required=True, type=Path)
-    ap.add_argument("--smoke", action="store_true", help='"hello" guided and direct with 96 tools only')
+    ap.add_argument("--smoke", action="store_true",
+                    help='"hello" only: OpenCode alone, guided and direct with 96 tools')
     ap.add_argument("--ctx", type=int, default=131072)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--run-timeout", type=float, default=900)
+    ap.add_argument("--probe-timeout", type=float, default=None,
+                    help="seconds for the three tasks and the curve (default: --run-timeout); a run "
+                         "cut while llama-server reads the prompt still gives its tokens and grammar")
     ap.add_argument("--skip-all", action="store_true", help="leave the 589-tool point out of the curve")
     ap.add_argument("--keep", action="store_true", help="keep each run's folder")
     args = ap.parse_args()
@@ -450,15 +488,16 @@ def main() -> int:
         args.out.write_text(json.dumps(results, indent=2))
 
     if args.smoke:
-        plan = [("guided", "hello"), ("direct", "hello")]
+        plan = [("none", "hello"), ("guided", "hello"), ("direct", "hello")]
     else:
         # OpenCode alone once (its own prompt and tools: the floor every row stands on).
         plan = [("none", "hello")] + [(k, t) for t, _ in TASKS for k in ("direct", "guided", "toolgate-local")]
     tasks = dict(TASKS)
     for kind, task in plan:
         label = f"{kind}.{task}"
-        print(f"run: {kind:15s} {task:8s} 96 tools ...", file=sys.stderr, flush=True)
-        row = run_one(kind, [] if kind == "none" else sub, tasks[task], args, args.logs, label)
+        print(f"run: {kind:15s} {task:8s} {0 if kind == 'none' else len(sub)} MCP tools ...", file=sys.stderr, flush=True)
+        row = run_one(kind, [] if kind == "none" else sub, tasks[task], args, args.logs, label,
+                      None if task == "hello" else args.probe_timeout)
         if kind == "none":
             row["n_tools"] = 0
         show(row)
@@ -474,7 +513,7 @@ def main() -> int:
                 continue
             label = f"curve{len(entries)}.hello"
             print(f"run: curve direct  hello    {len(entries)} tools ...", file=sys.stderr, flush=True)
-            row = run_one("direct", entries, "hello", args, args.logs, label)
+            row = run_one("direct", entries, "hello", args, args.logs, label, args.probe_timeout)
             row["task"] = "hello"
             show(row)
             results["curve"].append(row)

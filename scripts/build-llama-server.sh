@@ -11,7 +11,8 @@
 # DIR/templates (the benchmark's model has no tool template of its own).
 # Prints the binary's absolute path on its last line. Needs pip, cmake, a C++ compiler and
 # make (.ci/run installs cmake from Debian). The build runs `nice -n 10` on LLAMA_JOBS cores
-# (default 2): about 25 min on a busy 2-core machine, once.
+# (default 2): 13 min of CPU, once (49 min of wall time on a 2-core machine that other builds
+# kept at load 13-19; about 7 min on an idle one).
 set -euo pipefail
 
 # The pin: llama-cpp-python 0.3.36 vendors a llama.cpp whose server takes `--jinja` and
