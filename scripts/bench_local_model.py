@@ -209,6 +209,12 @@ class Recorder:
                       "ttft_s": None, "total_s": None, "usage": None, "timings": None}
             with self.lock:
                 self.records.append(record)
+        try:
+            self.relay(h, raw, record, t0)
+        except (OSError, http.client.HTTPException):
+            pass  # llama-server stopped under a run cut at its time limit
+
+    def relay(self, h: BaseHTTPRequestHandler, raw: bytes | None, record: dict | None, t0: float) -> None:
         c = http.client.HTTPConnection("127.0.0.1", self.upstream, timeout=3600)
         headers = {"Content-Type": h.headers.get("Content-Type", "application/json")}
         c.request(h.command, h.path, raw, headers)
@@ -318,22 +324,26 @@ def mcp_servers(kind: str, entries: list[dict], work: Path, args) -> dict:
 
 
 def prompt_progress(log: Path) -> dict | None:
-    """llama-server's last "prompt processing" line: the request's sampler (and grammar) was
-    made, and this much of the prompt was read at this rate."""
+    """Whether llama-server launched the request's slot, which it does only once the
+    request's sampler, tool grammar included, is made ("processing task"), and its last
+    "prompt processing" line: how much of the prompt it had read, at what rate."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    if "processing task" not in text:
+        return None
+    out = {"launched": True}
     last = None
-    for line in log.read_text(errors="replace").splitlines():
+    for line in text.splitlines():
         if "prompt processing, n_tokens" in line:
             last = line
-    if last is None:
-        return None
-    try:
-        n = int(last.split("n_tokens =")[1].split(",")[0])
-        progress = float(last.split("progress =")[1].split(",")[0])
-        t = float(last.split("t =")[1].split("s /")[0])
-        rate = float(last.split("s /")[1].split("tokens")[0])
-        return {"n_tokens": n, "progress": progress, "t_s": t, "tokens_per_s": rate}
-    except (IndexError, ValueError):
-        return None
+    if last is not None:
+        try:
+            out["n_tokens"] = int(last.split("n_tokens =")[1].split(",")[0])
+            out["progress"] = float(last.split("progress =")[1].split(",")[0])
+            out["t_s"] = float(last.split("t =")[1].split("s /")[0])
+            out["tokens_per_s"] = float(last.split("s /")[1].split("tokens")[0])
+        except (IndexError, ValueError):
+            pass
+    return out
 
 
 def run_one(kind: str, entries: list[dict], task: str, args, logs: Path, label: str,
@@ -362,7 +372,8 @@ def run_one(kind: str, entries: list[dict], task: str, args, logs: Path, label: 
         stop(p)
         wall = time.monotonic() - t0
         first = next((r for r in rec.records if r["tools"]), rec.records[0] if rec.records else None)
-        row = {"config": kind, "task": label.split(".")[-1], "n_tools": len(entries), "wall_s": round(wall, 1),
+        row = {"config": kind, "task": label.split(".")[-1], "label": label, "n_tools": len(entries),
+               "wall_s": round(wall, 1),
                "timed_out": timed_out, "requests": len(rec.records), "opencode_exit": p.returncode}
         if first is None:
             row.update({"status": None, "error": f"OpenCode sent no chat request (see {out})"})
@@ -415,9 +426,11 @@ def fmt(v, unit=""):
 
 def outcome(r: dict) -> str:
     cut = r.get("cut_while_reading")
-    if r.get("accepted") and cut:
+    if r.get("accepted") and cut and "progress" in cut:
         return (f"accepted (grammar built); {cut['progress']:.0%} of the prompt read when the run was cut "
                 f"at {r['wall_s']:.0f} s, {cut['tokens_per_s']:.0f} tokens/s")
+    if r.get("accepted") and cut:
+        return f"accepted (grammar built); the run was cut at {r['wall_s']:.0f} s before the first progress line"
     if r.get("accepted"):
         return "accepted (grammar built)" + (" (run cut)" if r.get("timed_out") else "")
     if r.get("status") is None:
@@ -444,6 +457,21 @@ def table(rows: list[dict]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def render(out: Path, logs: Path) -> int:
+    res = json.loads(out.read_text())
+    for r in res["rows"] + res["curve"]:
+        if r.get("status") is None and not r.get("accepted"):
+            label = r.get("label") or (f"{r['config']}.{r['task']}" if r in res["rows"] else f"curve{r['n_tools']}.hello")
+            prog = prompt_progress(logs / f"{label}.llama.log")
+            if prog:
+                r["accepted"], r["cut_while_reading"] = True, prog
+    out.write_text(json.dumps(res, indent=2))
+    print(table(res["rows"]))
+    if res["curve"]:
+        print(table(res["curve"]))
+    return 0
+
+
 def show(row: dict) -> None:
     keys = ("n_tools", "input_tokens", "ttft_s", "wall_s", "accepted", "error")
     print(f"     -> {json.dumps({k: row.get(k) for k in keys})}", file=sys.stderr, flush=True)
@@ -451,12 +479,12 @@ def show(row: dict) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--llama-server", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--template", required=True, help="a tool-capable chat template (jinja)")
-    ap.add_argument("--opencode", required=True)
-    ap.add_argument("--toolgate", required=True)
-    ap.add_argument("--catalog", required=True, type=Path)
+    ap.add_argument("--llama-server")
+    ap.add_argument("--model")
+    ap.add_argument("--template", help="a tool-capable chat template (jinja)")
+    ap.add_argument("--opencode")
+    ap.add_argument("--toolgate")
+    ap.add_argument("--catalog", type=Path)
     ap.add_argument("--out", required=True, type=Path, help="results JSON")
     ap.add_argument("--logs", required=True, type=Path)
     ap.add_argument("--smoke", action="store_true",
@@ -470,12 +498,18 @@ def main() -> int:
                          "cut while llama-server reads the prompt still gives its tokens and grammar")
     ap.add_argument("--skip-all", action="store_true", help="leave the 589-tool point out of the curve")
     ap.add_argument("--keep", action="store_true", help="keep each run's folder")
+    ap.add_argument("--render", action="store_true",
+                    help="only print the tables of --out again, rows cut at their limit re-read from --logs")
     args = ap.parse_args()
+    if args.render:
+        return render(args.out, args.logs)
     args.logs.mkdir(parents=True, exist_ok=True)
     args.scratch = str(args.logs)
+    if args.catalog is None:
+        sys.exit("--catalog is needed (datasets/realcat/catalog.json)")
     for name in ("llama_server", "model", "template", "opencode", "toolgate"):
         path = getattr(args, name)
-        if not os.path.exists(path):
+        if not path or not os.path.exists(path):
             sys.exit(f"--{name.replace('_', '-')} {path}: not found")
         setattr(args, name, os.path.abspath(path))  # the runs change folder
 
