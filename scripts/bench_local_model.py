@@ -498,6 +498,7 @@ def main() -> int:
                          "cut while llama-server reads the prompt still gives its tokens and grammar")
     ap.add_argument("--skip-all", action="store_true", help="leave the 589-tool point out of the curve")
     ap.add_argument("--keep", action="store_true", help="keep each run's folder")
+    ap.add_argument("--machine", default="", help="the machine's state, kept in the results")
     ap.add_argument("--render", action="store_true",
                     help="only print the tables of --out again, rows cut at their limit re-read from --logs")
     args = ap.parse_args()
@@ -515,7 +516,9 @@ def main() -> int:
 
     cat = load_catalog(args.catalog)
     sub = subset96(cat)
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results = {"incident": INCIDENT, "model": Path(args.model).name, "ctx": args.ctx,
+               "machine": args.machine, "when": when,
                "max_tokens": args.max_tokens, "rows": [], "curve": []}
 
     def save():
