@@ -42,6 +42,7 @@ esac
 catalog="$repo/datasets/realcat/catalog.json"
 [ -f "$catalog" ] || { echo "$0: $catalog not found (the realcat dataset belongs in datasets/realcat/)" >&2; exit 1; }
 
+if [ $render = 0 ]; then  # --render reads the last run only
 echo "== llama-server" >&2
 llama_dir="${LLAMA_DIR:-$peers/llama}"
 llama_server=$(scripts/build-llama-server.sh "$llama_dir" | tail -n 1)
@@ -74,17 +75,18 @@ if [ -z "$toolgate" ]; then
   toolgate="$target/debug/toolgate"
 fi
 echo "toolgate: $toolgate" >&2
+fi
 
 mkdir -p "$out"
 [ $render = 1 ] || rm -rf "$out/logs" "$out/smoke"
-args=(--llama-server "$llama_server" --model "$model" --template "$template" --opencode "$opencode"
-      --toolgate "$toolgate" --catalog "$catalog" --out "$out/results.json" --logs "$out/logs"
+args=(--llama-server "${llama_server:-}" --model "${model:-}" --template "${template:-}" --opencode "${opencode:-}"
+      --toolgate "${toolgate:-}" --catalog "$catalog" --out "$out/results.json" --logs "$out/logs"
       --ctx "${BENCH_CTX:-131072}" --run-timeout "${BENCH_RUN_TIMEOUT:-900}"
       --probe-timeout "${BENCH_PROBE_TIMEOUT:-${BENCH_RUN_TIMEOUT:-900}}")
 [ "${BENCH_SKIP_ALL:-0}" = 1 ] && args+=(--skip-all)
 
 profile=debug
-case "$toolgate" in */release/*) profile=release ;; esac
+case "${toolgate:-}" in */release/*) profile=release ;; esac
 machine="$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at the start, toolgate $profile build at $(git rev-parse --short HEAD)"
 args+=(--machine "$machine")
 

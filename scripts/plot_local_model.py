@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws docs/local-model.png from scripts/bench_local_model.py's results JSON: the input
-tokens and the time to first token of OpenCode's "hello" against llama-server, by the number
-of MCP tools configured directly, with toolgate guided's and the incident's points.
+tokens of OpenCode's "hello" as llama-server counts them, by the number of MCP tools
+configured directly (with toolgate guided's and the incident's), and per configuration.
 
     python plot_local_model.py RESULTS.json OUT.png     # needs matplotlib
 """
@@ -39,16 +39,21 @@ def main() -> int:
     ax1.legend(fontsize=8)
     ax1.grid(alpha=0.3)
 
-    timed = [r for r in curve if r.get("ttft_s") is not None]
-    ax2.plot([r["n_tools"] for r in timed], [r["ttft_s"] for r in timed], "o-", color="tab:red",
-             label="MCP servers directly")
-    if guided and guided.get("ttft_s") is not None:
-        ax2.axhline(guided["ttft_s"], color="tab:green", ls="--", label=f"toolgate guided ({guided['ttft_s']:.1f} s)")
-    ax2.set_xlabel("MCP tools configured")
-    ax2.set_ylabel("time to first token (s)")
+    # Times on a shared, loaded machine say little; the sizes of "hello" per configuration do.
+    order = [("none", "OpenCode alone"), ("guided", "toolgate guided"),
+             ("toolgate-local", "toolgate direct local"), ("direct", "directly")]
+    hello = {r["config"]: r for r in res["rows"] if r["task"] == "hello"}
+    names = [label for kind, label in order if kind in hello]
+    values = [hello[kind].get("input_tokens") or 0 for kind, _ in order if kind in hello]
+    bars = ax2.bar(names, values, color=["grey", "tab:green", "tab:orange", "tab:red"][: len(values)])
+    for bar, v in zip(bars, values):
+        ax2.text(bar.get_x() + bar.get_width() / 2, v, f"{v:,}", ha="center", va="bottom", fontsize=8)
+    ax2.axhline(inc["hello_tokens"], color="tab:blue", ls=":", label=f"the incident ({inc['hello_tokens']:,})")
+    ax2.set_ylabel('input tokens of "hello", 96 MCP tools')
     ax2.legend(fontsize=8)
-    ax2.grid(alpha=0.3)
-    fig.suptitle(f"OpenCode -> llama-server ({res['model']}, a 270M base model: sizes and times, not answers)",
+    ax2.grid(alpha=0.3, axis="y")
+    ax2.tick_params(axis="x", labelsize=8)
+    fig.suptitle(f"OpenCode -> llama-server ({res['model']}, a 270M base model: prompt sizes, not answers)",
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(sys.argv[2], dpi=110)
