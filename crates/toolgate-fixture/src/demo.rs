@@ -15,8 +15,8 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use rmcp::model::JsonObject;
 use serde_json::{json, Value};
 
-use crate::demo_more;
-use crate::demo_time;
+mod more;
+mod time;
 
 /// What a demo tool answers: its result, or a message for the model (`isError`).
 pub type Answer = Result<Value, String>;
@@ -73,19 +73,19 @@ impl DemoWorld {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let s = &mut *state;
         match (server, tool) {
-            ("time", "get_current_time") => demo_time::current_time(text(args, "timezone")?, now),
-            ("time", "convert_time") => demo_time::convert(
+            ("time", "get_current_time") => time::current_time(text(args, "timezone")?, now),
+            ("time", "convert_time") => time::convert(
                 text(args, "source_timezone")?,
                 text(args, "time")?,
                 text(args, "target_timezone")?,
                 now,
             ),
             ("tickets", _) => tickets(s, tool, args, now),
-            ("docs", _) => demo_more::docs(s, tool, args, now),
-            ("calendar", _) => demo_more::calendar(s, tool, args, now),
-            ("mail", _) => demo_more::mail(s, tool, args, now),
-            ("files", _) => demo_more::files(s, tool, args, now),
-            ("metrics" | "deploy", _) => demo_more::ops(s, server, tool, args, now),
+            ("docs", _) => more::docs(s, tool, args, now),
+            ("calendar", _) => more::calendar(s, tool, args, now),
+            ("mail", _) => more::mail(s, tool, args, now),
+            ("files", _) => more::files(s, tool, args, now),
+            ("metrics" | "deploy", _) => more::ops(s, server, tool, args, now),
             _ => Err(format!("{server}/{tool} is not a demo tool")),
         }
     }
@@ -368,7 +368,7 @@ fn seed(s: &mut State, now: DateTime<Utc>) {
         let c = s.counters.entry(format!("issue-{project}")).or_insert(0);
         *c = (*c).max(n);
     }
-    demo_more::seed(s, now);
+    more::seed(s, now);
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@
 //! - [`catalog`]: the catalog file format and the choice of tools to serve.
 //! - [`conformance`]: `--conformance`, the official conformance suite's fixture names.
 //! - [`demo`]: `--demo --stateful`, the built-in demo's answers: a small world in memory
-//!   (`demo_more` for most servers, `demo_time` for the clock).
+//!   (`demo::more` for most servers, `demo::time` for the clock).
 //! - [`server`]: the hand-written `ServerHandler`.
 //! - [`knobs`]: reserved arguments and the knobs file.
 //! - [`instance`]: minimal instances of output schemas.
@@ -66,8 +66,6 @@
 pub mod catalog;
 pub mod conformance;
 pub mod demo;
-mod demo_more;
-mod demo_time;
 pub mod faults;
 pub mod http;
 pub mod instance;

@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use rmcp::model::JsonObject;
 use serde_json::{json, Value};
 
-use crate::demo::{matches, opt, push, stamp, text, Answer, State};
+use super::{matches, opt, push, stamp, text, Answer, State};
 
 fn limit(args: &JsonObject, default: u64) -> usize {
     args.get("limit")
