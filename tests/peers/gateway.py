@@ -7,6 +7,7 @@ Reusable by every real-peer test (direct mode now, guided mode later):
 - `Workspace`: one test's temporary folder and the marker that identifies every process
   the test started, directly or through toolgate (see `leftover_processes`).
 - `write_config`: a `toolgate.toml` from plain dicts.
+- `exposed_name`: the name direct mode lists an upstream tool under.
 - `stdio_session` / `http_session`: an SDK `Client` connected to a fresh toolgate over
   stdio or Streamable HTTP; on exit they stop toolgate and check that it left no process
   behind.
@@ -174,6 +175,15 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, dict):
         return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
     raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def exposed_name(server: str, tool: str) -> str:
+    """The name direct mode lists a tool under (docs/configuration.md, "Exposed names"):
+    `{server}_{tool}`, except that a tool whose name already starts with its server's name and
+    `_` or `-` keeps its own name (`git_log` of server `git`, not `git_git_log`)."""
+    if len(tool) > len(server) + 1 and tool.startswith(server) and tool[len(server)] in "_-":
+        return tool
+    return f"{server}_{tool}"
 
 
 def write_config(path: Path, upstreams: dict[str, dict[str, Any]], gateway: dict[str, Any] | None = None) -> Path:

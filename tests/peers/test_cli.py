@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from gateway import (
+    exposed_name,
     MARKER_VAR,
     TEST_GATEWAY,
     all_tools,
@@ -39,7 +40,7 @@ async def test_check_and_tools_report_every_real_server(toolgate_bin, peers, wor
     cfg = write_config(work.path("toolgate.toml"), stdio_upstreams(peers, work), TEST_GATEWAY)
     p = run(toolgate_bin, work, "check", "--config", str(cfg), "--json")
     assert p.returncode == 0, p.stdout + p.stderr
-    rows = {r["upstream"]: r for r in map(json.loads, p.stdout.splitlines())}
+    rows = {r["upstream"]: r for r in map(json.loads, p.stdout.splitlines()) if "upstream" in r}
     assert {k: (r["status"], r["tools"]) for k, r in rows.items()} == {k: ("ready", n) for k, n in TOOL_COUNTS.items()}
     assert "everything" in rows["everything"]["detail"] and "2025-11-25" in rows["everything"]["detail"]
 
@@ -47,7 +48,7 @@ async def test_check_and_tools_report_every_real_server(toolgate_bin, peers, wor
     assert p.returncode == 0, p.stdout + p.stderr
     rows = [json.loads(line) for line in p.stdout.splitlines()]
     assert sorted((r["server"], r["tool"], r["exposed"]) for r in rows) == sorted(
-        (s, t["name"], f"{s}_{t['name']}") for s, tools in reference_tools.items() for t in tools)
+        (s, t["name"], exposed_name(s, t["name"])) for s, tools in reference_tools.items() for t in tools)
 
 
 def test_a_broken_upstream_does_not_take_the_others_down(toolgate_bin, peers, work):
@@ -57,7 +58,7 @@ def test_a_broken_upstream_does_not_take_the_others_down(toolgate_bin, peers, wo
     cfg = write_config(work.path("toolgate.toml"), ups, TEST_GATEWAY)
     p = run(toolgate_bin, work, "check", "--config", str(cfg), "--json")
     assert p.returncode == 1, p.stdout + p.stderr
-    rows = {r["upstream"]: r for r in map(json.loads, p.stdout.splitlines())}
+    rows = {r["upstream"]: r for r in map(json.loads, p.stdout.splitlines()) if "upstream" in r}
     assert rows["time"]["status"] == "ready" and rows["memory"]["status"] == "ready"
     assert rows["broken"]["status"] == "down" and "no-such-server" in rows["broken"]["detail"]
     assert rows["crashing"]["status"] == "down" and "initialize" in rows["crashing"]["detail"]
@@ -78,7 +79,7 @@ async def test_mcp_json_import_serves_the_same_servers(toolgate_bin, peers, work
         names = sorted(t.name for t in await all_tools(client))
         r = await client.call_tool("memory_create_entities", {"entities": [
             {"name": "from-json", "entityType": "test", "observations": ["imported"]}]})
-    assert names == sorted(f"{s}_{t['name']}" for s, tools in reference_tools.items() for t in tools)
+    assert names == sorted(exposed_name(s, t["name"]) for s, tools in reference_tools.items() for t in tools)
     assert not r.is_error, text(r)
     # The env of the imported entry reached the server: it wrote the file it was given.
     assert "from-json" in work.path("memory.jsonl").read_text()
