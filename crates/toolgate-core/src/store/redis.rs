@@ -52,9 +52,10 @@ impl RedisStore {
     }
 
     fn down(&self, e: impl std::fmt::Display) -> StoreFault {
-        StoreFault::Down {
+        StoreFault::Unavailable {
             backend: "redis",
-            detail: format!("{}: {e}", self.shown),
+            place: self.shown.clone(),
+            detail: e.to_string(),
         }
     }
 
