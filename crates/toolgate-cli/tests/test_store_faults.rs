@@ -6,6 +6,8 @@
 //! a restart. `toolgate store check` and `toolgate store reset` are the operator's tools.
 
 mod common;
+#[allow(dead_code)]
+mod fleet;
 
 use common::*;
 
@@ -303,6 +305,72 @@ async fn a_full_disk_costs_only_the_writes_and_heals_when_space_is_freed() {
 
     // Space freed: writes work again, no restart.
     std::fs::remove_file(&filler).unwrap();
+    heals(&client, "after").await;
+    let _ = client.cancel().await;
+    assert!(gw.stop().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_at_maxmemory_or_a_value_over_its_limit_costs_only_those_calls() {
+    let Some(program) = fleet::find("redis-server") else {
+        skip("redis-server not installed (apt-get install redis-server; .ci/run does)");
+        return;
+    };
+    let dir = TestDir::new();
+    let port = fleet::free_port();
+    let _redis = fleet::redis_with(
+        &program,
+        port,
+        dir.dir.path(),
+        &[
+            "--maxmemory",
+            "64mb",
+            "--maxmemory-policy",
+            "noeviction",
+            "--proto-max-bulk-len",
+            "1mb",
+        ],
+    );
+    let extra = format!(
+        "[code]\nenabled = true\n[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:{port}\"\n"
+    );
+    let config = dir.config(
+        "mode = \"guided\"",
+        &[extra, dir.stdio_upstream("alpha", "alpha", &[])],
+    );
+    let key = "ab".repeat(32);
+    let (mut gw, _) =
+        HttpGateway::start_with_env(&config, &[], None, &[("TOOLGATE_STORE_KEY", &key)]);
+    let (client, _) = connect_http(&gw.url).await;
+    state_round_trip(&client, "before", 10).await.unwrap();
+
+    // A result whose pages are over Redis's bulk limit: that call says so (its first page
+    // is still given).
+    let r = call(
+        &client,
+        "execute",
+        json!({"tool": "alpha_echo", "arguments": {"message": "m", "_result_bytes": 3_000_000}}),
+    )
+    .await;
+    let says = text(&r);
+    assert!(!says.contains("a bug"), "{says}");
+    assert!(
+        says.contains("redis")
+            && says.contains("larger than the state store")
+            && says.contains("proto-max-bulk-len"),
+        "{says}"
+    );
+    echo_works(&client).await;
+
+    // At maxmemory: writes get "full", calls that need nothing stored still work.
+    let used = fleet::command(port, "CONFIG SET maxmemory 1");
+    assert!(used.starts_with("+OK"), "{used}");
+    let e = state_round_trip(&client, "at-oom", 100).await.unwrap_err();
+    assert!(e.contains("full") && e.contains("maxmemory"), "{e}");
+    echo_works(&client).await;
+
+    // Room again: served without a restart.
+    assert!(fleet::command(port, "CONFIG SET maxmemory 0").starts_with("+OK"));
     heals(&client, "after").await;
     let _ = client.cancel().await;
     assert!(gw.stop().success());
