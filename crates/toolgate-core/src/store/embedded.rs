@@ -65,6 +65,26 @@ pub struct EmbeddedStore {
     health: Mutex<Health>,
     sealer: Sealer,
     path: PathBuf,
+    /// The file the open database was opened on (its inode), and when it was last looked
+    /// at: a file removed, replaced or emptied behind redb's back closes the store.
+    watched: Mutex<(u64, Instant)>,
+}
+
+/// How often the file is looked at (one `stat`).
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// The file's inode (0 where there is none).
+fn inode(path: &Path) -> u64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).map_or(0, |m| m.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        0
+    }
 }
 
 /// The last fault of the whole store and the backoff before the next reopening.
@@ -101,6 +121,7 @@ impl EmbeddedStore {
             }),
             sealer,
             path: path.to_path_buf(),
+            watched: Mutex::new((inode(path), Instant::now())),
         })
     }
 
@@ -156,6 +177,8 @@ impl EmbeddedStore {
                     tracing::warn!("{note}");
                 }
                 let db = Arc::new(db);
+                *self.watched.lock().unwrap_or_else(|p| p.into_inner()) =
+                    (inode(&self.path), Instant::now());
                 *self.db.write().unwrap_or_else(|p| p.into_inner()) = Some(db.clone());
                 health.fault = None;
                 health.backoff = BACKOFF_FIRST;
@@ -192,10 +215,34 @@ impl EmbeddedStore {
         release(db);
     }
 
+    /// At most every [`WATCH_EVERY`]: whether the file was removed, replaced or emptied
+    /// under the open database (redb would go on writing to what is no longer the store).
+    fn file_changed(&self) -> Option<StoreFault> {
+        let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        if watched.1.elapsed() < WATCH_EVERY {
+            return None;
+        }
+        watched.1 = Instant::now();
+        let what = match std::fs::metadata(&self.path) {
+            Err(_) => "removed or moved away",
+            Ok(m) if m.len() == 0 => "emptied (0 bytes)",
+            Ok(_) if inode(&self.path) != watched.0 => "replaced by another file",
+            Ok(_) => return None,
+        };
+        Some(StoreFault::Damaged {
+            place: self.path.display().to_string(),
+            detail: format!("the file was {what} while the gateway had it open"),
+        })
+    }
+
     /// Runs `f` on the database, so that a panic or an error inside redb becomes this
     /// call's [`StoreFault`] (and closes the store if it is the whole store's).
     fn run<R>(&self, f: impl FnOnce(&Database) -> Result<R, redb::Error>) -> Result<R, StoreFault> {
         let db = self.handle()?;
+        if let Some(fault) = self.file_changed() {
+            self.close(db, &fault);
+            return Err(fault);
+        }
         let out = guarded(&self.path, || f(&db));
         match &out {
             Err(fault) if fault.whole_store() => self.close(db, fault),
