@@ -249,18 +249,21 @@ pub fn check(path: &Path, sealer: Option<&Sealer>) -> FileReport {
 /// while a gateway holds the file: it would keep writing to the moved file.
 pub fn move_aside(path: &Path, key_file: Option<&Path>) -> Result<PathBuf, String> {
     let shown = path.display();
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!("there is no store at {shown}: nothing to reset"))
+    if !path.exists() {
+        return Err(format!("there is no store at {shown}: nothing to reset"));
+    }
+    // redb's lock on the file says whether a gateway has it open; any other outcome of
+    // opening it (damaged, truncated, empty) means none has.
+    let held = guarded(path, || Ok(Database::open(path)?));
+    if let Err(StoreFault::Unavailable { detail, .. }) = &held {
+        if detail.starts_with("in use") {
+            return Err(format!(
+                "the store {shown} is open in a running toolgate, which is using it (a gateway lets go of a damaged store by itself): stop that gateway first, then reset"
+            ));
         }
-        Err(e) => return Err(format!("cannot open {shown}: {e}")),
-    };
-    // The lock redb takes: held by a gateway that has the store open.
-    if file.try_lock().is_err() {
-        return Err(format!(
-            "the store {shown} is open in a running toolgate, which is using it (a gateway lets go of a damaged store by itself): stop that gateway first, then reset"
-        ));
+    }
+    if let Ok(db) = held {
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(db)));
     }
     let aside = PathBuf::from(format!("{shown}.damaged-{}", super::now_ms() / 1000));
     if let Some(key) = key_file.filter(|k| k.exists()) {
@@ -270,6 +273,5 @@ pub fn move_aside(path: &Path, key_file: Option<&Path>) -> Result<PathBuf, Strin
     }
     std::fs::rename(path, &aside)
         .map_err(|e| format!("cannot move {shown} to {}: {e}", aside.display()))?;
-    drop(file);
     Ok(aside)
 }
