@@ -19,7 +19,15 @@ Then it checks, and prints one JSON summary (exit 1 if any check fails):
   run) per call made;
 - memory near baseline: the gateway's RSS after the load and a rest, against its RSS after
   the warm-up (reported as a ratio; fails above 1.5x + 32 MiB);
-- no process left once the gateway was stopped with SIGTERM.
+- no process left once the gateway was stopped with SIGTERM;
+- the state store's faults cost only the calls that need it: one session per principal on
+  `/mcp/guided` alternates an `execute` that needs nothing stored with a program's
+  `state.set`/`state.get`, while the embedded store's file has pages overwritten (at 30%
+  of the run; a running gateway meets them only when it reads a page it has not cached)
+  and is then taken away (60%: the store "killed"). Every one of those requests is
+  accounted for: answered right, or answered with a clear error naming the store's file
+  (sent = right + clear); the `execute`s are all right, and the store serves again after
+  the faults (a new file), without a restart.
 """
 
 import argparse
@@ -201,6 +209,59 @@ def worker(url, principal, n, deadline, tally, sessions, rng):
             tally.add("ok")
 
 
+def store_worker(url, principal, deadline, tally, rng, store_path, healed_after):
+    """Guided calls that need nothing stored, and programs that need the store."""
+    s = Session(url, KEYS[principal])
+    s.open()
+    i = 0
+    while time.time() < deadline:
+        i += 1
+        nonce = f"{principal}:st:{i}:{rng.randrange(1 << 30)}"
+        needs_store = i % 2 == 0
+        if needs_store:
+            code = f"await state.set('soak', '{nonce}'); return await state.get('soak')"
+            params = {"name": "execute_code", "arguments": {"code": code}}
+        else:
+            params = {"name": "execute", "arguments": {"tool": "alpha/echo", "arguments": {"message": nonce}}}
+        rid, status, answer, body = s.request("tools/call", params)
+        tally.add("store_sent")
+        if not needs_store:
+            tally.add("store_executes")  # one audited upstream call each
+        if not answer or answer.get("id") != rid:
+            tally.problem(f"store worker {rid}: no answer with its id ({status}) {body[:300]}")
+            continue
+        text = json.dumps(answer)
+        if "error" not in answer and nonce in text and "state store" not in text:
+            tally.add("store_right")
+            if needs_store and time.time() > healed_after:
+                tally.add("store_right_after_faults")
+        elif needs_store and "state store" in text and store_path in text:
+            tally.add("store_clear_error")
+        else:
+            what = "a program's state" if needs_store else "an execute that needs nothing stored"
+            tally.problem(f"{what}: neither right nor a clear store error: {text[:300]}")
+        # Programs cost a worker process each: a pace that leaves the machine to the rest.
+        time.sleep(0.1)
+
+
+def store_faults(store_path, started, seconds, tally):
+    """Damages the embedded store's file, then takes it from under the running gateway."""
+    def at(fraction):
+        time.sleep(max(0.0, started + seconds * fraction - time.time()))
+
+    at(0.3)
+    size = os.path.getsize(store_path)
+    with open(store_path, "r+b") as f:
+        for offset in range(4096, size, 8192):
+            f.seek(offset)
+            f.write(b"\xa5" * 4096)
+    tally.add("store_damaged")
+    at(0.6)
+    # The store "killed": its file gone while open (redb would go on writing to it).
+    os.rename(store_path, store_path + ".killed")
+    tally.add("store_killed")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60)
@@ -230,8 +291,10 @@ def main():
         f"[policy.keys.{p}]\nhash = \"sha256:{hashlib.sha256(k.encode()).hexdigest()}\"\nscopes = [\"*\"]\ntier = \"write\"\n"
         for p, k in KEYS.items())
     audit = os.path.join(work, "audit.jsonl")
+    store_path = os.path.join(work, "state.redb")
     config = (
         "[gateway]\nmode = \"direct\"\nstartup_wait_ms = 30000\n"
+        + f"[code]\nenabled = true\n[store]\nbackend = \"embedded\"\npath = {json.dumps(store_path)}\n"
         "[gateway.limits]\nshutdown_grace_secs = 5\nmax_sessions_per_principal = 50\n"
         + stdio("alpha") + stdio("flood", "--fault", "flood-notifications") + stdio("crashy")
         + f"[upstreams.web]\nurl = {json.dumps(web_url)}\n"
@@ -270,11 +333,19 @@ def main():
     deadline = started + a.seconds
     ts = [threading.Thread(target=worker, args=(url, list(KEYS)[j % 3], j, deadline, tally, sessions, random.Random(j)))
           for j in range(a.workers)]
+    guided = url.removesuffix("/mcp") + "/mcp/guided"
+    healed_after = started + a.seconds * 0.7
+    ts += [threading.Thread(target=store_worker,
+                            args=(guided, p, deadline, tally, random.Random(50 + j), store_path, healed_after))
+           for j, p in enumerate(KEYS)]
+    faults = threading.Thread(target=store_faults, args=(store_path, started, a.seconds, tally))
     [t.start() for t in ts]
+    faults.start()
     peak = baseline
     while any(t.is_alive() for t in ts):
         peak = max(peak, rss_kib(gw.pid))
         time.sleep(0.5)
+    faults.join()
     elapsed = time.time() - started
     time.sleep(5)
     after = rss_kib(gw.pid)
@@ -305,10 +376,14 @@ def main():
     checks = {
         "every request answered with its own id": tally.problems == [],
         "nothing cross-principal": not any("nonce" in p or "session" in p for p in tally.problems),
-        "audit lines = calls": len(records) == calls,
+        "audit lines = calls": len(records) == calls + c.get("store_executes", 0),
         "memory near baseline": after <= baseline * 1.5 + 32 * 1024,
         "gateway exited 0 on SIGTERM": code == 0,
         "no process left": left == [],
+        "store requests: sent = right + clear error": c.get("store_sent", 0) > 0
+        and c.get("store_sent", 0) == c.get("store_right", 0) + c.get("store_clear_error", 0),
+        "store faults injected": c.get("store_damaged", 0) == 1 and c.get("store_killed", 0) == 1,
+        "store served again after the faults": c.get("store_right_after_faults", 0) > 0,
     }
     summary = {
         "seconds": round(elapsed, 1), "workers": a.workers, "calls": calls,
@@ -318,6 +393,7 @@ def main():
         "audit_closing_records": len(records),
         "rss_mib": {"baseline": round(baseline / 1024, 1), "peak": round(peak / 1024, 1),
                     "after_rest": round(after / 1024, 1), "ratio": round(after / max(baseline, 1), 2)},
+        "store": {k.removeprefix("store_"): v for k, v in c.items() if k.startswith("store_")},
         "processes_left": left, "problems": tally.problems, "checks": checks,
         "work_dir": work,
     }

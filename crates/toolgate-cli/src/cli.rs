@@ -53,6 +53,9 @@ enum Command {
     /// Code mode's workspaces: list, print or remove the files programs keep.
     #[command(subcommand)]
     Workspace(cmd::workspace::WorkspaceCommand),
+    /// The embedded state store: check its file, or move a damaged one aside.
+    #[command(subcommand)]
+    Store(cmd::store::StoreCommand),
     /// Run one code-mode program (the gateway starts this; it speaks JSON lines on stdio).
     #[cfg(feature = "code-mode")]
     #[command(hide = true)]
@@ -107,6 +110,7 @@ pub(crate) fn run() -> ExitCode {
             Command::Audit(a) => cmd::audit::run(a),
             Command::Skill(a) => cmd::skill::run(a),
             Command::Workspace(a) => cmd::workspace::run(a),
+            Command::Store(a) => cmd::store::run(a),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
             Command::ConformanceClient(a) => cmd::conformance_client::run(a).await,
             #[cfg(feature = "code-mode")]

@@ -14,6 +14,7 @@ pub(crate) mod lint;
 pub(crate) mod serve;
 pub(crate) mod simulate;
 pub(crate) mod skill;
+pub(crate) mod store;
 pub(crate) mod telemetry;
 pub(crate) mod tokens;
 pub(crate) mod tools;

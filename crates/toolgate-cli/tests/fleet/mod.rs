@@ -80,6 +80,11 @@ impl Drop for Service {
 /// `redis-server` on `port`, its append-only file in `dir` (so a restart keeps what was
 /// written, as a production Redis configured for it does).
 pub(crate) fn redis(program: &Path, port: u16, dir: &Path) -> Service {
+    redis_with(program, port, dir, &[])
+}
+
+/// `redis` with more server options (`--maxmemory 1mb`, say).
+pub(crate) fn redis_with(program: &Path, port: u16, dir: &Path, extra: &[&str]) -> Service {
     let child = Command::new(program)
         .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
         .args([
@@ -92,6 +97,7 @@ pub(crate) fn redis(program: &Path, port: u16, dir: &Path) -> Service {
         ])
         .arg("--dir")
         .arg(dir)
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -107,6 +113,22 @@ pub(crate) fn redis(program: &Path, port: u16, dir: &Path) -> Service {
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!("redis-server on {port} did not answer PING within 30 s");
+}
+
+/// Sends one command (inline form) and returns the first line of the answer.
+// Used by test_store_faults only (this module is compiled into each test that uses it).
+#[allow(dead_code)]
+pub(crate) fn command(port: u16, line: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    s.write_all(format!("{line}\r\n").as_bytes()).unwrap();
+    let mut buf = [0u8; 256];
+    let n = s.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
 }
 
 fn ping(port: u16) -> bool {

@@ -267,9 +267,13 @@ impl Durable {
 }
 
 fn fault(e: StoreFault) -> StoreError {
-    StoreError::StoreDown(e.to_string())
+    StoreError::Store(e)
 }
 
+/// A value the store gave back that does not decode: that one record is damaged.
 fn down(backend: &'static str, detail: String) -> StoreError {
-    fault(StoreFault::Down { backend, detail })
+    fault(StoreFault::Damaged {
+        place: format!("({backend})"),
+        detail,
+    })
 }

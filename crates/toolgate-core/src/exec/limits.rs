@@ -85,9 +85,9 @@ pub enum StoreError {
     Lost { id: String },
     #[error("operation {id:?} runs on another replica of this gateway: follow it with continue from any replica; it can be cancelled only on the one running it (call continue with cancel: true again, a later request may reach it)")]
     Elsewhere { id: String },
-    /// The durable store failed; the message says so and what to do.
+    /// The durable store failed; the message names it and says what to do.
     #[error("{0}")]
-    StoreDown(String),
+    Store(crate::store::StoreFault),
 }
 
 /// What the store holds now (for status reports and tests).

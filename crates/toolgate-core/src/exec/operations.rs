@@ -11,7 +11,7 @@ use crate::call::Progress;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -88,7 +88,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
         let cancel = CancellationToken::new();
         let (done_tx, done_rx) = watch::channel(false);
         let id = {
-            let mut ops = table.lock().expect("operations");
+            let mut ops = table.lock().unwrap_or_else(PoisonError::into_inner);
             ops.make_room(owner, now, limits)?;
             let id = random_id();
             ops.live.insert(
@@ -126,7 +126,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
                     r = &mut fut => break Some(r),
                     p = progress_rx.recv(), if progress_open => {
                         match p {
-                            Some(p) => ending.table.lock().expect("operations").progress(&ending.key, p),
+                            Some(p) => ending.table.lock().unwrap_or_else(PoisonError::into_inner).progress(&ending.key, p),
                             None => progress_open = false,
                         }
                         false
@@ -311,13 +311,6 @@ impl<T: Clone + Send + 'static> Operations<T> {
                 op.status.clone()
             }
             None => status,
-        }
-    }
-
-    /// Forgets a just-started operation that could not be kept durably (and stops it).
-    pub(super) fn abandon(&mut self, id: &str) {
-        if let Some(op) = parse(id).and_then(|key| self.live.remove(key)) {
-            op.cancel.cancel();
         }
     }
 

@@ -31,7 +31,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -126,27 +126,35 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     pub fn put_pages(&self, owner: &Principal, pages: Vec<String>) -> Result<String, StoreError> {
         let now = self.purge_if_due();
         let Some(durable) = &self.durable else {
-            return self.cursors.lock().expect("cursors").put(
-                owner.as_str(),
-                pages,
-                now,
-                &self.limits,
-            );
+            return self
+                .cursors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .put(owner.as_str(), pages, now, &self.limits);
         };
         let kept = if pages.is_empty() {
             vec![String::new()]
         } else {
             pages.clone()
         };
-        let cursor =
-            self.cursors
-                .lock()
-                .expect("cursors")
-                .put(owner.as_str(), pages, now, &self.limits)?;
+        let cursor = self
+            .cursors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .put(owner.as_str(), pages, now, &self.limits)?;
         let (id, _) = cursors::parse(&cursor).expect("a cursor just made");
         if let Err(e) = durable.put_pages(owner.as_str(), id, &kept, self.limits.cursor_ttl) {
-            self.cursors.lock().expect("cursors").forget(&cursor);
-            return Err(e);
+            // One process on its own store: the pages this process holds are all a cursor
+            // needs until a restart, so a store fault costs only that.
+            let local = matches!(&e, StoreError::Store(f) if f.whole_store()) && !durable.shared();
+            if !local {
+                self.cursors
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .forget(&cursor);
+                return Err(e);
+            }
+            tracing::warn!("a paged result is kept in this process only (its cursor works until a restart): {e}");
         }
         self.forget_evicted();
         Ok(cursor)
@@ -171,12 +179,11 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     ) -> Result<(String, Option<String>, super::PagePosition), StoreError> {
         let now = self.purge_if_due();
         let Some(durable) = &self.durable else {
-            return self.cursors.lock().expect("cursors").next(
-                owner.as_str(),
-                cursor,
-                now,
-                &self.limits,
-            );
+            return self
+                .cursors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .next(owner.as_str(), cursor, now, &self.limits);
         };
         let Some((id, _)) = cursors::parse(cursor) else {
             return Err(StoreError::Unknown {
@@ -184,26 +191,26 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
                 id: cursor.to_string(),
             });
         };
-        if !self.cursors.lock().expect("cursors").contains(id) {
+        if !self
+            .cursors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(id)
+        {
             let ttl = self.limits.cursor_ttl;
             if let Some((pages, left)) = durable.pages(owner.as_str(), id, cursor, ttl)? {
-                self.cursors.lock().expect("cursors").adopt(
-                    id,
-                    owner.as_str(),
-                    pages,
-                    now,
-                    left,
-                    &self.limits,
-                )?;
+                self.cursors
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .adopt(id, owner.as_str(), pages, now, left, &self.limits)?;
                 self.forget_evicted();
             }
         }
-        let read = self.cursors.lock().expect("cursors").next(
-            owner.as_str(),
-            cursor,
-            now,
-            &self.limits,
-        )?;
+        let read = self
+            .cursors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .next(owner.as_str(), cursor, now, &self.limits)?;
         // As in memory: reading on keeps the rest alive, the last page leaves a grace.
         let keep = if read.1.is_some() {
             self.limits.cursor_ttl
@@ -217,7 +224,11 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     /// Removes from the durable store what memory evicted to make room.
     fn forget_evicted(&self) {
         if let Some(durable) = &self.durable {
-            let evicted = self.cursors.lock().expect("cursors").take_evicted();
+            let evicted = self
+                .cursors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take_evicted();
             for id in evicted {
                 durable.remove(crate::store::Kind::Pages, &id);
             }
@@ -254,7 +265,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
                 if closing.is_cancelled() {
                     return;
                 }
-                let key = key.lock().expect("key").clone();
+                let key = key.lock().unwrap_or_else(PoisonError::into_inner).clone();
                 let stored = match status {
                     OperationStatus::Done(v) => StoredOperation::Done { result: v.clone() },
                     OperationStatus::Failed(m) => StoredOperation::Failed { message: m.clone() },
@@ -267,7 +278,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
             })
         };
         // Held while the record is written, so a fast call cannot record its end first.
-        let written = key.lock().expect("key");
+        let written = key.lock().unwrap_or_else(PoisonError::into_inner);
         let id = Operations::start(
             &self.operations,
             owner.as_str(),
@@ -284,9 +295,10 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         let ttl = self.limits.operation_ttl;
         let mut written = written;
         if let Err(e) = durable.put_operation(owner.as_str(), &op_key, &running, ttl) {
-            drop(written);
-            self.operations.lock().expect("operations").abandon(&id);
-            return Err(e);
+            // The record is for a restart (or another replica); the call itself needs
+            // nothing stored, so a store fault does not stop it. Its ending is written
+            // if the store is back by then.
+            tracing::warn!("an operation is known to this process only until it ends (the state store did not take its record): {e}");
         }
         *written = op_key;
         Ok(id)
@@ -296,12 +308,11 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     /// then kept for [`StoreLimits::grace`], so a retried `continue` gets it again.
     pub fn status(&self, owner: &Principal, id: &str) -> Result<OperationStatus<T>, StoreError> {
         let now = self.purge_if_due();
-        let here = self.operations.lock().expect("operations").status(
-            owner.as_str(),
-            id,
-            now,
-            &self.limits,
-        );
+        let here = self
+            .operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .status(owner.as_str(), id, now, &self.limits);
         match (&self.durable, here) {
             (Some(durable), Err(StoreError::Unknown { .. })) => {
                 self.stored_status(durable, owner, id)
@@ -365,7 +376,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         let done = self
             .operations
             .lock()
-            .expect("operations")
+            .unwrap_or_else(PoisonError::into_inner)
             .watch(owner.as_str(), id);
         if let Some(mut done) = done {
             // A closed channel means the task is gone; status() says why.
@@ -388,12 +399,11 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     /// call. An operation that already finished is not changed; its status is returned.
     pub fn cancel(&self, owner: &Principal, id: &str) -> Result<OperationStatus<T>, StoreError> {
         let now = self.purge_if_due();
-        let here = self.operations.lock().expect("operations").cancel(
-            owner.as_str(),
-            id,
-            now,
-            &self.limits,
-        );
+        let here = self
+            .operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .cancel(owner.as_str(), id, now, &self.limits);
         match (&self.durable, here) {
             // One that ended before a restart keeps its ending; a lost one says so; one
             // running on another replica cannot be stopped from here.
@@ -414,14 +424,17 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         let now = Instant::now();
         self.cursors
             .lock()
-            .expect("cursors")
+            .unwrap_or_else(PoisonError::into_inner)
             .purge(now, &self.limits);
         self.operations
             .lock()
-            .expect("operations")
+            .unwrap_or_else(PoisonError::into_inner)
             .purge(now, &self.limits);
         if let Some(durable) = &self.durable {
-            let mut next = self.next_durable_sweep.lock().expect("sweep");
+            let mut next = self
+                .next_durable_sweep
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             if now >= *next {
                 *next = now + DURABLE_SWEEP;
                 drop(next);
@@ -433,8 +446,16 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     }
 
     pub fn stats(&self) -> StoreStats {
-        let (cursors, bytes) = self.cursors.lock().expect("cursors").stats();
-        let (operations, running) = self.operations.lock().expect("operations").stats();
+        let (cursors, bytes) = self
+            .cursors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stats();
+        let (operations, running) = self
+            .operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stats();
         StoreStats {
             cursors,
             bytes,
@@ -445,7 +466,10 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
 
     fn purge_if_due(&self) -> Instant {
         let now = Instant::now();
-        let mut next = self.next_purge.lock().expect("purge");
+        let mut next = self
+            .next_purge
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if now >= *next {
             *next = now + Duration::from_secs(1);
             drop(next);

@@ -5,19 +5,36 @@
 //! rewrites a few bytes, not its pages. Writes that add or remove a value commit with
 //! `Durability::Immediate` (on disk when `put` returns); expiry moves commit with
 //! `Eventual` (they survive a killed process, and a lost one only shortens a TTL).
+//!
+//! A fault costs only the calls that meet it. Every redb call runs under `catch_unwind`
+//! (redb asserts on a damaged page; [`super::file::guarded`]); on a fault of the whole
+//! store (damaged, full, I/O) the database is let go of, and the next call that needs it
+//! reopens it, with every check of a start, at most once per backoff ([`BACKOFF_MAX`]):
+//! the store heals by itself once the file is good or the disk has room again (no
+//! restart), and a file the operator moved aside (`toolgate store reset`) is started anew.
 // redb's own error is large; it lives only inside a transaction closure and becomes a
 // small `StoreFault` at once.
 #![allow(clippy::result_large_err)]
 
+use super::file::{guarded, open_db};
 use super::seal::Sealer;
 use super::{Kind, Lookup, Meta, Record, Store, StoreFault};
 use redb::{Database, Durability, ReadableTable, TableDefinition};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 type Table = TableDefinition<'static, &'static str, &'static [u8]>;
 
-fn values(kind: Kind) -> Table {
+/// The first wait before reopening a store that failed, doubled on each failure up to
+/// [`BACKOFF_MAX`]: calls in between get the last fault at once, without touching the disk.
+const BACKOFF_FIRST: Duration = Duration::from_millis(100);
+/// The longest wait between two reopening attempts: how late, at most, a healed store is
+/// noticed.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+pub(super) fn values(kind: Kind) -> Table {
     TableDefinition::new(match kind {
         Kind::Pages => "pages",
         Kind::Operation => "operation",
@@ -29,7 +46,7 @@ fn values(kind: Kind) -> Table {
     })
 }
 
-fn metas(kind: Kind) -> Table {
+pub(super) fn metas(kind: Kind) -> Table {
     TableDefinition::new(match kind {
         Kind::Pages => "pages.meta",
         Kind::Operation => "operation.meta",
@@ -42,90 +59,196 @@ fn metas(kind: Kind) -> Table {
 }
 
 pub struct EmbeddedStore {
-    db: Database,
+    /// The open database; `None` after a fault of the whole store, until reopened.
+    db: RwLock<Option<Arc<Database>>>,
+    /// Why the store is closed and when it may be reopened.
+    health: Mutex<Health>,
     sealer: Sealer,
     path: PathBuf,
+    /// The file the open database was opened on (its inode), and when it was last looked
+    /// at: a file removed, replaced or emptied behind redb's back closes the store.
+    watched: Mutex<(u64, Instant)>,
+}
+
+/// How often the file is looked at (one `stat`).
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// The file's inode (0 where there is none).
+fn inode(path: &Path) -> u64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).map_or(0, |m| m.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        0
+    }
+}
+
+/// The last fault of the whole store and the backoff before the next reopening.
+struct Health {
+    fault: Option<StoreFault>,
+    retry_at: Instant,
+    backoff: Duration,
 }
 
 impl EmbeddedStore {
     /// Opens (or creates) the database at `path`, its folder too. A file another process
-    /// holds is refused with a message naming it.
+    /// holds, an empty, truncated or damaged one is refused with a message naming it and
+    /// saying what to do.
     pub fn open(path: &Path, sealer: Sealer) -> Result<Self, String> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot make the store folder {}: {e}", dir.display()))?;
         }
-        let db = Database::create(path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => format!(
-                "the store {} is in use by another toolgate (one process per embedded store): stop it, or give this one its own [store] path (several replicas share state with backend = \"redis\")",
-                path.display()
-            ),
-            e => format!("cannot open the store {}: {e}", path.display()),
+        let (db, notes) = open_db(path).map_err(|e| match e {
+            StoreFault::Unavailable { detail, .. } if detail.starts_with("in use") => {
+                format!("the store {} is {detail}", path.display())
+            }
+            e => format!("cannot open the store: {e}"),
         })?;
-        let store = Self {
-            db,
+        for note in notes {
+            tracing::warn!("{note}");
+        }
+        Ok(Self {
+            db: RwLock::new(Some(Arc::new(db))),
+            health: Mutex::new(Health {
+                fault: None,
+                retry_at: Instant::now(),
+                backoff: BACKOFF_FIRST,
+            }),
             sealer,
             path: path.to_path_buf(),
-        };
-        // Every table exists from the start, so reads never meet a missing one.
-        store
-            .write(Durability::Immediate, |tx| {
-                for kind in Kind::ALL {
-                    tx.open_table(values(kind))?;
-                    tx.open_table(metas(kind))?;
-                }
-                Ok(())
-            })
-            .map_err(|e| e.to_string())?;
-        Ok(store)
+            watched: Mutex::new((inode(path), Instant::now())),
+        })
     }
 
     /// Opens the store at `path` with its key: from the variable `key_env` if it is set,
     /// else from the key file beside the database (`<path>.key`, made on first start).
+    /// A store that exists without its key file is refused (a new key would make every
+    /// value in it unreadable); a key file others may read is warned about.
     pub fn open_with_key(path: &Path, key_env: &str) -> Result<Self, String> {
         let sealer = match Sealer::from_env(key_env)? {
             Some(sealer) => sealer,
             None => {
-                let mut file = path.as_os_str().to_owned();
-                file.push(".key");
-                Sealer::from_key_file(Path::new(&file))?
+                let file = key_file(path);
+                let store_exists = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+                if store_exists && !file.exists() {
+                    return Err(format!(
+                        "the store {} exists but its key file {} is missing: every value in the store was sealed with that key, and a new key would make each stored handle fail later. Put the key file back, or set {key_env} to the key; to start afresh instead, move the store aside with `toolgate store reset`",
+                        path.display(),
+                        file.display()
+                    ));
+                }
+                if let Some(warning) = super::seal::key_file_warning(&file) {
+                    tracing::warn!("{warning}");
+                }
+                Sealer::from_key_file(&file)?
             }
         };
         Self::open(path, sealer)
-    }
-
-    /// Whether a sweep would change anything (a read, so a quiet store is not rewritten).
-    fn anything_to_sweep(&self, now_ms: u64, keep_ms: u64) -> Result<bool, StoreFault> {
-        let tx = self.db.begin_read().map_err(|e| self.down(e))?;
-        for kind in Kind::ALL {
-            let meta = tx.open_table(metas(kind)).map_err(|e| self.down(e))?;
-            for entry in meta.iter().map_err(|e| self.down(e))? {
-                let (_, bytes) = entry.map_err(|e| self.down(e))?;
-                let due = Meta::decode(bytes.value()).is_none_or(|m| {
-                    let until = if m.live {
-                        m.expires_ms
-                    } else {
-                        m.expires_ms.saturating_add(keep_ms)
-                    };
-                    now_ms >= until
-                });
-                if due {
-                    return Ok(true);
-                }
-            }
-        }
-        Ok(false)
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    fn down(&self, e: impl std::fmt::Display) -> StoreFault {
-        StoreFault::Down {
-            backend: "embedded",
-            detail: format!("{}: {e}", self.path.display()),
+    /// The open database, reopened first if a fault closed it and its backoff is over.
+    fn handle(&self) -> Result<Arc<Database>, StoreFault> {
+        if let Some(db) = self.db.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            return Ok(db.clone());
         }
+        let mut health = self.health.lock().unwrap_or_else(|p| p.into_inner());
+        // Another call may have reopened it while this one waited.
+        if let Some(db) = self.db.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            return Ok(db.clone());
+        }
+        let now = Instant::now();
+        if now < health.retry_at {
+            if let Some(fault) = &health.fault {
+                return Err(fault.clone());
+            }
+        }
+        match open_db(&self.path) {
+            Ok((db, notes)) => {
+                for note in notes {
+                    tracing::warn!("{note}");
+                }
+                let db = Arc::new(db);
+                *self.watched.lock().unwrap_or_else(|p| p.into_inner()) =
+                    (inode(&self.path), Instant::now());
+                *self.db.write().unwrap_or_else(|p| p.into_inner()) = Some(db.clone());
+                health.fault = None;
+                health.backoff = BACKOFF_FIRST;
+                tracing::info!(path = %self.path.display(), "state store: reopened, serving again");
+                Ok(db)
+            }
+            Err(fault) => {
+                health.retry_at = now + health.backoff;
+                health.backoff = (health.backoff * 2).min(BACKOFF_MAX);
+                if health.fault.as_ref() != Some(&fault) {
+                    tracing::warn!("state store: still closed: {fault}");
+                }
+                health.fault = Some(fault.clone());
+                Err(fault)
+            }
+        }
+    }
+
+    /// Lets go of `db` after a fault of the whole store: the next call reopens the file
+    /// (after the backoff), so a healed disk or a replaced file is picked up.
+    fn close(&self, db: Arc<Database>, fault: &StoreFault) {
+        let mut health = self.health.lock().unwrap_or_else(|p| p.into_inner());
+        {
+            let mut slot = self.db.write().unwrap_or_else(|p| p.into_inner());
+            if slot.as_ref().is_some_and(|open| Arc::ptr_eq(open, &db)) {
+                *slot = None;
+                tracing::error!("state store: closed after a fault (reopened by itself once it is gone): {fault}");
+                health.retry_at = Instant::now() + health.backoff;
+                health.backoff = (health.backoff * 2).min(BACKOFF_MAX);
+            }
+        }
+        health.fault = Some(fault.clone());
+        drop(health);
+        release(db);
+    }
+
+    /// At most every [`WATCH_EVERY`]: whether the file was removed, replaced or emptied
+    /// under the open database (redb would go on writing to what is no longer the store).
+    fn file_changed(&self) -> Option<StoreFault> {
+        let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        if watched.1.elapsed() < WATCH_EVERY {
+            return None;
+        }
+        watched.1 = Instant::now();
+        let what = match std::fs::metadata(&self.path) {
+            Err(_) => "removed or moved away",
+            Ok(m) if m.len() == 0 => "emptied (0 bytes)",
+            Ok(_) if inode(&self.path) != watched.0 => "replaced by another file",
+            Ok(_) => return None,
+        };
+        Some(StoreFault::Damaged {
+            place: self.path.display().to_string(),
+            detail: format!("the file was {what} while the gateway had it open"),
+        })
+    }
+
+    /// Runs `f` on the database, so that a panic or an error inside redb becomes this
+    /// call's [`StoreFault`] (and closes the store if it is the whole store's).
+    fn run<R>(&self, f: impl FnOnce(&Database) -> Result<R, redb::Error>) -> Result<R, StoreFault> {
+        let db = self.handle()?;
+        if let Some(fault) = self.file_changed() {
+            self.close(db, &fault);
+            return Err(fault);
+        }
+        let out = guarded(&self.path, || f(&db));
+        match &out {
+            Err(fault) if fault.whole_store() => self.close(db, fault),
+            _ => release(db),
+        }
+        out
     }
 
     fn write<R>(
@@ -133,12 +256,59 @@ impl EmbeddedStore {
         durability: Durability,
         f: impl FnOnce(&redb::WriteTransaction) -> Result<R, redb::Error>,
     ) -> Result<R, StoreFault> {
-        let mut tx = self.db.begin_write().map_err(|e| self.down(e))?;
-        tx.set_durability(durability);
-        let out = f(&tx).map_err(|e| self.down(e))?;
-        tx.commit().map_err(|e| self.down(e))?;
-        Ok(out)
+        self.run(|db| {
+            let mut tx = db.begin_write()?;
+            tx.set_durability(durability);
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
     }
+
+    /// Whether a sweep would change anything (a read, so a quiet store is not rewritten).
+    fn anything_to_sweep(&self, now_ms: u64, keep_ms: u64) -> Result<bool, StoreFault> {
+        self.run(|db| {
+            let tx = db.begin_read()?;
+            for kind in Kind::ALL {
+                let meta = tx.open_table(metas(kind))?;
+                for entry in meta.iter()? {
+                    let (_, bytes) = entry?;
+                    let due = Meta::decode(bytes.value()).is_none_or(|m| {
+                        let until = if m.live {
+                            m.expires_ms
+                        } else {
+                            m.expires_ms.saturating_add(keep_ms)
+                        };
+                        now_ms >= until
+                    });
+                    if due {
+                        return Ok(true);
+                    }
+                }
+            }
+            Ok(false)
+        })
+    }
+
+    fn damaged_record(&self, kind: Kind, id: &str) -> StoreFault {
+        StoreFault::Damaged {
+            place: self.path.display().to_string(),
+            detail: format!("the facts of {kind} {id:?} do not decode"),
+        }
+    }
+}
+
+/// `<path>.key`: where the embedded store's key file is.
+pub fn key_file(path: &Path) -> PathBuf {
+    let mut file = path.as_os_str().to_owned();
+    file.push(".key");
+    PathBuf::from(file)
+}
+
+/// Drops a handle to the database; the last one closes the file, which redb may try to
+/// write to and trip over (after a fault): never past this point.
+fn release(db: Arc<Database>) {
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(db)));
 }
 
 impl Store for EmbeddedStore {
@@ -156,30 +326,40 @@ impl Store for EmbeddedStore {
     }
 
     fn lookup(&self, kind: Kind, id: &str, owner: &str, now_ms: u64) -> Result<Lookup, StoreFault> {
-        let tx = self.db.begin_read().map_err(|e| self.down(e))?;
-        let meta = tx.open_table(metas(kind)).map_err(|e| self.down(e))?;
-        let Some(bytes) = meta.get(id).map_err(|e| self.down(e))? else {
-            return Ok(Lookup::Unknown);
-        };
-        let Some(m) = Meta::decode(bytes.value()) else {
-            return Err(self.down(format!("the {kind} record {id:?} is damaged")));
-        };
-        if m.owner != owner {
-            return Ok(Lookup::Foreign);
+        // `None`: undecodable facts (one record damaged, not the whole store).
+        let found = self.run(|db| {
+            let tx = db.begin_read()?;
+            let meta = tx.open_table(metas(kind))?;
+            let Some(bytes) = meta.get(id)? else {
+                return Ok(Some((Lookup::Unknown, None)));
+            };
+            let Some(m) = Meta::decode(bytes.value()) else {
+                return Ok(None);
+            };
+            if m.owner != owner {
+                return Ok(Some((Lookup::Foreign, None)));
+            }
+            if !m.live || now_ms >= m.expires_ms {
+                return Ok(Some((Lookup::Expired, None)));
+            }
+            let table = tx.open_table(values(kind))?;
+            let Some(sealed) = table.get(id)? else {
+                return Ok(Some((Lookup::Expired, None)));
+            };
+            Ok(Some((Lookup::Unknown, Some((m, sealed.value().to_vec())))))
+        })?;
+        match found {
+            None => Err(self.damaged_record(kind, id)),
+            Some((_, Some((m, sealed)))) => {
+                let value = self.sealer.open(kind, id, owner, &sealed)?;
+                Ok(Lookup::Found(Record {
+                    owner: m.owner,
+                    expires_ms: m.expires_ms,
+                    value,
+                }))
+            }
+            Some((lookup, None)) => Ok(lookup),
         }
-        if !m.live || now_ms >= m.expires_ms {
-            return Ok(Lookup::Expired);
-        }
-        let table = tx.open_table(values(kind)).map_err(|e| self.down(e))?;
-        let Some(sealed) = table.get(id).map_err(|e| self.down(e))? else {
-            return Ok(Lookup::Expired);
-        };
-        let value = self.sealer.open(kind, id, owner, sealed.value())?;
-        Ok(Lookup::Found(Record {
-            owner: m.owner,
-            expires_ms: m.expires_ms,
-            value,
-        }))
     }
 
     fn touch(&self, kind: Kind, id: &str, expires_ms: u64) -> Result<(), StoreFault> {
@@ -250,102 +430,5 @@ impl Store for EmbeddedStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn open(dir: &Path) -> EmbeddedStore {
-        EmbeddedStore::open(&dir.join("state.redb"), Sealer::new([1; 32])).unwrap()
-    }
-
-    fn record(owner: &str, expires_ms: u64, value: &[u8]) -> Record {
-        Record {
-            owner: owner.into(),
-            expires_ms,
-            value: value.to_vec(),
-        }
-    }
-
-    #[test]
-    fn a_value_survives_reopening_and_is_checked_for_owner_and_expiry() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let s = open(dir.path());
-            s.put(Kind::Pages, "a", &record("alice", 1_000, b"pages"))
-                .unwrap();
-        }
-        let s = open(dir.path());
-        assert_eq!(
-            s.lookup(Kind::Pages, "a", "alice", 500).unwrap(),
-            Lookup::Found(record("alice", 1_000, b"pages"))
-        );
-        assert_eq!(
-            s.lookup(Kind::Pages, "a", "bob", 500).unwrap(),
-            Lookup::Foreign
-        );
-        assert_eq!(
-            s.lookup(Kind::Pages, "a", "alice", 1_000).unwrap(),
-            Lookup::Expired
-        );
-        assert_eq!(
-            s.lookup(Kind::Operation, "a", "alice", 500).unwrap(),
-            Lookup::Unknown
-        );
-        s.touch(Kind::Pages, "a", 2_000).unwrap();
-        assert!(matches!(
-            s.lookup(Kind::Pages, "a", "alice", 1_500).unwrap(),
-            Lookup::Found(_)
-        ));
-    }
-
-    #[test]
-    fn values_are_not_stored_in_plain_text() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = open(dir.path());
-        s.put(
-            Kind::Pages,
-            "a",
-            &record("alice", u64::MAX, b"the-secret-result"),
-        )
-        .unwrap();
-        drop(s);
-        let raw = std::fs::read(dir.path().join("state.redb")).unwrap();
-        assert!(!raw.windows(10).any(|w| w == b"the-secret"));
-    }
-
-    #[test]
-    fn a_removed_or_swept_value_leaves_a_tombstone_then_goes() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = open(dir.path());
-        s.put(Kind::Operation, "gone", &record("o", 10_000, b"v"))
-            .unwrap();
-        s.put(Kind::Operation, "old", &record("o", 100, b"v"))
-            .unwrap();
-        s.remove(Kind::Operation, "gone", 50).unwrap();
-        assert_eq!(s.sweep(200, Duration::from_secs(1)).unwrap(), 1);
-        for id in ["gone", "old"] {
-            assert_eq!(
-                s.lookup(Kind::Operation, id, "o", 300).unwrap(),
-                Lookup::Expired
-            );
-            assert_eq!(
-                s.lookup(Kind::Operation, id, "x", 300).unwrap(),
-                Lookup::Foreign
-            );
-        }
-        s.sweep(5_000, Duration::from_secs(1)).unwrap();
-        assert_eq!(
-            s.lookup(Kind::Operation, "old", "o", 5_000).unwrap(),
-            Lookup::Unknown
-        );
-    }
-
-    #[test]
-    fn a_second_process_on_the_same_file_is_refused_with_the_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let _first = open(dir.path());
-        let e = EmbeddedStore::open(&dir.path().join("state.redb"), Sealer::new([1; 32]))
-            .err()
-            .unwrap();
-        assert!(e.contains("in use by another toolgate"), "{e}");
-    }
-}
+#[path = "embedded_tests.rs"]
+mod tests;

@@ -14,6 +14,8 @@
 //! their values sealed by [`seal::Sealer`]. This module imports nothing else of the crate.
 
 pub mod embedded;
+mod file;
+pub use file::{check as check_file, move_aside, FileReport};
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod seal;
@@ -92,17 +94,52 @@ pub enum Lookup {
     Unknown,
 }
 
-/// The store could not do what was asked. The message says what to check; a call that
-/// needs the store fails with it (nothing is silently dropped).
+/// The store could not do what was asked. Each message names the store, says what is wrong
+/// and what to do; a call that needs the store fails with it (nothing is silently dropped),
+/// and a call that needs nothing stored does not meet it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreFault {
-    #[error("the state store ({backend}) is not answering ({detail}): nothing was kept or changed; try again shortly (the operator should check the store)")]
-    Down {
+    /// The store's data is damaged (a bad page, a truncated file, redb tripping over one).
+    #[error("the state store {place} is damaged ({detail}): calls that need a value stored there (a cursor, an operation or code mode's state from earlier) fail until it is repaired, other calls keep working (call execute again for a fresh handle); the operator should run `toolgate store check`, then `toolgate store reset` to move the file aside (the gateway then starts a new store by itself, no restart)")]
+    Damaged { place: String, detail: String },
+    /// The store cannot take more: a full disk or quota, Redis at its `maxmemory`.
+    #[error("the state store {place} is full ({detail}): nothing was kept; the operator should free space there ({advice}); the gateway picks the store up again by itself, so try again shortly")]
+    Full {
+        place: String,
+        detail: String,
+        advice: &'static str,
+    },
+    /// The store does not answer now (a server down, an I/O error, another process on the
+    /// file); it is dialed or reopened again with backoff.
+    #[error("the state store ({backend}) is not answering ({place}: {detail}): nothing was kept or changed; try again shortly (the operator should check the store)")]
+    Unavailable {
         backend: &'static str,
+        place: String,
+        detail: String,
+    },
+    /// One value is larger than the store takes (Redis's `proto-max-bulk-len`, redb's 3 GiB).
+    #[error("a value of {bytes} bytes is larger than the state store {place} takes ({detail}): nothing was kept; ask for less (e.g. with fields) so the result needs no paging")]
+    TooLarge {
+        place: String,
+        bytes: usize,
         detail: String,
     },
     #[error("a stored {kind} could not be opened: {detail} (was the store key changed? every replica and restart needs the same key)")]
     Unsealed { kind: Kind, detail: String },
+}
+
+impl StoreFault {
+    /// Whether the same call may succeed later without anyone changing the value: the
+    /// store was full or not answering. A damaged store waits for the operator; a value
+    /// too large or sealed with another key stays so.
+    pub fn retryable(&self) -> bool {
+        matches!(self, Self::Full { .. } | Self::Unavailable { .. })
+    }
+
+    /// Whether the fault is the store's as a whole (the handle is reopened), not one value's.
+    pub fn whole_store(&self) -> bool {
+        !matches!(self, Self::TooLarge { .. } | Self::Unsealed { .. })
+    }
 }
 
 /// Values by kind and id, with owner, expiry and tombstones. Implementations are shared

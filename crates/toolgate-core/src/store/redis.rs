@@ -26,7 +26,14 @@ pub struct RedisStore {
     sealer: Sealer,
     /// The URL without its password, for messages.
     shown: String,
+    /// The largest value the server takes (`proto-max-bulk-len`, read at start; Redis's
+    /// default when the server does not say): a larger one is refused before it is sent,
+    /// since the server answers it by closing the connection.
+    max_value: usize,
 }
+
+/// Redis's default `proto-max-bulk-len`.
+const DEFAULT_MAX_VALUE: usize = 512 << 20;
 
 impl RedisStore {
     /// Checks the URL and dials once, so a wrong address stops the gateway at start.
@@ -40,11 +47,24 @@ impl RedisStore {
             con: Mutex::new(None),
             sealer,
             shown,
+            max_value: DEFAULT_MAX_VALUE,
         };
         store
             .run(|con| redis::cmd("PING").query::<String>(con))
             .map_err(|e| e.to_string())?;
-        Ok(store)
+        // A managed server may refuse CONFIG: then its default is assumed.
+        let said: Option<Vec<String>> = store
+            .run(|con| {
+                redis::cmd("CONFIG")
+                    .arg("GET")
+                    .arg("proto-max-bulk-len")
+                    .query(con)
+            })
+            .ok();
+        let max_value = said
+            .and_then(|v| v.get(1).and_then(|n| n.parse().ok()))
+            .unwrap_or(DEFAULT_MAX_VALUE);
+        Ok(Self { max_value, ..store })
     }
 
     fn key(kind: Kind, part: &str, id: &str) -> String {
@@ -52,15 +72,49 @@ impl RedisStore {
     }
 
     fn down(&self, e: impl std::fmt::Display) -> StoreFault {
-        StoreFault::Down {
+        StoreFault::Unavailable {
             backend: "redis",
-            detail: format!("{}: {e}", self.shown),
+            place: self.shown.clone(),
+            detail: e.to_string(),
         }
+    }
+
+    /// Redis's refusal as a fault: `OOM` (at `maxmemory` with no eviction) is "full", a
+    /// value over `proto-max-bulk-len` is "too large", the rest "not answering".
+    fn refused(&self, e: &redis::RedisError, bytes: usize) -> StoreFault {
+        let said = e.to_string();
+        if e.code() == Some("OOM") || said.contains("OOM") {
+            return StoreFault::Full {
+                place: format!("(redis, {})", self.shown),
+                detail: "Redis answered OOM: it is at its maxmemory".into(),
+                advice: "raise Redis's maxmemory, or let it evict with maxmemory-policy volatile-ttl (every toolgate key has a TTL)",
+            };
+        }
+        if said.contains("exceeds maximum allowed size")
+            || said.contains("invalid bulk length")
+            || said.contains("proto-max-bulk-len")
+        {
+            return StoreFault::TooLarge {
+                place: format!("(redis, {})", self.shown),
+                bytes,
+                detail: "over Redis's proto-max-bulk-len".into(),
+            };
+        }
+        self.down(e)
     }
 
     /// Runs `f` on the connection, dialing first if there is none; a connection that
     /// failed is dropped, and an I/O failure on an old one is retried once on a new one.
     fn run<R>(&self, f: impl Fn(&mut Connection) -> RedisResult<R>) -> Result<R, StoreFault> {
+        self.run_sized(0, f)
+    }
+
+    /// `run` for a write of `bytes`, named if Redis refuses it as too large.
+    fn run_sized<R>(
+        &self,
+        bytes: usize,
+        f: impl Fn(&mut Connection) -> RedisResult<R>,
+    ) -> Result<R, StoreFault> {
         let mut guard = self.con.lock().unwrap_or_else(|p| p.into_inner());
         for attempt in 0..2 {
             let fresh = guard.is_none();
@@ -81,7 +135,7 @@ impl RedisStore {
                     let retry =
                         attempt == 0 && !fresh && (e.is_io_error() || e.is_connection_dropped());
                     if !retry {
-                        return Err(self.down(e));
+                        return Err(self.refused(&e, bytes));
                     }
                 }
             }
@@ -103,8 +157,15 @@ impl Store for RedisStore {
         let (sealed, meta) = self.sealer.seal_record(kind, id, record);
         let ttl = ttl_ms(record.expires_ms);
         let tomb = ttl + TOMBSTONE.as_millis() as u64;
+        if sealed.len() > self.max_value {
+            return Err(StoreFault::TooLarge {
+                place: format!("(redis, {})", self.shown),
+                bytes: sealed.len(),
+                detail: format!("Redis's proto-max-bulk-len is {} bytes", self.max_value),
+            });
+        }
         let (v, m) = (Self::key(kind, "v", id), Self::key(kind, "m", id));
-        self.run(|con| {
+        self.run_sized(sealed.len(), |con| {
             redis::pipe()
                 .atomic()
                 .cmd("SET")

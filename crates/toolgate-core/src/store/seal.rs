@@ -139,6 +139,26 @@ fn aad(kind: Kind, id: &str, owner: &str) -> Vec<u8> {
     format!("toolgate-store-v1\0{kind}\0{id}\0{owner}").into_bytes()
 }
 
+/// A warning when the key file at `path` may be read by others than its owner (whoever
+/// reads it can open every stored value); `None` when it is private or absent.
+pub fn key_file_warning(path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Some(format!(
+                "the store key file {} may be read by others (mode {mode:o}): whoever reads it can open every stored value; make it private with `chmod 600 {}`",
+                path.display(),
+                path.display()
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    None
+}
+
 /// Writes `text` to a new file readable by its owner only.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
