@@ -40,6 +40,13 @@ pub(crate) fn fail(code: &str, message: impl Into<String>) -> CallFailure {
 }
 
 fn io_fail(e: std::io::Error) -> CallFailure {
+    if let Some(link) = e
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<store::LinkRefused>())
+    {
+        tracing::warn!("workspace store: {link}");
+        return fail("denied", link.to_string());
+    }
     tracing::warn!("workspace store: {e}");
     fail("upstream", format!("the workspace store failed: {e}"))
 }
