@@ -35,6 +35,10 @@ pub trait WorkspaceStore: Send + Sync {
     fn remove(&self, owner: &str, path: &str) -> io::Result<bool>;
     /// The principals that have files.
     fn owners(&self) -> io::Result<Vec<String>>;
+    /// What a file carries for `[code.flows]` (JSON, kept beside it), `None` when nothing.
+    fn tags(&self, owner: &str, path: &str) -> io::Result<Option<Vec<u8>>>;
+    /// Sets (or, with `None`, clears) what a file carries; removing the file clears it too.
+    fn set_tags(&self, owner: &str, path: &str, tags: Option<&[u8]>) -> io::Result<()>;
 }
 
 /// One owner's files in memory: path -> (bytes, last written).
@@ -44,6 +48,8 @@ type OwnerFiles = BTreeMap<String, (Vec<u8>, SystemTime)>;
 #[derive(Default)]
 pub struct MemoryStore {
     files: Mutex<HashMap<String, OwnerFiles>>,
+    /// (owner, path) -> what the file carries.
+    tags: Mutex<HashMap<(String, String), Vec<u8>>>,
 }
 
 impl WorkspaceStore for MemoryStore {
@@ -86,7 +92,24 @@ impl WorkspaceStore for MemoryStore {
         if m.is_empty() {
             files.remove(owner);
         }
+        let key = (owner.to_string(), path.to_string());
+        self.tags.lock().expect("workspace tags").remove(&key);
         Ok(had)
+    }
+
+    fn tags(&self, owner: &str, path: &str) -> io::Result<Option<Vec<u8>>> {
+        let key = (owner.to_string(), path.to_string());
+        Ok(self.tags.lock().expect("workspace tags").get(&key).cloned())
+    }
+
+    fn set_tags(&self, owner: &str, path: &str, tags: Option<&[u8]>) -> io::Result<()> {
+        let key = (owner.to_string(), path.to_string());
+        let mut all = self.tags.lock().expect("workspace tags");
+        match tags {
+            Some(t) => all.insert(key, t.to_vec()),
+            None => all.remove(&key),
+        };
+        Ok(())
     }
 
     fn owners(&self) -> io::Result<Vec<String>> {
@@ -117,14 +140,14 @@ impl DirStore {
         Self { dir: dir.into() }
     }
 
-    fn owner_dir(&self, owner: &str) -> PathBuf {
-        self.dir.join(encode(owner))
+    /// What files carry, kept in a tree of their own beside the owners' folders (a dot
+    /// name: never an owner, never a program's path).
+    fn tag_store(&self) -> DirStore {
+        DirStore::new(self.dir.join(TAGS))
     }
 
-    fn file(&self, owner: &str, path: &str) -> PathBuf {
-        let mut p = self.owner_dir(owner);
-        p.extend(path.split('/'));
-        p
+    fn owner_dir(&self, owner: &str) -> PathBuf {
+        self.dir.join(encode(owner))
     }
 
     /// `path`'s file, every folder from the owner's down to its parent a real folder (made,
@@ -171,6 +194,9 @@ impl DirStore {
         }
     }
 }
+
+/// The folder under a [`DirStore`]'s that holds what each file carries.
+const TAGS: &str = ".flows";
 
 /// A workspace path that goes through a symbolic link (or a file where a folder should
 /// be): refused, since links inside the workspace are not followed.
@@ -318,7 +344,21 @@ impl WorkspaceStore for DirStore {
             })
     }
 
+    fn tags(&self, owner: &str, path: &str) -> io::Result<Option<Vec<u8>>> {
+        self.tag_store().read(owner, path)
+    }
+
+    fn set_tags(&self, owner: &str, path: &str, tags: Option<&[u8]>) -> io::Result<()> {
+        match tags {
+            Some(t) => self.tag_store().write(owner, path, t),
+            None => self.tag_store().remove(owner, path).map(drop),
+        }
+    }
+
     fn remove(&self, owner: &str, path: &str) -> io::Result<bool> {
+        if !self.dir.ends_with(TAGS) {
+            self.tag_store().remove(owner, path)?;
+        }
         let file = match self.checked(owner, path, false) {
             Ok(Some(file)) => file,
             Ok(None) => return Ok(false),
