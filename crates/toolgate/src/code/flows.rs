@@ -342,7 +342,8 @@ mod tests {
             json!({"n": "call (44) 20-7946-0958"}),
         ] {
             assert!(
-                run.check(&[phone.clone()], "web", &args, &[]).is_some(),
+                run.check(std::slice::from_ref(&phone), "web", &args, &[])
+                    .is_some(),
                 "{args}"
             );
         }
