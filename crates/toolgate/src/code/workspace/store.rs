@@ -431,6 +431,50 @@ mod tests {
         assert!(!store.remove("key:ci", "runs/1.json").unwrap());
         assert!(store.remove("local", "x").unwrap());
         assert_eq!(store.owners().unwrap(), vec!["key:ci"]);
+        // What a file carries is kept beside it and goes with it.
+        store.set_tags("key:ci", "t/a.txt", Some(b"[1]")).unwrap();
+        store.write("key:ci", "t/a.txt", b"x").unwrap();
+        assert_eq!(
+            store.tags("key:ci", "t/a.txt").unwrap().as_deref(),
+            Some(&b"[1]"[..])
+        );
+        assert_eq!(store.list("key:ci").unwrap().len(), 2, "tags are not files");
+        assert_eq!(store.owners().unwrap(), vec!["key:ci"], "nor owners");
+        assert!(store.remove("key:ci", "t/a.txt").unwrap());
+        assert_eq!(store.tags("key:ci", "t/a.txt").unwrap(), None);
+    }
+
+    #[test]
+    fn a_link_in_an_owners_folder_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), b"theirs").unwrap();
+        let store = DirStore::new(dir.path());
+        store.write("a", "mine", b"1").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("a").join("out")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret"),
+            dir.path().join("a").join("ln"),
+        )
+        .unwrap();
+        let refused = |e: io::Error| e.get_ref().is_some_and(|e| e.is::<LinkRefused>());
+        assert!(refused(store.write("a", "out/x", b"2").unwrap_err()));
+        assert!(refused(store.write("a", "ln", b"2").unwrap_err()));
+        assert!(refused(store.read("a", "out/secret").unwrap_err()));
+        assert!(refused(store.read("a", "ln").unwrap_err()));
+        assert!(refused(store.remove("a", "out/secret").unwrap_err()));
+        assert_eq!(
+            std::fs::read(outside.path().join("secret")).unwrap(),
+            b"theirs"
+        );
+        assert!(!outside.path().join("x").exists());
+        let names: Vec<String> = store
+            .list("a")
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(names, ["mine"], "listings skip links");
     }
 
     #[test]
