@@ -151,3 +151,54 @@ async fn inside_a_run_a_value_a_result_held_is_held_to_the_rules() {
         text(&r)
     );
 }
+
+#[tokio::test]
+async fn a_value_one_run_saves_keeps_its_origin_in_the_next_run_whatever_its_case() {
+    let (_dir, config) = setup_audited(
+        "pii = true\n[code.flows.contacts]\nclasses = [\"email\"]\nfrom = [\"alpha\"]\nto = [\"alpha\"]\n\
+         [code.workspace]\ndir = \"ws\"\n",
+        "",
+        "",
+    );
+    let (client, _) = connect_stdio(&config, &[]).await;
+    // Run 1 reads an e-mail from alpha and saves it raw, in a file and in state; inside the
+    // run, the value in capitals is still the value.
+    let s = expect(
+        &client,
+        "const r = await tools.alpha.echo({message: 'Ada.Lovelace@example.org'});
+         const email = r.arguments.message;
+         await fs.writeFile('./workspace/lead.txt', 'contact: ' + email);
+         await state.set('lead', {email});
+         try { await tools.beta.status({to: email.toUpperCase()}); return 'sent' } catch (e) { return e.code }",
+        "ok",
+    )
+    .await;
+    assert_eq!(
+        s["result"], "denied",
+        "a change of case is the same value: {s}"
+    );
+
+    // Run 2 finds the value in the file and in state: the rule still holds it, in any case,
+    // and it still reaches the server the rule allows.
+    let s = expect(
+        &client,
+        "const out = [];
+         const send = async (to) => { try { await tools.beta.status({to}); out.push('sent') } catch (e) { out.push(e.code) } };
+         const email = (await fs.readFile('./workspace/lead.txt')).split(': ')[1];
+         await send(email);
+         await send(email.toLowerCase());
+         await send('mailto:' + email.toUpperCase());
+         await send((await state.get('lead')).email);
+         const r = await tools.alpha.echo({message: email});
+         out.push(r.arguments.message.toLowerCase() === 'ada.lovelace@example.org' ? 'alpha' : 'lost');
+         return out",
+        "ok",
+    )
+    .await;
+    assert_eq!(
+        s["result"],
+        json!(["denied", "denied", "denied", "denied", "alpha"]),
+        "{s}"
+    );
+    client.cancel().await.unwrap();
+}

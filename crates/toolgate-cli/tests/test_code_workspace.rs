@@ -300,3 +300,72 @@ fn sleeping_costs_no_cpu_time() {
         "a busy worker outlived its CPU limit: {busy:?}"
     );
 }
+
+#[tokio::test]
+async fn workspace_files_are_private_and_a_link_out_of_the_workspace_is_never_followed() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, config) = setup(WORKSPACE);
+    let (client, _) = connect_stdio(&config, &[]).await;
+    let s = expect(
+        &client,
+        "await fs.writeFile('./workspace/notes/a.txt', 'private'); return 'ok'",
+        "ok",
+    )
+    .await;
+    assert_eq!(s["result"], "ok");
+    let mode = |p: &str| std::fs::metadata(dir.path(p)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode("ws/local/notes/a.txt"),
+        0o600,
+        "files are the gateway user's only"
+    );
+    assert_eq!(mode("ws/local/notes"), 0o700);
+
+    // Someone with access to the folder puts links in the principal's folder.
+    std::fs::create_dir(dir.path("outside")).unwrap();
+    std::fs::write(dir.path("outside/secret.txt"), "not yours").unwrap();
+    std::os::unix::fs::symlink(dir.path("outside"), dir.path("ws/local/out")).unwrap();
+    std::os::unix::fs::symlink(
+        dir.path("outside/secret.txt"),
+        dir.path("ws/local/notes/link.txt"),
+    )
+    .unwrap();
+    let s = expect(
+        &client,
+        "const out = [];
+         const tryIt = async (f) => { try { out.push(await f()) } catch (e) { out.push(e.code + ': ' + e.message) } };
+         await tryIt(() => fs.writeFile('./workspace/out/planted.txt', 'x'));
+         await tryIt(() => fs.readFile('./workspace/out/secret.txt'));
+         await tryIt(() => fs.readFile('./workspace/notes/link.txt'));
+         await tryIt(() => fs.writeFile('./workspace/notes/link.txt', 'x'));
+         await tryIt(() => fs.rm('./workspace/out/secret.txt'));
+         return out",
+        "ok",
+    )
+    .await;
+    let out: Vec<String> = s["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        out[0].starts_with("denied") && out[0].contains("symbolic link"),
+        "a write through a link is refused, saying why: {out:?}"
+    );
+    assert!(
+        !out[1].contains("not yours") && !out[2].contains("not yours"),
+        "{out:?}"
+    );
+    assert!(out[3].starts_with("denied"), "{out:?}");
+    assert!(
+        !dir.path("outside/planted.txt").exists(),
+        "nothing written outside"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path("outside/secret.txt")).unwrap(),
+        "not yours",
+        "nothing outside changed or removed"
+    );
+    client.cancel().await.unwrap();
+}

@@ -136,6 +136,7 @@ mod tests {
             }],
             truncated: false,
             origins: Default::default(),
+            carried: Vec::new(),
         }
     }
 

@@ -4,13 +4,19 @@
 //! run's earlier tool results held (values flow untokenized inside a run, so a program
 //! that read a contact from the CRM cannot pass it on to a forbidden server either).
 //!
-//! The second check matches values exactly as the PII patterns find them; a program that
-//! encodes a value (spells it out, base64s it) is not stopped. See docs/code-mode.md.
+//! Values that leave a run in a workspace file (`fs.writeFile`) or a state value
+//! (`state.set`) keep their origin: what they carry is kept beside them and taken back in
+//! by the run that reads them, so a later run is held to the same rules.
+//!
+//! The second check finds a value in any case and with other separators, inside longer
+//! text; a program that encodes a value (spells it out, base64s it, splits it) is not
+//! stopped. See docs/code-mode.md.
 
 use super::pii::{self, Origins};
 use crate::config::code_flows::FlowRule;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
 /// The first rule that forbids sending a `class` value from `origins` to `server`, as
@@ -45,12 +51,95 @@ pub fn forbidden(
     Some((rule.name.clone(), message))
 }
 
-/// The PII values one run's tool results held, and which servers returned them: for
-/// the in-run check, and so tokens made from the run's answer know where they came from.
+/// One PII value a run held, as it leaves the run in a workspace file or a state value
+/// (kept beside it, so the run that reads it back holds it to the same rules).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Carried {
+    pub class: String,
+    /// The value's [`pii::canonical`] form.
+    pub value: String,
+    /// The servers whose results held it.
+    pub from: BTreeSet<String>,
+}
+
+/// The PII values one run's tool results held (or its files and state brought in), and
+/// which servers returned them: for the in-run check, for what the run stores, and so
+/// tokens made from the run's answer know where they came from. Values are compared in
+/// their canonical form and found wherever an argument holds them (another case, other
+/// separators, inside a longer text).
 #[derive(Default)]
 pub struct RunFlows {
-    seen: Mutex<Origins>,
-    classes: Mutex<std::collections::HashMap<String, &'static str>>,
+    /// Canonical value -> (class, origins).
+    seen: Mutex<HashMap<String, (String, BTreeSet<String>)>>,
+}
+
+/// An argument's text in the forms values are looked for in.
+struct Forms {
+    lower: String,
+    /// Letters and digits only, lower case (IBANs).
+    alnum: String,
+    /// Runs of digits joined across the separators phone and card numbers use.
+    digits: Vec<String>,
+}
+
+impl Forms {
+    fn of(text: &str) -> Self {
+        let mut digits = vec![String::new()];
+        for c in text.chars() {
+            if c.is_ascii_digit() {
+                digits.last_mut().expect("one run at least").push(c);
+            } else if !matches!(c, ' ' | '.' | '-' | '(' | ')' | '/' | '+') {
+                digits.push(String::new());
+            }
+        }
+        digits.retain(|d| !d.is_empty());
+        Self {
+            lower: text
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase(),
+            alnum: text
+                .chars()
+                .filter(char::is_ascii_alphanumeric)
+                .map(|c| c.to_ascii_lowercase())
+                .collect(),
+            digits,
+        }
+    }
+
+    /// Whether this text holds `canon`, a value of `class`.
+    fn holds(&self, class: &str, canon: &str) -> bool {
+        match class {
+            "EMAIL" => self.lower.contains(canon),
+            "PHONE" | "CARD" => self.digits.iter().any(|d| d.contains(canon)),
+            "IBAN" => self.alnum.contains(canon),
+            // A field's value (a name): whole words, or the whole text when it is short.
+            _ if canon.chars().count() < 4 => self.lower.trim() == canon,
+            _ => self.lower.match_indices(canon).any(|(i, m)| {
+                let before = self.lower[..i].chars().next_back();
+                let after = self.lower[i + m.len()..].chars().next();
+                !before.is_some_and(char::is_alphanumeric)
+                    && !after.is_some_and(char::is_alphanumeric)
+            }),
+        }
+    }
+}
+
+/// Every string, object key and number in `v`, in the forms values are looked for in.
+fn texts(v: &Value, out: &mut Vec<Forms>) {
+    match v {
+        Value::String(s) => out.push(Forms::of(s)),
+        Value::Number(n) => out.push(Forms::of(&n.to_string())),
+        Value::Array(a) => a.iter().for_each(|x| texts(x, out)),
+        Value::Object(o) => {
+            for (k, x) in o {
+                out.push(Forms::of(k));
+                texts(x, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 impl RunFlows {
@@ -61,10 +150,47 @@ impl RunFlows {
             return;
         }
         let mut seen = self.seen.lock().expect("run flows");
-        let mut classes = self.classes.lock().expect("run flows");
         for (class, value) in found {
-            classes.entry(value.clone()).or_insert(class);
-            seen.entry(value).or_default().insert(server.to_string());
+            let canon = pii::canonical(class, &value);
+            if canon.is_empty() {
+                continue;
+            }
+            let entry = seen
+                .entry(canon)
+                .or_insert_with(|| (class.to_string(), BTreeSet::new()));
+            entry.1.insert(server.to_string());
+        }
+    }
+
+    /// The values this run holds that `v` carries (to keep beside it when it is stored).
+    pub fn carried(&self, v: &Value) -> Vec<Carried> {
+        let seen = self.seen.lock().expect("run flows");
+        if seen.is_empty() {
+            return Vec::new();
+        }
+        let mut forms = Vec::new();
+        texts(v, &mut forms);
+        let mut out: Vec<Carried> = seen
+            .iter()
+            .filter(|(canon, (class, _))| forms.iter().any(|f| f.holds(class, canon)))
+            .map(|(canon, (class, from))| Carried {
+                class: class.clone(),
+                value: canon.clone(),
+                from: from.clone(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.value.cmp(&b.value));
+        out
+    }
+
+    /// Takes in values a stored file or state value carried (read back by this run).
+    pub fn adopt(&self, carried: Vec<Carried>) {
+        let mut seen = self.seen.lock().expect("run flows");
+        for c in carried {
+            let entry = seen
+                .entry(c.value)
+                .or_insert_with(|| (c.class, BTreeSet::new()));
+            entry.1.extend(c.from);
         }
     }
 
@@ -75,36 +201,78 @@ impl RunFlows {
         rules: &[FlowRule],
         server: &str,
         arguments: &Value,
-        fields: &[String],
+        _fields: &[String],
     ) -> Option<(String, String)> {
         let seen = self.seen.lock().expect("run flows");
         if seen.is_empty() {
             return None;
         }
-        let classes = self.classes.lock().expect("run flows");
-        pii::found(arguments, fields)
-            .into_iter()
-            .find_map(|(class, value)| {
-                let origins = seen.get(&value)?;
-                let class = classes.get(&value).copied().unwrap_or(class);
-                forbidden(
-                    rules,
-                    class,
-                    origins,
-                    server,
-                    &format!(
-                        "a value {} returned",
-                        origins.iter().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                )
-            })
+        let mut forms = Vec::new();
+        texts(arguments, &mut forms);
+        seen.iter().find_map(|(canon, (class, origins))| {
+            // Only values a rule would stop are looked for.
+            forbidden(rules, class, origins, server, "")?;
+            if !forms.iter().any(|f| f.holds(class, canon)) {
+                return None;
+            }
+            forbidden(
+                rules,
+                class,
+                origins,
+                server,
+                &format!(
+                    "a value {} returned",
+                    origins.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })
     }
 
-    /// What the run saw, for tokenizing its answer.
+    /// Every value the run holds, with its class and origins.
+    pub fn all(&self) -> Vec<Carried> {
+        let seen = self.seen.lock().expect("run flows");
+        seen.iter()
+            .map(|(canon, (class, from))| Carried {
+                class: class.clone(),
+                value: canon.clone(),
+                from: from.clone(),
+            })
+            .collect()
+    }
+
+    /// What the run saw, for tokenizing its answer (keyed by canonical value).
     pub fn origins(&self) -> Origins {
-        self.seen.lock().expect("run flows").clone()
+        let seen = self.seen.lock().expect("run flows");
+        seen.iter()
+            .map(|(canon, (_, from))| (canon.clone(), from.clone()))
+            .collect()
     }
 }
+
+/// A state value with what it carries, as the state store keeps it (see [`unwrap_state`]).
+pub fn wrap_state(value: Value, carried: &[Carried]) -> Value {
+    if carried.is_empty() || value.is_null() {
+        return value;
+    }
+    serde_json::json!({ STATE_CARRIED: carried, "value": value })
+}
+
+/// A stored state value and the values it carries.
+pub fn unwrap_state(stored: Value) -> (Value, Vec<Carried>) {
+    match stored {
+        Value::Object(mut o) if o.len() == 2 && o.contains_key(STATE_CARRIED) => {
+            let carried = o
+                .remove(STATE_CARRIED)
+                .and_then(|c| serde_json::from_value(c).ok())
+                .unwrap_or_default();
+            (o.remove("value").unwrap_or(Value::Null), carried)
+        }
+        other => (other, Vec::new()),
+    }
+}
+
+/// The key of a state value's envelope that lists what it carries.
+const STATE_CARRIED: &str = "toolgate.carried";
 
 #[cfg(test)]
 mod tests {
@@ -148,5 +316,55 @@ mod tests {
             .check(&[rule()], "web", &json!({"to": "bob@example.org"}), &[])
             .is_none());
         assert_eq!(run.origins()["ada@example.org"], ["crm".to_string()].into());
+    }
+
+    #[test]
+    fn another_case_or_other_separators_are_the_same_value() {
+        let run = RunFlows::default();
+        run.saw(
+            "crm",
+            &json!({"c": "Ada@Example.org", "p": "+44 20 7946 0958"}),
+            &[],
+        );
+        let phone = FlowRule {
+            classes: vec!["PHONE".into()],
+            ..rule()
+        };
+        for args in [
+            json!({"to": "ADA@EXAMPLE.ORG"}),
+            json!({"q": "mailto:ada@example.org?x=1"}),
+            json!({"ADA@example.org": 1}),
+        ] {
+            assert!(run.check(&[rule()], "web", &args, &[]).is_some(), "{args}");
+        }
+        for args in [
+            json!({"n": "+442079460958"}),
+            json!({"n": "call (44) 20-7946-0958"}),
+        ] {
+            assert!(
+                run.check(std::slice::from_ref(&phone), "web", &args, &[])
+                    .is_some(),
+                "{args}"
+            );
+        }
+        assert!(run
+            .check(&[phone], "web", &json!({"n": "442079 and 460958"}), &[])
+            .is_none());
+    }
+
+    #[test]
+    fn what_a_stored_value_carries_comes_back_with_it() {
+        let run = RunFlows::default();
+        run.saw("crm", &json!({"contact": "ada@example.org"}), &[]);
+        let stored = wrap_state(
+            json!({"e": "ADA@example.org"}),
+            &run.carried(&json!({"e": "ADA@example.org"})),
+        );
+        let (value, carried) = unwrap_state(stored);
+        assert_eq!(value, json!({"e": "ADA@example.org"}));
+        let next = RunFlows::default();
+        next.adopt(carried);
+        assert!(next.check(&[rule()], "web", &value, &[]).is_some());
+        assert_eq!(unwrap_state(json!({"plain": 1})).0, json!({"plain": 1}));
     }
 }

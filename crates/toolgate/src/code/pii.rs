@@ -54,8 +54,30 @@ struct Entry {
     origins: BTreeSet<String>,
 }
 
-/// PII values seen in a run's tool results, each with the servers whose results held it.
+/// PII values seen in a run's tool results, each with the servers whose results held it;
+/// keyed by the value's [`canonical`] form, so `Ada@Example.org` is `ada@example.org`.
 pub type Origins = HashMap<String, BTreeSet<String>>;
+
+/// A PII value as flow rules compare it: an e-mail in lower case, a phone or card
+/// number its digits, an IBAN its letters and digits in lower case, anything else
+/// (`code.pii_fields` values) in lower case with its spaces collapsed. What a rule author
+/// means by "the same value": another case or other separators do not make another one.
+pub fn canonical(class: &str, value: &str) -> String {
+    match class {
+        "EMAIL" => value.trim().to_lowercase(),
+        "PHONE" | "CARD" => value.chars().filter(char::is_ascii_digit).collect(),
+        "IBAN" => value
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect(),
+        _ => value
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase(),
+    }
+}
 
 /// What to do with a token found in arguments (see [`Vault::restore_with`]).
 pub enum Decision {
@@ -282,7 +304,10 @@ impl Vault {
 
     fn token(&self, owner: &Principal, kind: &str, value: &str, origins: &Origins) -> String {
         let key = (owner.clone(), value.to_string());
-        let from = origins.get(value).cloned().unwrap_or_default();
+        let from = origins
+            .get(&canonical(kind, value))
+            .cloned()
+            .unwrap_or_default();
         let mut by_value = self.by_value.lock().expect("pii values");
         let mut tokens = self.tokens.lock().expect("pii tokens");
         if let Some(t) = by_value.get(&key) {

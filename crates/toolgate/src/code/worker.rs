@@ -52,6 +52,9 @@ pub struct RunReport {
     /// PII values the run's tool results held, and from which servers (set by the
     /// caller of [`run`]; tokens made from the answer remember them for flow rules).
     pub origins: super::pii::Origins,
+    /// The same values with their classes (set by the caller of [`run`]): what a skill run
+    /// by a program hands back to its parent's flow rules.
+    pub carried: Vec<super::flows::Carried>,
 }
 
 /// The largest returned value a worker sends (what the model sees is cut far below).
@@ -177,6 +180,7 @@ where
         calls: Vec::new(),
         truncated: false,
         origins: Default::default(),
+        carried: Vec::new(),
     };
     let Worker {
         mut child,

@@ -2,7 +2,7 @@
 //! older revisions, by an `input_required` answer and the client's retry (MRTR) for
 //! 2026-07-28 clients.
 
-use crate::policy::approval::{Answer, Approver};
+use crate::policy::approval::{Answer, Approver, Question};
 use crate::policy::Policy;
 use futures::future::BoxFuture;
 use rmcp::model::{
@@ -24,8 +24,10 @@ pub(super) struct ElicitApprover {
 }
 
 impl Approver for ElicitApprover {
-    fn ask(&self, message: String) -> BoxFuture<'_, Answer> {
+    fn ask(&self, question: Question) -> BoxFuture<'_, Answer> {
         Box::pin(async move {
+            // Asked and answered within this call: the arguments shown are the ones run.
+            let message = question.text;
             let capable = self
                 .peer
                 .peer_info()
@@ -57,8 +59,9 @@ impl Approver for ElicitApprover {
 /// Approval the 2026-07-28 way (MRTR): that revision has no requests from server to client,
 /// so the first round answers `input_required` with the question, and the client's retry
 /// of the same call brings the user's answer and the `requestState` it was given. The
-/// state is good for one retry of the same call by the same principal, so one approval
-/// runs the call once.
+/// state is good for one retry of the same call (the same tool and arguments) by the
+/// same principal, so one approval runs the call once; another principal's retry is
+/// refused before anything runs (`inputs::request_for`) and leaves the state to its owner.
 pub(super) struct MrtrApprover {
     policy: Arc<Policy>,
     owner: Principal,
@@ -129,21 +132,27 @@ impl MrtrApprover {
 }
 
 impl Approver for MrtrApprover {
-    fn ask(&self, message: String) -> BoxFuture<'_, Answer> {
+    fn ask(&self, question: Question) -> BoxFuture<'_, Answer> {
         Box::pin(async move {
             if !self.capable {
                 return Answer::Unsupported;
             }
+            // The state binds the tool and the exact arguments (their digest), not the
+            // text shown, which folds long values.
             match &self.retry {
                 Some((state, answer)) => {
-                    match self.policy.approvals.take(&self.owner, state, &message) {
+                    match self
+                        .policy
+                        .approvals
+                        .take(&self.owner, state, &question.binding)
+                    {
                         Ok(()) => answer.clone(),
-                        Err(e) => Answer::Failed(e),
+                        Err(e) => Answer::Failed(e.to_string()),
                     }
                 }
                 None => {
-                    let state = self.policy.approvals.ask(&self.owner, &message);
-                    *self.asked.lock().expect("asked") = Some((state, message));
+                    let state = self.policy.approvals.ask(&self.owner, &question.binding);
+                    *self.asked.lock().expect("asked") = Some((state, question.text));
                     Answer::InputRequired
                 }
             }

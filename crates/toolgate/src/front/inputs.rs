@@ -44,7 +44,16 @@ pub(super) fn request_for(
         ..Default::default()
     };
     match request.request_state.as_deref() {
-        Some(s) if s.starts_with(APPROVAL_STATE) => return Ok(out),
+        Some(s) if s.starts_with(APPROVAL_STATE) => {
+            // Another principal's approval: refused and audited like the other handles,
+            // and left to its owner. The owner's own is approval's to take.
+            let approvals = &caller.policy.approvals;
+            if let Err(e) = approvals.check_owner(&caller.principal(), s) {
+                caller.policy.audit_foreign(caller, "requestState", s);
+                return Err(McpError::invalid_params(e.to_string(), None));
+            }
+            return Ok(out);
+        }
         Some(s) => out.resumes = Some(resume(gw, caller, s)?),
         None => {}
     }

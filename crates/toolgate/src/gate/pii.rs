@@ -69,8 +69,9 @@ pub fn outbound(
 ) {
     let mut origins = Origins::new();
     let mut note = |v: &Value| {
-        for (_, value) in pii::found(v, fields) {
-            origins.entry(value).or_default().insert(server.to_string());
+        for (class, value) in pii::found(v, fields) {
+            let key = pii::canonical(class, &value);
+            origins.entry(key).or_default().insert(server.to_string());
         }
     };
     if let Some(sc) = &outcome.structured_content {

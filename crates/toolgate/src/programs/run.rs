@@ -46,6 +46,7 @@ pub async fn run(
         max_calls,
         skill: None,
         depth: 0,
+        inherited: Vec::new(),
     };
     let (report, audit) = match audited(engine, owner, caller, &program, &cancel).await {
         Ok(ran) => ran,
@@ -117,6 +118,9 @@ pub(crate) struct Program<'a> {
     pub skill: Option<&'a Skill>,
     /// 0 for a run the model started; a skill run by a program runs one level deeper.
     pub depth: u32,
+    /// For a skill run by a program: the PII values of the parent's run its input holds,
+    /// so the skill is held to the same `[code.flows]` rules.
+    pub inherited: Vec<crate::code::flows::Carried>,
 }
 
 /// What leaves a run for the model: PII tokenized (when configured), within the budget.
@@ -273,6 +277,9 @@ pub(crate) async fn run_program(
         deadline: Instant::now() + timeout,
         flows: Default::default(),
     };
+    gate.flows.adopt(program.inherited.clone());
+    // Files and state carry a run's values to the next only when rules exist to hold them.
+    let flows = (!cfg.flows.is_empty()).then_some(&gate.flows);
     let settings = WorkerSettings {
         kill_after,
         max_calls,
@@ -285,18 +292,48 @@ pub(crate) async fn run_program(
     let mut report = worker::run(&settings, process, &run, move |c| async move {
         if c.server == STATE_SERVER {
             match c.tool.strip_prefix("fs.") {
-                Some(op) => files(engine, tree, owner.as_str(), op, &c.arguments),
-                None => engine.code_state.request(owner, &c.tool, &c.arguments),
+                Some(op) => files(engine, tree, owner.as_str(), op, &c.arguments, flows),
+                None => state(engine, owner, &c.tool, c.arguments, flows),
             }
         } else if c.server == SKILLS_SERVER && engine.skills.configured() {
-            super::skill::nested(engine, owner, caller, c, gate.deadline, depth + 1).await
+            let parent = &gate.flows;
+            super::skill::nested(engine, owner, caller, c, gate.deadline, depth + 1, parent).await
         } else {
             gate.call(c).await
         }
     })
     .await;
     report.origins = gate.flows.origins();
+    report.carried = gate.flows.all();
     Ok(report)
+}
+
+/// A program's `state.get`/`state.set`: with `flows`, a value set keeps beside it the PII
+/// values of the run it holds (and where they came from), and a value got gives them to
+/// the run getting it.
+fn state(
+    engine: &Engine,
+    owner: &Principal,
+    op: &str,
+    mut args: Value,
+    flows: Option<&crate::code::flows::RunFlows>,
+) -> Result<Value, CallFailure> {
+    use crate::code::flows::{unwrap_state, wrap_state};
+    let Some(flows) = flows else {
+        return engine
+            .code_state
+            .request(owner, op, &args)
+            .map(|v| unwrap_state(v).0);
+    };
+    if op == "set" {
+        if let Some(value) = args.get_mut("value") {
+            let carried = flows.carried(value);
+            *value = wrap_state(value.take(), &carried);
+        }
+    }
+    let (value, carried) = unwrap_state(engine.code_state.request(owner, op, &args)?);
+    flows.adopt(carried);
+    Ok(value)
 }
 
 /// A program's `fs` call: `./workspace` is the principal's files, `./servers` the tree.
@@ -306,6 +343,7 @@ fn files(
     owner: &str,
     op: &str,
     args: &Value,
+    flows: Option<&crate::code::flows::RunFlows>,
 ) -> Result<Value, CallFailure> {
     let Some(path) = args.get("path").and_then(Value::as_str) else {
         return Err(CallFailure {
@@ -320,7 +358,7 @@ fn files(
         message,
     })?;
     match checked.tree {
-        Tree::Workspace => engine.workspace.request(owner, op, &checked, args),
+        Tree::Workspace => engine.workspace.request(owner, op, &checked, args, flows),
         Tree::Servers => tree.request(op, &checked),
     }
 }

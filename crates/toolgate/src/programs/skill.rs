@@ -148,6 +148,7 @@ pub async fn execute(
         max_calls: cfg.max_tool_calls,
         skill: Some(&skill),
         depth: 0,
+        inherited: Vec::new(),
     };
     let (report, audit) = match audited(engine, owner, caller, &program, &cancel).await {
         Ok(ran) => ran,
@@ -170,6 +171,7 @@ pub fn nested<'a>(
     call: ToolCall,
     deadline: Instant,
     depth: u32,
+    parent: &'a crate::code::flows::RunFlows,
 ) -> Pin<Box<dyn Future<Output = Result<Value, CallFailure>> + Send + 'a>> {
     Box::pin(async move {
         let fail = |code: &str, message: String| CallFailure {
@@ -192,6 +194,8 @@ pub fn nested<'a>(
         if left < Duration::from_millis(50) {
             return Err(fail("timeout", format!("no time left to run {id}")));
         }
+        // The parent's values in the skill's input stay held to the rules inside it.
+        let inherited = parent.carried(&call.arguments);
         let program = Program {
             code: skill.code.clone(),
             input: call.arguments,
@@ -199,6 +203,7 @@ pub fn nested<'a>(
             max_calls: cfg.max_tool_calls,
             skill: Some(&skill),
             depth,
+            inherited,
         };
         let (audit, caller) = crate::gate::start_run(caller, "skill", Some(&name))
             .map_err(|r| fail("denied", r.message))?;
@@ -211,6 +216,8 @@ pub fn nested<'a>(
             }
         };
         audit.end(&report.status, report.calls.len(), None);
+        // What the skill's results held comes back to the parent with its result.
+        parent.adopt(report.carried.clone());
         if report.status == "ok" {
             return Ok(report.result);
         }

@@ -9,6 +9,7 @@
 pub mod paths;
 pub mod store;
 
+use crate::code::flows::{Carried, RunFlows};
 use crate::config::code::WorkspaceConfig;
 use crate::policy::Caller;
 use paths::{Checked, Tree};
@@ -40,6 +41,13 @@ pub(crate) fn fail(code: &str, message: impl Into<String>) -> CallFailure {
 }
 
 fn io_fail(e: std::io::Error) -> CallFailure {
+    if let Some(link) = e
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<store::LinkRefused>())
+    {
+        tracing::warn!("workspace store: {link}");
+        return fail("denied", link.to_string());
+    }
     tracing::warn!("workspace store: {e}");
     fail("upstream", format!("the workspace store failed: {e}"))
 }
@@ -81,20 +89,32 @@ impl Workspace {
         self.store.owners().map_err(io_fail)
     }
 
-    /// Answers one `fs` operation on a `./workspace` path.
+    /// Answers one `fs` operation on a `./workspace` path. With `flows` (a run's, when
+    /// `[code.flows]` rules exist), a file written keeps beside it the PII values of the run
+    /// it holds and where they came from, and a file read gives them to the run reading it.
     pub fn request(
         &self,
         owner: &str,
         op: &str,
         path: &Checked,
         args: &Value,
+        flows: Option<&RunFlows>,
     ) -> Result<Value, CallFailure> {
         debug_assert_eq!(path.tree, Tree::Workspace);
         let rel = path.rel();
         let shown = format!("./workspace/{rel}");
         match op {
             "readFile" => match self.read(owner, &rel)? {
-                Some(text) => Ok(Value::String(text)),
+                Some(text) => {
+                    if let Some(flows) = flows {
+                        let tags = self.store.tags(owner, &rel).map_err(io_fail)?;
+                        let carried = tags
+                            .and_then(|t| serde_json::from_slice(&t).ok())
+                            .unwrap_or_default();
+                        flows.adopt(carried);
+                    }
+                    Ok(Value::String(text))
+                }
                 None => Err(fail(
                     "not_found",
                     format!("there is no file {shown} (fs.readdir(\"./workspace\") lists what there is)"),
@@ -110,7 +130,14 @@ impl Workspace {
                 if rel.is_empty() {
                     return Err(fail("invalid_arguments", "fs.writeFile needs a file name: ./workspace/<name>"));
                 }
-                self.write(owner, &rel, data)?;
+                let carried = flows.map(|f| f.carried(&Value::String(data.into())));
+                if flows.is_some_and(|f| !f.carried(&Value::String(rel.clone())).is_empty()) {
+                    return Err(fail(
+                        "denied",
+                        format!("{shown}: a file name may not hold a PII value a tool returned; name the file otherwise and put the value inside"),
+                    ));
+                }
+                self.write(owner, &rel, data, carried.unwrap_or_default())?;
                 Ok(Value::Null)
             }
             "readdir" => {
@@ -152,7 +179,13 @@ impl Workspace {
         Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
     }
 
-    fn write(&self, owner: &str, rel: &str, data: &str) -> Result<(), CallFailure> {
+    fn write(
+        &self,
+        owner: &str,
+        rel: &str,
+        data: &str,
+        carried: Vec<Carried>,
+    ) -> Result<(), CallFailure> {
         let l = &self.limits;
         if data.len() > l.max_file_bytes {
             return Err(fail(
@@ -196,6 +229,12 @@ impl Workspace {
                 ),
             ));
         }
+        // What the file carries is written first: a file never holds a value without it.
+        let tags = (!carried.is_empty())
+            .then(|| serde_json::to_vec(&carried).expect("plain values serialize"));
+        self.store
+            .set_tags(owner, rel, tags.as_deref())
+            .map_err(io_fail)?;
         self.store
             .write(owner, rel, data.as_bytes())
             .map_err(io_fail)
@@ -212,7 +251,7 @@ impl Workspace {
                 .map(String::from)
                 .collect(),
         };
-        self.request(owner, "rm", &path, &Value::Null)
+        self.request(owner, "rm", &path, &Value::Null, None)
             .map(|v| v.as_u64().unwrap_or(0))
     }
 }
@@ -234,7 +273,13 @@ mod tests {
         data: Option<&str>,
     ) -> Result<Value, CallFailure> {
         let checked = paths::check(path).unwrap();
-        w.request(owner, op, &checked, &json!({"path": path, "data": data}))
+        w.request(
+            owner,
+            op,
+            &checked,
+            &json!({"path": path, "data": data}),
+            None,
+        )
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub trait WorkspaceStore: Send + Sync {
     fn remove(&self, owner: &str, path: &str) -> io::Result<bool>;
     /// The principals that have files.
     fn owners(&self) -> io::Result<Vec<String>>;
+    /// What a file carries for `[code.flows]` (JSON, kept beside it), `None` when nothing.
+    fn tags(&self, owner: &str, path: &str) -> io::Result<Option<Vec<u8>>>;
+    /// Sets (or, with `None`, clears) what a file carries; removing the file clears it too.
+    fn set_tags(&self, owner: &str, path: &str, tags: Option<&[u8]>) -> io::Result<()>;
 }
 
 /// One owner's files in memory: path -> (bytes, last written).
@@ -44,6 +48,8 @@ type OwnerFiles = BTreeMap<String, (Vec<u8>, SystemTime)>;
 #[derive(Default)]
 pub struct MemoryStore {
     files: Mutex<HashMap<String, OwnerFiles>>,
+    /// (owner, path) -> what the file carries.
+    tags: Mutex<HashMap<(String, String), Vec<u8>>>,
 }
 
 impl WorkspaceStore for MemoryStore {
@@ -86,7 +92,24 @@ impl WorkspaceStore for MemoryStore {
         if m.is_empty() {
             files.remove(owner);
         }
+        let key = (owner.to_string(), path.to_string());
+        self.tags.lock().expect("workspace tags").remove(&key);
         Ok(had)
+    }
+
+    fn tags(&self, owner: &str, path: &str) -> io::Result<Option<Vec<u8>>> {
+        let key = (owner.to_string(), path.to_string());
+        Ok(self.tags.lock().expect("workspace tags").get(&key).cloned())
+    }
+
+    fn set_tags(&self, owner: &str, path: &str, tags: Option<&[u8]>) -> io::Result<()> {
+        let key = (owner.to_string(), path.to_string());
+        let mut all = self.tags.lock().expect("workspace tags");
+        match tags {
+            Some(t) => all.insert(key, t.to_vec()),
+            None => all.remove(&key),
+        };
+        Ok(())
     }
 
     fn owners(&self) -> io::Result<Vec<String>> {
@@ -103,7 +126,11 @@ impl WorkspaceStore for MemoryStore {
 }
 
 /// Files under a directory: `<dir>/<owner, %-encoded>/<path>`. Writes go to a temporary
-/// file first and are renamed into place, so a reader never sees half a file.
+/// file first and are renamed into place, so a reader never sees half a file. Files are
+/// created 0600 and folders 0700 (the gateway's user only). Below `<dir>` nothing follows
+/// a symbolic link: every folder on a path is checked to be a real folder, and files are
+/// opened with `O_NOFOLLOW`, so a link placed in a principal's folder cannot lead a read,
+/// a write or a removal out of the workspace ([`LinkRefused`]).
 pub struct DirStore {
     dir: PathBuf,
 }
@@ -113,15 +140,93 @@ impl DirStore {
         Self { dir: dir.into() }
     }
 
+    /// What files carry, kept in a tree of their own beside the owners' folders (a dot
+    /// name: never an owner, never a program's path).
+    fn tag_store(&self) -> DirStore {
+        DirStore::new(self.dir.join(TAGS))
+    }
+
     fn owner_dir(&self, owner: &str) -> PathBuf {
         self.dir.join(encode(owner))
     }
 
-    fn file(&self, owner: &str, path: &str) -> PathBuf {
-        let mut p = self.owner_dir(owner);
-        p.extend(path.split('/'));
-        p
+    /// `path`'s file, every folder from the owner's down to its parent a real folder (made,
+    /// 0700, when `create`); `None` when one is missing and not made. A link on the way,
+    /// or the file itself a link, is refused.
+    fn checked(&self, owner: &str, path: &str, create: bool) -> io::Result<Option<PathBuf>> {
+        if create {
+            // The operator's folder itself may be anywhere (a link there is theirs).
+            std::fs::create_dir_all(&self.dir)?;
+        }
+        let mut dir = self.owner_dir(owner);
+        let parts: Vec<&str> = path.split('/').collect();
+        let (name, folders) = parts.split_last().expect("split gives one part at least");
+        let mut shown = String::new();
+        for folder in std::iter::once(None).chain(folders.iter().map(Some)) {
+            if let Some(f) = folder {
+                dir.push(f);
+                shown.push_str(f);
+                shown.push('/');
+            }
+            match dir.symlink_metadata() {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(LinkRefused::io(&shown)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                    use std::os::unix::fs::DirBuilderExt;
+                    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(e),
+                    }
+                    // Made by someone else between the two steps: check it again.
+                    if !dir.symlink_metadata()?.is_dir() {
+                        return Err(LinkRefused::io(&shown));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+        let file = dir.join(name);
+        match file.symlink_metadata() {
+            Ok(m) if m.file_type().is_symlink() => Err(LinkRefused::io(&format!("{shown}{name}"))),
+            _ => Ok(Some(file)),
+        }
     }
+}
+
+/// The folder under a [`DirStore`]'s that holds what each file carries.
+const TAGS: &str = ".flows";
+
+/// A workspace path that goes through a symbolic link (or a file where a folder should
+/// be): refused, since links inside the workspace are not followed.
+#[derive(Debug)]
+pub struct LinkRefused(pub String);
+
+impl LinkRefused {
+    fn io(shown: &str) -> io::Error {
+        io::Error::other(Self(format!(
+            "./workspace/{} is a symbolic link or not a folder: the workspace does not follow links (one was placed in this principal's folder); the operator can remove it",
+            shown.trim_end_matches('/')
+        )))
+    }
+}
+
+impl std::fmt::Display for LinkRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LinkRefused {}
+
+/// Opens `file` for reading without following a link in its last component.
+fn open_nofollow(file: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(file)
 }
 
 /// An owner as one safe file name: letters, digits, `-`, `_` and `.` kept, the rest `%XX`.
@@ -186,6 +291,9 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<FileMeta>) -> io::Result<()> {
 impl WorkspaceStore for DirStore {
     fn list(&self, owner: &str) -> io::Result<Vec<FileMeta>> {
         let root = self.owner_dir(owner);
+        if root.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+            return Err(LinkRefused::io(""));
+        }
         let mut out = Vec::new();
         walk(&root, &root, &mut out)?;
         out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -193,31 +301,69 @@ impl WorkspaceStore for DirStore {
     }
 
     fn read(&self, owner: &str, path: &str) -> io::Result<Option<Vec<u8>>> {
-        let file = self.file(owner, path);
-        match file.symlink_metadata() {
-            Ok(m) if m.is_file() => std::fs::read(file).map(Some),
+        let Some(file) = self.checked(owner, path, false)? else {
+            return Ok(None);
+        };
+        match open_nofollow(&file) {
+            Ok(mut f) if f.metadata()?.is_file() => {
+                let mut data = Vec::new();
+                io::Read::read_to_end(&mut f, &mut data)?;
+                Ok(Some(data))
+            }
             Ok(_) => Ok(None),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            // ELOOP: the file became a link after the check.
+            Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => Err(LinkRefused::io(path)),
             Err(e) => Err(e),
         }
     }
 
     fn write(&self, owner: &str, path: &str, data: &[u8]) -> io::Result<()> {
-        let file = self.file(owner, path);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let file = self
+            .checked(owner, path, true)?
+            .expect("folders are made when missing");
         let tmp_dir = self.dir.join(".tmp");
-        std::fs::create_dir_all(&tmp_dir)?;
+        match std::fs::DirBuilder::new().mode(0o700).create(&tmp_dir) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
         let tmp = tmp_dir.join(format!("{:032x}", rand::random::<u128>()));
-        std::fs::write(&tmp, data)?;
-        std::fs::rename(&tmp, &file).inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&tmp)
+            .and_then(|mut f| io::Write::write_all(&mut f, data));
+        // rename replaces a link at `file` itself, never what it points to.
+        written
+            .and_then(|()| std::fs::rename(&tmp, &file))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp);
+            })
+    }
+
+    fn tags(&self, owner: &str, path: &str) -> io::Result<Option<Vec<u8>>> {
+        self.tag_store().read(owner, path)
+    }
+
+    fn set_tags(&self, owner: &str, path: &str, tags: Option<&[u8]>) -> io::Result<()> {
+        match tags {
+            Some(t) => self.tag_store().write(owner, path, t),
+            None => self.tag_store().remove(owner, path).map(drop),
+        }
     }
 
     fn remove(&self, owner: &str, path: &str) -> io::Result<bool> {
-        let file = self.file(owner, path);
+        if !self.dir.ends_with(TAGS) {
+            self.tag_store().remove(owner, path)?;
+        }
+        let file = match self.checked(owner, path, false) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Ok(false),
+            Err(e) => return Err(e),
+        };
         match std::fs::remove_file(&file) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
@@ -285,6 +431,50 @@ mod tests {
         assert!(!store.remove("key:ci", "runs/1.json").unwrap());
         assert!(store.remove("local", "x").unwrap());
         assert_eq!(store.owners().unwrap(), vec!["key:ci"]);
+        // What a file carries is kept beside it and goes with it.
+        store.set_tags("key:ci", "t/a.txt", Some(b"[1]")).unwrap();
+        store.write("key:ci", "t/a.txt", b"x").unwrap();
+        assert_eq!(
+            store.tags("key:ci", "t/a.txt").unwrap().as_deref(),
+            Some(&b"[1]"[..])
+        );
+        assert_eq!(store.list("key:ci").unwrap().len(), 2, "tags are not files");
+        assert_eq!(store.owners().unwrap(), vec!["key:ci"], "nor owners");
+        assert!(store.remove("key:ci", "t/a.txt").unwrap());
+        assert_eq!(store.tags("key:ci", "t/a.txt").unwrap(), None);
+    }
+
+    #[test]
+    fn a_link_in_an_owners_folder_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), b"theirs").unwrap();
+        let store = DirStore::new(dir.path());
+        store.write("a", "mine", b"1").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("a").join("out")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret"),
+            dir.path().join("a").join("ln"),
+        )
+        .unwrap();
+        let refused = |e: io::Error| e.get_ref().is_some_and(|e| e.is::<LinkRefused>());
+        assert!(refused(store.write("a", "out/x", b"2").unwrap_err()));
+        assert!(refused(store.write("a", "ln", b"2").unwrap_err()));
+        assert!(refused(store.read("a", "out/secret").unwrap_err()));
+        assert!(refused(store.read("a", "ln").unwrap_err()));
+        assert!(refused(store.remove("a", "out/secret").unwrap_err()));
+        assert_eq!(
+            std::fs::read(outside.path().join("secret")).unwrap(),
+            b"theirs"
+        );
+        assert!(!outside.path().join("x").exists());
+        let names: Vec<String> = store
+            .list("a")
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(names, ["mine"], "listings skip links");
     }
 
     #[test]
