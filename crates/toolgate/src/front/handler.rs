@@ -262,6 +262,7 @@ impl ServerHandler for Session {
             context.peer.clone(),
             self.state.subs.clone(),
             closed,
+            caller.principal(),
             |server| self.sees_logs(&caller, server),
         );
         // Pass catalog changes on as tools/list_changed while the session lives (the
