@@ -112,10 +112,17 @@ async fn sighup_reopens_the_log_and_the_gateway_keeps_serving() {
     assert!(ok, "{out}");
     // The new file alone begins at a rotation record that names the file it continues:
     // that file must be given too, or knowingly left out.
-    let new_alone = [path.to_str().unwrap(), "--secret-file", secret.to_str().unwrap()];
+    let new_alone = [
+        path.to_str().unwrap(),
+        "--secret-file",
+        secret.to_str().unwrap(),
+    ];
     let (ok, out) = verify(&new_alone);
     assert!(!ok, "{out}");
-    assert!(out.contains("begins at a rotation record") && out.contains("audit.jsonl (through seq"), "{out}");
+    assert!(
+        out.contains("begins at a rotation record") && out.contains("audit.jsonl (through seq"),
+        "{out}"
+    );
     let (ok, out) = verify(&[&new_alone[..], &["--from-rotation"]].concat());
     assert!(ok && out.contains("continues a chain"), "{out}");
 }
@@ -144,7 +151,10 @@ async fn verify_fails_a_log_whose_head_was_cut() {
     std::fs::write(&path, cut).unwrap();
     let (ok, out) = verify(&["--config", config.to_str().unwrap()]);
     assert!(!ok, "a log without its first records verified: {out}");
-    assert!(out.contains("audit.jsonl:1:") && out.contains("head of the log was cut"), "{out}");
+    assert!(
+        out.contains("audit.jsonl:1:") && out.contains("head of the log was cut"),
+        "{out}"
+    );
     // No rotation record to waive: --from-rotation does not make it pass.
     let (ok, out) = verify(&["--config", config.to_str().unwrap(), "--from-rotation"]);
     assert!(!ok, "{out}");
@@ -156,7 +166,10 @@ async fn verify_fails_a_forged_line_instead_of_calling_it_torn() {
     let (config, path) = written_log(&dir).await;
     let log = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = log.lines().collect();
-    let end = lines.iter().position(|l| l.contains("\"latencyMs\":")).expect("an end record");
+    let end = lines
+        .iter()
+        .position(|l| l.contains("\"latencyMs\":"))
+        .expect("an end record");
     let forged = regex_free_nan(lines[end]);
     let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     edited[end] = forged;
@@ -182,7 +195,10 @@ async fn verify_with_a_config_elsewhere_finds_a_relative_log_and_its_secret_besi
     let (config, path) = written_log(&dir).await;
     // The same configuration with the log's path relative (to the file's folder).
     let text = std::fs::read_to_string(&config).unwrap();
-    let relative = text.replace(&format!("{:?}", path.display().to_string()), "\"audit.jsonl\"");
+    let relative = text.replace(
+        &format!("{:?}", path.display().to_string()),
+        "\"audit.jsonl\"",
+    );
     assert_ne!(relative, text);
     let config = dir.write("relative.toml", &relative);
     let elsewhere = tempfile::tempdir().unwrap();
@@ -192,7 +208,8 @@ async fn verify_with_a_config_elsewhere_finds_a_relative_log_and_its_secret_besi
         .current_dir(elsewhere.path())
         .output()
         .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("chain intact"), "{said}");
 }

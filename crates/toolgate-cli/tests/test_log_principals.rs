@@ -140,7 +140,8 @@ async fn a_late_log_reaches_only_the_key_that_last_called_the_upstream() {
 
     // The reader calls last: the next late log is the reader's, and the admin's key does
     // not see it.
-    let later = json!({"path": "/b", "_log": {"mark": "after-readers-call"}, "_log_after_ms": 1500});
+    let later =
+        json!({"path": "/b", "_log": {"mark": "after-readers-call"}, "_log_after_ms": 1500});
     assert!(!is_error(&call_on(&reader, "files_read_file", later).await));
     wait_for(&mut reader_logs, "after-readers-call").await;
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -233,7 +233,10 @@ mod tests {
             .to_string();
         assert!(e.contains("above max_connections = 5"), "{e}");
         let l = parse("max_connections = 5\nunauthenticated_idle_secs = 2\n").unwrap();
-        assert_eq!(l.max_connections_per_client, 5, "the default fits under the cap");
+        assert_eq!(
+            l.max_connections_per_client, 5,
+            "the default fits under the cap"
+        );
         assert_eq!(l.unauthenticated_idle, Duration::from_secs(2));
         assert!(
             parse("max_conections = 5\n").is_err(),

@@ -111,7 +111,10 @@ impl Activity {
             u64::MAX => {
                 let since = self.idle_since.load(Ordering::Acquire);
                 let idle = (since + t.idle.as_millis() as u64, Expired::Idle);
-                let keyless = (t.unauthenticated.as_millis() as u64, Expired::Unauthenticated);
+                let keyless = (
+                    t.unauthenticated.as_millis() as u64,
+                    Expired::Unauthenticated,
+                );
                 match self.authenticated.load(Ordering::Acquire) {
                     false if keyless.0 < idle.0 => keyless,
                     _ => idle,

@@ -2,7 +2,9 @@
 //! fronts: text that is not JSON (-32700 over HTTP; skipped on stdio), a request to a standard method whose params do
 //! not fit it, such as a `tools/call` without a tool name (-32602, where rmcp would say
 //! -32601), and a request rmcp cannot read at all, e.g. nested deeper than the JSON parser
-//! allows (-32600). Each answer carries the request's own id whenever it can be found.
+//! allows (-32600), and JSON that is no JSON-RPC message at all: `null`, `42`, `[]` (no
+//! batches), an object rmcp cannot read, such as one with a key twice (-32600, HTTP 400).
+//! Each answer carries the request's own id whenever it can be found.
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use serde_json::{json, Value};
@@ -168,8 +170,28 @@ fn closely(text: &[u8]) -> Result<Method, Value> {
         Err(e) => return Err(error(Value::Null, -32700, format!("Parse error: {e}"))),
     };
     let Some(obj) = value.as_object() else {
-        return Ok(Method::default());
+        let got = match &value {
+            Value::Array(_) => {
+                "an array: JSON-RPC batches are not supported (MCP 2025-06-18 removed them)"
+            }
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Object(_) => unreachable!("not an object"),
+        };
+        return Err(error(
+            Value::Null,
+            -32600,
+            format!("Invalid request: send one JSON-RPC message, an object with \"jsonrpc\": \"2.0\" and a \"method\"; got {got}"),
+        ));
     };
+    // The text itself, not the value: a value keeps one of two equal keys, where rmcp's
+    // read of the text fails (a duplicate `id` or `method` could mean either).
+    if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(text) {
+        let id = obj.get("id").cloned().unwrap_or(Value::Null);
+        return Err(error(id, -32600, format!("Invalid request: {e}")));
+    }
     let (Some(id), Some(method)) = (obj.get("id").cloned(), obj.get("method")) else {
         return Ok(Method::default());
     };
@@ -328,6 +350,23 @@ mod tests {
             "]".repeat(200)
         );
         assert_eq!(code_and_id(&deep), Some((-32600, json!(9))));
+        for not_a_message in ["null", "42", "[]", "\"x\"", "{}"] {
+            assert_eq!(
+                code_and_id(not_a_message),
+                Some((-32600, json!(null))),
+                "{not_a_message}"
+            );
+        }
+        let twice = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","method":"tools/call"}"#;
+        let e = refusal(twice.as_bytes()).unwrap();
+        assert_eq!(e["error"]["code"], -32600);
+        assert!(
+            e["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("duplicate field"),
+            "{e}"
+        );
         // Well-formed ones, notifications and unknown methods are rmcp's to answer.
         let ok = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#;
         assert_eq!(code_and_id(ok), None);

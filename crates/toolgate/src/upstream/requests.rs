@@ -213,7 +213,9 @@ impl Relay {
                 tracing::debug!(%upstream, "a log message outside calls, and the last call named no principal: passed to no client");
                 return;
             }
-            let _ = self.notices.send((upstream.clone(), Notice::Log(params, owner)));
+            let _ = self
+                .notices
+                .send((upstream.clone(), Notice::Log(params, owner)));
         } else {
             // Bounded: a caller that does not read its stream must not hold the upstream's
             // notification tasks (each one a task of its own) forever.
@@ -442,7 +444,10 @@ mod tests {
         drop(relay.register(client("b", "b's")));
         relay.log(&up, json!({"n": 1})).await;
         let (_, notice) = rx.try_recv().unwrap();
-        assert_eq!(notice, Notice::Log(json!({"n": 1}), Some(Principal::key("b"))));
+        assert_eq!(
+            notice,
+            Notice::Log(json!({"n": 1}), Some(Principal::key("b")))
+        );
         // A call with no client behind it last: nobody's.
         assert!(relay.register(None).is_none());
         relay.log(&up, json!({"n": 2})).await;

@@ -78,7 +78,8 @@ impl Verified {
 /// True when `line` ends as a sealed line does (`,"mac":"<64 hex>"}`): whatever else it
 /// holds, it claims to be a whole record, so it is judged by its MAC, never as torn.
 fn looks_sealed(line: &str) -> bool {
-    unseal(line).is_some_and(|(_, tag)| tag.len() == 64 && tag.bytes().all(|b| b.is_ascii_hexdigit()))
+    unseal(line)
+        .is_some_and(|(_, tag)| tag.len() == 64 && tag.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Checks the lines of an audit log's files, oldest first: each record's MAC under
@@ -117,7 +118,8 @@ pub fn verify(secret: &[u8], files: &[&str], from_rotation: bool) -> Verified {
                 continue;
             }
             let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
-                v.broken.push((at, "the line's MAC matches but it is not valid JSON".into()));
+                v.broken
+                    .push((at, "the line's MAC matches but it is not valid JSON".into()));
                 continue;
             };
             let after_torn = record[AFTER_TORN] == serde_json::Value::Bool(true);
@@ -178,7 +180,9 @@ pub fn verify(secret: &[u8], files: &[&str], from_rotation: bool) -> Verified {
         }
     }
     // Left at the very end: torn if the last file ends inside a line (a write cut off).
-    let cut_off = files.last().is_some_and(|t| !t.is_empty() && !t.ends_with('\n'));
+    let cut_off = files
+        .last()
+        .is_some_and(|t| !t.is_empty() && !t.ends_with('\n'));
     for p in pending {
         if cut_off {
             v.torn.push(p);
@@ -254,7 +258,13 @@ mod tests {
     #[test]
     fn a_line_torn_by_a_failed_write_is_reported_not_counted_as_tampering() {
         // The record after the failed write says so.
-        let text = chain_with(b"k", 2, |seq| if seq == 2 { ",\"afterTorn\":true".into() } else { String::new() });
+        let text = chain_with(b"k", 2, |seq| {
+            if seq == 2 {
+                ",\"afterTorn\":true".into()
+            } else {
+                String::new()
+            }
+        });
         let (first, second) = text.split_once('\n').unwrap();
         let torn = format!("{first}\n{{\"seq\":2,\"pre\n{second}");
         let v = one(b"k", &torn);
@@ -290,7 +300,11 @@ mod tests {
         let rest: Vec<&str> = text.lines().skip(2).collect();
         let v = one(b"k", &rest.join("\n"));
         assert!(!v.intact());
-        assert!(v.broken[0].1.contains("head of the log was cut"), "{:?}", v.broken);
+        assert!(
+            v.broken[0].1.contains("head of the log was cut"),
+            "{:?}",
+            v.broken
+        );
         // Waiving rotation does not help: there is no rotation record.
         assert!(!verify(b"k", &[&rest.join("\n")], true).intact());
     }
@@ -299,7 +313,8 @@ mod tests {
     fn a_rotated_file_needs_its_earlier_file_or_an_explicit_waiver() {
         let text = chain_with(b"k", 4, |seq| {
             if seq == 3 {
-                ",\"type\":\"rotation\",\"continues\":\"/var/log/a.jsonl\",\"continuesSeq\":2".into()
+                ",\"type\":\"rotation\",\"continues\":\"/var/log/a.jsonl\",\"continuesSeq\":2"
+                    .into()
             } else {
                 String::new()
             }
@@ -311,9 +326,16 @@ mod tests {
         assert_eq!(v.records, 4);
         let v = verify(b"k", &[&new], false);
         assert!(!v.intact());
-        assert!(v.broken[0].1.contains("/var/log/a.jsonl (through seq 2)"), "{:?}", v.broken);
+        assert!(
+            v.broken[0].1.contains("/var/log/a.jsonl (through seq 2)"),
+            "{:?}",
+            v.broken
+        );
         let v = verify(b"k", &[&new], true);
         assert!(v.intact(), "{:?}", v.broken);
-        assert_eq!(v.continues_from.as_deref(), Some("/var/log/a.jsonl (through seq 2)"));
+        assert_eq!(
+            v.continues_from.as_deref(),
+            Some("/var/log/a.jsonl (through seq 2)")
+        );
     }
 }

@@ -123,7 +123,10 @@ fn a_reopen_follows_a_rotated_file() {
     let new = lines(&path);
     assert_eq!(new.len(), 2, "the record went to the new file");
     assert_eq!(new[0]["seq"], 2);
-    assert_eq!(new[0]["type"], "rotation", "the new file names the one it continues");
+    assert_eq!(
+        new[0]["type"], "rotation",
+        "the new file names the one it continues"
+    );
     assert_eq!(new[0]["continuesSeq"], 1);
     assert_eq!(new[1]["seq"], 3);
     let old = std::fs::read_to_string(dir.path().join("a.jsonl.1")).unwrap();
