@@ -27,7 +27,7 @@ const TYPED: &[&str] = &[
 ];
 
 /// The error answer for one client message (a JSON-RPC text), or `None` when rmcp can be
-/// left to answer it. A batch (array) is left to rmcp.
+/// left to answer it. A batch (array) is refused: rmcp reads none.
 pub(super) fn refusal(text: &[u8]) -> Option<Value> {
     check(text).err()
 }
@@ -190,7 +190,11 @@ fn closely(text: &[u8]) -> Result<Method, Value> {
     // read of the text fails (a duplicate `id` or `method` could mean either).
     if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(text) {
         let id = obj.get("id").cloned().unwrap_or(Value::Null);
-        return Err(error(id, -32600, format!("Invalid request: {e}")));
+        let why = match twice(text) {
+            Some(key) => format!("the key {key:?} appears more than once; send each key once"),
+            None => e.to_string(),
+        };
+        return Err(error(id, -32600, format!("Invalid request: {why}")));
     }
     let (Some(id), Some(method)) = (obj.get("id").cloned(), obj.get("method")) else {
         return Ok(Method::default());
@@ -222,6 +226,33 @@ fn closely(text: &[u8]) -> Result<Method, Value> {
         }),
         Err(e) => Err(error(id, -32600, format!("Invalid request: {e}"))),
     }
+}
+
+/// A key the top-level object of `text` holds more than once, if any.
+fn twice(text: &[u8]) -> Option<String> {
+    struct Keys(Option<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_map(Keys(None))
+        }
+    }
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = Keys;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            let mut again = None;
+            while let Some((key, Skip)) = map.next_entry::<String, Skip>()? {
+                if !seen.insert(key.clone()) && again.is_none() {
+                    again = Some(key);
+                }
+            }
+            Ok(Keys(again))
+        }
+    }
+    serde_json::from_slice::<Keys>(text).ok()?.0
 }
 
 type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
@@ -364,7 +395,7 @@ mod tests {
             e["error"]["message"]
                 .as_str()
                 .unwrap()
-                .contains("duplicate field"),
+                .contains("\"method\" appears more than once"),
             "{e}"
         );
         // Well-formed ones, notifications and unknown methods are rmcp's to answer.
@@ -378,9 +409,10 @@ mod tests {
             code_and_id(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
             None
         );
+        // rmcp reads no batches (MCP 2025-06-18 removed them): refused here, saying so.
         assert_eq!(
             code_and_id(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
-            None
+            Some((-32600, json!(null)))
         );
     }
 

@@ -440,7 +440,7 @@ mod tests {
         // No call yet: nobody's.
         relay.log(&up, json!({"n": 0})).await;
         assert!(rx.try_recv().is_err());
-        drop(relay.register(client("a", "a's")));
+        // (One principal only: calls of two that ended in the last second make it nobody's.)
         drop(relay.register(client("b", "b's")));
         relay.log(&up, json!({"n": 1})).await;
         let (_, notice) = rx.try_recv().unwrap();
