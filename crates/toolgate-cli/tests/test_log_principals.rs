@@ -155,6 +155,36 @@ async fn a_late_log_reaches_only_the_key_that_last_called_the_upstream() {
     }
 }
 
+#[tokio::test]
+async fn a_key_sets_the_log_level_only_of_upstreams_in_its_scope() {
+    let dir = TestDir::new();
+    let gw = gateway(&dir);
+    let (admin, mut admin_logs) = connect(&gw.url, ADMIN).await;
+    // `other` may use `newsrv` only: its setLevel must not reach `files`.
+    let (other, _other_logs) = connect(&gw.url, OTHER).await;
+    let r = request(&other, "logging/setLevel", json!({"level": "error"})).await;
+    assert!(r.get("error").is_none(), "{r}");
+    let log = json!({"path": "/a", "_log": {"mark": "still-at-info"}});
+    assert!(!is_error(&call_on(&admin, "files_read_file", log).await));
+    wait_for(&mut admin_logs, "still-at-info").await;
+
+    // The admin's key covers `files`: its setLevel does reach it (the fixture then sends
+    // no info logs), which shows the check above could fail.
+    let r = request(&admin, "logging/setLevel", json!({"level": "error"})).await;
+    assert!(r.get("error").is_none(), "{r}");
+    let log = json!({"path": "/b", "_log": {"mark": "silenced"}});
+    assert!(!is_error(&call_on(&admin, "files_read_file", log).await));
+    let log = json!({"path": "/c", "_log": {"mark": "after"}});
+    let r = request(&admin, "logging/setLevel", json!({"level": "debug"})).await;
+    assert!(r.get("error").is_none(), "{r}");
+    assert!(!is_error(&call_on(&admin, "files_read_file", log).await));
+    wait_for(&mut admin_logs, "after").await;
+    assert_eq!(marked(&mut admin_logs, "silenced"), Vec::<Value>::new());
+    for c in [admin, other] {
+        c.cancel().await.unwrap();
+    }
+}
+
 /// A client that declares sampling and answers with its own name, counting what it was asked.
 struct Sampler {
     name: &'static str,

@@ -249,9 +249,9 @@ impl ServerHandler for Session {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        prompts::set_level(self.gw(), request).await
+        prompts::set_level(self.gw(), &self.bound_caller(&context)?, request).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
