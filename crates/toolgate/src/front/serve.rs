@@ -58,7 +58,23 @@ pub async fn serve_http(
             }
         };
         set_nodelay(&stream);
+        // The whole cap first (503), then this client's share of it (429).
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            if let Ok(turn) = refusing.clone().try_acquire_owned() {
+                tracing::debug!(
+                    "HTTP connection refused: {} open (gateway.limits.max_connections)",
+                    limits.max_connections
+                );
+                let max = limits.max_connections;
+                conns.spawn(async move {
+                    refuse(stream, Refusal::Total(max)).await;
+                    drop(turn);
+                });
+            }
+            continue;
+        };
         let Some(client) = clients.enter(from, limits.max_connections_per_client) else {
+            drop(slot);
             if let Ok(turn) = refusing.clone().try_acquire_owned() {
                 tracing::debug!(
                     "HTTP connection from {from} refused: {} open from it (gateway.limits.max_connections_per_client)",
@@ -72,30 +88,18 @@ pub async fn serve_http(
             }
             continue;
         };
-        if let Ok(slot) = slots.clone().try_acquire_owned() {
-            let conn = Connection {
-                app: app.clone(),
-                fast: fast.clone(),
-                limits: limits.clone(),
-                posts: posts.clone(),
-                closing: closing.clone(),
-                kill: kill.clone(),
-            };
-            conns.spawn(async move {
-                conn.serve(stream).await;
-                drop((slot, client));
-            });
-        } else if let Ok(turn) = refusing.clone().try_acquire_owned() {
-            tracing::debug!(
-                "HTTP connection refused: {} open (gateway.limits.max_connections)",
-                limits.max_connections
-            );
-            drop(client);
-            conns.spawn(async move {
-                refuse(stream, Refusal::Total(limits.max_connections)).await;
-                drop(turn);
-            });
-        }
+        let conn = Connection {
+            app: app.clone(),
+            fast: fast.clone(),
+            limits: limits.clone(),
+            posts: posts.clone(),
+            closing: closing.clone(),
+            kill: kill.clone(),
+        };
+        conns.spawn(async move {
+            conn.serve(stream).await;
+            drop((slot, client));
+        });
     }
     drop(listener);
     tracing::info!("shutting down: no new connections");
