@@ -50,7 +50,7 @@ pub(super) fn run(
     // The first defence against a busy program: QuickJS polls this while running bytecode.
     rt.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
     let mut done = ctx.with(|ctx| in_context(&ctx, &run, deadline, input, out));
-    out_of_memory(&rt, &run, &mut done);
+    out_of_memory(&run, &mut done);
     let explained = done
         .error
         .as_ref()
@@ -81,28 +81,26 @@ pub(super) fn run(
     done
 }
 
-/// When QuickJS runs out of heap it can throw `null` (it has no memory left to make an
-/// error), which would reach the model as the message `null`: said in words instead, with
-/// the limit. A program's own `throw null` with its heap far from the limit is said so too.
-fn out_of_memory(rt: &Runtime, run: &Run, done: &mut Done) {
+/// When QuickJS runs out of heap it throws `null` (it has no memory left to make an error),
+/// which would reach the model as the message `null`; said in words instead, with the
+/// limit. (The heap is freed by the time the run ends, so usage cannot tell this apart from
+/// a program's own `throw null`; the message names both.)
+fn out_of_memory(run: &Run, done: &mut Done) {
     let Some(e) = done.error.as_mut() else {
         return;
     };
-    let said_out_of_memory = e.message.contains("out of memory");
-    let bare = e.name == "Error" && (e.message == "null" || e.message == "undefined");
-    if !said_out_of_memory && !bare {
-        return;
-    }
-    let used = rt.memory_usage().malloc_size.max(0) as u64;
-    let limit = run.limits.heap_bytes as u64;
-    if said_out_of_memory || used.saturating_mul(2) >= limit {
+    let mib = run.limits.heap_bytes >> 20;
+    let advice = "keep less in memory at once (page through results, keep only the fields needed)";
+    if e.message.contains("out of memory") {
         e.name = "OutOfMemoryError".into();
         e.message = format!(
-            "the program ran out of memory: its heap is limited to {} MiB (code.heap_mib); keep less in memory at once (page through results, keep only the fields needed)",
-            limit >> 20
+            "the program ran out of memory: its heap is limited to {mib} MiB (code.heap_mib); {advice}"
         );
-    } else {
-        e.message = format!("the program threw {} (not an Error)", e.message);
+    } else if e.name == "Error" && (e.message == "null" || e.message == "undefined") {
+        e.message = format!(
+            "the program ended with {} thrown: it ran out of memory (its heap is limited to {mib} MiB, code.heap_mib; {advice}), or it threw {} itself",
+            e.message, e.message
+        );
     }
 }
 
