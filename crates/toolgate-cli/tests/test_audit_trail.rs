@@ -1,7 +1,8 @@
 //! The audit trail end to end, over HTTP with real fixture upstreams: a call is recorded when
 //! it starts and when it ends, calls of unknown tools are recorded, argument hashes are keyed,
-//! `toolgate audit verify` finds an edited record, SIGHUP reopens the log for rotation (the
-//! gateway keeps serving), and floods of unauthenticated requests are counted, not written.
+//! `toolgate audit verify` finds an edited record, a cut head and a forged line, SIGHUP
+//! reopens the log for rotation (the gateway keeps serving; the new file names the one it
+//! continues), and floods of unauthenticated requests are counted, not written.
 
 mod common;
 mod policy_support;
@@ -109,13 +110,108 @@ async fn sighup_reopens_the_log_and_the_gateway_keeps_serving() {
         secret.to_str().unwrap(),
     ]);
     assert!(ok, "{out}");
-    // The new file alone continues a chain from an earlier file.
-    let (ok, out) = verify(&[
+    // The new file alone begins at a rotation record that names the file it continues:
+    // that file must be given too, or knowingly left out.
+    let new_alone = [
         path.to_str().unwrap(),
         "--secret-file",
         secret.to_str().unwrap(),
-    ]);
+    ];
+    let (ok, out) = verify(&new_alone);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("begins at a rotation record") && out.contains("audit.jsonl (through seq"),
+        "{out}"
+    );
+    let (ok, out) = verify(&[&new_alone[..], &["--from-rotation"]].concat());
     assert!(ok && out.contains("continues a chain"), "{out}");
+}
+
+/// A gateway that wrote a few records, stopped: its configuration and log.
+async fn written_log(dir: &TestDir) -> (std::path::PathBuf, std::path::PathBuf) {
+    let config = policy_config(dir, "direct", "");
+    let mut gw = HttpGateway::start(&config, &[]);
+    let c = connect_as(&gw.url, READER).await;
+    for i in 0..4 {
+        let r = call_on(&c, "files_read_file", json!({"path": format!("/{i}")})).await;
+        assert!(!is_error(&r), "{}", text(&r));
+    }
+    c.cancel().await.unwrap();
+    gw.stop();
+    (config, dir.path("audit.jsonl"))
+}
+
+#[tokio::test]
+async fn verify_fails_a_log_whose_head_was_cut() {
+    let dir = TestDir::new();
+    let (config, path) = written_log(&dir).await;
+    let log = std::fs::read_to_string(&path).unwrap();
+    assert!(log.lines().count() >= 8, "{log}");
+    let cut: String = log.lines().skip(3).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, cut).unwrap();
+    let (ok, out) = verify(&["--config", config.to_str().unwrap()]);
+    assert!(!ok, "a log without its first records verified: {out}");
+    assert!(
+        out.contains("audit.jsonl:1:") && out.contains("head of the log was cut"),
+        "{out}"
+    );
+    // No rotation record to waive: --from-rotation does not make it pass.
+    let (ok, out) = verify(&["--config", config.to_str().unwrap(), "--from-rotation"]);
+    assert!(!ok, "{out}");
+}
+
+#[tokio::test]
+async fn verify_fails_a_forged_line_instead_of_calling_it_torn() {
+    let dir = TestDir::new();
+    let (config, path) = written_log(&dir).await;
+    let log = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    let end = lines
+        .iter()
+        .position(|l| l.contains("\"latencyMs\":"))
+        .expect("an end record");
+    let forged = regex_free_nan(lines[end]);
+    let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    edited[end] = forged;
+    std::fs::write(&path, edited.join("\n") + "\n").unwrap();
+    let (ok, out) = verify(&["--config", config.to_str().unwrap(), "--json"]);
+    assert!(!ok, "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["torn"], json!([]), "{v}");
+    let at = format!("audit.jsonl:{}", end + 1);
+    assert!(v["broken"][0]["at"].as_str().unwrap().ends_with(&at), "{v}");
+}
+
+/// `line` with its `latencyMs` value replaced by `NaN` (not JSON any more).
+fn regex_free_nan(line: &str) -> String {
+    let at = line.find("\"latencyMs\":").unwrap() + "\"latencyMs\":".len();
+    let end = at + line[at..].find(',').unwrap();
+    format!("{}NaN{}", &line[..at], &line[end..])
+}
+
+#[tokio::test]
+async fn verify_with_a_config_elsewhere_finds_a_relative_log_and_its_secret_beside_the_config() {
+    let dir = TestDir::new();
+    let (config, path) = written_log(&dir).await;
+    // The same configuration with the log's path relative (to the file's folder).
+    let text = std::fs::read_to_string(&config).unwrap();
+    let relative = text.replace(
+        &format!("{:?}", path.display().to_string()),
+        "\"audit.jsonl\"",
+    );
+    assert_ne!(relative, text);
+    let config = dir.write("relative.toml", &relative);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = Command::new(toolgate())
+        .args(["audit", "verify", "--config"])
+        .arg(&config)
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("chain intact"), "{said}");
 }
 
 #[tokio::test]

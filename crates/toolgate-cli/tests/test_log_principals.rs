@@ -1,7 +1,8 @@
 //! An upstream's log messages name no call, so the gateway must not guess across API keys:
 //! with calls of two keys in flight on one upstream, a log goes to neither client; with one
-//! key's calls, to that key's clients; outside calls, only to sessions whose key and profile
-//! cover the whole server (as its resources and prompts do). Over stdio an upstream's
+//! key's calls, to that key's clients; outside calls (a log sent after the call ended),
+//! only to the sessions of the key that last called the upstream, when its key and
+//! profile cover the whole server (as its resources and prompts do). Over stdio an upstream's
 //! sampling request names no call either: with two keys' calls in flight it goes to
 //! neither client and the upstream gets an error. Real gateway over HTTP, the fixture over
 //! stdio as the shared upstream.
@@ -111,26 +112,75 @@ async fn a_log_during_calls_of_two_keys_reaches_neither_and_one_keys_log_reaches
 }
 
 #[tokio::test]
-async fn a_log_outside_calls_reaches_only_sessions_that_may_use_the_whole_server() {
+async fn a_late_log_reaches_only_the_key_that_last_called_the_upstream() {
     let dir = TestDir::new();
     let gw = gateway(&dir);
     let (admin, mut admin_logs) = connect(&gw.url, ADMIN).await;
-    // `reader`'s key and profile cover `files/*` (less one tool, as for its resources).
+    // `reader`'s key and profile cover `files/*` (less one tool, as for its resources):
+    // it may see the server's logs, but not those of the admin's calls.
     let (reader, mut reader_logs) = connect(&gw.url, READER).await;
     // `other` may not use `files` at all.
     let (other, mut other_logs) = connect(&gw.url, OTHER).await;
 
-    // The upstream logs 300 ms after answering, when no call is in flight.
-    let later = json!({"path": "/a", "_log": {"mark": "after-the-call"}, "_log_after_ms": 300});
+    // The upstream logs 1.5 s after answering the admin, when no call is in flight and the
+    // admin's call no longer counts as just ended.
+    let later = json!({"path": "/a", "_log": {"mark": "after-admins-call"}, "_log_after_ms": 1500});
     assert!(!is_error(&call_on(&admin, "files_read_file", later).await));
-    wait_for(&mut admin_logs, "after-the-call").await;
-    wait_for(&mut reader_logs, "after-the-call").await;
+    wait_for(&mut admin_logs, "after-admins-call").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        marked(&mut other_logs, "after-the-call"),
+        marked(&mut reader_logs, "after-admins-call"),
+        Vec::<Value>::new(),
+        "the admin's late log reached the reader's key"
+    );
+    assert_eq!(
+        marked(&mut other_logs, "after-admins-call"),
         Vec::<Value>::new()
     );
+
+    // The reader calls last: the next late log is the reader's, and the admin's key does
+    // not see it.
+    let later =
+        json!({"path": "/b", "_log": {"mark": "after-readers-call"}, "_log_after_ms": 1500});
+    assert!(!is_error(&call_on(&reader, "files_read_file", later).await));
+    wait_for(&mut reader_logs, "after-readers-call").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        marked(&mut admin_logs, "after-readers-call"),
+        Vec::<Value>::new(),
+        "the reader's late log reached the admin's key"
+    );
     for c in [admin, reader, other] {
+        c.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_key_sets_the_log_level_only_of_upstreams_in_its_scope() {
+    let dir = TestDir::new();
+    let gw = gateway(&dir);
+    let (admin, mut admin_logs) = connect(&gw.url, ADMIN).await;
+    // `other` may use `newsrv` only: its setLevel must not reach `files`.
+    let (other, _other_logs) = connect(&gw.url, OTHER).await;
+    let r = request(&other, "logging/setLevel", json!({"level": "error"})).await;
+    assert!(r.get("error").is_none(), "{r}");
+    let log = json!({"path": "/a", "_log": {"mark": "still-at-info"}});
+    assert!(!is_error(&call_on(&admin, "files_read_file", log).await));
+    wait_for(&mut admin_logs, "still-at-info").await;
+
+    // The admin's key covers `files`: its setLevel does reach it (the fixture then sends
+    // no info logs), which shows the check above could fail.
+    let r = request(&admin, "logging/setLevel", json!({"level": "error"})).await;
+    assert!(r.get("error").is_none(), "{r}");
+    let log = json!({"path": "/b", "_log": {"mark": "silenced"}});
+    assert!(!is_error(&call_on(&admin, "files_read_file", log).await));
+    let log = json!({"path": "/c", "_log": {"mark": "after"}});
+    let r = request(&admin, "logging/setLevel", json!({"level": "debug"})).await;
+    assert!(r.get("error").is_none(), "{r}");
+    assert!(!is_error(&call_on(&admin, "files_read_file", log).await));
+    wait_for(&mut admin_logs, "after").await;
+    assert_eq!(marked(&mut admin_logs, "silenced"), Vec::<Value>::new());
+    for c in [admin, other] {
         c.cancel().await.unwrap();
     }
 }

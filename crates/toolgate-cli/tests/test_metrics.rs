@@ -505,3 +505,30 @@ async fn a_2026_07_28_client_is_counted_under_its_principal_across_requests() {
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn on_a_dual_stack_listener_a_local_ipv4_client_may_read_metrics_and_the_dashboard() {
+    if std::net::TcpListener::bind("[::]:0").is_err() {
+        skip("no IPv6 on this machine: cannot listen on [::]");
+        return;
+    }
+    let dir = TestDir::new();
+    dir.write("catalog.json", &test_catalog().to_string());
+    let beta = HttpFixture::start(&dir, "beta");
+    let path = config(&dir, &beta, "");
+    let (gw, _log) = HttpGateway::start_on("[::]:0", &path, &[], None, &[]);
+    // The peer is ::ffff:127.0.0.1 on the [::] socket: loopback all the same.
+    let port = gw
+        .url
+        .rsplit_once("]:")
+        .unwrap()
+        .1
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    for page in ["metrics", "ui", "ui/data"] {
+        let (status, body) = get(&format!("http://127.0.0.1:{port}/{page}"), None).await;
+        assert_eq!(status, 200, "/{page}: {body}");
+    }
+}

@@ -143,7 +143,7 @@ async fn the_path_picks_the_profile_and_unknown_profiles_are_404() {
         &format!("{}/mcp/p/nope", gw.base()),
         Some(&format!("Bearer {ADMIN}")),
         None,
-        json!({}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
     )
     .send()
     .await

@@ -1,6 +1,7 @@
 //! Broken client messages get an answer, with their own id where they have one: over HTTP,
 //! text that is not JSON is 400 with a JSON-RPC -32700 body (not rmcp's 415; on stdio such a
-//! line has no id and is skipped); over stdio and
+//! line has no id and is skipped), and JSON that is no JSON-RPC message (`null`, `42`, `[]`,
+//! a key twice) is 400 with -32600 saying so; over stdio and
 //! HTTP, a `tools/call` without a tool name or with a wrongly typed one is -32602 (not
 //! -32601), and a request nested deeper than the parser allows is -32600 with its id. The
 //! session goes on serving afterwards.
@@ -118,6 +119,19 @@ async fn http_answers_broken_bodies_with_json_rpc_errors() {
         assert_eq!(v["error"]["code"], code, "{v}");
         let want = if code == -32602 { 200 } else { 400 };
         assert_eq!(status, want, "{v}");
+    }
+    // JSON that is no JSON-RPC message: 400 saying what a message is (not rmcp's 415).
+    let twice = r#"{"jsonrpc":"2.0","id":5,"id":6,"method":"tools/list"}"#;
+    for body in ["null", "42", "[]", twice] {
+        let r = post(body.into()).await.unwrap();
+        let status = r.status();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(status, 400, "{body}: {v}");
+        assert_eq!(v["error"]["code"], -32600, "{body}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        let clear = message.contains("send one JSON-RPC message")
+            || message.contains("appears more than once");
+        assert!(clear, "{body}: {message}");
     }
     // A real client still works.
     let (client, _n) = connect_http(&gateway.url).await;

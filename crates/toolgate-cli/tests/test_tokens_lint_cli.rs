@@ -153,3 +153,34 @@ fn tokens_and_lint_measure_a_live_configuration() {
     }
     assert!(dir.processes().is_empty(), "upstream processes left behind");
 }
+
+#[test]
+fn the_static_html_page_keeps_a_tool_name_that_looks_like_markup_inside_its_script() {
+    let dir = common::TestDir::new();
+    let name = "x<!--<script>";
+    let catalog = serde_json::json!([{"server": "s", "tool": {"name": name,
+        "description": "Ends </script><script>alert(1)</script> & more.",
+        "inputSchema": {"type": "object"}}}]);
+    let cat = dir.write("odd.json", &catalog.to_string());
+    let html = dir.path("odd.html");
+    let (code, _) = toolgate(&[
+        "tokens",
+        "--catalog",
+        cat.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    // The inlined data: what the script assigns to INLINE, up to the end of its line.
+    let start = page.find("const INLINE = ").expect("the data line") + "const INLINE = ".len();
+    let data = &page[start..start + page[start..].find(";\n").unwrap()];
+    assert!(
+        !data.contains(['<', '>', '&']),
+        "markup left in the script: {data}"
+    );
+    let v: serde_json::Value = serde_json::from_str(data).unwrap();
+    assert!(v.to_string().contains(name), "{v}");
+    // The page has the one script element it was written with.
+    assert_eq!(page.matches("<script").count(), 1);
+}

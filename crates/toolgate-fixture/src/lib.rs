@@ -30,7 +30,7 @@
 //! | `_list_changed` | bool | send `notifications/tools/list_changed`, after toggling `_toggle_tool` if given |
 //! | `_toggle_tool` | string | with `_list_changed`: hide that tool if shown, show it if hidden (for every session) |
 //! | `_crash` | bool | the process exits at once (status 70) mid-call, without answering |
-//! | `_log` | any | send a `notifications/message` at level `info` with this value as `data` |
+//! | `_log` | any | send a `notifications/message` at level `info` with this value as `data` (none while `logging/setLevel` asked for a level above info) |
 //! | `_log_after_ms` | integer | with `_log`: send it this long after the answer, outside the call |
 //! | `_ask_roots` | bool | ask the client `roots/list` first and go on whatever it answers |
 //!

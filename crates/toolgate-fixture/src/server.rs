@@ -42,6 +42,10 @@ pub struct FixtureServer {
     flood_notifications: bool,
     /// `--demo --stateful`: the demo's own answers instead of echoes, shared by sessions.
     world: Option<Arc<crate::demo::DemoWorld>>,
+    /// The least severe level `_log` messages are sent at, as the last `logging/setLevel`
+    /// said (a rank, 0 = debug); the `_log` knob sends at info (1), so a level above info
+    /// silences it, which shows whether a client's setLevel reached this server.
+    log_floor: Arc<std::sync::atomic::AtomicU8>,
 }
 
 impl FixtureServer {
@@ -62,6 +66,7 @@ impl FixtureServer {
             malformed_tools: false,
             flood_notifications: false,
             world: None,
+            log_floor: Arc::default(),
         }
     }
 
@@ -144,12 +149,13 @@ impl FixtureServer {
         context: &RequestContext<RoleServer>,
     ) -> Option<String> {
         match (&knobs.log, knobs.log_after_ms) {
-            (Some(data), None) => send_log(&context.peer, data.clone()).await,
+            (Some(data), None) => send_log(&context.peer, data.clone(), &self.log_floor).await,
             (Some(data), Some(ms)) => {
                 let (peer, data) = (context.peer.clone(), data.clone());
+                let floor = self.log_floor.clone();
                 tokio::spawn(async move {
                     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-                    send_log(&peer, data).await;
+                    send_log(&peer, data, &floor).await;
                 });
             }
             (None, _) => {}
@@ -222,6 +228,17 @@ impl ServerHandler for FixtureServer {
                 Some(_) => "A server of toolgate's built-in demo: made-up data kept in memory while it runs.",
                 None => "A toolgate fixture: tools from a catalog file, answering deterministic echoes.",
             })
+    }
+
+    #[allow(deprecated)] // Logging backs the `_log` knob.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_floor
+            .store(request.level as u8, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
     async fn list_tools(
@@ -315,9 +332,13 @@ impl ServerHandler for FixtureServer {
 
 /// Sends the `_log` notification. Logging is deprecated by SEP-2577, yet clients on the
 /// protocol versions before 2026-07-28 still receive it, so the fixture keeps sending it.
+/// Nothing is sent while `logging/setLevel` asked for a level above info.
 #[allow(deprecated)]
-async fn send_log(peer: &rmcp::Peer<RoleServer>, data: Value) {
+async fn send_log(peer: &rmcp::Peer<RoleServer>, data: Value, floor: &std::sync::atomic::AtomicU8) {
     use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+    if floor.load(std::sync::atomic::Ordering::Relaxed) > LoggingLevel::Info as u8 {
+        return;
+    }
     let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, data)
         .with_logger("toolgate-fixture");
     if let Err(error) = peer.notify_logging_message(param).await {

@@ -281,6 +281,21 @@ fn memory_and_stack_limits_throw() {
 }
 
 #[test]
+fn a_program_out_of_heap_is_told_so_not_null() {
+    for code in [
+        "const a = []; for (;;) a.push({x: [1, 2, 3]})",
+        "const a = []; for (;;) a.push('y'.repeat(100000) + a.length)",
+    ] {
+        let r = run(code);
+        let e = r.done.error.expect("an error");
+        assert!(
+            e.message.contains("ran out of memory") && e.message.contains("32 MiB"),
+            "{code}: {e:?}"
+        );
+    }
+}
+
+#[test]
 fn a_promise_nothing_settles_ends_at_once() {
     let r = run("await new Promise(() => {})");
     assert_eq!(r.done.status, "error");

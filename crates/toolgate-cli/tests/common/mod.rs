@@ -281,6 +281,17 @@ impl HttpGateway {
         filter: Option<&str>,
         env: &[(&str, &str)],
     ) -> (Self, std::sync::mpsc::Receiver<String>) {
+        Self::start_on("127.0.0.1:0", config, extra, filter, env)
+    }
+
+    /// `start_with_env` listening on `listen` (e.g. `[::]:0`, dual-stack).
+    pub fn start_on(
+        listen: &str,
+        config: &Path,
+        extra: &[&str],
+        filter: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> (Self, std::sync::mpsc::Receiver<String>) {
         let mut cmd = Command::new(toolgate());
         if let Some(f) = filter {
             cmd.env("RUST_LOG", f);
@@ -291,7 +302,7 @@ impl HttpGateway {
         let state = config.parent().unwrap_or(Path::new(".")).join("state");
         cmd.env("XDG_STATE_HOME", state);
         let mut child = cmd
-            .args(["serve", "--http", "127.0.0.1:0", "--config"])
+            .args(["serve", "--http", listen, "--config"])
             .arg(config)
             .args(extra)
             .stdin(Stdio::null())

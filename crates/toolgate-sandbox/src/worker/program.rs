@@ -50,6 +50,7 @@ pub(super) fn run(
     // The first defence against a busy program: QuickJS polls this while running bytecode.
     rt.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
     let mut done = ctx.with(|ctx| in_context(&ctx, &run, deadline, input, out));
+    out_of_memory(&run, &mut done);
     let explained = done
         .error
         .as_ref()
@@ -78,6 +79,29 @@ pub(super) fn run(
     std::mem::forget(ctx);
     std::mem::forget(rt);
     done
+}
+
+/// When QuickJS runs out of heap it throws `null` (it has no memory left to make an error),
+/// which would reach the model as the message `null`; said in words instead, with the
+/// limit. (The heap is freed by the time the run ends, so usage cannot tell this apart from
+/// a program's own `throw null`; the message names both.)
+fn out_of_memory(run: &Run, done: &mut Done) {
+    let Some(e) = done.error.as_mut() else {
+        return;
+    };
+    let mib = run.limits.heap_bytes >> 20;
+    let advice = "keep less in memory at once (page through results, keep only the fields needed)";
+    if e.message.contains("out of memory") {
+        e.name = "OutOfMemoryError".into();
+        e.message = format!(
+            "the program ran out of memory: its heap is limited to {mib} MiB (code.heap_mib); {advice}"
+        );
+    } else if e.name == "Error" && (e.message == "null" || e.message == "undefined") {
+        e.message = format!(
+            "the program ended with {} thrown: it ran out of memory (its heap is limited to {mib} MiB, code.heap_mib; {advice}), or it threw {} itself",
+            e.message, e.message
+        );
+    }
 }
 
 fn failed(name: &str, message: String) -> Done {

@@ -7,6 +7,9 @@
 //! body_timeout_secs = 30         # its whole body within this, once the headers are in
 //! idle_timeout_secs = 60         # a keep-alive connection with no request is closed after this
 //! max_connections = 1024         # open HTTP connections; more are answered 503 and closed
+//! max_connections_per_client = 256 # open HTTP connections from one client address (429)
+//! unauthenticated_idle_secs = 10 # a connection with no authenticated request is closed once
+//!                                # idle this long after it opened
 //! max_sessions = 1000            # open MCP sessions (Mcp-Session-Id), all principals together
 //! max_sessions_per_principal = 100
 //! session_idle_secs = 300        # a session unused this long is closed (sooner under pressure)
@@ -17,6 +20,9 @@ use anyhow::{bail, Result};
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
+
+/// `max_connections_per_client` unless configured (or `max_connections`, if lower).
+const DEFAULT_PER_CLIENT: usize = 256;
 
 /// The limits, validated.
 #[derive(Debug, Clone)]
@@ -31,6 +37,14 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Open HTTP connections at once; a connection over it gets a 503 that says so.
     pub max_connections: usize,
+    /// Open HTTP connections from one client address (IP) at once; one over it gets a 429
+    /// that says so. Without it, one client's idle sockets could hold every slot.
+    pub max_connections_per_client: usize,
+    /// A connection none of whose requests was authenticated (a key accepted, or no keys
+    /// configured) is closed once it is idle and this long has passed since it opened,
+    /// sooner than `idle_timeout` closes an authenticated one: a keyless client cannot
+    /// hold a slot by sending an unauthenticated request now and then.
+    pub unauthenticated_idle: Duration,
     /// Open MCP sessions at once, all principals together.
     pub max_sessions: usize,
     /// Open MCP sessions of one principal (an API key, else the local identity).
@@ -50,6 +64,8 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             max_connections: 1024,
+            max_connections_per_client: DEFAULT_PER_CLIENT,
+            unauthenticated_idle: Duration::from_secs(10),
             max_sessions: 1000,
             max_sessions_per_principal: 100,
             session_idle: Duration::from_secs(300),
@@ -66,6 +82,8 @@ pub struct RawLimits {
     pub body_timeout_secs: Option<f64>,
     pub idle_timeout_secs: Option<f64>,
     pub max_connections: Option<u64>,
+    pub max_connections_per_client: Option<u64>,
+    pub unauthenticated_idle_secs: Option<f64>,
     pub max_sessions: Option<u64>,
     pub max_sessions_per_principal: Option<u64>,
     pub session_idle_secs: Option<f64>,
@@ -97,7 +115,7 @@ impl RawLimits {
             }
         };
         let day = 86_400.0;
-        let limits = Limits {
+        let mut limits = Limits {
             header_timeout: secs(
                 "header_timeout_secs",
                 self.header_timeout_secs,
@@ -122,6 +140,18 @@ impl RawLimits {
                 d.max_connections,
                 1 << 20,
             )?,
+            max_connections_per_client: count(
+                "max_connections_per_client",
+                self.max_connections_per_client,
+                d.max_connections_per_client,
+                1 << 20,
+            )?,
+            unauthenticated_idle: secs(
+                "unauthenticated_idle_secs",
+                self.unauthenticated_idle_secs,
+                d.unauthenticated_idle,
+                day,
+            )?,
             max_sessions: count("max_sessions", self.max_sessions, d.max_sessions, 1 << 24)?,
             max_sessions_per_principal: count(
                 "max_sessions_per_principal",
@@ -142,6 +172,20 @@ impl RawLimits {
                 3600.0,
             )?,
         };
+        match self.max_connections_per_client {
+            // The default never asks for more than the whole cap.
+            None => {
+                limits.max_connections_per_client =
+                    limits.max_connections_per_client.min(limits.max_connections)
+            }
+            Some(_) if limits.max_connections_per_client > limits.max_connections => bail!(
+                "{}: gateway.limits.max_connections_per_client = {} is above max_connections = {}: lower it or raise max_connections",
+                file.display(),
+                limits.max_connections_per_client,
+                limits.max_connections
+            ),
+            Some(_) => {}
+        }
         if limits.max_sessions_per_principal > limits.max_sessions {
             bail!(
                 "{}: gateway.limits.max_sessions_per_principal = {} is above max_sessions = {}: lower it or raise max_sessions",
@@ -184,6 +228,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("above max_sessions = 5"), "{e}");
+        let e = parse("max_connections = 5\nmax_connections_per_client = 6\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("above max_connections = 5"), "{e}");
+        let l = parse("max_connections = 5\nunauthenticated_idle_secs = 2\n").unwrap();
+        assert_eq!(
+            l.max_connections_per_client, 5,
+            "the default fits under the cap"
+        );
+        assert_eq!(l.unauthenticated_idle, Duration::from_secs(2));
         assert!(
             parse("max_conections = 5\n").is_err(),
             "unknown keys are errors"

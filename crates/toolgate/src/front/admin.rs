@@ -52,7 +52,8 @@ async fn guard(State(admin): State<Admin>, request: Request, next: Next) -> Resp
         let why = "/metrics and /ui answer only Host names this gateway knows (localhost, its address, gateway.allowed_hosts)";
         return (StatusCode::FORBIDDEN, why).into_response();
     }
-    let local = peer.is_some_and(|ip| ip.is_loopback());
+    // On a dual-stack listener (`[::]:PORT`) a local IPv4 client is `::ffff:127.0.0.1`.
+    let local = peer.is_some_and(|ip| ip.to_canonical().is_loopback());
     if !local && !gw.config.gateway.admin_allow_remote {
         let why = "/metrics and /ui answer loopback peers only; set gateway.admin_allow_remote = true to serve them to other hosts (with an admin key)";
         return (StatusCode::FORBIDDEN, why).into_response();
@@ -62,7 +63,10 @@ async fn guard(State(admin): State<Admin>, request: Request, next: Next) -> Resp
     let presented = header.map(str::to_string).or(cookie);
     let browser = request.uri().path().starts_with("/ui") && presented.is_none();
     match admin.policy.authenticate(presented.as_deref()) {
-        Ok(grant) if grant.is_admin() => next.run(request).await,
+        Ok(grant) if grant.is_admin() => {
+            super::conn::Authenticated::mark(request.extensions());
+            next.run(request).await
+        }
         Ok(grant) => {
             let why = format!(
                 "key {:?} may not read /metrics or /ui: add \"admin\" to its scopes (policy.keys.{}.scopes)",

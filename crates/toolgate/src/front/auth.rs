@@ -23,6 +23,7 @@ pub(super) async fn require_key(
         .and_then(|v| v.to_str().ok());
     match policy.authenticate(presented) {
         Ok(grant) => {
+            super::conn::Authenticated::mark(request.extensions());
             request.extensions_mut().insert::<Arc<Grant>>(grant);
             next.run(request).await
         }

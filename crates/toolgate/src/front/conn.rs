@@ -1,12 +1,13 @@
 //! What one HTTP connection is doing, for its timeouts: the socket wrapped so every byte
-//! read is seen, requests counted from their headers to the end of their answer, and a
-//! request body that fails once its deadline passes (`gateway.limits`).
+//! read is seen, requests counted from their headers to the end of their answer, whether
+//! any request on it was authenticated, and a request body that fails once its deadline
+//! passes (`gateway.limits`).
 
 use axum::body::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -23,6 +24,23 @@ pub(super) struct Activity {
     /// The first byte read while free of requests: a request's headers are on their way.
     /// `u64::MAX` when none.
     first_byte: AtomicU64,
+    /// Set once a request on the connection passed authentication (`Authenticated`): until
+    /// then it gets `unauthenticated_idle_secs`, not `idle_timeout_secs`.
+    authenticated: Arc<AtomicBool>,
+}
+
+/// A request extension: marks its connection as authenticated (`front::auth`, the fast
+/// lane and the admin guard call [`Authenticated::mark`] once a key is accepted).
+#[derive(Clone)]
+pub(super) struct Authenticated(Arc<AtomicBool>);
+
+impl Authenticated {
+    /// Marks the connection of `extensions`' request, if it came over one.
+    pub(super) fn mark(extensions: &http::Extensions) {
+        if let Some(a) = extensions.get::<Authenticated>() {
+            a.0.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// Why a connection is closed by its watchdog.
@@ -32,6 +50,16 @@ pub(super) enum Expired {
     Headers,
     /// No request came within `idle_timeout_secs`.
     Idle,
+    /// Idle, `unauthenticated_idle_secs` after it opened, and no request was authenticated.
+    Unauthenticated,
+}
+
+/// The idle limits of a connection: authenticated, and not yet.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Timeouts {
+    pub header: Duration,
+    pub idle: Duration,
+    pub unauthenticated: Duration,
 }
 
 impl Activity {
@@ -41,7 +69,13 @@ impl Activity {
             active: AtomicUsize::new(0),
             idle_since: AtomicU64::new(0),
             first_byte: AtomicU64::new(u64::MAX),
+            authenticated: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// The extension each request carries, to mark this connection authenticated.
+    pub(super) fn authenticated(&self) -> Authenticated {
+        Authenticated(self.authenticated.clone())
     }
 
     fn now(&self) -> u64 {
@@ -69,25 +103,33 @@ impl Activity {
 
     /// When the connection is due to be closed, if nothing happens before; `None` while a
     /// request is being answered.
-    fn deadline(&self, header: Duration, idle: Duration) -> Option<(u64, Expired)> {
+    fn deadline(&self, t: Timeouts) -> Option<(u64, Expired)> {
         if self.active.load(Ordering::Acquire) > 0 {
             return None;
         }
         Some(match self.first_byte.load(Ordering::Acquire) {
             u64::MAX => {
                 let since = self.idle_since.load(Ordering::Acquire);
-                (since + idle.as_millis() as u64, Expired::Idle)
+                let idle = (since + t.idle.as_millis() as u64, Expired::Idle);
+                let keyless = (
+                    t.unauthenticated.as_millis() as u64,
+                    Expired::Unauthenticated,
+                );
+                match self.authenticated.load(Ordering::Acquire) {
+                    false if keyless.0 < idle.0 => keyless,
+                    _ => idle,
+                }
             }
-            first => (first + header.as_millis() as u64, Expired::Headers),
+            first => (first + t.header.as_millis() as u64, Expired::Headers),
         })
     }
 
     /// Resolves when the connection has been idle, or slow with its headers, too long.
     /// Wakes at least once a second to re-read the moments, which requests move.
-    pub(super) async fn expired(&self, header: Duration, idle: Duration) -> Expired {
+    pub(super) async fn expired(&self, t: Timeouts) -> Expired {
         loop {
             let now = self.now();
-            let wait = match self.deadline(header, idle) {
+            let wait = match self.deadline(t) {
                 Some((at, why)) if at <= now => return why,
                 Some((at, _)) => (at - now).min(1000),
                 None => 1000,

@@ -24,11 +24,20 @@ const AUDIT_TAIL_BYTES: u64 = 256 * 1024;
 /// The page, with `inline` data (a static file) or fetching `/ui/data` (live).
 pub fn page(inline: Option<&Value>) -> String {
     let data = match inline {
-        // `</` would end the script element early.
-        Some(v) => v.to_string().replace("</", "<\\/"),
+        Some(v) => script_safe(&v.to_string()),
         None => "null".into(),
     };
     PAGE.replace("/*TOOLGATE_DATA*/null", &data)
+}
+
+/// JSON text made safe inside a `<script>` element: no `<`, `>` or `&` is left as itself
+/// (`</script>` would end the element, and `<!--` followed by `<script` would make the
+/// parser swallow the rest of the page, as a tool named `x<!--<script>` did). JSON has
+/// these characters only inside strings, where `\u003c` means the same.
+fn script_safe(json: &str) -> String {
+    json.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
 }
 
 /// The static page of one catalog report (`toolgate tokens --html`).
@@ -112,4 +121,15 @@ fn audit_tail(engine: &Engine) -> Vec<Value> {
     let drop = records.len().saturating_sub(AUDIT_RECORDS);
     records.drain(..drop);
     records
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn inlined_data_holds_no_markup_and_reads_back_the_same() {
+        let v = serde_json::json!({"tool": "x<!--<script></script>&amp;"});
+        let safe = super::script_safe(&v.to_string());
+        assert!(!safe.contains(['<', '>', '&']), "{safe}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), v);
+    }
 }

@@ -134,7 +134,10 @@ impl FastLane {
         let presented =
             (req.headers().get(http::header::AUTHORIZATION)).and_then(|v| v.to_str().ok());
         let grant = match self.policy.authenticate(presented) {
-            Ok(grant) => grant,
+            Ok(grant) => {
+                super::conn::Authenticated::mark(req.extensions());
+                grant
+            }
             // Refused keys are answered (and audited) by `front::auth`.
             Err(_) => return Err(req),
         };

@@ -2,7 +2,9 @@
 //! fronts: text that is not JSON (-32700 over HTTP; skipped on stdio), a request to a standard method whose params do
 //! not fit it, such as a `tools/call` without a tool name (-32602, where rmcp would say
 //! -32601), and a request rmcp cannot read at all, e.g. nested deeper than the JSON parser
-//! allows (-32600). Each answer carries the request's own id whenever it can be found.
+//! allows (-32600), and JSON that is no JSON-RPC message at all: `null`, `42`, `[]` (no
+//! batches), an object rmcp cannot read, such as one with a key twice (-32600, HTTP 400).
+//! Each answer carries the request's own id whenever it can be found.
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use serde_json::{json, Value};
@@ -25,7 +27,7 @@ const TYPED: &[&str] = &[
 ];
 
 /// The error answer for one client message (a JSON-RPC text), or `None` when rmcp can be
-/// left to answer it. A batch (array) is left to rmcp.
+/// left to answer it. A batch (array) is refused: rmcp reads none.
 pub(super) fn refusal(text: &[u8]) -> Option<Value> {
     check(text).err()
 }
@@ -168,8 +170,32 @@ fn closely(text: &[u8]) -> Result<Method, Value> {
         Err(e) => return Err(error(Value::Null, -32700, format!("Parse error: {e}"))),
     };
     let Some(obj) = value.as_object() else {
-        return Ok(Method::default());
+        let got = match &value {
+            Value::Array(_) => {
+                "an array: JSON-RPC batches are not supported (MCP 2025-06-18 removed them)"
+            }
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Object(_) => unreachable!("not an object"),
+        };
+        return Err(error(
+            Value::Null,
+            -32600,
+            format!("Invalid request: send one JSON-RPC message, an object with \"jsonrpc\": \"2.0\" and a \"method\"; got {got}"),
+        ));
     };
+    // The text itself, not the value: a value keeps one of two equal keys, where rmcp's
+    // read of the text fails (a duplicate `id` or `method` could mean either).
+    if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(text) {
+        let id = obj.get("id").cloned().unwrap_or(Value::Null);
+        let why = match twice(text) {
+            Some(key) => format!("the key {key:?} appears more than once; send each key once"),
+            None => e.to_string(),
+        };
+        return Err(error(id, -32600, format!("Invalid request: {why}")));
+    }
     let (Some(id), Some(method)) = (obj.get("id").cloned(), obj.get("method")) else {
         return Ok(Method::default());
     };
@@ -200,6 +226,33 @@ fn closely(text: &[u8]) -> Result<Method, Value> {
         }),
         Err(e) => Err(error(id, -32600, format!("Invalid request: {e}"))),
     }
+}
+
+/// A key the top-level object of `text` holds more than once, if any.
+fn twice(text: &[u8]) -> Option<String> {
+    struct Keys(Option<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_map(Keys(None))
+        }
+    }
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = Keys;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            let mut again = None;
+            while let Some((key, Skip)) = map.next_entry::<String, Skip>()? {
+                if !seen.insert(key.clone()) && again.is_none() {
+                    again = Some(key);
+                }
+            }
+            Ok(Keys(again))
+        }
+    }
+    serde_json::from_slice::<Keys>(text).ok()?.0
 }
 
 type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
@@ -328,6 +381,23 @@ mod tests {
             "]".repeat(200)
         );
         assert_eq!(code_and_id(&deep), Some((-32600, json!(9))));
+        for not_a_message in ["null", "42", "[]", "\"x\"", "{}"] {
+            assert_eq!(
+                code_and_id(not_a_message),
+                Some((-32600, json!(null))),
+                "{not_a_message}"
+            );
+        }
+        let twice = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","method":"tools/call"}"#;
+        let e = refusal(twice.as_bytes()).unwrap();
+        assert_eq!(e["error"]["code"], -32600);
+        assert!(
+            e["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("\"method\" appears more than once"),
+            "{e}"
+        );
         // Well-formed ones, notifications and unknown methods are rmcp's to answer.
         let ok = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#;
         assert_eq!(code_and_id(ok), None);
@@ -339,9 +409,10 @@ mod tests {
             code_and_id(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
             None
         );
+        // rmcp reads no batches (MCP 2025-06-18 removed them): refused here, saying so.
         assert_eq!(
             code_and_id(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
-            None
+            Some((-32600, json!(null)))
         );
     }
 

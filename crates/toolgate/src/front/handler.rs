@@ -249,9 +249,9 @@ impl ServerHandler for Session {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        prompts::set_level(self.gw(), request).await
+        prompts::set_level(self.gw(), &self.bound_caller(&context)?, request).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -262,6 +262,7 @@ impl ServerHandler for Session {
             context.peer.clone(),
             self.state.subs.clone(),
             closed,
+            caller.principal(),
             |server| self.sees_logs(&caller, server),
         );
         // Pass catalog changes on as tools/list_changed while the session lives (the

@@ -1,5 +1,5 @@
 //! Prompts (named like tools, by `catalog::names`), completion routed to the owning
-//! upstream, and `logging/setLevel` applied to every upstream.
+//! upstream, and `logging/setLevel` applied to every upstream in the caller's scope.
 //!
 //! Prompts follow the resources' policy (see `resources`): listed when the profile covers
 //! the whole server, got and completed when the key's scopes do.
@@ -218,13 +218,24 @@ pub(super) async fn complete(
 }
 
 /// Applies the level to every upstream that logs; one refusing does not fail the rest.
+/// `logging/setLevel`, passed to the upstreams in the caller's scope only: a level is the
+/// whole server's, so the key must cover `server/*` (as for its resources and logs); one
+/// key never changes what another key's upstreams log.
 pub(super) async fn set_level(
     gw: &Gateway,
+    caller: &Caller,
     request: SetLevelRequestParams,
 ) -> Result<(), McpError> {
     let params = serde_json::to_value(&request)
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-    let ups = with_capability(gw, "logging").await;
+    let mut ups = with_capability(gw, "logging").await;
+    ups.retain(|u| {
+        let mine = caller.grant.missing_server(u.name()).is_none();
+        if !mine {
+            tracing::debug!(upstream = u.name(), key = %caller.grant.name, "logging/setLevel not passed on: the key's scopes do not cover the server");
+        }
+        mine
+    });
     let results = futures::future::join_all(ups.iter().map(|u| {
         u.request(
             "logging/setLevel",

@@ -245,19 +245,22 @@ impl Subscriptions {
 }
 
 /// Passes every upstream's notices to this session until `closed`: logs outside calls
-/// from the upstreams `sees_logs` names, `resources/updated` for what this session
-/// subscribed to, and list changes.
+/// from the upstreams `sees_logs` names, and only those whose last call was `principal`'s
+/// (a late log of another key's call is never shown here), `resources/updated` for what
+/// this session subscribed to, and list changes.
 pub(super) fn spawn_notices(
     gw: &Gateway,
     peer: Peer<RoleServer>,
     subs: Arc<Subscriptions>,
     closed: CancellationToken,
+    principal: Principal,
     sees_logs: impl Fn(&str) -> bool,
 ) {
     for up in gw.upstreams() {
         let mut rx = up.notices();
         let logs = sees_logs(up.name());
         let (peer, subs, closed) = (peer.clone(), subs.clone(), closed.clone());
+        let principal = principal.clone();
         tokio::spawn(async move {
             loop {
                 let (upstream, notice) = tokio::select! {
@@ -269,8 +272,8 @@ pub(super) fn spawn_notices(
                     },
                 };
                 let sent = match notice {
-                    Notice::Log(_) if !logs => Ok(()),
-                    Notice::Log(v) => match serde_json::from_value(v) {
+                    Notice::Log(_, owner) if !logs || owner.as_ref() != Some(&principal) => Ok(()),
+                    Notice::Log(v, _) => match serde_json::from_value(v) {
                         Ok(p) => peer.notify_logging_message(p).await,
                         Err(_) => Ok(()),
                     },

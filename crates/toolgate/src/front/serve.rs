@@ -1,13 +1,15 @@
 //! The HTTP front's connections: accepted up to `gateway.limits.max_connections` (the next
-//! one is answered 503 and closed), each closed when its headers come too slowly or it
-//! idles too long (`front::conn`), and a shutdown that ends in bounded time: calls in
+//! one is answered 503 and closed) and `max_connections_per_client` from one address (429),
+//! each closed when its headers come too slowly or it idles too long, sooner while none of
+//! its requests was authenticated (`front::conn`), and a shutdown that ends in bounded time: calls in
 //! flight drain (`Gateway::drain`), their answers are written, sessions end, and whatever
 //! is still open after that is closed.
 
-use super::conn::{Activity, Answer, Deadline, Watched};
+use super::conn::{Activity, Answer, Deadline, Timeouts, Watched};
 use crate::gateway::Gateway;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +38,7 @@ pub async fn serve_http(
     let (app, fast) = super::http::router(gw.clone(), sessions_stop.clone());
     let fast = Arc::new(fast);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let clients = Arc::new(Clients::default());
     let refusing = Arc::new(Semaphore::new(REFUSING_AT_ONCE));
     let posts = Arc::new(Posts::default());
     let conns = TaskTracker::new();
@@ -45,8 +48,8 @@ pub async fn serve_http(
             _ = shutdown.cancelled() => break,
             a = listener.accept() => a,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, from) = match accepted {
+            Ok((stream, from)) => (stream, from.ip().to_canonical()),
             Err(e) => {
                 // Out of file descriptors, most often: let some close before accepting more.
                 tracing::warn!("accepting an HTTP connection: {e}");
@@ -55,29 +58,48 @@ pub async fn serve_http(
             }
         };
         set_nodelay(&stream);
-        if let Ok(slot) = slots.clone().try_acquire_owned() {
-            let conn = Connection {
-                app: app.clone(),
-                fast: fast.clone(),
-                limits: limits.clone(),
-                posts: posts.clone(),
-                closing: closing.clone(),
-                kill: kill.clone(),
-            };
-            conns.spawn(async move {
-                conn.serve(stream).await;
-                drop(slot);
-            });
-        } else if let Ok(turn) = refusing.clone().try_acquire_owned() {
-            tracing::debug!(
-                "HTTP connection refused: {} open (gateway.limits.max_connections)",
-                limits.max_connections
-            );
-            conns.spawn(async move {
-                refuse(stream, limits.max_connections).await;
-                drop(turn);
-            });
-        }
+        // The whole cap first (503), then this client's share of it (429).
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            if let Ok(turn) = refusing.clone().try_acquire_owned() {
+                tracing::debug!(
+                    "HTTP connection refused: {} open (gateway.limits.max_connections)",
+                    limits.max_connections
+                );
+                let max = limits.max_connections;
+                conns.spawn(async move {
+                    refuse(stream, Refusal::Total(max)).await;
+                    drop(turn);
+                });
+            }
+            continue;
+        };
+        let Some(client) = clients.enter(from, limits.max_connections_per_client) else {
+            drop(slot);
+            if let Ok(turn) = refusing.clone().try_acquire_owned() {
+                tracing::debug!(
+                    "HTTP connection from {from} refused: {} open from it (gateway.limits.max_connections_per_client)",
+                    limits.max_connections_per_client
+                );
+                let max = limits.max_connections_per_client;
+                conns.spawn(async move {
+                    refuse(stream, Refusal::PerClient(max)).await;
+                    drop(turn);
+                });
+            }
+            continue;
+        };
+        let conn = Connection {
+            app: app.clone(),
+            fast: fast.clone(),
+            limits: limits.clone(),
+            posts: posts.clone(),
+            closing: closing.clone(),
+            kill: kill.clone(),
+        };
+        conns.spawn(async move {
+            conn.serve(stream).await;
+            drop((slot, client));
+        });
     }
     drop(listener);
     tracing::info!("shutting down: no new connections");
@@ -135,6 +157,7 @@ impl Connection {
         let (app, fast, posts) = (self.app, self.fast, self.posts);
         let body_limit = self.limits.body_timeout;
         let watch = activity.clone();
+        let authenticated = activity.authenticated();
         let service =
             hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
                 let request = watch.begin();
@@ -150,6 +173,7 @@ impl Connection {
                     req.extensions_mut()
                         .insert(axum::extract::ConnectInfo(peer));
                 }
+                req.extensions_mut().insert(authenticated.clone());
                 let (mut app, fast) = (app.clone(), fast.clone());
                 async move {
                     let response = match fast.serve(req).await {
@@ -168,7 +192,11 @@ impl Connection {
         let conn = builder.serve_connection(io, service);
         let mut conn = std::pin::pin!(conn);
         let mut closing = false;
-        let (header, idle) = (self.limits.header_timeout, self.limits.idle_timeout);
+        let timeouts = Timeouts {
+            header: self.limits.header_timeout,
+            idle: self.limits.idle_timeout,
+            unauthenticated: self.limits.unauthenticated_idle,
+        };
         loop {
             tokio::select! {
                 r = conn.as_mut() => {
@@ -177,7 +205,7 @@ impl Connection {
                     }
                     return;
                 }
-                why = activity.expired(header, idle) => {
+                why = activity.expired(timeouts) => {
                     tracing::debug!("HTTP connection closed: {why:?} timeout");
                     return;
                 }
@@ -229,13 +257,58 @@ impl Drop for Post {
     }
 }
 
-/// A connection over the cap: told why, in HTTP, then closed.
-async fn refuse(mut stream: TcpStream, max: usize) {
-    let body = format!(
-        "toolgate: too many open connections (gateway.limits.max_connections = {max}); retry shortly, reuse keep-alive connections, or raise the limit\n"
-    );
+/// Open connections per client address, for `max_connections_per_client`.
+#[derive(Default)]
+struct Clients(std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>);
+
+/// One connection counted for its client address; uncounted when dropped.
+struct ClientSlot(Arc<Clients>, IpAddr);
+
+impl Clients {
+    /// Counts a connection from `ip`, unless `ip` already holds `max`.
+    fn enter(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<ClientSlot> {
+        let mut open = self.0.lock().expect("clients");
+        let n = open.entry(ip).or_default();
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot(self.clone(), ip))
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut open = self.0 .0.lock().expect("clients");
+        if let Some(n) = open.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.1);
+            }
+        }
+    }
+}
+
+/// Which cap a refused connection is over.
+enum Refusal {
+    /// `max_connections`: every client together.
+    Total(usize),
+    /// `max_connections_per_client`: this client's address.
+    PerClient(usize),
+}
+
+/// A connection over a cap: told why, in HTTP, then closed.
+async fn refuse(mut stream: TcpStream, over: Refusal) {
+    let (status, body) = match over {
+        Refusal::Total(max) => ("503 Service Unavailable", format!(
+            "toolgate: too many open connections (gateway.limits.max_connections = {max}); retry shortly, reuse keep-alive connections, or raise the limit\n"
+        )),
+        Refusal::PerClient(max) => ("429 Too Many Requests", format!(
+            "toolgate: too many open connections from your address (gateway.limits.max_connections_per_client = {max}); close idle connections, reuse keep-alive ones, or raise the limit\n"
+        )),
+    };
     let answer = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
     // Read what the client sent first: closing with unread bytes resets the connection,

@@ -10,7 +10,7 @@
 //! stdio_profile = "triage"          # profile of stdio sessions (`serve --stdio --profile` wins)
 //!
 //! [policy.audit]
-//! path = "/var/log/toolgate/audit.jsonl"
+//! path = "/var/log/toolgate/audit.jsonl" # relative: to this file's folder
 //! arguments = false                 # log the arguments themselves, not only their keyed hash
 //! secret = "${TOOLGATE_AUDIT_SECRET}" # HMAC secret (default: made once, kept in <path>.secret)
 //!
@@ -261,7 +261,13 @@ impl RawPolicy {
             approval: self.approval,
             stdio_key: self.stdio_key,
             stdio_profile: self.stdio_profile,
-            audit_path: self.audit.path,
+            // Relative to the configuration file, as every other path in it, so `serve` and
+            // `toolgate audit verify --config` find the same log (and its `.secret`) from
+            // any working directory.
+            audit_path: self.audit.path.map(|p| match file.parent() {
+                Some(base) if p.is_relative() => base.join(p),
+                _ => p,
+            }),
             audit_arguments: self.audit.arguments,
             audit_secret,
             tools,

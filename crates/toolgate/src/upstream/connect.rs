@@ -217,15 +217,23 @@ async fn open(
             let mut config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             // rmcp's default retries a lost stream forever; give up after a few tries so
-            // the supervisor sees the connection end and reconnects from scratch.
+            // the supervisor sees the connection end and reconnects from scratch, and at
+            // once when the server refuses the connection (it is down: a killed upstream
+            // is reported in milliseconds, not after the tries).
             let mut retry = FixedInterval::default();
             retry.max_times = Some(3);
-            config.retry_config = Arc::new(retry);
+            up.refused
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+            config.retry_config = Arc::new(super::oversize::Reconnect {
+                tries: retry,
+                refused: up.refused.clone(),
+            });
             config.max_sse_event_size = up.config.max_message_bytes;
             config.max_json_response_size = up.config.max_message_bytes;
             let client = super::oversize::MeasuredClient {
                 inner: http_client().map_err(Failed::Other)?,
                 oversized: up.oversized.clone(),
+                refused: up.refused.clone(),
             };
             let transport = StreamableHttpClientTransport::with_client(client, config);
             match handler.serve_with_lifecycle(transport, lifecycle).await {

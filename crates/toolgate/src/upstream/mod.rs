@@ -85,6 +85,9 @@ pub struct Upstream {
     relay: Arc<requests::Relay>,
     /// HTTP: requests whose answer was over `max_message_bytes` (`oversize`).
     oversized: oversize::Oversized,
+    /// HTTP: the last attempt to reach the server was refused (it is down): a lost stream
+    /// is not retried, and a call it ends is told so (`oversize::Reconnect`).
+    refused: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[derive(Default)]
@@ -117,6 +120,7 @@ impl Upstream {
             changed: tokio::sync::watch::channel(0).0,
             relay: Default::default(),
             oversized: Default::default(),
+            refused: Default::default(),
         })
     }
 
@@ -312,7 +316,14 @@ impl Upstream {
                     self.config.max_message_bytes
                 ));
             }
-            map_err(e, &self.config, tool, timeout)
+            let refused = self.refused.load(std::sync::atomic::Ordering::Relaxed);
+            match map_err(e, &self.config, tool, timeout) {
+                CallError::Closed(server, _) if refused => CallError::Closed(
+                    server,
+                    ", and it no longer accepts connections at its URL: the server is down or restarting; the gateway reconnects when it is back".into(),
+                ),
+                other => other,
+            }
         })?;
         tracing::debug!(upstream = %self.name(), tool, ms = started.elapsed().as_millis() as u64, "call done");
         Ok(result)
@@ -335,17 +346,11 @@ fn map_err(e: ServiceError, config: &UpstreamConfig, tool: &str, timeout: Durati
             tool: tool.into(),
             secs: timeout.as_secs_f64(),
         },
+        // An answer over `max_message_bytes` is named exactly where it is found (an HTTP
+        // answer: `oversize`, before this; stdio: `child.rs`): a closed connection is
+        // not blamed on it.
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-            // rmcp ends an HTTP stream that carries a message over its limit, and says
-            // so only in its own log; a stdio answer over it is reported exactly (child.rs).
-            let hint = match config.transport {
-                crate::config::Transport::Http { .. } => format!(
-                    ", or its answer was larger than upstreams.{server}.max_message_bytes = {}",
-                    config.max_message_bytes
-                ),
-                _ => String::new(),
-            };
-            CallError::Closed(server.into(), hint)
+            CallError::Closed(server.into(), String::new())
         }
         ServiceError::McpError(e) => CallError::Rejected {
             server: server.into(),

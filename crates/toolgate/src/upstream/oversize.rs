@@ -2,18 +2,22 @@
 //! ends a response stream whose event is over its limit (or refuses a JSON body over it)
 //! and the call then fails as if the connection had closed. This wraps the client rmcp is
 //! given, notes which request's answer was too large, and `Upstream::call` says so.
+//! It also notes when the server refuses connections (it is down): `Reconnect` then stops
+//! retrying a lost stream at once, and the call it ended says the server is down.
 //! It also sends a call's W3C `traceparent` header (the `observe::trace::Traceparent` in
 //! the request's extensions, set by `Upstream::call` with the `otel` feature).
 
 use futures::stream::{BoxStream, StreamExt};
 use http::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::common::client_side_sse::{FixedInterval, SseRetryPolicy};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
 };
 use sse_stream::Sse;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use toolgate_core::observe::trace::{Traceparent, TRACEPARENT};
 
@@ -23,11 +27,44 @@ pub(crate) type Oversized = Arc<Mutex<HashSet<String>>>;
 /// The most keys kept; a flood of oversized answers nobody asks about stays bounded.
 const KEPT: usize = 1024;
 
-/// `reqwest::Client` as rmcp's HTTP client, noting oversized answers.
+/// `reqwest::Client` as rmcp's HTTP client, noting oversized answers, and whether the
+/// server refused the last connection.
 #[derive(Clone)]
 pub(crate) struct MeasuredClient {
     pub inner: reqwest::Client,
     pub oversized: Oversized,
+    /// Set when a request could not connect (the server is down), cleared when one could.
+    pub refused: Arc<AtomicBool>,
+}
+
+/// How a lost stream is retried: a few tries, none once the server refuses connections
+/// (`MeasuredClient::refused`; rmcp asks this after each failed try).
+#[derive(Debug)]
+pub(crate) struct Reconnect {
+    pub tries: FixedInterval,
+    pub refused: Arc<AtomicBool>,
+}
+
+impl SseRetryPolicy for Reconnect {
+    fn retry(&self, current_times: usize) -> Option<std::time::Duration> {
+        if self.refused.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.tries.retry(current_times)
+    }
+}
+
+impl MeasuredClient {
+    /// Notes whether `r` reached the server.
+    fn seen<T>(&self, r: &Result<T, StreamableHttpError<reqwest::Error>>) {
+        let refused = match r {
+            Err(StreamableHttpError::Client(e)) => e.is_connect(),
+            Err(StreamableHttpError::Io(e)) => e.kind() == std::io::ErrorKind::ConnectionRefused,
+            Err(_) => return,
+            Ok(_) => false,
+        };
+        self.refused.store(refused, Ordering::Relaxed);
+    }
 }
 
 fn note(set: &Oversized, key: Option<&String>) {
@@ -102,7 +139,9 @@ impl StreamableHttpClient for MeasuredClient {
             custom_headers,
             limits,
         );
-        match sent.await {
+        let sent = sent.await;
+        self.seen(&sent);
+        match sent {
             Err(e @ StreamableHttpError::ResponseBodyTooLarge { .. }) => {
                 note(&self.oversized, key.as_ref());
                 Err(e)
@@ -140,9 +179,11 @@ impl StreamableHttpClient for MeasuredClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        (self.inner)
+        let r = (self.inner)
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await
+            .await;
+        self.seen(&r);
+        r
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -154,7 +195,7 @@ impl StreamableHttpClient for MeasuredClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        (self.inner)
+        let r = (self.inner)
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
@@ -163,6 +204,8 @@ impl StreamableHttpClient for MeasuredClient {
                 custom_headers,
                 max_sse_event_size,
             )
-            .await
+            .await;
+        self.seen(&r);
+        r
     }
 }

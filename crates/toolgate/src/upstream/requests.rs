@@ -15,7 +15,10 @@
 //! handle what an upstream sent during a call just after its answer). A log message is
 //! never tied to a call: it goes to the calls in flight when they all act for one
 //! principal, to none of them when they act for several (the gateway's own log keeps it),
-//! and outside calls to every session that may use the whole server.
+//! and outside calls only to the sessions of the principal that last called the upstream
+//! (and may use the whole server): a log sent after key A's call ended never reaches key
+//! B. When that last call named no principal (a call with no client behind it), or none
+//! was made yet, the log reaches no client.
 
 use super::{CallError, Upstream};
 use rmcp::model::{ClientRequest, RequestId, ServerResult};
@@ -27,12 +30,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
 use toolgate_core::call::{ClientRelay, RelayKind};
+use toolgate_core::principal::Principal;
 
 /// A notification from an upstream that is not tied to a call in flight.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
-    /// `notifications/message` params, `logger` already naming the upstream.
-    Log(Value),
+    /// `notifications/message` params, `logger` already naming the upstream, sent outside
+    /// calls; and the principal whose call last used the upstream, the only one whose
+    /// sessions may be passed it (`None`: nobody's).
+    Log(Value, Option<Principal>),
     /// `notifications/resources/updated` for this upstream URI.
     ResourceUpdated(String),
     ResourcesChanged,
@@ -46,8 +52,11 @@ pub(crate) struct Relay {
     /// When a call of each principal last ended: an upstream's log or request sent during
     /// a call may be handled just after its answer. One entry per principal, not per call
     /// (at thousands of calls a second a list of calls was scanned on every call).
-    ended: Mutex<HashMap<Option<toolgate_core::principal::Principal>, Instant>>,
+    ended: Mutex<HashMap<Option<Principal>, Instant>>,
     next: AtomicU64,
+    /// The principal of the call that last started on this upstream (`None`: a call with
+    /// no client, or none yet): a log outside calls may be theirs, and nobody else's.
+    last_owner: Mutex<Option<Principal>>,
     /// Notices for every session; sessions filter what concerns them.
     pub notices: broadcast::Sender<(Arc<str>, Notice)>,
     /// Resource URIs subscribed upstream -> how many sessions want them.
@@ -60,6 +69,7 @@ impl Default for Relay {
             callers: Default::default(),
             ended: Default::default(),
             next: AtomicU64::new(0),
+            last_owner: Mutex::new(None),
             // Bounded: a session that lags behind loses old notices, never blocks others.
             notices: broadcast::channel(256).0,
             subscriptions: Default::default(),
@@ -124,6 +134,7 @@ impl Relay {
         self: &Arc<Self>,
         relay: Option<Arc<dyn ClientRelay>>,
     ) -> Option<CallerGuard> {
+        *self.last_owner.lock().expect("last owner") = relay.as_ref().and_then(|r| r.owner());
         let relay = relay?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let caller = Caller {
@@ -184,8 +195,9 @@ impl Relay {
     }
 
     /// A log message: to the callers in flight when there are any and they all act for one
-    /// principal, to none when they act for several, else (no call in flight) to every
-    /// session that may see the server's logs (`front/relay.rs`, `spawn_notices`).
+    /// principal, to none when they act for several, else (no call in flight) to the
+    /// sessions of the principal whose call last used the upstream, if they may see the
+    /// server's logs (`front/relay.rs`, `spawn_notices`).
     pub(crate) async fn log(&self, upstream: &Arc<str>, params: Value) {
         let callers: Vec<_> = {
             let callers = self.callers.lock().expect("callers");
@@ -196,7 +208,14 @@ impl Relay {
             callers.values().map(|c| c.relay.clone()).collect()
         };
         if callers.is_empty() {
-            let _ = self.notices.send((upstream.clone(), Notice::Log(params)));
+            let owner = self.last_owner.lock().expect("last owner").clone();
+            if owner.is_none() {
+                tracing::debug!(%upstream, "a log message outside calls, and the last call named no principal: passed to no client");
+                return;
+            }
+            let _ = self
+                .notices
+                .send((upstream.clone(), Notice::Log(params, owner)));
         } else {
             // Bounded: a caller that does not read its stream must not hold the upstream's
             // notification tasks (each one a task of its own) forever.
@@ -365,7 +384,6 @@ impl Upstream {
 mod tests {
     use super::*;
     use futures::future::BoxFuture;
-    use toolgate_core::principal::Principal;
 
     /// A client of `owner` that can answer sampling, and says who it is when asked.
     struct Client(Principal, &'static str);
@@ -412,5 +430,27 @@ mod tests {
         // b's call just ended: a request handled late may still be b's, so still nobody's.
         drop((a2, b));
         assert!(ask().await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_log_outside_calls_is_for_the_last_callers_principal_or_nobody() {
+        let relay = Arc::new(Relay::default());
+        let mut rx = relay.notices.subscribe();
+        let up: Arc<str> = "up".into();
+        // No call yet: nobody's.
+        relay.log(&up, json!({"n": 0})).await;
+        assert!(rx.try_recv().is_err());
+        // (One principal only: calls of two that ended in the last second make it nobody's.)
+        drop(relay.register(client("b", "b's")));
+        relay.log(&up, json!({"n": 1})).await;
+        let (_, notice) = rx.try_recv().unwrap();
+        assert_eq!(
+            notice,
+            Notice::Log(json!({"n": 1}), Some(Principal::key("b")))
+        );
+        // A call with no client behind it last: nobody's.
+        assert!(relay.register(None).is_none());
+        relay.log(&up, json!({"n": 2})).await;
+        assert!(rx.try_recv().is_err());
     }
 }

@@ -6,8 +6,9 @@
 //!
 //! Writing never gives up: a failed write (a full disk) is reported to the caller, which
 //! refuses what it would have recorded, and the next write tries again; a line torn by the
-//! failure is closed before the next record. SIGHUP (`reopen_all`) reopens the file, for
-//! log rotation. Refusals of unauthenticated requests are bounded: past
+//! failure is closed before the next record, which says so (`afterTorn`). SIGHUP
+//! (`reopen_all`) reopens the file, for log rotation; a new, empty file begins with a
+//! `rotation` record naming the file the chain continues. Refusals of unauthenticated requests are bounded: past
 //! [`AUTH_RECORDS_PER_WINDOW`] in [`AUTH_WINDOW`], they are counted and written as one
 //! summary record.
 
@@ -402,17 +403,39 @@ impl AuditLog {
         }
     }
 
-    fn append(&self, w: &mut Writer, mut line: Value, sync: bool) -> Result<(), String> {
+    fn append(&self, w: &mut Writer, line: Value, sync: bool) -> Result<(), String> {
         if w.generation != GENERATION.load(Ordering::SeqCst) || w.file.is_none() {
             w.generation = GENERATION.load(Ordering::SeqCst);
-            match open_append(&self.path) {
-                Ok(f) => w.file = Some(f),
+            let file = match open_append(&self.path) {
+                Ok(f) => f,
                 Err(e) => return Err(self.failed(w, format!("{e:#}"))),
+            };
+            let fresh = file.metadata().is_ok_and(|m| m.len() == 0);
+            w.file = Some(file);
+            // A new file after a rotation: it begins by naming the file its chain continues,
+            // so `verify` can tell a rotated log from one whose head was cut.
+            if fresh && w.seq > 0 {
+                let rotation = json!({
+                    "time": now_rfc3339(),
+                    "type": chain::ROTATION,
+                    "continues": self.path.display().to_string(),
+                    "continuesSeq": w.seq,
+                });
+                self.seal_and_write(w, rotation, false)?;
             }
         }
+        self.seal_and_write(w, line, sync)
+    }
+
+    /// Seals `line` as the chain's next record and writes it to the open file.
+    fn seal_and_write(&self, w: &mut Writer, mut line: Value, sync: bool) -> Result<(), String> {
         let o = line.as_object_mut().expect("records are objects");
         o.insert("seq".into(), json!(w.seq + 1));
         o.insert("prev".into(), json!(w.prev));
+        if w.torn {
+            // What the failed write left before this record is torn, and only that.
+            o.insert(chain::AFTER_TORN.into(), json!(true));
+        }
         let (sealed, tag) = chain::seal(&self.secret, &line.to_string());
         let mut text = String::with_capacity(sealed.len() + 2);
         if w.torn {
@@ -420,26 +443,26 @@ impl AuditLog {
         }
         text.push_str(&sealed);
         text.push('\n');
-        let file = w.file.as_mut().expect("opened above");
+        let file = w.file.as_mut().expect("opened by append");
         // A full line in one write on an O_APPEND file: no interleaving, no buffer to lose.
-        let written =
-            file.write_all(text.as_bytes())
-                .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
-        match written {
-            Ok(()) => {
-                if w.failure.take().is_some() {
-                    tracing::warn!("the audit log {} can be written again", self.path.display());
-                }
-                w.torn = false;
-                w.seq += 1;
-                w.prev = tag;
-                Ok(())
-            }
-            Err(e) => {
-                w.torn = true;
-                Err(self.failed(w, e.to_string()))
+        if let Err(e) = file.write_all(text.as_bytes()) {
+            w.torn = true;
+            return Err(self.failed(w, e.to_string()));
+        }
+        // The line is in the file (readers see it) even if the sync below fails: the chain
+        // moves on past it, or the next record would repeat its `seq`.
+        w.torn = false;
+        w.seq += 1;
+        w.prev = tag;
+        if sync {
+            if let Err(e) = file.sync_data() {
+                return Err(self.failed(w, e.to_string()));
             }
         }
+        if w.failure.take().is_some() {
+            tracing::warn!("the audit log {} can be written again", self.path.display());
+        }
+        Ok(())
     }
 
     fn failed(&self, w: &mut Writer, e: String) -> String {

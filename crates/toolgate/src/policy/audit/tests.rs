@@ -89,7 +89,7 @@ fn records_append_across_reopens_and_the_chain_continues() {
     // The secret was made once, beside the log, and the chain verifies under it.
     let secret = std::fs::read(secret_path(&path)).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
-    let v = chain::verify(&secret, &text);
+    let v = chain::verify(&secret, &[&text], false);
     assert!(v.intact() && v.records == 2, "{v:?}");
 }
 
@@ -121,11 +121,19 @@ fn a_reopen_follows_a_rotated_file() {
     reopen_all();
     log.call(&record(&args, Verdict::Refused), false).unwrap();
     let new = lines(&path);
-    assert_eq!(new.len(), 1, "the record went to the new file");
+    assert_eq!(new.len(), 2, "the record went to the new file");
     assert_eq!(new[0]["seq"], 2);
+    assert_eq!(
+        new[0]["type"], "rotation",
+        "the new file names the one it continues"
+    );
+    assert_eq!(new[0]["continuesSeq"], 1);
+    assert_eq!(new[1]["seq"], 3);
     let old = std::fs::read_to_string(dir.path().join("a.jsonl.1")).unwrap();
-    let both = old + &std::fs::read_to_string(&path).unwrap();
-    assert!(chain::verify(b"k", &both).intact());
+    let new = std::fs::read_to_string(&path).unwrap();
+    assert!(chain::verify(b"k", &[&old, &new], false).intact());
+    assert!(!chain::verify(b"k", &[&new], false).intact());
+    assert!(chain::verify(b"k", &[&new], true).intact());
 }
 
 #[test]
@@ -154,9 +162,9 @@ fn a_log_recovers_when_the_disk_does_and_closes_the_torn_line() {
     log.call(&record(&args, Verdict::Refused), false).unwrap();
     assert!(log.failure().is_none());
     let text = std::fs::read_to_string(&path).unwrap();
-    let v = chain::verify(b"k", &text);
+    let v = chain::verify(b"k", &[&text], false);
     assert!(v.intact(), "{v:?}");
-    assert_eq!((v.records, v.torn), (2, vec![2]));
+    assert_eq!((v.records, v.torn), (2, vec![(0, 2)]));
 }
 
 #[test]
@@ -174,5 +182,5 @@ fn unauthenticated_refusals_past_the_limit_are_counted_not_written() {
     assert_eq!(summary["aggregated"], 500, "{summary}");
     assert_eq!(summary["paths"]["/mcp"], 500);
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(chain::verify(b"k", &text).intact());
+    assert!(chain::verify(b"k", &[&text], false).intact());
 }
