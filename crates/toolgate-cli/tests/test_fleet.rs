@@ -3,7 +3,7 @@
 //! may reach either replica). Any replica serves any handle of its caller: route on one,
 //! execute on the other; pages read through alternating replicas join to exactly the
 //! original; a slow call started on A is followed to its result from B; A killed while B
-//! serves A's cursors; Redis restarted mid-run gives clear errors, then recovers.
+//! serves A's cursors; Redis stopped mid-run: calls that need it give clear errors, a call that needs nothing stored still answers, and Redis back heals the store.
 //! `docs/deploy.md` describes the same setup.
 
 mod common;
@@ -222,18 +222,16 @@ async fn two_replicas_on_one_redis_serve_each_others_handles() {
         "{}",
         text(&r)
     );
+    // A call that needs nothing stored still works: its operation is kept by this replica
+    // only (issue 40: a store fault costs only the calls that need a stored value).
     let r = call(
         &on_b,
         "execute",
         json!({"tool": "alpha/echo", "arguments": {"message": "while-down"}}),
     )
     .await;
-    assert_eq!(r.is_error, Some(true), "{}", text(&r));
-    assert!(
-        text(&r).contains("state store (redis) is not answering"),
-        "{}",
-        text(&r)
-    );
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    assert!(text(&r).contains("while-down"), "{}", text(&r));
 
     // Redis back on the same port and data: B reconnects by itself.
     let _redis = fleet::redis(&redis_bin, redis_port, &redis_dir);
