@@ -444,7 +444,8 @@ async fn near_misses_and_malformed_requests_get_rmcp_s_answer_on_either_path() {
     extra_meta["example.com/trace"] = json!("t-1");
     let no_headers: &[(&str, &str)] = &[];
     // (what, body, header overrides, whether the lane takes it)
-    let cases: Vec<(&str, String, &[(&str, &str)], bool)> = vec![
+    type Case<'a> = (&'a str, String, &'a [(&'a str, &'a str)], bool);
+    let cases: Vec<Case> = vec![
         (
             "string id",
             call(json!("abc"), read(json!({}))),
