@@ -56,6 +56,9 @@ enum Command {
     /// The embedded state store: check its file, or move a damaged one aside.
     #[command(subcommand)]
     Store(cmd::store::StoreCommand),
+    /// Route: what it learned from the models' choices (list, show, forget, export, import).
+    #[command(subcommand)]
+    Route(cmd::route::RouteCommand),
     /// Run one code-mode program (the gateway starts this; it speaks JSON lines on stdio).
     #[cfg(feature = "code-mode")]
     #[command(hide = true)]
@@ -111,6 +114,7 @@ pub(crate) fn run() -> ExitCode {
             Command::Skill(a) => cmd::skill::run(a),
             Command::Workspace(a) => cmd::workspace::run(a),
             Command::Store(a) => cmd::store::run(a),
+            Command::Route(a) => cmd::route::run(a),
             Command::Fixture(a) => toolgate_fixture::run(a).await.map(|()| true),
             Command::ConformanceClient(a) => cmd::conformance_client::run(a).await,
             #[cfg(feature = "code-mode")]

@@ -40,6 +40,15 @@ pub const DEFAULT_DEPTH: usize = 10;
 pub const TEMPERATURE: f32 = 0.1;
 /// How strongly the unexplained part of a task counts against selecting (see `route`).
 pub const NULL_WEIGHT: f32 = 0.1;
+/// "Nothing fits" ([`Assessment::nothing_fits`]): chosen on the public sets' eval
+/// features so that it fires on few tasks that have a tool (`docs/routing.md`).
+pub const NOTHING_FITS_CONFIDENCE: f32 = 0.1;
+pub const NOTHING_FITS_EXPLAINED: f32 = 0.3;
+pub const NOTHING_FITS_COVERAGE: f32 = 0.25;
+/// Positions in [`Features`] (see `calibrate::FEATURE_NAMES`).
+const FEATURE_COVERAGE: usize = 2;
+const FEATURE_TASK_EXPLAINED: usize = 8;
+const FEATURE_SEMANTIC_FIRST: usize = 12;
 /// Two tools with the same name on different servers, the second scoring at least this
 /// share of the first, are the same tool twice: route asks which server.
 const TWIN_SHARE: f32 = 0.95;
@@ -92,6 +101,9 @@ pub enum RouteDecision {
         /// The top candidate's confidence (what fell short of the threshold).
         confidence: f32,
         ranked: Ranked,
+        /// No candidate explains the task ([`Assessment::nothing_fits`]): the answer says
+        /// so and offers browsing; the candidates are only the nearest names.
+        nothing_fits: bool,
     },
 }
 
@@ -169,6 +181,29 @@ impl Assessment {
                 Some(x) => calibration.predict(x),
                 None => *softmax,
             },
+        }
+    }
+
+    /// True when no ranked tool explains the task: below [`NOTHING_FITS_CONFIDENCE`], the
+    /// top tool's own text explains under [`NOTHING_FITS_EXPLAINED`] of the task's words,
+    /// scores under [`NOTHING_FITS_COVERAGE`] of what a tool could, and is not the closest
+    /// in meaning either. Lexical and static-vector features cannot tell "no such tool"
+    /// from "the tool says it in other words", so the bounds are strict; the rate at which
+    /// this fires on tasks that do have a tool is in `docs/routing.md`.
+    pub fn nothing_fits(&self, calibration: &Calibration) -> bool {
+        match &self.basis {
+            Basis::Ranked {
+                features: Some(x),
+                twins: 0,
+                ..
+            } => {
+                !self.ranked.is_empty()
+                    && self.confidence(calibration) < NOTHING_FITS_CONFIDENCE
+                    && x[FEATURE_TASK_EXPLAINED] < NOTHING_FITS_EXPLAINED
+                    && x[FEATURE_COVERAGE] < NOTHING_FITS_COVERAGE
+                    && x[FEATURE_SEMANTIC_FIRST] < 0.5
+            }
+            _ => false,
         }
     }
 
@@ -327,6 +362,7 @@ pub fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
     let limit = opts.limit.max(1);
     let conf = a.confidence(&opts.calibration);
     let selects = a.selects(&opts.calibration, opts.threshold);
+    let nothing_fits = !selects && a.nothing_fits(&opts.calibration);
     let Assessment { basis, ranked } = a;
     match basis {
         Basis::Exact(mut tools) if tools.len() == 1 => RouteDecision::Select {
@@ -345,6 +381,7 @@ pub fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
                 candidates,
                 confidence: conf,
                 ranked,
+                nothing_fits: false,
             }
         }
         Basis::NoSuchName => {
@@ -361,6 +398,7 @@ pub fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
                 candidates,
                 confidence: 0.0,
                 ranked,
+                nothing_fits: false,
             }
         }
         Basis::Ranked { .. } if selects => RouteDecision::Select {
@@ -373,6 +411,11 @@ pub fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
             let question = if candidates.is_empty() {
                 "No tool matches that task. Describe it in other words, or name the server to look in."
                     .to_string()
+            } else if nothing_fits {
+                format!(
+                    "None of the tools seems to fit that task (the nearest: {}). Browse instead: route with {{\"server\": ...}}, or with the task and {{\"detail\": \"names\"}}; or describe it in other words.",
+                    choice_list(&candidates)
+                )
             } else if twins > 0 {
                 let servers: Vec<&str> = ranked[..=twins]
                     .iter()
@@ -392,13 +435,14 @@ pub fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
                 candidates,
                 confidence: conf,
                 ranked,
+                nothing_fits,
             }
         }
     }
 }
 
 /// `a, b or c`: the candidates' exposed names (each candidate carries its own summary).
-fn choice_list(tools: &[Arc<ToolRecord>]) -> String {
+pub(crate) fn choice_list(tools: &[Arc<ToolRecord>]) -> String {
     let items: Vec<String> = tools.iter().map(|t| t.exposed.clone()).collect();
     match items.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),

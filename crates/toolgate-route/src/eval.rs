@@ -44,6 +44,8 @@ pub struct QueryOutcome {
     pub may_select: bool,
     /// Wall time of the route call, in microseconds.
     pub latency_us: f64,
+    /// Route would say that nothing fits ([`super::decide::Assessment::nothing_fits`]).
+    pub nothing_fits: bool,
 }
 
 impl QueryOutcome {
@@ -129,6 +131,8 @@ pub fn evaluate<R: Retriever + ?Sized>(
                 Basis::Ranked { features, .. } => *features,
                 _ => None,
             };
+            let nothing_fits =
+                !a.selects(&opts.calibration, opts.threshold) && a.nothing_fits(&opts.calibration);
             let latency_us = start.elapsed().as_secs_f64() * 1e6;
             let mut expected = q.expected.clone();
             expected.sort();
@@ -145,6 +149,7 @@ pub fn evaluate<R: Retriever + ?Sized>(
                 features,
                 may_select,
                 latency_us,
+                nothing_fits,
             }
         })
         .collect()
@@ -164,6 +169,9 @@ pub struct Summary {
     pub wrong_select_rate: f32,
     /// Correct selections among selections (1 when nothing was selected).
     pub selection_precision: f32,
+    /// Share of queries answered "nothing fits" (every labelled query has a tool, so each
+    /// is a miss of that answer).
+    pub nothing_fits_rate: f32,
     pub latency_p50_us: f64,
     pub latency_p99_us: f64,
 }
@@ -184,6 +192,7 @@ pub fn summarize(outcomes: &[QueryOutcome], threshold: f32) -> Summary {
         clarify_rate: 1.0 - row.coverage,
         wrong_select_rate: row.wrong_select_rate,
         selection_precision: row.precision,
+        nothing_fits_rate: mean(&|o| f32::from(u8::from(o.nothing_fits))),
         latency_p50_us: percentile(&lat, 0.50),
         latency_p99_us: percentile(&lat, 0.99),
     }

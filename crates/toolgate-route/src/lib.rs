@@ -10,6 +10,7 @@
 //! - [`text`]: the analyzer shared by documents and queries.
 //! - [`doc`]: a tool as a document of weighted fields.
 //! - [`examples`]: example tasks per tool, indexed as one more field ([`RouteExamples`]).
+//! - [`learned`]: examples learned from the models' own choices, voted per task ([`Learned`]).
 //! - [`synonyms`]: general synonyms a task's words gain before ranking.
 //! - [`static_vectors`]: token vectors distilled from MiniLM, built in: a text's meaning as
 //!   a mean of its tokens' vectors, for the decision's `semantic_first`.
@@ -32,6 +33,7 @@ pub mod eval;
 pub mod examples;
 pub mod hybrid;
 pub mod index;
+pub mod learned;
 pub mod shape;
 pub mod static_vectors;
 pub mod synonyms;
@@ -44,6 +46,7 @@ pub use decide::{
 };
 pub use examples::RouteExamples;
 pub use index::{Bm25fParams, RouteIndex, EXAMPLES_B, EXAMPLES_WEIGHT};
+pub use learned::{Evidence, Learned, LearnedExample, LearningMode, LearningSettings};
 pub use {
     dense::EmbedIndex,
     embedder::{EmbedError, Embedder, MODEL_ENV},

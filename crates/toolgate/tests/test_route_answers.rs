@@ -52,6 +52,7 @@ fn answers_run_at_once_list_what_is_shown_and_keep_summaries_whole() {
         servers: catalog.servers(),
         shows: Some(&hide_delete),
         summaries: Some(&slim),
+        learned: None,
     };
 
     // The same tool on two servers: a question naming them, each candidate runnable.

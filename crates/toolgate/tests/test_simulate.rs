@@ -48,6 +48,7 @@ fn tiny_case_by_hand() {
         expected: vec!["wx/alerts".into(), "wx/forecast".into()],
         ambiguous: false,
         exact: false,
+        split: None,
     };
     let (row, loops) = simulate_task(
         catalog.clone(),
@@ -98,6 +99,7 @@ fn tiny_case_by_hand() {
         servers: catalog.servers(),
         shows: None,
         summaries: None,
+        learned: None,
     };
     let mut step = 0;
     let mut route = |task: &str| {

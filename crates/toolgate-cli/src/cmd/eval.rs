@@ -81,6 +81,15 @@ pub(crate) struct RouteArgs {
     /// `--split test`, so no query is ranked against itself.
     #[arg(long)]
     examples_from_tune: bool,
+    /// Replay the traffic split through route as a model would use it (clarifications
+    /// answered by execute, browses), learning from each choice, then route the test split
+    /// with what was learned: the learning curve, P@1 and R@5 with and without learning.
+    #[arg(long)]
+    replay: bool,
+    /// With --replay: this share of the traffic, all from one principal, executes a wrong
+    /// candidate.
+    #[arg(long, requires = "replay")]
+    poison: Option<f64>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -134,6 +143,15 @@ fn route(args: RouteArgs) -> Result<()> {
         depth: args.k.max(5),
         ..RouteOptions::default()
     };
+    if args.replay {
+        return super::eval_replay::run(
+            index.as_ref(),
+            queries,
+            &opts,
+            args.poison.unwrap_or(0.0),
+            args.json,
+        );
+    }
     let outcomes = evaluate(index.as_ref(), &queries, &opts);
     let summary = summarize(&outcomes, threshold);
     let rows = if args.sweep {
@@ -153,6 +171,8 @@ fn route(args: RouteArgs) -> Result<()> {
                 .collect();
             let decision = if o.selects(threshold) {
                 "select"
+            } else if o.nothing_fits {
+                "none"
             } else {
                 "clarify"
             };
@@ -341,7 +361,7 @@ fn hybrid(
 }
 
 fn print_table(out: &mut impl Write, s: &Summary) -> Result<()> {
-    let rows: [(&str, String); 11] = [
+    let rows: [(&str, String); 12] = [
         ("queries", s.queries.to_string()),
         ("threshold", format!("{:.2}", s.threshold)),
         ("P@1", format!("{:.3}", s.p_at_1)),
@@ -354,6 +374,7 @@ fn print_table(out: &mut impl Write, s: &Summary) -> Result<()> {
             "selection precision",
             format!("{:.3}", s.selection_precision),
         ),
+        ("nothing-fits rate", format!("{:.3}", s.nothing_fits_rate)),
         ("route p50 (us)", format!("{:.1}", s.latency_p50_us)),
         ("route p99 (us)", format!("{:.1}", s.latency_p99_us)),
     ];

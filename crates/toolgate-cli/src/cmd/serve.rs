@@ -132,7 +132,7 @@ async fn drain_stdio(
 
 /// The `[store]` in force: nothing for memory, else the embedded database opened now, so
 /// a store that cannot be used stops the command before anything is served.
-fn open_store(
+pub(crate) fn open_store(
     config: &toolgate::config::Config,
     stdio: bool,
 ) -> Result<Option<Arc<dyn toolgate_core::store::Store>>> {

@@ -28,6 +28,9 @@ pub struct LabelledQuery {
     /// The query is a tool name typed verbatim.
     #[serde(default)]
     pub exact: bool,
+    /// `"tune"`: traffic for `toolgate eval route --replay` (other values: test).
+    #[serde(default)]
+    pub split: Option<String>,
 }
 
 /// Reads a catalog file. Every entry needs a `server` and a `tool` with a string `name`.

@@ -43,6 +43,7 @@ pub(super) fn values(kind: Kind) -> Table {
         Kind::State => "state",
         Kind::Run => "run",
         Kind::Pii => "pii",
+        Kind::Learned => "learned",
     })
 }
 
@@ -55,6 +56,7 @@ pub(super) fn metas(kind: Kind) -> Table {
         Kind::State => "state.meta",
         Kind::Run => "run.meta",
         Kind::Pii => "pii.meta",
+        Kind::Learned => "learned.meta",
     })
 }
 

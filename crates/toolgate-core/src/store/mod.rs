@@ -40,10 +40,12 @@ pub enum Kind {
     Run,
     /// A PII token handed to the model, and the value it stands for.
     Pii,
+    /// Route's learned examples (`toolgate_route::learned`), one value for the whole set.
+    Learned,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Pages,
         Kind::Operation,
         Kind::Selection,
@@ -51,6 +53,7 @@ impl Kind {
         Kind::State,
         Kind::Run,
         Kind::Pii,
+        Kind::Learned,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -62,6 +65,7 @@ impl Kind {
             Kind::State => "state",
             Kind::Run => "run",
             Kind::Pii => "pii",
+            Kind::Learned => "learned",
         }
     }
 }

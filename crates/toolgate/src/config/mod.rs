@@ -146,6 +146,8 @@ pub struct GuidedConfig {
     /// A sentence-embedding model folder: route fuses BM25F with it (`guided.route_model`,
     /// builds with the `embed` feature).
     pub route_model: Option<PathBuf>,
+    /// What route learns from the models' choices (`[guided.learning]`).
+    pub learning: toolgate_route::LearningSettings,
 }
 
 impl Default for GuidedConfig {
@@ -161,6 +163,7 @@ impl Default for GuidedConfig {
             expand_selected: false,
             route_examples: Arc::default(),
             route_model: None,
+            learning: toolgate_route::LearningSettings::default(),
         }
     }
 }

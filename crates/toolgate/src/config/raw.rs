@@ -173,6 +173,52 @@ pub struct RawGuided {
     pub route_model: Option<PathBuf>,
     /// Tokens a session may be sent (results and definitions) before answers shrink.
     pub session_budget_tokens: Option<usize>,
+    /// `[guided.learning]`: what route learns from the models' choices.
+    pub learning: Option<RawLearning>,
+}
+
+/// `[guided.learning]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLearning {
+    pub mode: Option<toolgate_route::LearningMode>,
+    pub min_agreement: Option<usize>,
+    pub max_per_tool: Option<usize>,
+    pub max_per_principal: Option<usize>,
+    pub expiry_days: Option<f64>,
+}
+
+impl RawLearning {
+    fn validate(self, file: &Path) -> Result<toolgate_route::LearningSettings> {
+        let d = toolgate_route::LearningSettings::default();
+        let positive = |v: Option<usize>, default: usize, key: &str| match v {
+            Some(0) => bail!(
+                "{}: guided.learning.{key} = 0: use at least 1",
+                file.display()
+            ),
+            Some(n) => Ok(n),
+            None => Ok(default),
+        };
+        let expiry_ms = match self.expiry_days {
+            Some(days) if !(days > 0.0 && days <= 3650.0) => bail!(
+                "{}: guided.learning.expiry_days = {days}: use a number of days above 0 and at most 3650",
+                file.display()
+            ),
+            Some(days) => (days * 86_400_000.0) as u64,
+            None => d.expiry_ms,
+        };
+        Ok(toolgate_route::LearningSettings {
+            mode: self.mode.unwrap_or(d.mode),
+            min_agreement: positive(self.min_agreement, d.min_agreement, "min_agreement")?,
+            max_per_tool: positive(self.max_per_tool, d.max_per_tool, "max_per_tool")?,
+            max_per_principal: positive(
+                self.max_per_principal,
+                d.max_per_principal,
+                "max_per_principal",
+            )?,
+            expiry_ms,
+        })
+    }
 }
 
 impl RawGuided {
@@ -242,6 +288,7 @@ impl RawGuided {
                 None => d.route_examples,
             },
             route_model,
+            learning: self.learning.unwrap_or_default().validate(file)?,
         })
     }
 }

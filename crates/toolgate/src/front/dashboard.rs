@@ -1,9 +1,10 @@
 //! What `/ui` draws: the page (one hand-written HTML file with its script, no CDN) and
 //! its data as one JSON object: the catalog's definition cost per server and per tool on
 //! each surface (the `toolgate tokens --json` report), each session's tokens against its
-//! budget and against what direct mode would have cost, recent route decisions, the
-//! upstreams, and the last audit records. `toolgate tokens --html` writes the same page
-//! with the catalog report inlined and nothing live.
+//! budget and against what direct mode would have cost, recent route decisions, what route
+//! learned from the models' choices, the upstreams, and the last audit records.
+//! `toolgate tokens --html` writes the same page with the catalog report inlined and
+//! nothing live.
 
 use crate::guided::Engine;
 use crate::measure::TokenReport;
@@ -18,6 +19,8 @@ use toolgate_route::shape::Encoding;
 const PAGE: &str = include_str!("dashboard.html");
 /// How many audit records the page gets (the newest).
 const AUDIT_RECORDS: usize = 200;
+/// How many learned examples the page gets (the newest).
+const LEARNED_EXAMPLES: usize = 100;
 /// How much of the audit log's end is read to find them.
 const AUDIT_TAIL_BYTES: u64 = 256 * 1024;
 
@@ -96,8 +99,15 @@ pub fn data(engine: &Engine) -> Value {
         "sessions": gw.observe.ledger.recent(100),
         "routes": gw.observe.routes.all(),
         "upstreams": upstreams,
+        "learned": learned(engine),
         "audit": audit_tail(engine),
     })
+}
+
+/// What route learned: how many examples, and the newest (who taught which tool what).
+fn learned(engine: &Engine) -> Value {
+    let (total, recent) = engine.learning.recent(LEARNED_EXAMPLES);
+    json!({"total": total, "recent": recent})
 }
 
 /// The newest audit records, parsed (empty without an audit log).

@@ -40,6 +40,7 @@ pub async fn run(
         }
     };
     let tool = request.tool;
+    let selection = request.selection;
     let call = match gate::admit(
         engine,
         caller,
@@ -85,7 +86,27 @@ pub async fn run(
         m.min(engine.budget_for(&tool))
     });
     let shaping = tracing::info_span!("shape", "toolgate.tool_id" = %tool.id);
-    shaping.in_scope(|| answer_status(engine, owner, &op, status, &request.fields, budget))
+    let answer =
+        shaping.in_scope(|| answer_status(engine, owner, &op, status, &request.fields, budget));
+    // A call a clarification offered, finished here and not an error, teaches route.
+    let finished = answer
+        .structured
+        .as_ref()
+        .is_none_or(|s| s.get("operationId").is_none());
+    if let (Some(sel), false, true) = (selection, answer.is_error, finished) {
+        let profile = caller.profile_name().unwrap_or_default();
+        if let Some(ex) = engine
+            .learning
+            .succeeded(&sel, &tool.id, owner.as_str(), profile)
+        {
+            let id = tool.id.to_string();
+            caller
+                .policy
+                .audit_route(caller, &ex.task, "learned", Some(&id), &[]);
+            tracing::info!(tool = %id, principal = %owner, "route learned an example");
+        }
+    }
+    answer
 }
 
 /// A refusal as execute answers it: the message (invalid arguments as the validation
@@ -104,6 +125,8 @@ fn refused(refusal: &Refusal, tool: &ToolRecord) -> MetaResult {
 
 struct Request {
     tool: Arc<ToolRecord>,
+    /// The selectionId the tool was chosen by (a clarification's may teach route).
+    selection: Option<String>,
     arguments: Map<String, Value>,
     fields: Option<Vec<String>>,
     max_tokens: Option<usize>,
@@ -137,6 +160,7 @@ fn parse(
     let max_tokens = given.max_tokens.map(|m| m.max(100) as usize);
     Ok(Request {
         tool,
+        selection: given.selection_id.clone(),
         arguments,
         fields,
         max_tokens,

@@ -8,6 +8,7 @@
 
 pub mod describe;
 pub mod execute;
+pub mod learning;
 pub mod propose;
 pub mod resume;
 pub mod route;

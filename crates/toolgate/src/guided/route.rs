@@ -15,8 +15,12 @@ use std::sync::Arc;
 use toolgate_core::catalog::{Catalog, ToolId, ToolRecord};
 use toolgate_core::meta::args::{self, RouteArgs};
 use toolgate_core::principal::Principal;
+use toolgate_route::learned::route_with;
 use toolgate_route::shape::{ProfileView, SlimOptions};
-use toolgate_route::{route, Retriever, RouteDecision, RouteOptions, DEFAULT_LIMIT, MAX_BROWSE};
+use toolgate_route::{
+    route, Evidence, LearningSettings, Retriever, RouteDecision, RouteOptions, DEFAULT_LIMIT,
+    MAX_BROWSE,
+};
 
 /// What route reads besides its arguments, all from one catalog snapshot.
 pub struct RouteContext<'a> {
@@ -38,6 +42,17 @@ pub struct RouteContext<'a> {
     /// The operator's per-tool description overrides (`direct.slim.tools`): an override is
     /// the summary route shows.
     pub summaries: Option<&'a SlimOptions>,
+    /// What was learned from the models' choices for this caller (`[guided.learning]`);
+    /// `None`: route as configured alone.
+    pub learned: Option<LearnedRoute<'a>>,
+}
+
+/// The learned evidence for one route call and what it may do.
+pub struct LearnedRoute<'a> {
+    pub evidence: Evidence,
+    pub settings: &'a LearningSettings,
+    /// A destructive tool is never selected on learned evidence alone.
+    pub destructive: &'a (dyn Fn(&ToolRecord) -> bool + Send + Sync),
 }
 
 impl RouteContext<'_> {
@@ -100,8 +115,34 @@ pub fn run(
         servers,
         shows: Some(&keep),
         summaries: Some(&engine.gw.config.direct.slim),
+        learned: None,
     };
-    respond(&cx, args, &mut |id| engine.remember(owner, id))
+    let task = args.get("task").and_then(Value::as_str).unwrap_or_default();
+    let destructive = |t: &ToolRecord| caller.policy.destructive(t);
+    let cx = RouteContext {
+        learned: Some(LearnedRoute {
+            evidence: engine.learning.evidence(
+                task,
+                owner.as_str(),
+                caller.profile_name().unwrap_or_default(),
+            ),
+            settings: engine.learning.settings(),
+            destructive: &destructive,
+        }),
+        ..cx
+    };
+    let (answer, selected) = respond(&cx, args, &mut |id| engine.remember(owner, id));
+    // Each candidate of a question may teach: executed and succeeded, its task is learned.
+    if let Some(s) = answer.structured.as_ref() {
+        if s["decision"] == "clarify" {
+            for c in s["candidates"].as_array().into_iter().flatten() {
+                if let Some(sel) = c["selectionId"].as_str() {
+                    engine.learning.offered(sel, task);
+                }
+            }
+        }
+    }
+    (answer, selected)
 }
 
 /// Answers route's `args` from `cx`; `remember` records a tool the answer offers (the
@@ -267,7 +308,18 @@ fn answer(
         threshold: cx.threshold,
         ..RouteOptions::default()
     };
-    match route(cx.retriever, task, &opts) {
+    let decision = match &cx.learned {
+        Some(l) => route_with(
+            cx.retriever,
+            task,
+            &opts,
+            &l.evidence,
+            l.settings,
+            l.destructive,
+        ),
+        None => route(cx.retriever, task, &opts),
+    };
+    match decision {
         RouteDecision::Select {
             tool, confidence, ..
         } => {
@@ -277,6 +329,12 @@ fn answer(
                 Some(tool),
             )
         }
+        RouteDecision::Clarify {
+            question,
+            candidates,
+            nothing_fits: true,
+            ..
+        } => (nothing_fits(cx, task, &question, &candidates), None),
         RouteDecision::Clarify {
             question,
             candidates,
@@ -355,6 +413,36 @@ fn select(
         ));
     }
     MetaResult::text(text, Some(structured))
+}
+
+/// No tool explains the task: one line that says so, the nearest names (no selectionIds:
+/// they are not offered as answers) and the browsing calls, instead of five unrelated tools.
+fn nothing_fits(
+    cx: &RouteContext,
+    task: &str,
+    question: &str,
+    nearest: &[Arc<ToolRecord>],
+) -> MetaResult {
+    let route = format!("{}{ROUTE}", cx.meta_prefix);
+    let names: Vec<Value> = nearest
+        .iter()
+        .map(|t| json!({"server": t.id.server, "name": t.id.name}))
+        .collect();
+    let browse = json!([
+        {"tool": route, "arguments": {"task": task.trim(), "detail": "names"}},
+        {"tool": route, "arguments": {"server": "<one of servers>"}},
+    ]);
+    let text = format!("{question}\nServers: {}", cx.servers.join(", "));
+    MetaResult::text(
+        text,
+        Some(json!({
+            "decision": "none",
+            "question": question,
+            "nearest": names,
+            "servers": cx.servers,
+            "browse": browse,
+        })),
+    )
 }
 
 /// A question whose every candidate carries its own selectionId, compact signature and

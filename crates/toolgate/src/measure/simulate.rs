@@ -340,6 +340,7 @@ impl<'a> TaskSim<'a> {
             servers: catalog.servers(),
             shows: None,
             summaries: None,
+            learned: None,
         };
         let mut missing = Vec::new();
         let tools: Vec<&Arc<ToolRecord>> = q
