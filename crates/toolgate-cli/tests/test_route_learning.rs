@@ -4,9 +4,12 @@
 //! that profile, and only for it; a restart keeps what was learned; one principal alone
 //! moves no selection however often it repeats; a destructive tool still asks; a call that
 //! fails teaches nothing; `mode = "off"` learns nothing. Every learned example is audited;
-//! `toolgate route learned` lists, exports, forgets and imports them.
+//! `toolgate route learned` lists, exports, forgets and imports them. Two replicas on one
+//! Redis learn together: a question asked on one and answered on the other teaches both.
 
 mod common;
+#[allow(dead_code)]
+mod fleet;
 mod policy_support;
 use common::*;
 use policy_support::{connect_as, hash, KeyedClient};
@@ -413,4 +416,149 @@ async fn destructive_tools_failed_calls_and_mode_off_select_nothing() {
         "learned with mode off: {r}"
     );
     assert!(learned_records(&dir).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_on_one_redis_learn_together() {
+    let Some((redis_bin, _)) = fleet::programs_or_skip() else {
+        return;
+    };
+    let dir = TestDir::new();
+    let redis_dir = dir.path("redis");
+    std::fs::create_dir_all(&redis_dir).unwrap();
+    let port = fleet::free_port();
+    let _redis = fleet::redis(&redis_bin, port, &redis_dir);
+    let store = format!("[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:{port}\"");
+    let cfg = config(&dir, &store);
+    let env = [(
+        "TOOLGATE_STORE_KEY",
+        "0f1c0a9e3b7d2468ace013579bdf2468ace013579bdf2468ace013579bdf2468",
+    )];
+    let (a, _) = HttpGateway::start_with_env(&cfg, &[], None, &env);
+    let (b, _) = HttpGateway::start_with_env(&cfg, &[], None, &env);
+    let ann_a = connect_as(&a.url, ANN).await;
+    let ann_b = connect_as(&b.url, ANN).await;
+    let ben_b = connect_as(&b.url, BEN).await;
+
+    // Ann is asked on A and answers on B (a load balancer without stickiness).
+    let r = route(&ann_a, TASK).await;
+    assert_eq!(r["decision"], "clarify", "{r}");
+    let sel = r["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "append_note")
+        .unwrap()["selectionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = request(
+        &ann_b,
+        "execute",
+        json!({"selectionId": sel, "arguments": {"text": "Bob: coffee"}}),
+    )
+    .await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    // Ben agrees on B.
+    assert!(
+        answer(
+            &ben_b,
+            TASK,
+            "notes/append_note",
+            json!({"text": "Bob: coffee"})
+        )
+        .await
+    );
+    assert_eq!(learned_records(&dir).len(), 2, "both choices taught");
+    // A reads the shared set again within seconds, and selects.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let r = route(&ann_a, PARAPHRASE).await;
+        if selected(&r).as_deref() == Some("notes/append_note") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "replica A never saw what B learned: {r}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    for c in [ann_a, ann_b, ben_b] {
+        c.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_browse_followed_by_a_call_of_a_listed_tool_teaches() {
+    let dir = TestDir::new();
+    let gw = HttpGateway::start(&config(&dir, ""), &[]);
+    let ann = connect_as(&gw.url, ANN).await;
+    let ben = connect_as(&gw.url, BEN).await;
+    let browse = |who| async move {
+        let r = request(who, "route", json!({"task": TASK, "detail": "names"})).await;
+        let s = structured(&r);
+        assert_eq!(s["decision"], "list", "{s}");
+        assert!(
+            s["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["name"] == "append_note"),
+            "{s}"
+        );
+    };
+    // Ann browses, then calls the tool by its name.
+    browse(&ann).await;
+    let r = request(
+        &ann,
+        "execute",
+        json!({"tool": "notes/append_note", "arguments": {"text": "Bob: coffee"}}),
+    )
+    .await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    // Ben browses, routes the listed name (as the listing says to) and executes that.
+    browse(&ben).await;
+    let r = route(&ben, "notes/append_note").await;
+    let sel = r["selectionId"].as_str().unwrap_or_else(|| panic!("{r}"));
+    let r = request(
+        &ben,
+        "execute",
+        json!({"selectionId": sel, "arguments": {"text": "Bob: coffee"}}),
+    )
+    .await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    assert_eq!(learned_records(&dir).len(), 2);
+    let r = route(&ann, PARAPHRASE).await;
+    assert_eq!(selected(&r).as_deref(), Some("notes/append_note"), "{r}");
+    // A call of a tool the browse did not list teaches nothing: read_file after a browse
+    // of the notes server's tools.
+    let r = request(
+        &ann,
+        "route",
+        json!({"task": "note the budget", "detail": "names", "server": "notes"}),
+    )
+    .await;
+    let listed = structured(&r)["tools"].clone();
+    assert!(
+        !listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "read_file"),
+        "{listed}"
+    );
+    let r = request(
+        &ann,
+        "execute",
+        json!({"tool": "files/read_file", "arguments": {"path": "x"}}),
+    )
+    .await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    assert_eq!(
+        learned_records(&dir).len(),
+        2,
+        "a tool the browse did not list was learned"
+    );
+    ann.cancel().await.unwrap();
+    ben.cancel().await.unwrap();
 }

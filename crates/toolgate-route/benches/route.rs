@@ -1,6 +1,8 @@
 //! Route latency on a 10,000-tool catalog (realcat repeated under new server names), side
 //! by side with realcat itself: index build time, route p50/p99, one server's re-index;
-//! each without task-side synonyms (`synonyms` 0) and with the default weight, same run.
+//! each without task-side synonyms (`synonyms` 0) and with the default weight, same run;
+//! then the large catalog again with 10,000 learned examples (`learned`: the examples'
+//! votes and route together, as the gateway routes a caller).
 //!
 //! Run: `cargo bench -p toolgate-route --bench route`. Reads the repository's `datasets/` (or
 //! `TOOLGATE_DATASETS`); exits non-zero when they are missing.
@@ -12,9 +14,13 @@ use toolgate_core::catalog::{
     file::datasets_dir, load_catalog_file, load_queries_file, Catalog, CatalogEntry,
 };
 use toolgate_route::eval::percentile;
-use toolgate_route::{route, Bm25fParams, RouteIndex, RouteOptions};
+use toolgate_route::learned::route_with;
+use toolgate_route::{
+    route, Bm25fParams, Learned, LearnedExample, LearningMode, LearningSettings, RouteIndex,
+    RouteOptions,
+};
 
-/// Tools in the large catalog (at least).
+/// Tools in the large catalog (at least), and learned examples in its last row.
 const LARGE: usize = 10_000;
 
 fn main() -> ExitCode {
@@ -43,18 +49,26 @@ fn run() -> anyhow::Result<()> {
         let q = load_queries_file(&dir.join(set).join("queries.jsonl"))?;
         tasks.extend(q.into_iter().take(take).map(|q| q.query));
     }
+    // Learned examples: MetaTool requests not among the tasks, each taught for one tool.
+    let example_tasks: Vec<String> = load_queries_file(&dir.join("metatool/queries.jsonl"))?
+        .into_iter()
+        .skip(2000)
+        .take(LARGE)
+        .map(|q| q.query)
+        .collect();
     println!("{} tasks; times in microseconds unless marked", tasks.len());
     println!(
-        "{:>8} {:>9} {:>10} {:>9} {:>9} {:>13} {:>12}",
-        "tools", "synonyms", "build ms", "p50", "p99", "p99 best-of-3", "reindex ms"
+        "{:>8} {:>9} {:>8} {:>10} {:>9} {:>9} {:>13} {:>12}",
+        "tools", "synonyms", "learned", "build ms", "p50", "p99", "p99 best-of-3", "reindex ms"
     );
     let default_sw = Bm25fParams::default().synonym_weight;
     let copies = LARGE.div_ceil(entries.len());
-    for (n, sw) in [
-        (1, 0.0),
-        (1, default_sw),
-        (copies, 0.0),
-        (copies, default_sw),
+    for (n, sw, learned) in [
+        (1, 0.0, false),
+        (1, default_sw, false),
+        (copies, 0.0, false),
+        (copies, default_sw, false),
+        (copies, default_sw, true),
     ] {
         let big: Vec<CatalogEntry> = (0..n)
             .flat_map(|i| {
@@ -77,15 +91,47 @@ fn run() -> anyhow::Result<()> {
         let mut index = RouteIndex::with_params(&catalog, params);
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
         let opts = RouteOptions::default();
+        let settings = LearningSettings {
+            mode: LearningMode::Shared,
+            max_per_principal: LARGE,
+            ..LearningSettings::default()
+        };
+        let mut set = Learned::new(settings.clone());
+        if learned {
+            let tools = catalog.tools();
+            set.replace(
+                example_tasks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, task)| LearnedExample {
+                        task: task.clone(),
+                        server: tools[i % tools.len()].id.server.clone(),
+                        name: tools[i % tools.len()].id.name.clone(),
+                        principal: ["a", "b", "c"][i % 3].into(),
+                        profile: String::new(),
+                        at_ms: 0,
+                    })
+                    .collect(),
+            );
+        }
+        let never = |_: &toolgate_core::catalog::ToolRecord| false;
+        let route_one = |t: &str| {
+            if learned {
+                let evidence = set.evidence(t, "a", "");
+                route_with(&index, t, &opts, &evidence, &settings, &never)
+            } else {
+                route(&index, t, &opts)
+            }
+        };
         // One warm-up pass, then the measured passes.
         for t in &tasks {
-            std::hint::black_box(route(&index, t, &opts));
+            std::hint::black_box(route_one(t));
         }
         let mut lat = Vec::with_capacity(tasks.len() * 3);
         for _ in 0..3 {
             for t in &tasks {
                 let start = Instant::now();
-                std::hint::black_box(route(&index, t, &opts));
+                std::hint::black_box(route_one(t));
                 lat.push(start.elapsed().as_secs_f64() * 1e6);
             }
         }
@@ -108,9 +154,10 @@ fn run() -> anyhow::Result<()> {
         index.replace_server("github", github);
         let reindex_ms = start.elapsed().as_secs_f64() * 1e3;
         println!(
-            "{:>8} {:>9} {:>10.1} {:>9.1} {:>9.1} {:>13.1} {:>12.2}",
+            "{:>8} {:>9} {:>8} {:>10.1} {:>9.1} {:>9.1} {:>13.1} {:>12.2}",
             catalog.len(),
             sw,
+            set.len(),
             build_ms,
             percentile(&lat, 0.50),
             percentile(&lat, 0.99),

@@ -15,7 +15,8 @@ use std::io::Write;
 use toolgate_core::catalog::{LabelledQuery, ToolRecord};
 use toolgate_route::learned::route_with;
 use toolgate_route::{
-    Learned, LearnedExample, LearningSettings, Retriever, RouteDecision, RouteOptions, MAX_BROWSE,
+    Evidence, Learned, LearnedExample, LearningSettings, Retriever, RouteDecision, RouteOptions,
+    MAX_BROWSE,
 };
 
 /// The principals the traffic comes from, in turn.
@@ -90,15 +91,22 @@ pub(crate) fn run(
         let tested: Vec<Tested> = test
             .iter()
             .map(|q| {
-                let d = route_with(
-                    index,
-                    &q.query,
-                    opts,
-                    &learned.evidence(&q.query, PRINCIPALS[0], ""),
-                    &settings,
-                    &destructive,
-                );
+                let evidence = learned.evidence(&q.query, PRINCIPALS[0], "");
+                let d = route_with(index, &q.query, opts, &evidence, &settings, &destructive);
                 if json && last {
+                    let cold = route_with(
+                        index,
+                        &q.query,
+                        opts,
+                        &Evidence::default(),
+                        &settings,
+                        &destructive,
+                    );
+                    let cold_first = cold.ranked().first().map(|(t, _)| t.id.to_string());
+                    let votes = evidence.votes.first().map(|v| {
+                        json!({"tool": format!("{}/{}", v.server, v.name), "share": evidence.share,
+                               "best": v.best, "principals": v.principals, "examples": v.examples})
+                    });
                     let ranked: Vec<_> = d
                         .ranked()
                         .iter()
@@ -109,7 +117,9 @@ pub(crate) fn run(
                         out,
                         "{}",
                         json!({"query": q.query, "expected": q.expected, "ranked": ranked,
-                               "decision": decision_word(&d), "confidence": d.confidence()})
+                               "decision": decision_word(&d), "confidence": d.confidence(),
+                               "learned": votes, "cold_first": cold_first,
+                               "cold_decision": decision_word(&cold)})
                     );
                 }
                 measure(&d, q)

@@ -216,14 +216,17 @@ fn show(args: ShowArgs) -> Result<bool> {
             v.server, v.name, v.examples, v.principals, v.best, v.weight
         );
     }
-    match evidence.agreed(&set.settings) {
-        Some(v) => println!(
+    match (evidence.leader(), evidence.agreed(&set.settings, None)) {
+        (_, Some(v)) => println!(
             "agreed: route selects {}/{} for this task unless it is destructive (then it asks, with it first)",
             v.server, v.name
         ),
-        None => println!(
-            "not agreed (min_agreement {}, {:.0}% of the votes for the first): the first tool moves up the candidates, route still asks",
-            set.settings.min_agreement,
+        (Some(v), None) => println!(
+            "{}/{} moves to the front of the candidates; route selects it when it also ranks it first on its own and the votes agree (min_agreement {}), else it asks",
+            v.server, v.name, set.settings.min_agreement
+        ),
+        (None, None) => println!(
+            "no clear lead ({:.0}% of the votes for the first): route's own order stands",
             evidence.share * 100.0
         ),
     }

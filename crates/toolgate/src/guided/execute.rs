@@ -88,16 +88,18 @@ pub async fn run(
     let shaping = tracing::info_span!("shape", "toolgate.tool_id" = %tool.id);
     let answer =
         shaping.in_scope(|| answer_status(engine, owner, &op, status, &request.fields, budget));
-    // A call a clarification offered, finished here and not an error, teaches route.
+    // A call a clarification offered (or of a tool the caller's browse listed), finished
+    // here and not an error, teaches route.
     let finished = answer
         .structured
         .as_ref()
         .is_none_or(|s| s.get("operationId").is_none());
-    if let (Some(sel), false, true) = (selection, answer.is_error, finished) {
+    if !answer.is_error && finished {
         let profile = caller.profile_name().unwrap_or_default();
-        if let Some(ex) = engine
-            .learning
-            .succeeded(&sel, &tool.id, owner.as_str(), profile)
+        if let Some(ex) =
+            engine
+                .learning
+                .succeeded(selection.as_deref(), &tool.id, owner.as_str(), profile)
         {
             let id = tool.id.to_string();
             caller

@@ -1,10 +1,11 @@
 //! What route learns from the models' choices, for the engine: which selectionIds a
-//! clarification offered (and for which task), the learned set (`toolgate_route::learned`)
-//! and its one record in the state store (`Kind::Learned`), re-read every few seconds when
-//! the store is shared by replicas.
+//! clarification offered (and for which task; in a shared store too, so any replica that
+//! runs the call learns), the learned set (`toolgate_route::learned`) and its one record in
+//! the state store (`Kind::Learned`), re-read every few seconds when the store is shared
+//! by replicas.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use toolgate_core::catalog::ToolId;
 use toolgate_core::store::{Kind, Lookup, Record, Store};
@@ -16,6 +17,8 @@ pub const RECORD_OWNER: &str = "toolgate";
 /// Offers kept at most (oldest dropped first) and how long one can teach.
 const MAX_OFFERS: usize = 10_000;
 const OFFER_TTL: Duration = Duration::from_secs(3600);
+/// How long the learned set's record is kept after its last write: `expiry_days`' limit.
+const RECORD_TTL: Duration = Duration::from_secs(3650 * 86_400);
 /// How often a shared store's set is read again.
 const RELOAD_EVERY: Duration = Duration::from_secs(2);
 
@@ -23,9 +26,12 @@ const RELOAD_EVERY: Duration = Duration::from_secs(2);
 pub struct Learning {
     settings: LearningSettings,
     store: Option<Arc<dyn Store>>,
-    /// selectionId -> the task whose clarification or browse offered it.
+    /// selectionId -> the task whose clarification offered it.
     offers: Mutex<HashMap<String, (String, Instant)>>,
-    set: Mutex<(Learned, Instant)>,
+    /// principal -> its last browse by task: the task and the tools listed.
+    browses: Mutex<HashMap<String, (Browse, Instant)>>,
+    /// The set and when it was last read from a shared store (routes read it at once).
+    set: RwLock<(Learned, Instant)>,
 }
 
 impl Learning {
@@ -38,7 +44,8 @@ impl Learning {
             settings,
             store,
             offers: Mutex::new(HashMap::new()),
-            set: Mutex::new((learned, Instant::now())),
+            browses: Mutex::new(HashMap::new()),
+            set: RwLock::new((learned, Instant::now())),
         }
     }
 
@@ -46,12 +53,23 @@ impl Learning {
         &self.settings
     }
 
-    /// Notes that a clarification for `task` offered `selection`.
-    pub fn offered(&self, selection: &str, task: &str) {
+    /// Notes that a clarification for `task` offered `selection` to `owner`. With a shared
+    /// store the offer is kept there too, so the replica that runs the call learns from it.
+    pub fn offered(&self, selection: &str, task: &str, owner: &str) {
         if self.settings.mode == LearningMode::Off {
             return;
         }
-        let mut offers = self.offers.lock().expect("offers");
+        if let Some(s) = self.store.as_ref().filter(|s| s.shared()) {
+            let record = Record {
+                owner: owner.to_string(),
+                expires_ms: toolgate_core::store::expiry_after(OFFER_TTL),
+                value: task.as_bytes().to_vec(),
+            };
+            if let Err(e) = s.put(Kind::Learned, &offer_id(selection), &record) {
+                tracing::debug!("route: an offer was kept in this process only: {e}");
+            }
+        }
+        let mut offers = self.offers.lock().unwrap_or_else(|p| p.into_inner());
         if offers.len() >= MAX_OFFERS {
             offers.retain(|_, (_, at)| at.elapsed() < OFFER_TTL);
             if offers.len() >= MAX_OFFERS {
@@ -67,41 +85,132 @@ impl Learning {
         offers.insert(selection.to_string(), (task.to_string(), Instant::now()));
     }
 
+    /// Notes that `owner` browsed for `task` (`detail: "names"`, or a "nothing fits"
+    /// answer) and was shown `tools` (`server/name`): the next successful call of one of
+    /// them within the offer window teaches, as an answered question does.
+    pub fn browsed(&self, owner: &str, task: &str, tools: Vec<String>) {
+        if self.settings.mode == LearningMode::Off || task.trim().is_empty() || tools.is_empty() {
+            return;
+        }
+        let browse = Browse {
+            task: task.to_string(),
+            tools,
+        };
+        if let Some(s) = self.store.as_ref().filter(|s| s.shared()) {
+            let record = Record {
+                owner: owner.to_string(),
+                expires_ms: toolgate_core::store::expiry_after(OFFER_TTL),
+                value: serde_json::to_vec(&browse).expect("strings serialize"),
+            };
+            if let Err(e) = s.put(Kind::Learned, &browse_id(owner), &record) {
+                tracing::debug!("route: a browse was kept in this process only: {e}");
+            }
+        }
+        let mut browses = self.browses.lock().unwrap_or_else(|p| p.into_inner());
+        if browses.len() >= MAX_OFFERS {
+            browses.retain(|_, (_, at)| at.elapsed() < OFFER_TTL);
+        }
+        if browses.len() < MAX_OFFERS {
+            browses.insert(owner.to_string(), (browse, Instant::now()));
+        }
+    }
+
+    /// The task of `owner`'s last browse if it listed `tool`, taken (it teaches once).
+    fn take_browse(&self, owner: &str, tool: &str) -> Option<String> {
+        let mut browses = self.browses.lock().unwrap_or_else(|p| p.into_inner());
+        let local = browses.get(owner).map(|(b, at)| (b.clone(), *at));
+        let shared = self.store.as_ref().filter(|s| s.shared());
+        let now = toolgate_core::store::now_ms();
+        let browse =
+            match local {
+                Some((b, at)) if at.elapsed() <= OFFER_TTL => Some(b),
+                Some(_) => None,
+                None => shared.and_then(|s| {
+                    match s.lookup(Kind::Learned, &browse_id(owner), owner, now) {
+                        Ok(Lookup::Found(r)) => serde_json::from_slice::<Browse>(&r.value).ok(),
+                        _ => None,
+                    }
+                }),
+            }?;
+        if !browse.tools.iter().any(|t| t == tool) {
+            return None;
+        }
+        browses.remove(owner);
+        if let Some(s) = shared {
+            let _ = s.remove(Kind::Learned, &browse_id(owner), now);
+        }
+        Some(browse.task)
+    }
+
+    /// The task that offered `selection` to `owner`, taken (it teaches once): from this
+    /// process, else from a shared store.
+    fn take_offer(&self, selection: &str, owner: &str) -> Option<String> {
+        let local = self
+            .offers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(selection);
+        let shared = self.store.as_ref().filter(|s| s.shared());
+        if let Some((task, at)) = local {
+            if let Some(s) = shared {
+                let _ = s.remove(
+                    Kind::Learned,
+                    &offer_id(selection),
+                    toolgate_core::store::now_ms(),
+                );
+            }
+            return (at.elapsed() <= OFFER_TTL).then_some(task);
+        }
+        let s = shared?;
+        let now = toolgate_core::store::now_ms();
+        match s.lookup(Kind::Learned, &offer_id(selection), owner, now) {
+            Ok(Lookup::Found(r)) => {
+                let _ = s.remove(Kind::Learned, &offer_id(selection), now);
+                String::from_utf8(r.value).ok()
+            }
+            _ => None,
+        }
+    }
+
     /// What the learned examples say about `task` for this caller.
     pub fn evidence(&self, task: &str, principal: &str, profile: &str) -> Evidence {
         if self.settings.mode == LearningMode::Off {
             return Evidence::default();
         }
-        let mut set = self.set.lock().expect("learned");
         if let Some(s) = self.store.as_ref().filter(|s| s.shared()) {
-            if set.1.elapsed() >= RELOAD_EVERY {
-                set.0.replace(load(s.as_ref()));
+            let stale = self.read().1.elapsed() >= RELOAD_EVERY;
+            if stale {
+                let examples = load(s.as_ref());
+                let mut set = self.write();
+                set.0.replace(examples);
                 set.1 = Instant::now();
             }
         }
-        set.0.evidence(task, principal, profile)
+        self.read().0.evidence(task, principal, profile)
     }
 
     /// How many examples are kept, and the newest `n` (oldest first), for the dashboard.
     pub fn recent(&self, n: usize) -> (usize, Vec<LearnedExample>) {
-        let set = self.set.lock().expect("learned");
+        let set = self.read();
         let all = set.0.examples();
         (all.len(), all[all.len().saturating_sub(n)..].to_vec())
     }
 
-    /// A call chosen by `selection` succeeded: when a clarification offered it, the task
-    /// is a learned example of `tool`. Returns the example kept.
+    /// A call of `tool` (chosen by `selection`, or by its name) succeeded: when a
+    /// clarification offered that selection, or the caller's last browse listed the tool,
+    /// that task is a learned example of `tool`. Returns the example kept.
     pub fn succeeded(
         &self,
-        selection: &str,
+        selection: Option<&str>,
         tool: &ToolId,
         principal: &str,
         profile: &str,
     ) -> Option<LearnedExample> {
-        let (task, at) = self.offers.lock().expect("offers").remove(selection)?;
-        if at.elapsed() > OFFER_TTL {
+        if self.settings.mode == LearningMode::Off {
             return None;
         }
+        let offered = selection.and_then(|sel| self.take_offer(sel, principal));
+        let task = offered.or_else(|| self.take_browse(principal, &tool.to_string()))?;
         let ex = LearnedExample {
             task,
             server: tool.server.clone(),
@@ -110,9 +219,10 @@ impl Learning {
             profile: profile.to_string(),
             at_ms: toolgate_core::store::now_ms(),
         };
-        let mut set = self.set.lock().expect("learned");
+        let mut set = self.write();
         if let Some(s) = self.store.as_ref().filter(|s| s.shared()) {
             set.0.replace(load(s.as_ref()));
+            set.1 = Instant::now();
         }
         set.0.expire(ex.at_ms);
         if !set.0.record(ex.clone()) {
@@ -123,6 +233,35 @@ impl Learning {
         }
         Some(ex)
     }
+}
+
+impl Learning {
+    /// The set, for reading; a panic while it was held leaves it as it was (nothing is
+    /// half-written: every change replaces or appends whole examples).
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, (Learned, Instant)> {
+        self.set.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, (Learned, Instant)> {
+        self.set.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A browse by task: what was asked and which tools (`server/name`) were listed.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct Browse {
+    task: String,
+    tools: Vec<String>,
+}
+
+/// The store id of a principal's last browse.
+fn browse_id(owner: &str) -> String {
+    format!("browse:{owner}")
+}
+
+/// The store id of an offer: the selectionId it was made with.
+fn offer_id(selection: &str) -> String {
+    format!("offer:{selection}")
 }
 
 /// The learned set in the store (empty when there is none or it cannot be read).
@@ -145,8 +284,10 @@ pub fn load(store: &dyn Store) -> Vec<LearnedExample> {
 pub fn save(store: &dyn Store, examples: &[LearnedExample]) -> bool {
     let record = Record {
         owner: RECORD_OWNER.into(),
-        // The examples expire one by one (`expiry_days`); the record itself does not.
-        expires_ms: u64::MAX / 2,
+        // The examples expire one by one (`expiry_days`); the record lives as long as the
+        // longest expiry allowed, renewed by every write (Redis refuses an expiry at
+        // the end of time: its limit is i64 milliseconds).
+        expires_ms: toolgate_core::store::expiry_after(RECORD_TTL),
         value: serde_json::to_vec(examples).expect("strings serialize"),
     };
     match store.put(Kind::Learned, RECORD_ID, &record) {

@@ -133,13 +133,30 @@ pub fn run(
     };
     let (answer, selected) = respond(&cx, args, &mut |id| engine.remember(owner, id));
     // Each candidate of a question may teach: executed and succeeded, its task is learned.
+    // So may a tool a browse by task listed, called next.
     if let Some(s) = answer.structured.as_ref() {
-        if s["decision"] == "clarify" {
-            for c in s["candidates"].as_array().into_iter().flatten() {
-                if let Some(sel) = c["selectionId"].as_str() {
-                    engine.learning.offered(sel, task);
+        match s["decision"].as_str() {
+            Some("clarify") => {
+                for c in s["candidates"].as_array().into_iter().flatten() {
+                    if let Some(sel) = c["selectionId"].as_str() {
+                        engine.learning.offered(sel, task, owner.as_str());
+                    }
                 }
             }
+            Some(kind @ ("list" | "none")) if !task.trim().is_empty() => {
+                let listed = if kind == "list" {
+                    &s["tools"]
+                } else {
+                    &s["nearest"]
+                };
+                let tools = (listed.as_array().into_iter().flatten())
+                    .filter_map(|t| {
+                        Some(format!("{}/{}", t["server"].as_str()?, t["name"].as_str()?))
+                    })
+                    .collect();
+                engine.learning.browsed(owner.as_str(), task, tools);
+            }
+            _ => {}
         }
     }
     (answer, selected)
