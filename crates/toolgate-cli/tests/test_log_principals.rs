@@ -6,7 +6,10 @@
 //! sampling request names no call either: with two keys' calls in flight it goes to
 //! neither client and the upstream gets an error. Real gateway over HTTP, the fixture over
 //! stdio as the shared upstream.
-#![allow(deprecated)] // sampling: deprecated by SEP-2577, still what peers speak
+#![allow(
+    deprecated,
+    reason = "sampling: deprecated by SEP-2577, still what peers speak"
+)]
 
 mod common;
 mod policy_support;

@@ -4,7 +4,10 @@
 //! refreshes the flood triggers are coalesced.
 
 // Logging is deprecated by SEP-2577 but is what a flooding 2025-era server sends.
-#![allow(deprecated)]
+#![allow(
+    deprecated,
+    reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
+)]
 
 mod common;
 

@@ -8,7 +8,7 @@
 //! Redis learn together: a question asked on one and answered on the other teaches both.
 
 mod common;
-#[allow(dead_code)]
+#[allow(dead_code, reason = "each test binary uses a part of these helpers")]
 mod fleet;
 mod policy_support;
 use common::*;

@@ -6,7 +6,7 @@
 //! a restart. `toolgate store check` and `toolgate store reset` are the operator's tools.
 
 mod common;
-#[allow(dead_code)]
+#[allow(dead_code, reason = "each test binary uses a part of these helpers")]
 mod fleet;
 
 use common::*;

@@ -9,7 +9,7 @@
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
 //! - [`call`]: call types (outcome, error, options, progress, the client relay).
 //! - [`principal`]: who a request acts for (its API key, else the local identity); owns every handle.
-//! - [`ids`], [`env`]: random ids and simple names; `${VAR}` substitution.
+//! - [`ids`], [`mod@env`]: random ids and simple names; `${VAR}` substitution.
 //! - [`drain`]: shutdown of tool calls: none admitted once it begins, the running ones given a bound, then cut.
 //! - [`observe`]: Prometheus metrics, each session's token count (the budget), recent route decisions.
 //! - [`meta`]: what a meta-tool answers (`MetaResult`) and the meta-tools' typed arguments.

@@ -64,7 +64,10 @@ pub const FLOOD_LOGS: usize = 5_000;
 pub const FLOOD_LIST_CHANGES: usize = 500;
 
 /// The `flood-notifications` burst, sent on `peer` before a call's answer.
-#[allow(deprecated)] // Logging is deprecated by SEP-2577; hostile servers still send it.
+#[allow(
+    deprecated,
+    reason = "Logging is deprecated by SEP-2577; hostile servers still send it"
+)]
 pub async fn flood_notifications(peer: &rmcp::Peer<rmcp::RoleServer>) {
     use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
     let filler = "x".repeat(1024);

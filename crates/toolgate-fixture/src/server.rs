@@ -162,7 +162,10 @@ impl FixtureServer {
         }
         if knobs.ask_roots {
             // Roots are deprecated (SEP-2577), but servers still ask for them.
-            #[allow(deprecated)]
+            #[allow(
+                deprecated,
+                reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
+            )]
             let asked = context.peer.list_roots().await;
             if let Err(error) = asked {
                 tracing::debug!(%error, "roots/list was refused");
@@ -216,7 +219,7 @@ impl ServerHandler for FixtureServer {
     }
 
     fn get_info(&self) -> ServerConfig {
-        #[allow(deprecated)] // The logging capability backs the `_log` knob.
+        #[allow(deprecated, reason = "The logging capability backs the `_log` knob")]
         let capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools()
@@ -230,7 +233,7 @@ impl ServerHandler for FixtureServer {
             })
     }
 
-    #[allow(deprecated)] // Logging backs the `_log` knob.
+    #[allow(deprecated, reason = "Logging backs the `_log` knob")]
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
@@ -333,7 +336,10 @@ impl ServerHandler for FixtureServer {
 /// Sends the `_log` notification. Logging is deprecated by SEP-2577, yet clients on the
 /// protocol versions before 2026-07-28 still receive it, so the fixture keeps sending it.
 /// Nothing is sent while `logging/setLevel` asked for a level above info.
-#[allow(deprecated)]
+#[allow(
+    deprecated,
+    reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
+)]
 async fn send_log(peer: &rmcp::Peer<RoleServer>, data: Value, floor: &std::sync::atomic::AtomicU8) {
     use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
     if floor.load(std::sync::atomic::Ordering::Relaxed) > LoggingLevel::Info as u8 {

@@ -1,5 +1,8 @@
 //! `_log` sends a logging notification carrying the given value.
-#![allow(deprecated)] // Logging (SEP-2577) is deprecated, yet the `_log` knob uses it.
+#![allow(
+    deprecated,
+    reason = "Logging (SEP-2577) is deprecated, yet the `_log` knob uses it"
+)]
 mod common;
 
 use common::{connect, demo, next_event, refs, Event, TRANSPORTS};

@@ -53,7 +53,7 @@ pub fn setup_with(timeout_ms: u64, code: &str) -> (TestDir, std::path::PathBuf) 
 
 /// `setup(code)` with `extra` TOML after it and an audit log at `<dir>/audit.jsonl`
 /// (`audit` TOML goes in its `[policy.audit]` table; read it with `audit_records`).
-#[allow(dead_code)] // not every code-mode test audits
+#[allow(dead_code, reason = "not every code-mode test audits")]
 pub fn setup_audited(code: &str, extra: &str, audit: &str) -> (TestDir, std::path::PathBuf) {
     let (dir, config) = setup(code);
     let base = std::fs::read_to_string(&config).unwrap();

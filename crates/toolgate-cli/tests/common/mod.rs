@@ -1,6 +1,10 @@
 //! Shared test harness: real `toolgate` processes, real fixture upstreams (the same
 //! binary's hidden `fixture` subcommand), real MCP clients (rmcp) over stdio and HTTP.
-#![allow(dead_code, unreachable_pub)] // A test binary uses a subset; `pub` is for its sibling modules.
+#![allow(
+    dead_code,
+    unreachable_pub,
+    reason = "A test binary uses a subset; `pub` is for its sibling modules"
+)]
 
 pub mod code;
 pub mod skills;
@@ -144,7 +148,7 @@ pub fn processes_mentioning(marker: &str) -> Vec<u32> {
 }
 
 /// The records of the audit log at `<dir>/audit.jsonl`, in order (none when it is missing).
-#[allow(dead_code)] // not every test binary reads an audit log
+#[allow(dead_code, reason = "not every test binary reads an audit log")]
 pub fn audit_records(dir: &TestDir) -> Vec<Value> {
     std::fs::read_to_string(dir.path("audit.jsonl"))
         .unwrap_or_default()
@@ -197,7 +201,10 @@ pub struct LogWatch {
     pub logs: mpsc::UnboundedSender<Value>,
 }
 
-#[allow(deprecated)] // notifications/message: deprecated by SEP-2577, still what upstreams send.
+#[allow(
+    deprecated,
+    reason = "notifications/message: deprecated by SEP-2577, still what upstreams send"
+)]
 impl ClientHandler for LogWatch {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(

@@ -117,7 +117,7 @@ pub(crate) fn redis_with(program: &Path, port: u16, dir: &Path, extra: &[&str]) 
 
 /// Sends one command (inline form) and returns the first line of the answer.
 // Used by test_store_faults only (this module is compiled into each test that uses it).
-#[allow(dead_code)]
+#[allow(dead_code, reason = "each test binary uses a part of these helpers")]
 pub(crate) fn command(port: u16, line: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));

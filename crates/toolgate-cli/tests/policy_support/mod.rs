@@ -1,7 +1,11 @@
 //! What the policy tests share: a catalog with every tier, a configuration with profiles,
 //! keys and shadow tools, clients that present keys and answer elicitation, and readers
 //! for the audit log and the upstream processes.
-#![allow(dead_code, unreachable_pub)] // A test binary uses a subset; `pub` is for its sibling modules.
+#![allow(
+    dead_code,
+    unreachable_pub,
+    reason = "A test binary uses a subset; `pub` is for its sibling modules"
+)]
 
 use crate::common::*;
 use rmcp::model::{

@@ -181,7 +181,7 @@ fn select_fields(outcome: &mut CallOutcome, fields: &[String]) -> Selection {
 
 /// Whether `outcome` surely fits `budget` tokens without counting them: a token covers at
 /// least one byte, so the bytes of its text blocks and `structuredContent` together bound
-/// [`tokens`] from above (media count [`MEDIA_TOKENS`] either way). Most results are far
+/// `tokens` from above (media count [`MEDIA_TOKENS`] either way). Most results are far
 /// below a budget, and counting is the costly part of shaping, so callers ask this first.
 pub fn fits_uncounted(outcome: &CallOutcome, budget: usize) -> bool {
     let bytes = |s: &str| s.len();

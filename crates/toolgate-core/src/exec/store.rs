@@ -15,7 +15,7 @@
 //! "expired" rather than "unknown". Time is `tokio::time::Instant`, so tests run with
 //! paused time and never sleep.
 //!
-//! With a durable store (`[store] backend = "embedded"`, see [`super::durable`]) every
+//! With a durable store (`[store] backend = "embedded"`, see `exec::durable`) every
 //! paged result and operation is also written there, and a handle this process does not
 //! hold is read back from it: after a restart, cursors continue and finished operations
 //! are delivered; one that was running is reported lost.

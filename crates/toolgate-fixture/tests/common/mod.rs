@@ -1,7 +1,14 @@
 //! Shared test helpers: spawn the real fixture binary and connect rmcp's client to it over
 //! stdio or Streamable HTTP, recording the notifications it sends.
-#![allow(dead_code, unreachable_pub)] // Each test binary uses a different subset; `pub` is for its modules.
-#![allow(deprecated)] // Logging (SEP-2577) is deprecated, yet the `_log` knob uses it.
+#![allow(
+    dead_code,
+    unreachable_pub,
+    reason = "Each test binary uses a different subset; `pub` is for its modules"
+)]
+#![allow(
+    deprecated,
+    reason = "Logging (SEP-2577) is deprecated, yet the `_log` knob uses it"
+)]
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -56,7 +63,10 @@ impl ClientHandler for Recorder {
         std::future::ready(())
     }
 
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
+    )]
     fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,

@@ -9,7 +9,7 @@
 //! This is a privacy default, not data-loss prevention: a program can encode data (spell
 //! it out, base64 it) and it will pass untouched.
 //!
-//! With a durable store, tokens are also kept there ([`stored`]), so one handed out before
+//! With a durable store, tokens are also kept there (`stored`), so one handed out before
 //! a restart, or by another replica, is restored too.
 
 mod stored;

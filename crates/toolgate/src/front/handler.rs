@@ -5,7 +5,10 @@
 use super::{account, direct, guided, listen, prompts, relay, request, resources};
 use super::{Session, Surface, PANICKED};
 use crate::config::Mode;
-#[allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still what clients send.
+#[allow(
+    deprecated,
+    reason = "logging/setLevel: deprecated by SEP-2577, still what clients send"
+)]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
@@ -196,7 +199,10 @@ impl ServerHandler for Session {
         })
     }
 
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "rmcp marks resources/subscribe deprecated; 2025-era clients still send it"
+    )]
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
@@ -206,7 +212,10 @@ impl ServerHandler for Session {
         resources::subscribe(self.gw(), &caller, &request.uri, &self.state.subs).await
     }
 
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "rmcp marks resources/unsubscribe deprecated; 2025-era clients still send it"
+    )]
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
@@ -245,7 +254,10 @@ impl ServerHandler for Session {
         Ok(r)
     }
 
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
+    )]
     async fn set_level(
         &self,
         request: SetLevelRequestParams,

@@ -185,7 +185,10 @@ impl Permit {
         self.record_coded(phase, verdict, reason, outcome, error, result_tokens, None)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one audit record's fields, each of a different type"
+    )]
     fn record_coded(
         &self,
         phase: Option<&str>,

@@ -1,6 +1,6 @@
 //! The `execute_code` meta-tool: run a program in a sandbox worker, its tool calls going
 //! through the same gate as execute, and show the model only what it returns or logs.
-//! [`run_program`] is also how a skill runs (`programs::skill`).
+//! `run_program` is also how a skill runs (`programs::skill`).
 
 use crate::code::tree::ToolTree;
 use crate::code::worker::{self, RunReport, WorkerSettings, MAX_RESULT_BYTES};

@@ -1,7 +1,10 @@
 //! The gateway's MCP client handler for one upstream: receives its notifications.
 //! This module and `connect` are the only places that speak rmcp as a client.
 // Logging is deprecated by SEP-2577 but still what 2025-era servers send.
-#![allow(deprecated)]
+#![allow(
+    deprecated,
+    reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
+)]
 
 use super::requests::{request_key, Notice, Relay};
 use rmcp::model::{

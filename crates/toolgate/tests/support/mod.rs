@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests.
-#![allow(unreachable_pub)] // `pub` is for the test binary's own modules.
-#![allow(dead_code)] // each test binary uses a part of it
+#![allow(unreachable_pub, reason = "`pub` is for the test binary's own modules")]
+#![allow(dead_code, reason = "each test binary uses a part of it")]
 pub mod inproc;
 pub mod instances;
 pub mod raw_http;

@@ -296,7 +296,10 @@ impl AuditLog {
     }
 
     /// Records a route decision: the task's keyed hash and what was chosen or asked.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one audit record's fields, each of a different type"
+    )]
     pub fn route(
         &self,
         session: &str,
