@@ -49,6 +49,11 @@ const IMPLIES: &[(&str, &[&str])] = &[
     ("tomorrow", &["date", "time"]),
     ("yesterday", &["date", "time"]),
     ("tonight", &["date", "time"]),
+    // Remembering is keeping something in a memory (a knowledge graph, notes, a store).
+    ("remember", &["memory", "store", "knowledge"]),
+    ("memorize", &["memory", "store", "knowledge"]),
+    // The last or latest commits are the commit log.
+    ("commits", &["log"]),
 ];
 
 /// Phrases whose meaning no single word carries: (lowercased words in order, meaning).

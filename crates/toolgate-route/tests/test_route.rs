@@ -299,6 +299,28 @@ fn chinese_tasks_find_livemcpbench_chinese_tools() {
     assert!(d.selected().is_some(), "{d:?}");
 }
 
+/// Tasks a new user types at the real servers of realcat: the commit log for "the last
+/// commits" (it was fourth, behind a blame tool that says "commit" more often), and
+/// remembering reaches the memory server's tools (they were not among the first five).
+#[test]
+fn real_servers_everyday_tasks_find_their_servers_tools() {
+    let Some(path) = support::dataset_or_skip("realcat/catalog.json") else {
+        return;
+    };
+    let index = RouteIndex::build(&Catalog::from_entries(load_catalog_file(&path).unwrap()));
+    let ranked = |q: &str| -> Vec<String> {
+        (index.rank(q, None, 5).iter())
+            .map(|(t, _)| t.id.to_string())
+            .collect()
+    };
+    assert_eq!(ranked("show the last 3 commits")[0], "git/git_log");
+    let remember = ranked("remember that Alice prefers tea");
+    assert!(
+        remember.iter().any(|t| t.starts_with("memory/")),
+        "{remember:?}"
+    );
+}
+
 /// One weak shared word with the only tool that matches anything is not a selection: the
 /// softmax is 1 when a single tool matches, and the decision must not read that as
 /// certainty (MetaTool's "the prices of Ethereum" selected a petrol-price tool at 0.985
