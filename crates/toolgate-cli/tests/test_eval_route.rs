@@ -178,3 +178,69 @@ fn leave_one_out_reports_each_catalogs_threshold_and_takes_params() {
     assert_ne!(code, 0);
     assert!(err.contains("--params is not BM25F parameters"), "{err}");
 }
+
+/// `--replay`: the tuning tasks are traffic a model answers, the rest are tested after it.
+/// Reworded scaling tasks, asked cold, select once two principals chose the same tool;
+/// `--json` prints each test query and the curve; a poison share outside 0..=1 is refused.
+#[test]
+fn replay_learns_from_the_traffic_and_prints_the_curve() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_set(
+        root.path(),
+        "ops",
+        &["mail", "files", "metrics", "deploy"],
+        &[],
+    );
+    let lines: Vec<String> = [
+        ("scale the web deployment to 5 replicas", "tune"),
+        ("scale the api deployment to 3 replicas", "tune"),
+        ("scale the worker deployment to 2 replicas", "tune"),
+        ("scale the payments deployment to 4 replicas", "test"),
+    ]
+    .iter()
+    .map(|(q, split)| {
+        serde_json::json!({"query": q, "expected": ["deploy/scaleService"], "split": split})
+            .to_string()
+    })
+    .collect();
+    let queries = dir.join("queries.jsonl");
+    std::fs::write(&queries, lines.join("\n")).unwrap();
+    let catalog = s(&dir.join("catalog.json"));
+    let args = [
+        "eval",
+        "route",
+        "--catalog",
+        &catalog,
+        "--queries",
+        &s(&queries),
+        "--replay",
+    ];
+    let (code, out, err) = toolgate(&[&args[..], &["--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "one test query and the summary: {out}");
+    let q = &lines[0];
+    for key in ["query", "ranked", "decision", "confidence"] {
+        assert!(q.get(key).is_some(), "{key} in {q}");
+    }
+    assert_eq!(q["decision"], "select", "{q}");
+    let summary = &lines[1];
+    assert_eq!(summary["traffic"], 3, "{summary}");
+    // Two principals' choices teach; by the third task route selects, and a selection
+    // teaches nothing (no model chose).
+    assert_eq!(summary["learned"], 2, "{summary}");
+    let curve = summary["curve"].as_array().unwrap();
+    assert_eq!(curve[0]["select_rate"], 0.0, "cold, route asks: {summary}");
+    assert_eq!(curve[curve.len() - 1]["select_rate"], 1.0, "{summary}");
+    assert_eq!(curve[curve.len() - 1]["selections_right"], 1.0, "{summary}");
+    // The table, and a poison share that is not a share.
+    let (code, out, err) = toolgate(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("after  learned  selected"), "{out}");
+    let (code, _, err) = toolgate(&[&args[..], &["--poison", "2"]].concat());
+    assert_ne!(code, 0);
+    assert!(err.contains("--poison"), "{err}");
+}

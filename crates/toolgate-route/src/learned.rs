@@ -436,9 +436,14 @@ pub fn route_with<R: super::Retriever + ?Sized>(
     else {
         return decision;
     };
-    // The voted tool, when the votes lead clearly and the caller can see it (the retriever
-    // filters): it moves to the front of the candidates.
-    let Some(leader) = evidence.leader().and_then(|v| {
+    // The voted tool moves to the front of the candidates when the votes agree enough to
+    // select it (confirming route's own first tool, or alone), or lead clearly; and only
+    // when the caller can see it (the retriever filters).
+    let first = ranked
+        .first()
+        .map(|(t, _)| (t.id.server.as_str(), t.id.name.as_str()));
+    let agreed = evidence.agreed(settings, first);
+    let Some(leader) = agreed.or_else(|| evidence.leader()).and_then(|v| {
         retriever
             .exact(&format!("{}/{}", v.server, v.name), opts.server)
             .into_iter()
@@ -446,13 +451,8 @@ pub fn route_with<R: super::Retriever + ?Sized>(
     }) else {
         return decision;
     };
+    let agreed = agreed.is_some();
     let (confidence, mut ranked) = (*confidence, ranked.clone());
-    let first = ranked
-        .first()
-        .map(|(t, _)| (t.id.server.as_str(), t.id.name.as_str()));
-    let agreed = evidence
-        .agreed(settings, first)
-        .is_some_and(|v| leader.id.server == v.server && leader.id.name == v.name);
     let top = ranked.first().map_or(1.0, |(_, s)| *s);
     ranked.retain(|(t, _)| t.id != leader.id);
     ranked.insert(0, (leader.clone(), top));
