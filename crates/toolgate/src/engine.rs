@@ -54,7 +54,7 @@ pub struct Engine {
     /// Finished code-mode runs, so a model can propose one as a skill.
     pub runs: crate::code::history::RunHistory,
     /// What route learns from the models' choices (`[guided.learning]`).
-    pub learning: crate::guided::learning::Learning,
+    pub learning: crate::learning::Learning,
 }
 
 impl Engine {
@@ -89,7 +89,7 @@ impl Engine {
             pii: Arc::new(crate::code::pii::Vault::new(gw.durable.clone())),
             code_state: crate::code::state::StateStore::new(gw.durable.clone()),
             workspace: crate::code::workspace::Workspace::new(&gw.config.code.workspace),
-            learning: crate::guided::learning::Learning::new(
+            learning: crate::learning::Learning::new(
                 gw.config.guided.learning.clone(),
                 gw.durable.clone(),
             ),

@@ -17,6 +17,7 @@
 //! - [`engine`]: the application core both surfaces and the gate take (`Engine`).
 //! - [`gate`]: the one gate every tool call passes (policy, validation, PII, approval, bound, audit).
 //! - [`guided`]: the meta-tool surface (route, execute, continue; execute_code, describe_tools).
+//! - [`learning`]: what route learns from the models' choices, kept in the state store.
 //! - [`policy`]: profiles (what is visible), keys and tiers (what is allowed), approval, audit.
 //! - [`code`]: code mode's services: sandbox workers, the PII vault, state, workspace, TypeScript declarations.
 //! - [`programs`]: code mode's orchestration: running a program (`execute_code`) or a skill.
@@ -32,6 +33,7 @@ pub mod front;
 pub mod gate;
 pub mod gateway;
 pub mod guided;
+pub mod learning;
 pub mod measure;
 pub mod policy;
 pub mod programs;

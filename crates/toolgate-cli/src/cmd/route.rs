@@ -12,7 +12,7 @@ use serde_json::json;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolgate::guided::learning;
+use toolgate::learning;
 use toolgate_core::store::Store;
 use toolgate_route::{learned, Learned, LearnedExample};
 

@@ -8,7 +8,6 @@
 
 pub mod describe;
 pub mod execute;
-pub mod learning;
 pub mod propose;
 pub mod resume;
 pub mod route;
