@@ -41,41 +41,25 @@ fn catalog() -> Value {
 /// Ops reads the dashboard.
 fn config(dir: &TestDir, learning: &str) -> PathBuf {
     dir.write("catalog.json", &catalog().to_string());
-    let policy = format!(
-        r#"[guided]
-wait_secs = 5
-{learning}
-[policy.audit]
-path = {audit:?}
-[policy.profiles.team]
-tools = ["*"]
-[policy.profiles.other]
-tools = ["*"]
-[policy.keys.ann]
-hash = "{a}"
-scopes = ["*"]
-tier = "destructive"
-profile = "team"
-[policy.keys.ben]
-hash = "{b}"
-scopes = ["*"]
-tier = "destructive"
-profile = "team"
-[policy.keys.cat]
-hash = "{c}"
-scopes = ["*"]
-tier = "destructive"
-profile = "other"
-[policy.keys.ops]
-hash = "{o}"
-scopes = ["admin"]
-"#,
-        audit = dir.path("audit.jsonl").display().to_string(),
-        a = hash(ANN),
-        b = hash(BEN),
-        c = hash(CAT),
-        o = hash(OPS),
+    let mut policy = format!(
+        "[guided]\nwait_secs = 5\n{learning}\n[policy.audit]\npath = {:?}\n\
+         [policy.profiles.team]\ntools = [\"*\"]\n[policy.profiles.other]\ntools = [\"*\"]\n",
+        dir.path("audit.jsonl").display().to_string(),
     );
+    for (name, key, profile) in [
+        ("ann", ANN, "team"),
+        ("ben", BEN, "team"),
+        ("cat", CAT, "other"),
+    ] {
+        policy.push_str(&format!(
+            "[policy.keys.{name}]\nhash = \"{}\"\nscopes = [\"*\"]\ntier = \"destructive\"\nprofile = \"{profile}\"\n",
+            hash(key)
+        ));
+    }
+    policy.push_str(&format!(
+        "[policy.keys.ops]\nhash = \"{}\"\nscopes = [\"admin\"]\n",
+        hash(OPS)
+    ));
     dir.config(
         "",
         &[

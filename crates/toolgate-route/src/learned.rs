@@ -243,7 +243,18 @@ impl Learned {
 
     /// Adds one example to the index without touching the others.
     fn append(&mut self, ex: LearnedExample) {
-        let terms: HashSet<String> = Analyzer::new().analyze(&ex.task).into_iter().collect();
+        self.index(&Analyzer::new(), ex);
+        if self.examples.len() >= 2 * self.weighed_at.max(8) {
+            self.weigh();
+        } else {
+            let w = self.weight(self.terms.len() - 1);
+            self.weights.push(w);
+        }
+    }
+
+    /// Indexes one example after the others (its weight is the caller's to add).
+    fn index(&mut self, analyzer: &Analyzer, ex: LearnedExample) {
+        let terms: HashSet<String> = analyzer.analyze(&ex.task).into_iter().collect();
         let i = self.examples.len() as u32;
         for t in &terms {
             self.postings.entry(t.clone()).or_default().push(i);
@@ -251,12 +262,6 @@ impl Learned {
         self.terms.push(terms);
         self.keys.push(normal(&ex.task));
         self.examples.push(ex);
-        if self.examples.len() >= 2 * self.weighed_at.max(8) {
-            self.weigh();
-        } else {
-            let w = self.weight(self.terms.len() - 1);
-            self.weights.push(w);
-        }
     }
 
     /// Takes a whole set (loading from the store, importing).
@@ -266,6 +271,11 @@ impl Learned {
 
     /// Forgets the examples `drop` picks; returns how many went.
     pub fn forget(&mut self, drop: &dyn Fn(&LearnedExample) -> bool) -> usize {
+        // Nothing to drop (expiry's usual answer, checked before each example is learned):
+        // the index stays as it is.
+        if !self.examples.iter().any(drop) {
+            return 0;
+        }
         let before = self.examples.len();
         let kept: Vec<_> = self.examples.drain(..).filter(|e| !drop(e)).collect();
         let gone = before - kept.len();
@@ -280,19 +290,14 @@ impl Learned {
     }
 
     fn rebuild(&mut self, examples: Vec<LearnedExample>) {
-        let analyzer = Analyzer::new();
-        self.terms = examples
-            .iter()
-            .map(|e| analyzer.analyze(&e.task).into_iter().collect())
-            .collect();
-        self.keys = examples.iter().map(|e| normal(&e.task)).collect();
+        self.examples.clear();
+        self.terms.clear();
+        self.keys.clear();
         self.postings.clear();
-        for (i, terms) in self.terms.iter().enumerate() {
-            for t in terms {
-                self.postings.entry(t.clone()).or_default().push(i as u32);
-            }
+        let analyzer = Analyzer::new();
+        for ex in examples {
+            self.index(&analyzer, ex);
         }
-        self.examples = examples;
         self.weigh();
     }
 

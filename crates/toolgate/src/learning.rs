@@ -26,10 +26,10 @@ const RELOAD_EVERY: Duration = Duration::from_secs(2);
 pub struct Learning {
     settings: LearningSettings,
     store: Option<Arc<dyn Store>>,
-    /// selectionId -> the task whose clarification offered it.
-    offers: Mutex<HashMap<String, (String, Instant)>>,
-    /// principal -> its last browse by task: the task and the tools listed.
-    browses: Mutex<HashMap<String, (Browse, Instant)>>,
+    /// `offer:<selectionId>` -> the task whose clarification offered it.
+    offers: Handoffs<String>,
+    /// `browse:<principal>` -> its last browse by task: the task and the tools listed.
+    browses: Handoffs<Browse>,
     /// The set and when it was last read from a shared store (routes read it at once).
     set: RwLock<(Learned, Instant)>,
 }
@@ -42,9 +42,9 @@ impl Learning {
         }
         Self {
             settings,
+            offers: Handoffs::new(&store),
+            browses: Handoffs::new(&store),
             store,
-            offers: Mutex::new(HashMap::new()),
-            browses: Mutex::new(HashMap::new()),
             set: RwLock::new((learned, Instant::now())),
         }
     }
@@ -59,30 +59,8 @@ impl Learning {
         if self.settings.mode == LearningMode::Off {
             return;
         }
-        if let Some(s) = self.store.as_ref().filter(|s| s.shared()) {
-            let record = Record {
-                owner: owner.to_string(),
-                expires_ms: toolgate_core::store::expiry_after(OFFER_TTL),
-                value: task.as_bytes().to_vec(),
-            };
-            if let Err(e) = s.put(Kind::Learned, &offer_id(selection), &record) {
-                tracing::debug!("route: an offer was kept in this process only: {e}");
-            }
-        }
-        let mut offers = self.offers.lock().unwrap_or_else(|p| p.into_inner());
-        if offers.len() >= MAX_OFFERS {
-            offers.retain(|_, (_, at)| at.elapsed() < OFFER_TTL);
-            if offers.len() >= MAX_OFFERS {
-                let oldest = offers
-                    .iter()
-                    .min_by_key(|(_, (_, at))| *at)
-                    .map(|(k, _)| k.clone());
-                if let Some(k) = oldest {
-                    offers.remove(&k);
-                }
-            }
-        }
-        offers.insert(selection.to_string(), (task.to_string(), Instant::now()));
+        self.offers
+            .put(&format!("offer:{selection}"), owner, task.to_string());
     }
 
     /// Notes that `owner` browsed for `task` (`detail: "names"`, or a "nothing fits"
@@ -96,80 +74,7 @@ impl Learning {
             task: task.to_string(),
             tools,
         };
-        if let Some(s) = self.store.as_ref().filter(|s| s.shared()) {
-            let record = Record {
-                owner: owner.to_string(),
-                expires_ms: toolgate_core::store::expiry_after(OFFER_TTL),
-                value: serde_json::to_vec(&browse).expect("strings serialize"),
-            };
-            if let Err(e) = s.put(Kind::Learned, &browse_id(owner), &record) {
-                tracing::debug!("route: a browse was kept in this process only: {e}");
-            }
-        }
-        let mut browses = self.browses.lock().unwrap_or_else(|p| p.into_inner());
-        if browses.len() >= MAX_OFFERS {
-            browses.retain(|_, (_, at)| at.elapsed() < OFFER_TTL);
-        }
-        if browses.len() < MAX_OFFERS {
-            browses.insert(owner.to_string(), (browse, Instant::now()));
-        }
-    }
-
-    /// The task of `owner`'s last browse if it listed `tool`, taken (it teaches once).
-    fn take_browse(&self, owner: &str, tool: &str) -> Option<String> {
-        let mut browses = self.browses.lock().unwrap_or_else(|p| p.into_inner());
-        let local = browses.get(owner).map(|(b, at)| (b.clone(), *at));
-        let shared = self.store.as_ref().filter(|s| s.shared());
-        let now = toolgate_core::store::now_ms();
-        let browse =
-            match local {
-                Some((b, at)) if at.elapsed() <= OFFER_TTL => Some(b),
-                Some(_) => None,
-                None => shared.and_then(|s| {
-                    match s.lookup(Kind::Learned, &browse_id(owner), owner, now) {
-                        Ok(Lookup::Found(r)) => serde_json::from_slice::<Browse>(&r.value).ok(),
-                        _ => None,
-                    }
-                }),
-            }?;
-        if !browse.tools.iter().any(|t| t == tool) {
-            return None;
-        }
-        browses.remove(owner);
-        if let Some(s) = shared {
-            let _ = s.remove(Kind::Learned, &browse_id(owner), now);
-        }
-        Some(browse.task)
-    }
-
-    /// The task that offered `selection` to `owner`, taken (it teaches once): from this
-    /// process, else from a shared store.
-    fn take_offer(&self, selection: &str, owner: &str) -> Option<String> {
-        let local = self
-            .offers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(selection);
-        let shared = self.store.as_ref().filter(|s| s.shared());
-        if let Some((task, at)) = local {
-            if let Some(s) = shared {
-                let _ = s.remove(
-                    Kind::Learned,
-                    &offer_id(selection),
-                    toolgate_core::store::now_ms(),
-                );
-            }
-            return (at.elapsed() <= OFFER_TTL).then_some(task);
-        }
-        let s = shared?;
-        let now = toolgate_core::store::now_ms();
-        match s.lookup(Kind::Learned, &offer_id(selection), owner, now) {
-            Ok(Lookup::Found(r)) => {
-                let _ = s.remove(Kind::Learned, &offer_id(selection), now);
-                String::from_utf8(r.value).ok()
-            }
-            _ => None,
-        }
+        self.browses.put(&format!("browse:{owner}"), owner, browse);
     }
 
     /// What the learned examples say about `task` for this caller.
@@ -209,8 +114,16 @@ impl Learning {
         if self.settings.mode == LearningMode::Off {
             return None;
         }
-        let offered = selection.and_then(|sel| self.take_offer(sel, principal));
-        let task = offered.or_else(|| self.take_browse(principal, &tool.to_string()))?;
+        let offered = selection
+            .and_then(|sel| (self.offers).take(&format!("offer:{sel}"), principal, |_| true));
+        let tool_name = tool.to_string();
+        let task = offered.or_else(|| {
+            (self.browses)
+                .take(&format!("browse:{principal}"), principal, |b| {
+                    b.tools.contains(&tool_name)
+                })
+                .map(|b| b.task)
+        })?;
         let ex = LearnedExample {
             task,
             server: tool.server.clone(),
@@ -254,14 +167,77 @@ struct Browse {
     tools: Vec<String>,
 }
 
-/// The store id of a principal's last browse.
-fn browse_id(owner: &str) -> String {
-    format!("browse:{owner}")
+/// Values route hands to a later execute of the same principal (offers, browses): kept in
+/// this process, and in a shared store too so the replica that runs the call finds them.
+/// Each is taken once, and teaches for [`OFFER_TTL`]; at most [`MAX_OFFERS`] are kept here
+/// (the oldest dropped first).
+struct Handoffs<V> {
+    local: Mutex<HashMap<String, (V, Instant)>>,
+    shared: Option<Arc<dyn Store>>,
 }
 
-/// The store id of an offer: the selectionId it was made with.
-fn offer_id(selection: &str) -> String {
-    format!("offer:{selection}")
+impl<V: Clone + serde::Serialize + serde::de::DeserializeOwned> Handoffs<V> {
+    fn new(store: &Option<Arc<dyn Store>>) -> Self {
+        Self {
+            local: Mutex::new(HashMap::new()),
+            shared: store.clone().filter(|s| s.shared()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (V, Instant)>> {
+        self.local.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn put(&self, id: &str, owner: &str, value: V) {
+        if let Some(s) = &self.shared {
+            let record = Record {
+                owner: owner.to_string(),
+                expires_ms: toolgate_core::store::expiry_after(OFFER_TTL),
+                value: serde_json::to_vec(&value).expect("strings serialize"),
+            };
+            if let Err(e) = s.put(Kind::Learned, id, &record) {
+                tracing::debug!("route: {id} was kept in this process only: {e}");
+            }
+        }
+        let mut local = self.lock();
+        if local.len() >= MAX_OFFERS {
+            local.retain(|_, (_, at)| at.elapsed() < OFFER_TTL);
+            if local.len() >= MAX_OFFERS {
+                let oldest = (local.iter())
+                    .min_by_key(|(_, (_, at))| *at)
+                    .map(|(k, _)| k.clone());
+                if let Some(k) = oldest {
+                    local.remove(&k);
+                }
+            }
+        }
+        local.insert(id.to_string(), (value, Instant::now()));
+    }
+
+    /// `owner`'s value under `id` when `fits` it, taken: from this process, else from the
+    /// shared store. A value that does not fit stays.
+    fn take(&self, id: &str, owner: &str, fits: impl Fn(&V) -> bool) -> Option<V> {
+        let mut local = self.lock();
+        let now = toolgate_core::store::now_ms();
+        let value = match local.get(id) {
+            Some((v, at)) if at.elapsed() <= OFFER_TTL => Some(v.clone()),
+            Some(_) => None,
+            None => {
+                (self.shared.as_ref()).and_then(|s| match s.lookup(Kind::Learned, id, owner, now) {
+                    Ok(Lookup::Found(r)) => serde_json::from_slice(&r.value).ok(),
+                    _ => None,
+                })
+            }
+        }?;
+        if !fits(&value) {
+            return None;
+        }
+        local.remove(id);
+        if let Some(s) = &self.shared {
+            let _ = s.remove(Kind::Learned, id, now);
+        }
+        Some(value)
+    }
 }
 
 /// The learned set in the store (empty when there is none or it cannot be read).

@@ -106,6 +106,8 @@ pub fn run(
         servers.push(SKILLS_SERVER);
         servers.sort();
     }
+    let task = args.get("task").and_then(Value::as_str).unwrap_or_default();
+    let destructive = |t: &ToolRecord| caller.policy.destructive(t);
     let cx = RouteContext {
         catalog: &catalog,
         retriever: &visible,
@@ -115,11 +117,6 @@ pub fn run(
         servers,
         shows: Some(&keep),
         summaries: Some(&engine.gw.config.direct.slim),
-        learned: None,
-    };
-    let task = args.get("task").and_then(Value::as_str).unwrap_or_default();
-    let destructive = |t: &ToolRecord| caller.policy.destructive(t);
-    let cx = RouteContext {
         learned: Some(LearnedRoute {
             evidence: engine.learning.evidence(
                 task,
@@ -129,7 +126,6 @@ pub fn run(
             settings: engine.learning.settings(),
             destructive: &destructive,
         }),
-        ..cx
     };
     let (answer, selected) = respond(&cx, args, &mut |id| engine.remember(owner, id));
     // Each candidate of a question may teach: executed and succeeded, its task is learned.
