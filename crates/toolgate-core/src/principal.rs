@@ -22,6 +22,12 @@ impl Principal {
         Self(format!("key:{name}").into())
     }
 
+    /// The subject `sub` of access tokens from the issuer `iss` (`[auth.oauth]`): a person
+    /// or a machine client of the team's authorization server.
+    pub fn subject(iss: &str, sub: &str) -> Self {
+        Self(format!("sub:{iss}#{sub}").into())
+    }
+
     /// The gateway's local identity: every caller when no keys are configured, and a
     /// stdio session without `stdio_key`.
     pub fn local() -> Self {
@@ -37,13 +43,16 @@ impl Principal {
         Self(NOBODY.clone())
     }
 
-    /// The stable text form (`key:<name>`, `local`, `nobody`): for tables and audit lines.
+    /// The stable text form (`key:<name>`, `sub:<iss>#<sub>`, `local`, `nobody`): for tables and audit lines.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
     /// How the principal is named in a message to the model or the operator.
     pub fn label(&self) -> String {
+        if let Some((iss, sub)) = self.0.strip_prefix("sub:").and_then(|s| s.split_once('#')) {
+            return format!("{sub:?} of {iss}");
+        }
         match self.0.strip_prefix("key:") {
             Some(name) => format!("API key {name:?}"),
             None if &*self.0 == "local" => "the gateway's local identity".to_string(),
@@ -117,6 +126,13 @@ mod tests {
         assert_ne!(Principal::key("local"), Principal::local());
         assert_eq!(Principal::key("ci"), Principal::key("ci"));
         assert_eq!(Principal::key("ci").label(), "API key \"ci\"");
+        let alice = Principal::subject("https://idp.example.com", "alice");
+        assert_eq!(alice.label(), "\"alice\" of https://idp.example.com");
+        assert_ne!(
+            alice,
+            Principal::subject("https://other.example.com", "alice")
+        );
+        assert_ne!(alice, Principal::key("alice"));
         assert_eq!(Principal::local().as_str(), "local");
     }
 

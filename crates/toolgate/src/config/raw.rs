@@ -56,6 +56,9 @@ pub struct RawConfig {
     /// Span export (see `config::telemetry`).
     #[serde(default)]
     pub telemetry: super::telemetry::RawTelemetry,
+    /// Access tokens from an authorization server (see `policy::oauth::config`).
+    #[serde(default)]
+    pub auth: crate::policy::oauth::config::RawAuth,
 }
 
 /// `[direct]`: the profile and its options (unknown keys refused at every level).
@@ -376,7 +379,10 @@ impl RawConfig {
                 crate::skills::SKILLS_SERVER
             );
         }
-        let policy = self.policy.validate(file)?;
+        let mut policy = self.policy.validate(file)?;
+        if let Some(oauth) = self.auth.oauth {
+            policy.oauth = Some(oauth.validate(file, gateway.listen, &policy.profiles)?);
+        }
         for p in &code.profiles {
             if !policy.profiles.contains_key(p) {
                 bail!(

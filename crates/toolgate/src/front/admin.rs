@@ -62,15 +62,20 @@ async fn guard(State(admin): State<Admin>, request: Request, next: Next) -> Resp
     let cookie = cookie_key(&request).map(|k| format!("Bearer {k}"));
     let presented = header.map(str::to_string).or(cookie);
     let browser = request.uri().path().starts_with("/ui") && presented.is_none();
-    match admin.policy.authenticate(presented.as_deref()) {
+    match admin.policy.authenticate(presented.as_deref()).await {
         Ok(grant) if grant.is_admin() => {
             super::conn::Authenticated::mark(request.extensions());
             next.run(request).await
         }
         Ok(grant) => {
             let why = format!(
-                "key {:?} may not read /metrics or /ui: add \"admin\" to its scopes (policy.keys.{}.scopes)",
-                grant.name, grant.name
+                "{} may not read /metrics or /ui: add \"admin\" to its scopes ({})",
+                grant.who(),
+                match grant.name.strip_prefix("oauth:") {
+                    Some("default") => "auth.oauth.default.scopes".to_string(),
+                    Some(rule) => format!("the scopes of the auth.oauth.map rule {rule:?}"),
+                    None => format!("policy.keys.{}.scopes", grant.name),
+                }
             );
             (StatusCode::FORBIDDEN, why).into_response()
         }
@@ -81,12 +86,13 @@ async fn guard(State(admin): State<Admin>, request: Request, next: Next) -> Resp
                 .audit_rejected_key(&rejection, request.uri().path());
             let why =
                 format!("{rejection}; /metrics and /ui need a key whose scopes list \"admin\"");
-            (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                why,
-            )
-                .into_response()
+            let mut response = why.into_response();
+            *response.status_mut() = super::auth::status_of(&rejection);
+            (response.headers_mut()).insert(
+                header::WWW_AUTHENTICATE,
+                super::auth::challenge(&admin.policy, &rejection),
+            );
+            response
         }
     }
 }

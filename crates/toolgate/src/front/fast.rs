@@ -133,7 +133,7 @@ impl FastLane {
         // Read as `front::auth` reads it (the first value), so both decide alike.
         let presented =
             (req.headers().get(http::header::AUTHORIZATION)).and_then(|v| v.to_str().ok());
-        let grant = match self.policy.authenticate(presented) {
+        let grant = match self.policy.authenticate(presented).await {
             Ok(grant) => {
                 super::conn::Authenticated::mark(req.extensions());
                 grant

@@ -89,6 +89,27 @@ pub(super) fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> (axum::Ro
         ))
         .route("/", axum::routing::get(move || async move { index }))
         .merge(admin);
+    let app = match &engine.policy.oauth {
+        Some(verifier) => {
+            // The issuer's keys fetched now rather than on the first token; a failure is
+            // logged and tried again then.
+            let verifier = verifier.clone();
+            tokio::spawn(async move {
+                match verifier.warm().await {
+                    Ok(n) => {
+                        tracing::info!(issuer = %verifier.config.issuer, keys = n, "auth.oauth: the issuer's signing keys are loaded")
+                    }
+                    Err(e) => tracing::warn!("auth.oauth: {e} (tried again on the first token)"),
+                }
+            });
+            let document = axum::routing::get(super::auth::protected_resource)
+                .with_state(engine.policy.clone());
+            let well_known = crate::policy::oauth::metadata::WELL_KNOWN;
+            app.route(well_known, document.clone())
+                .route(&format!("{well_known}/{{*path}}"), document)
+        }
+        None => app,
+    };
     (app, fast)
 }
 

@@ -127,6 +127,8 @@ pub struct PolicyConfig {
     pub tools: Vec<ToolRule>,
     pub profiles: BTreeMap<String, Arc<Profile>>,
     pub keys: Vec<KeyEntry>,
+    /// `[auth.oauth]`: access tokens accepted besides keys.
+    pub oauth: Option<super::oauth::OAuthConfig>,
 }
 
 impl PolicyConfig {
@@ -252,6 +254,8 @@ impl RawPolicy {
                     tier: k.tier.unwrap_or(Tier::Read),
                     approval: k.approval,
                     profile: k.profile,
+                    subject: None,
+                    expires: None,
                 }),
             });
         }
@@ -273,6 +277,7 @@ impl RawPolicy {
             tools,
             profiles,
             keys,
+            oauth: None,
         };
         if let Some(k) = &config.stdio_key {
             if config.key(k).is_none() {

@@ -33,6 +33,11 @@ pub struct Grant {
     pub approval: Option<bool>,
     /// The profile its sessions see when the path or command line names none.
     pub profile: Option<String>,
+    /// For an access token (`[auth.oauth]`): the person or machine it speaks for, who owns
+    /// what its requests leave behind. `None` for keys and the local identity.
+    pub subject: Option<toolgate_core::principal::Principal>,
+    /// For an access token: when it expires (a request after that is refused with 401).
+    pub expires: Option<std::time::SystemTime>,
 }
 
 impl Grant {
@@ -44,6 +49,8 @@ impl Grant {
             tier: Tier::Destructive,
             approval: None,
             profile: None,
+            subject: None,
+            expires: None,
         })
     }
 
@@ -55,6 +62,8 @@ impl Grant {
             tier: Tier::Read,
             approval: None,
             profile: None,
+            subject: None,
+            expires: None,
         })
     }
 
@@ -63,6 +72,15 @@ impl Grant {
     /// with no keys (whose scopes are empty).
     pub fn is_admin(&self) -> bool {
         self.scopes.is_empty() || self.scopes.names(ADMIN_SCOPE)
+    }
+
+    /// How this grant is named in a refusal: `key "ci"`, or for an access token its
+    /// subject and the `[[auth.oauth.map]]` rule that gave it its permissions.
+    pub fn who(&self) -> String {
+        match (&self.subject, self.name.strip_prefix("oauth:")) {
+            (Some(p), Some(rule)) => format!("{} (auth.oauth rule {rule:?})", p.label()),
+            _ => format!("key {:?}", self.name),
+        }
     }
 
     /// Why this key may not call `id` at `tier`, or `None` when it may.
@@ -76,13 +94,13 @@ impl Grant {
         if !self.scopes.matches(id) {
             let why = match self.scopes.excluded_by(id) {
                 Some(ex) => format!("its scopes exclude it (\"!{ex}\")"),
-                None => "it is outside the key's scopes".to_string(),
+                None => "it is outside its scopes".to_string(),
             };
             return Some((
                 Scope,
                 format!(
-                    "key {:?} may not call {id}: {why}; the missing permission is scope \"{id}\"",
-                    self.name
+                    "{} may not call {id}: {why}; the missing permission is scope \"{id}\"",
+                    self.who()
                 ),
             ));
         }
@@ -90,8 +108,8 @@ impl Grant {
             return Some((
                 TierKind,
                 format!(
-                    "key {:?} may not call {id}: it is a {} tool and the key allows up to {}; the missing permission is tier \"{}\"",
-                    self.name,
+                    "{} may not call {id}: it is a {} tool and it is allowed up to {}; the missing permission is tier \"{}\"",
+                    self.who(),
                     tier.as_str(),
                     self.tier.as_str(),
                     tier.as_str()
@@ -113,8 +131,8 @@ impl Grant {
             return None;
         }
         Some(format!(
-            "key {:?} may not use the resources and prompts of server {server:?}: they belong to the whole server and the key's scopes do not cover it; the missing permission is scope \"{whole}\"",
-            self.name
+            "{} may not use the resources and prompts of server {server:?}: they belong to the whole server and its scopes do not cover it; the missing permission is scope \"{whole}\"",
+            self.who()
         ))
     }
 }
@@ -129,23 +147,34 @@ pub struct KeyEntry {
     pub grant: Arc<Grant>,
 }
 
-/// Why a presented key was not accepted (each becomes a 401).
+/// Why a request's credentials were not accepted (a 401, or what the token's
+/// [`TokenRejection`](super::oauth::TokenRejection) says).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KeyRejection {
-    Missing,
+pub enum AuthRejection {
+    /// No `Authorization: Bearer` header; `oauth` when access tokens are accepted too.
+    Missing {
+        oauth: bool,
+    },
     Unknown,
     Revoked(String),
+    /// An access token that `[auth.oauth]` refused.
+    Token(super::oauth::TokenRejection),
 }
 
-impl std::fmt::Display for KeyRejection {
+impl std::fmt::Display for AuthRejection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            KeyRejection::Missing => write!(
+            AuthRejection::Missing { oauth: false } => write!(
                 f,
                 "this gateway requires an API key: send \"Authorization: Bearer <key>\""
             ),
-            KeyRejection::Unknown => write!(f, "the API key is not valid"),
-            KeyRejection::Revoked(name) => {
+            AuthRejection::Missing { oauth: true } => write!(
+                f,
+                "this gateway requires an access token from its authorization server (or an API key): send \"Authorization: Bearer <token>\""
+            ),
+            AuthRejection::Token(t) => t.fmt(f),
+            AuthRejection::Unknown => write!(f, "the API key is not valid"),
+            AuthRejection::Revoked(name) => {
                 write!(
                     f,
                     "the API key {name:?} has been revoked; ask for a new one"
@@ -157,7 +186,7 @@ impl std::fmt::Display for KeyRejection {
 
 /// Finds the key whose hash matches `presented`. Every configured hash is compared, in
 /// constant time, so the answer's timing says nothing about which key came close.
-pub fn authenticate(keys: &[KeyEntry], presented: &str) -> Result<Arc<Grant>, KeyRejection> {
+pub fn authenticate(keys: &[KeyEntry], presented: &str) -> Result<Arc<Grant>, AuthRejection> {
     let digest = hash_key(presented);
     let mut found: Option<&KeyEntry> = None;
     for k in keys {
@@ -166,8 +195,8 @@ pub fn authenticate(keys: &[KeyEntry], presented: &str) -> Result<Arc<Grant>, Ke
         }
     }
     match found {
-        None => Err(KeyRejection::Unknown),
-        Some(k) if k.revoked => Err(KeyRejection::Revoked(k.grant.name.clone())),
+        None => Err(AuthRejection::Unknown),
+        Some(k) if k.revoked => Err(AuthRejection::Revoked(k.grant.name.clone())),
         Some(k) => Ok(k.grant.clone()),
     }
 }
@@ -223,6 +252,8 @@ mod tests {
                 tier: Tier::Write,
                 approval: None,
                 profile: None,
+                subject: None,
+                expires: None,
             }),
         }
     }
@@ -248,11 +279,11 @@ mod tests {
         assert_eq!(authenticate(&keys, "k1").unwrap().name, "one");
         assert_eq!(
             authenticate(&keys, "k2").unwrap_err(),
-            KeyRejection::Revoked("two".into())
+            AuthRejection::Revoked("two".into())
         );
         assert_eq!(
             authenticate(&keys, "k3").unwrap_err(),
-            KeyRejection::Unknown
+            AuthRejection::Unknown
         );
         assert_ne!(new_key().0, new_key().0);
     }

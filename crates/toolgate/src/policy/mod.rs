@@ -9,6 +9,7 @@
 //! - [`tiers`]: read / write / destructive from annotations and per-tool rules (tags, shadow).
 //! - [`profiles`]: what a profile shows, and route over a profile's view.
 //! - [`keys`]: API keys (hashes, constant-time lookup) and what each may call.
+//! - [`oauth`]: access tokens from the team's authorization server (`[auth.oauth]`).
 //! - [`permit`]: one judged call: its refusal, approval and outcome, audited.
 //! - [`refusal`]: why a call was refused, as a typed value with one code.
 //! - [`approval`]: asking the user before destructive calls.
@@ -20,13 +21,14 @@ pub mod audit;
 pub mod config;
 pub mod glob;
 pub mod keys;
+pub mod oauth;
 pub mod permit;
 pub mod profiles;
 pub mod refusal;
 pub mod tiers;
 
 pub use config::PolicyConfig;
-pub use keys::{Grant, KeyRejection};
+pub use keys::{AuthRejection, Grant};
 pub use permit::Permit;
 pub use profiles::Profile;
 pub use refusal::{Refusal, RefusalKind};
@@ -60,6 +62,8 @@ pub struct Policy {
     audit_broken: Option<String>,
     /// Approvals asked of 2026-07-28 clients, waiting for the retry that answers them.
     pub approvals: approval::PendingApprovals,
+    /// Checks access tokens when `[auth.oauth]` is configured.
+    pub oauth: Option<Arc<oauth::Verifier>>,
 }
 
 /// Who is asking, through which surface, seeing which profile: one per request.
@@ -104,6 +108,9 @@ impl Caller {
     /// presented (over all its sessions, stdio and HTTP), else this session alone (no keys
     /// configured, or a stdio session without `stdio_key`). The two forms cannot collide.
     pub fn limit_owner(&self) -> String {
+        if let Some(subject) = &self.grant.subject {
+            return subject.as_str().to_string();
+        }
         match self.policy.config.key(&self.grant.name) {
             Some(k) if Arc::ptr_eq(&k.grant, &self.grant) => format!("key:{}", self.grant.name),
             _ => format!("session:{}", self.session),
@@ -113,6 +120,9 @@ impl Caller {
     /// Who this request acts for, and so who owns the handles it makes: the configured
     /// API key it presented, else the gateway's local identity (see [`Principal`]).
     pub fn principal(&self) -> Principal {
+        if let Some(subject) = &self.grant.subject {
+            return subject.clone();
+        }
         match self.policy.config.key(&self.grant.name) {
             Some(k) if Arc::ptr_eq(&k.grant, &self.grant) => Principal::key(&self.grant.name),
             _ if self.grant.name == keys::UNAUTHENTICATED => Principal::nobody(),
@@ -124,6 +134,7 @@ impl Caller {
     pub fn limit_owner_label(&self) -> String {
         match self.limit_owner().split_once(':') {
             Some(("key", name)) => format!("API key {name:?} (over all its sessions)"),
+            Some(("sub", _)) => format!("{} (over all their sessions)", self.principal().label()),
             _ => "this session".to_string(),
         }
     }
@@ -150,6 +161,7 @@ impl Policy {
             audit,
             audit_broken,
             approvals: Default::default(),
+            oauth: config.oauth.clone().map(oauth::Verifier::new),
         })
     }
 
@@ -163,20 +175,35 @@ impl Policy {
         }
     }
 
-    /// Whether HTTP requests must present a key.
+    /// Whether HTTP requests must present a key or an access token.
     pub fn requires_keys(&self) -> bool {
-        !self.config.keys.is_empty()
+        !self.config.keys.is_empty() || self.oauth.is_some()
     }
 
-    /// The grant for an HTTP request's `Authorization` header.
-    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Arc<Grant>, KeyRejection> {
+    /// The grant for an HTTP request's `Authorization` header: a configured API key, else
+    /// an access token `[auth.oauth]` accepts.
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&str>,
+    ) -> Result<Arc<Grant>, AuthRejection> {
         if !self.requires_keys() {
             return Ok(Grant::full(OPEN_IDENTITY));
         }
-        let token = authorization
-            .and_then(keys::bearer)
-            .ok_or(KeyRejection::Missing)?;
-        keys::authenticate(&self.config.keys, token)
+        let token = (authorization.and_then(keys::bearer)).ok_or(AuthRejection::Missing {
+            oauth: self.oauth.is_some(),
+        })?;
+        let by_key = if self.config.keys.is_empty() {
+            Err(AuthRejection::Unknown)
+        } else {
+            keys::authenticate(&self.config.keys, token)
+        };
+        match (by_key, &self.oauth) {
+            (Err(AuthRejection::Unknown), Some(verifier)) => verifier
+                .authenticate(token)
+                .await
+                .map_err(AuthRejection::Token),
+            (result, _) => result,
+        }
     }
 
     /// The identity of stdio sessions: `stdio_key` if configured, else full local access.
@@ -444,10 +471,10 @@ impl Policy {
     }
 
     /// Audits a request turned away for its key.
-    pub fn audit_rejected_key(&self, rejection: &KeyRejection, path: &str) {
+    pub fn audit_rejected_key(&self, rejection: &AuthRejection, path: &str) {
         if let Some(log) = &self.audit {
             let key = match rejection {
-                KeyRejection::Revoked(name) => Some(name.as_str()),
+                AuthRejection::Revoked(name) => Some(name.as_str()),
                 _ => None,
             };
             log.rejected_key(key, &rejection.to_string(), path);
