@@ -27,6 +27,16 @@ pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
     let config = args.config.load()?;
     let source = config.source_name();
     let store = store_line(&config);
+    let oauth = config.policy.oauth.clone();
+    if let Some(o) = &oauth {
+        for line in o.describe() {
+            if args.json {
+                println!("{}", json!({"auth": "oauth", "detail": line.trim()}));
+            } else {
+                println!("{line}");
+            }
+        }
+    }
     if args.config_only {
         let names: Vec<&str> = config.upstreams.keys().map(String::as_str).collect();
         if args.json {
@@ -49,6 +59,26 @@ pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
         (config.code.skills_dir.clone(), config.code.max_source_bytes);
     let gw = start_and_settle(config).await;
     let mut all_ok = true;
+    // The issuer: its metadata and keys fetched as `serve` will fetch them.
+    if let Some(o) = oauth {
+        let issuer = o.issuer.clone();
+        let (ok, detail) = match toolgate::policy::oauth::Verifier::new(o).warm().await {
+            Ok(n) => (
+                true,
+                format!("issuer {issuer}: reachable, {n} signing keys"),
+            ),
+            Err(e) => (false, format!("issuer {issuer}: {e}")),
+        };
+        all_ok &= ok;
+        if args.json {
+            println!(
+                "{}",
+                json!({"auth": "oauth", "status": if ok { "ready" } else { "error" }, "detail": detail})
+            );
+        } else {
+            println!("{detail}");
+        }
+    }
     if !args.json {
         println!("upstreams from {source}:");
         println!(

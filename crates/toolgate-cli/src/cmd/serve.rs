@@ -88,11 +88,15 @@ async fn serve(args: ServeArgs, mut config: toolgate::config::Config) -> Result<
         _ => anyhow!("cannot listen on {addr}: {e}; pass --http 127.0.0.1:PORT or set gateway.listen"),
     })?;
     let local = listener.local_addr()?;
-    if config.policy.keys.is_empty() && !local.ip().is_loopback() {
+    if config.policy.keys.is_empty() && config.policy.oauth.is_none() && !local.ip().is_loopback() {
         tracing::warn!("listening on {local} with no API keys: anyone who can reach it may call every tool; add [policy.keys] (toolgate key new NAME)");
     }
     // The bound address also names the demo's default store (`store::state_folder`).
     config.gateway.listen = local;
+    // ... and the default resource of `[auth.oauth]` (`http://<listen>/mcp`).
+    if let Some(oauth) = &mut config.policy.oauth {
+        oauth.listening_on(local);
+    }
     let durable = open_store(&config, args.stdio)?;
     let gw = Gateway::start_with_store(config, durable);
     let banner = {

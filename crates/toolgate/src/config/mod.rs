@@ -227,6 +227,8 @@ pub enum Transport {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
+        /// `[upstreams.NAME.oauth]`: the gateway's own token for this server.
+        oauth: Option<upstream::UpstreamOAuth>,
     },
 }
 

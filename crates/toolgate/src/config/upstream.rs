@@ -34,6 +34,99 @@ pub struct RawUpstream {
     pub prefix: Option<String>,
     #[serde(default)]
     pub rename: HashMap<String, String>,
+    /// `[upstreams.NAME.oauth]`: the gateway gets its own access token for this server.
+    pub oauth: Option<RawUpstreamOAuth>,
+}
+
+/// `[upstreams.NAME.oauth]`: a server that wants an OAuth access token. The gateway asks
+/// the authorization server for one as a machine client (client credentials), keeps it
+/// and asks again before it expires. Callers' own tokens are never passed on.
+///
+/// ```toml
+/// [upstreams.tickets.oauth]
+/// issuer = "https://idp.example.com"          # its token endpoint is discovered ...
+/// # token_url = "https://idp.example.com/token" # ... or named
+/// client_id = "toolgate"
+/// client_secret = "${TICKETS_CLIENT_SECRET}"
+/// scopes = ["tickets:read"]
+/// # resource = "https://tickets.example.com/mcp" # RFC 8707 (default: the upstream's url)
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUpstreamOAuth {
+    pub grant: Option<String>,
+    pub issuer: Option<String>,
+    pub token_url: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    pub resource: Option<String>,
+}
+
+impl RawUpstreamOAuth {
+    fn validate(self, url: &str, file: &Path, key: &str) -> Result<UpstreamOAuth> {
+        let f = file.display();
+        match self.grant.as_deref() {
+            None | Some("client_credentials") => {}
+            Some(other) => bail!(
+                "{f}: {key}.grant = {other:?}: use \"client_credentials\" (the gateway's own identity at the server); per-user delegation is not offered yet (docs/auth.md)"
+            ),
+        }
+        let endpoint = match (self.issuer, self.token_url) {
+            (Some(_), Some(_)) => bail!(
+                "{f}: {key} has both `issuer` and `token_url`: keep one (the token endpoint is discovered from the issuer)"
+            ),
+            (None, None) => bail!(
+                "{f}: {key} needs `issuer` (its token endpoint is discovered) or `token_url`"
+            ),
+            (Some(i), None) => TokenEndpoint::Issuer(substitute(&i, file, &format!("{key}.issuer"))?),
+            (None, Some(t)) => TokenEndpoint::Url(substitute(&t, file, &format!("{key}.token_url"))?),
+        };
+        let (Some(id), Some(secret)) = (self.client_id, self.client_secret) else {
+            bail!("{f}: {key} needs `client_id` and `client_secret`: the client the authorization server registered for the gateway");
+        };
+        Ok(UpstreamOAuth {
+            endpoint,
+            client_id: substitute(&id, file, &format!("{key}.client_id"))?,
+            client_secret: substitute(&secret, file, &format!("{key}.client_secret"))?,
+            scopes: self.scopes,
+            resource: match self.resource {
+                Some(r) => substitute(&r, file, &format!("{key}.resource"))?,
+                None => url.to_string(),
+            },
+        })
+    }
+}
+
+/// Where an upstream's token comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenEndpoint {
+    /// Discovered from the issuer's metadata (`token_endpoint`).
+    Issuer(String),
+    Url(String),
+}
+
+/// The validated `[upstreams.NAME.oauth]`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct UpstreamOAuth {
+    pub endpoint: TokenEndpoint,
+    pub client_id: String,
+    pub client_secret: String,
+    pub scopes: Vec<String>,
+    /// The resource indicator asked for (RFC 8707): the token's audience.
+    pub resource: String,
+}
+
+impl std::fmt::Debug for UpstreamOAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamOAuth")
+            .field("endpoint", &self.endpoint)
+            .field("client_id", &self.client_id)
+            .field("scopes", &self.scopes)
+            .field("resource", &self.resource)
+            .finish_non_exhaustive()
+    }
 }
 
 /// `upstreams.NAME.max_message_bytes`: from 1 KiB to 1 GiB.
@@ -80,6 +173,9 @@ impl RawUpstream {
             (Some(command), None) => {
                 if !self.headers.is_empty() {
                     bail!("{}: {key}.headers only applies to `url` upstreams", file.display());
+                }
+                if self.oauth.is_some() {
+                    bail!("{}: {key}.oauth only applies to `url` upstreams (a local process gets its credentials from `env`)", file.display());
                 }
                 let command = substitute(&command, file, &format!("{key}.command"))?;
                 if command.trim().is_empty() {
@@ -146,7 +242,16 @@ impl RawUpstream {
                     }
                     headers.insert(k.clone(), v);
                 }
-                Transport::Http { url, headers }
+                let oauth = match self.oauth {
+                    Some(o) => {
+                        if headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
+                            bail!("{}: {key} has both `oauth` and an Authorization header: keep one", file.display());
+                        }
+                        Some(o.validate(&url, file, &format!("{key}.oauth"))?)
+                    }
+                    None => None,
+                };
+                Transport::Http { url, headers, oauth }
             }
         };
         Ok(UpstreamConfig {

@@ -73,6 +73,14 @@ impl PatternList {
     }
 
     /// Whether the list names anything at all (an empty list filters nothing).
+    /// The entries as written: the plain ones, then the `!` ones.
+    pub fn entries(&self) -> Vec<String> {
+        let plain = self.include.iter().map(|g| g.as_str().to_string());
+        plain
+            .chain(self.exclude.iter().map(|g| format!("!{}", g.as_str())))
+            .collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.include.is_empty() && self.exclude.is_empty()
     }

@@ -205,7 +205,7 @@ async fn open(
                 }
             }
         }
-        Transport::Http { url, headers } => {
+        Transport::Http { url, headers, .. } => {
             let mut custom = HashMap::new();
             for (k, v) in headers {
                 let name = http::HeaderName::from_bytes(k.as_bytes())
@@ -234,6 +234,8 @@ async fn open(
                 inner: http_client().map_err(Failed::Other)?,
                 oversized: up.oversized.clone(),
                 refused: up.refused.clone(),
+                token: up.token.clone(),
+                challenge: up.challenge.clone(),
             };
             let transport = StreamableHttpClientTransport::with_client(client, config);
             match handler.serve_with_lifecycle(transport, lifecycle).await {
@@ -241,7 +243,13 @@ async fn open(
                 Err(e) if refusal(&e) => {
                     Err(Failed::Refused(format!("{step} at {url} was refused: {e}")))
                 }
-                Err(e) => Err(Failed::Other(http_failure(url, plain_error(&e)).await)),
+                Err(e) => {
+                    let challenge = (up.challenge.lock().unwrap_or_else(|e| e.into_inner())).take();
+                    Err(Failed::Other(match challenge {
+                        Some(c) => unauthorized(&up.config.name, url, &c, up.token.is_some()),
+                        None => http_failure(url, plain_error(&e)).await,
+                    }))
+                }
             }
         }
     }
@@ -297,6 +305,27 @@ fn plain_error(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// Why an HTTP upstream could not be reached. rmcp reports a refused connection only as a
 /// closed channel (the cause goes to its log), so a failed dial is asked again directly.
+/// A 401 at connect: what the server asks for, and what to configure.
+fn unauthorized(name: &str, url: &str, challenge: &str, has_oauth: bool) -> String {
+    let metadata = challenge
+        .split("resource_metadata=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next());
+    let fix = if has_oauth {
+        format!("the token upstreams.{name}.oauth got was refused: check its client, scopes and resource")
+    } else {
+        format!(
+            "add [upstreams.{name}.oauth] with a client of its authorization server (docs/auth.md)"
+        )
+    };
+    match metadata {
+        Some(m) => format!(
+            "{url} requires an OAuth access token (401; its authorization server is named at {m}, e.g. `curl {m}`): {fix}"
+        ),
+        None => format!("{url} requires authorization (401, WWW-Authenticate: {challenge}): {fix}, or set an Authorization header in upstreams.{name}.headers"),
+    }
+}
+
 async fn http_failure(url: &str, error: String) -> String {
     let authority = url.parse::<http::Uri>().ok().and_then(|u| {
         let port = u.port_u16().unwrap_or(if u.scheme_str() == Some("https") {

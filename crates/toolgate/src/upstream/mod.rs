@@ -13,6 +13,7 @@ pub mod environment;
 mod flood;
 mod lines;
 pub mod mrtr;
+mod oauth;
 mod orphans;
 mod oversize;
 pub(crate) use lines::top_level_id;
@@ -88,6 +89,10 @@ pub struct Upstream {
     /// HTTP: the last attempt to reach the server was refused (it is down): a lost stream
     /// is not retried, and a call it ends is told so (`oversize::Reconnect`).
     refused: Arc<std::sync::atomic::AtomicBool>,
+    /// HTTP with `[upstreams.NAME.oauth]`: the gateway's own access token for the server.
+    token: Option<Arc<oauth::TokenSource>>,
+    /// HTTP: the `WWW-Authenticate` of the server's last 401, for the connection error.
+    challenge: Arc<Mutex<Option<String>>>,
 }
 
 #[derive(Default)]
@@ -110,7 +115,6 @@ impl Upstream {
             UpstreamStatus::Disabled
         };
         Arc::new(Self {
-            config,
             state: RwLock::new(State {
                 status: Some(status),
                 ..Default::default()
@@ -121,6 +125,14 @@ impl Upstream {
             relay: Default::default(),
             oversized: Default::default(),
             refused: Default::default(),
+            challenge: Default::default(),
+            token: match &config.transport {
+                crate::config::Transport::Http { oauth: Some(o), .. } => {
+                    Some(Arc::new(oauth::TokenSource::new(&config.name, o.clone())))
+                }
+                _ => None,
+            },
+            config,
         })
     }
 

@@ -35,6 +35,10 @@ pub(crate) struct MeasuredClient {
     pub oversized: Oversized,
     /// Set when a request could not connect (the server is down), cleared when one could.
     pub refused: Arc<AtomicBool>,
+    /// `[upstreams.NAME.oauth]`: every request carries this token (`upstream::oauth`).
+    pub token: Option<Arc<super::oauth::TokenSource>>,
+    /// The `WWW-Authenticate` of the last 401 the server answered (cleared by a success).
+    pub challenge: Arc<Mutex<Option<String>>>,
 }
 
 /// How a lost stream is retried: a few tries, none once the server refuses connections
@@ -55,8 +59,34 @@ impl SseRetryPolicy for Reconnect {
 }
 
 impl MeasuredClient {
-    /// Notes whether `r` reached the server.
+    /// The `Authorization` token a request carries: the upstream's own, when it has one.
+    async fn auth(
+        &self,
+        given: Option<String>,
+    ) -> Result<Option<String>, StreamableHttpError<reqwest::Error>> {
+        match &self.token {
+            None => Ok(given),
+            Some(t) => (t.bearer().await)
+                .map(Some)
+                .map_err(|e| StreamableHttpError::UnexpectedServerResponse(e.into())),
+        }
+    }
+
+    /// Notes whether `r` reached the server, and a refused token (the next request asks
+    /// for a new one).
     fn seen<T>(&self, r: &Result<T, StreamableHttpError<reqwest::Error>>) {
+        let mut challenge = self.challenge.lock().unwrap_or_else(|e| e.into_inner());
+        match r {
+            Err(StreamableHttpError::AuthRequired(e)) => {
+                *challenge = Some(e.www_authenticate_header.clone());
+                if let Some(t) = &self.token {
+                    t.invalidate();
+                }
+            }
+            Ok(_) => *challenge = None,
+            Err(_) => {}
+        }
+        drop(challenge);
         let refused = match r {
             Err(StreamableHttpError::Client(e)) => e.is_connect(),
             Err(StreamableHttpError::Io(e)) => e.kind() == std::io::ErrorKind::ConnectionRefused,
@@ -127,6 +157,7 @@ impl StreamableHttpClient for MeasuredClient {
             rmcp::model::JsonRpcMessage::Request(r) => Some(super::requests::request_key(&r.id)),
             _ => None,
         };
+        let auth_header = self.auth(auth_header).await?;
         let mut custom_headers = custom_headers;
         if let Some(tp) = traceparent(&message) {
             custom_headers.insert(HeaderName::from_static(TRACEPARENT), tp);
@@ -166,6 +197,7 @@ impl StreamableHttpClient for MeasuredClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth(auth_header).await?;
         (self.inner)
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
@@ -179,6 +211,7 @@ impl StreamableHttpClient for MeasuredClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth(auth_header).await?;
         let r = (self.inner)
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await;
@@ -195,6 +228,7 @@ impl StreamableHttpClient for MeasuredClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth(auth_header).await?;
         let r = (self.inner)
             .get_stream_with_max_sse_event_size(
                 uri,

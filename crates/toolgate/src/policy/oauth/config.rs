@@ -102,6 +102,10 @@ pub struct OAuthConfig {
     pub resource: String,
     /// What a token's `aud` must contain.
     pub audience: String,
+    /// `resource` was not configured: it follows the address the gateway listens on.
+    resource_from_listen: bool,
+    /// `audience` was not configured: it is the resource.
+    audience_from_resource: bool,
     pub jwks_url: Option<String>,
     pub introspection: Option<Introspection>,
     pub required_scopes: Vec<String>,
@@ -157,6 +161,73 @@ impl Mapping {
     }
 }
 
+impl Mapping {
+    /// `scopes ["*"], tier read, profile triage`: for `toolgate check`.
+    fn describe(&self) -> String {
+        let mut text = format!(
+            "scopes {:?}, tier {}",
+            self.scopes.entries(),
+            self.tier.as_str()
+        );
+        if let Some(p) = &self.profile {
+            text.push_str(&format!(", profile {p}"));
+        }
+        if let Some(a) = self.approval {
+            text.push_str(&format!(", approval {a}"));
+        }
+        text
+    }
+}
+
+impl OAuthConfig {
+    /// The gateway listens on `addr` (`--http` or a port 0 resolved): a resource that was
+    /// not configured is `http://<addr>/mcp`, and so is an audience that was not either.
+    pub fn listening_on(&mut self, addr: SocketAddr) {
+        if self.resource_from_listen {
+            self.resource = format!("http://{addr}/mcp");
+            if self.audience_from_resource {
+                self.audience = self.resource.clone();
+            }
+        }
+    }
+
+    /// What `toolgate check` shows: whose tokens are accepted, for what, and how their
+    /// claims map to what the caller may see and do, in the order the rules are tried.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "auth.oauth: access tokens from {} for {} (metadata at {})",
+            self.issuer,
+            self.audience,
+            super::metadata::document_url(self)
+        )];
+        if !self.required_scopes.is_empty() {
+            lines.push(format!(
+                "  every token must carry scope {:?}",
+                self.required_scopes.join(" ")
+            ));
+        }
+        for r in &self.rules {
+            lines.push(format!(
+                "  rule {}: {} has any of {:?} -> {}",
+                r.mapping.name,
+                r.claim,
+                r.values,
+                r.mapping.describe()
+            ));
+        }
+        lines.push(format!(
+            "  {} -> {}",
+            if self.rules.is_empty() {
+                "every token"
+            } else {
+                "any other token (default)"
+            },
+            self.default.describe()
+        ));
+        lines
+    }
+}
+
 /// One `[[auth.oauth.map]]` rule.
 #[derive(Debug, Clone)]
 pub struct Rule {
@@ -195,6 +266,7 @@ impl RawOAuth {
         };
         let issuer = sub(&issuer, "auth.oauth.issuer")?;
         check_url(&issuer, "auth.oauth.issuer", file)?;
+        let resource_from_listen = self.resource.is_none();
         let resource = match self.resource {
             Some(r) => {
                 let r = sub(&r, "auth.oauth.resource")?;
@@ -206,6 +278,7 @@ impl RawOAuth {
             ),
             None => format!("http://{listen}/mcp"),
         };
+        let audience_from_resource = self.audience.is_none();
         let audience = match self.audience {
             Some(a) => sub(&a, "auth.oauth.audience")?,
             None => resource.clone(),
@@ -319,6 +392,8 @@ impl RawOAuth {
             issuer,
             resource,
             audience,
+            resource_from_listen,
+            audience_from_resource,
             jwks_url,
             introspection,
             required_scopes: self.required_scopes,

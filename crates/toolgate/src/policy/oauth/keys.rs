@@ -165,7 +165,14 @@ impl KeyCache {
         let known = (self.configured_jwks.clone()).or_else(|| self.read().jwks_url.clone());
         let url = match known {
             Some(u) => u,
-            None => discover(&self.http, &self.issuer).await?.jwks_uri,
+            None => Some(discover(&self.http, &self.issuer).await?.jwks_uri)
+                .filter(|u| !u.is_empty())
+                .ok_or_else(|| {
+                    format!(
+                        "the metadata of {} names no jwks_uri: set auth.oauth.jwks_url",
+                        self.issuer
+                    )
+                })?,
         };
         let set: JwkSet = get_json(&self.http, &url).await?;
         let keys: Vec<Arc<Key>> = set
@@ -216,9 +223,12 @@ fn signing_alg(k: KeyAlgorithm) -> Option<Algorithm> {
 #[derive(Debug, serde::Deserialize)]
 pub struct ServerMetadata {
     pub issuer: String,
+    #[serde(default)]
     pub jwks_uri: String,
     #[serde(default)]
     pub introspection_endpoint: Option<String>,
+    #[serde(default)]
+    pub token_endpoint: Option<String>,
 }
 
 /// The issuer's metadata: RFC 8414's well-known URL (path-inserted), then OpenID Connect
