@@ -251,7 +251,17 @@ fn print_banner(gw: &Arc<Gateway>, addr: SocketAddr) {
             names.join(", ")
         );
     }
-    if policy.keys.is_empty() {
+    if let Some(oauth) = &policy.oauth {
+        eprintln!(
+            "access tokens from {} (audience {}); clients discover it from the 401 (OAuth 2.1){}",
+            oauth.issuer,
+            oauth.audience,
+            match policy.keys.len() {
+                0 => String::new(),
+                n => format!(", or send one of {n} API keys"),
+            }
+        );
+    } else if policy.keys.is_empty() {
         eprintln!("no API keys configured: HTTP is open to whoever can reach {addr}");
     } else {
         eprintln!(

@@ -424,6 +424,7 @@ impl Policy {
             &audit::CallRecord {
                 session: &caller.session,
                 key: &caller.grant.name,
+                subject: (caller.grant.subject.as_ref()).map(Principal::as_str),
                 profile: caller.profile_name(),
                 surface: caller.surface,
                 server,

@@ -18,6 +18,8 @@ pub struct Permit {
     needs_approval: bool,
     session: String,
     key: String,
+    /// The token's subject (`[auth.oauth]`), for the audit record.
+    subject: Option<String>,
     profile: Option<String>,
     surface: &'static str,
     server: String,
@@ -55,6 +57,7 @@ impl Permit {
             needs_approval,
             session: caller.session.clone(),
             key: caller.grant.name.clone(),
+            subject: (caller.grant.subject.as_ref()).map(|p| p.as_str().to_string()),
             profile: caller.profile_name().map(str::to_string),
             surface: caller.surface,
             server: tool.id.server.clone(),
@@ -207,6 +210,7 @@ impl Permit {
             &CallRecord {
                 session: &self.session,
                 key: &self.key,
+                subject: self.subject.as_deref(),
                 profile: self.profile.as_deref(),
                 surface: self.surface,
                 server: &self.server,

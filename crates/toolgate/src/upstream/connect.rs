@@ -303,8 +303,6 @@ fn plain_error(e: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
-/// Why an HTTP upstream could not be reached. rmcp reports a refused connection only as a
-/// closed channel (the cause goes to its log), so a failed dial is asked again directly.
 /// A 401 at connect: what the server asks for, and what to configure.
 fn unauthorized(name: &str, url: &str, challenge: &str, has_oauth: bool) -> String {
     let metadata = challenge
@@ -326,6 +324,8 @@ fn unauthorized(name: &str, url: &str, challenge: &str, has_oauth: bool) -> Stri
     }
 }
 
+/// Why an HTTP upstream could not be reached. rmcp reports a refused connection only as a
+/// closed channel (the cause goes to its log), so a failed dial is asked again directly.
 async fn http_failure(url: &str, error: String) -> String {
     let authority = url.parse::<http::Uri>().ok().and_then(|u| {
         let port = u.port_u16().unwrap_or(if u.scheme_str() == Some("https") {

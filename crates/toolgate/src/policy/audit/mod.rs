@@ -139,6 +139,8 @@ impl Verdict {
 pub struct CallRecord<'a> {
     pub session: &'a str,
     pub key: &'a str,
+    /// For an access token (`[auth.oauth]`): its principal, `sub:<iss>#<sub>`.
+    pub subject: Option<&'a str>,
     pub profile: Option<&'a str>,
     pub surface: &'a str,
     pub server: &'a str,
@@ -261,6 +263,9 @@ impl AuditLog {
             "argumentsHmac": self.keyed(&Value::Object(r.arguments.clone()).to_string()),
             "decision": r.verdict.as_str(),
         });
+        if let Some(subject) = r.subject {
+            line["subject"] = json!(subject);
+        }
         let o = line.as_object_mut().expect("object");
         if let Some(phase) = r.phase {
             o.insert("phase".into(), json!(phase));

@@ -8,6 +8,7 @@ fn record<'a>(args: &'a Map<String, Value>, verdict: Verdict) -> CallRecord<'a> 
     CallRecord {
         session: "s",
         key: "ci",
+        subject: None,
         profile: None,
         surface: "direct",
         server: "alpha",

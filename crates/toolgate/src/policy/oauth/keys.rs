@@ -46,9 +46,10 @@ struct Keys {
     error: Option<String>,
 }
 
-/// While no key is held (the issuer was down at start), a token may make a fetch this
-/// often: the gateway heals within a second of the issuer coming back.
-const EMPTY_FLOOR: Duration = Duration::from_secs(1);
+/// While no key is held (the issuer was down at start), every token may make a fetch: the
+/// gateway heals as soon as the issuer is back. Fetches stay one at a time, and the tokens
+/// that waited for one use its outcome (`refresh`), so a flood makes no more of them.
+const EMPTY_FLOOR: Duration = Duration::ZERO;
 
 /// The cached keys of one issuer.
 pub struct KeyCache {
