@@ -26,6 +26,10 @@
 #                   included, and for wrk, e.g. "0/1", so that the load generator does not
 #                   compete for the servers' cores (default: no pinning)
 #   MCP_PROXY       mcp-proxy's bin (default: .peers-extra, installed pinned if missing)
+#   BENCH_AUTH     "1": two more toolgate rows, toolgate-key (callers send an API key) and
+#                   toolgate-jwt (an access token of [auth.oauth], checked against the JWKS of
+#                   an issuer served from the work folder, RS256 signed by openssl): what
+#                   authenticating each request costs against no authentication (default: off)
 #   BENCH_ALLOW_BAD targets whose failed or wrong answers are reported (column bad, and a
 #                   note) without failing the run, e.g. "mcp-proxy" for a smoke run on a
 #                   loaded machine (default: none; any bad answer fails the run)
@@ -103,7 +107,7 @@ wait_line() {
   die "no line matching '$2' in $1 after 60 s: $(tail -n 5 "$1")"
 }
 
-declare -A URL PID TOOL
+declare -A URL PID TOOL AUTHZ
 NAMES=()
 
 start_listening() { # NAME CMD...: a server that prints "listening URL", serving `echo`
@@ -118,7 +122,7 @@ start_fixture() { # NAME BIN
   start_listening "$1" "$2" fixture --catalog "$CATALOG" --http 127.0.0.1:0
 }
 
-start_toolgate() { # NAME BIN
+start_toolgate() { # NAME BIN [TOML]: TOML appended to the configuration (this row's own)
   cat >"$WORK/$1.toml" <<EOF
 [gateway]
 mode = "direct"
@@ -126,6 +130,7 @@ mode = "direct"
 command = "${FIXTURE[0]}"
 args = ["fixture", "--catalog", "$CATALOG"]
 EOF
+  [ -z "${3:-}" ] || printf '%s\n' "$3" >>"$WORK/$1.toml"
   # The memory table opens $SESSIONS sessions without a key: above the default session caps
   # (gateway.limits). A binary from before those caps (BENCH_BEFORE) refuses the table.
   [ -z "${BENCH_TOML:-}" ] || printf '%s\n' "$BENCH_TOML" >>"$WORK/$1.toml"
@@ -195,7 +200,7 @@ wrk_run() {
   local name=$1 era=$2 conns=$3 lua="$WORK/$1.$2.lua"
   if [ ! -f "$lua" ]; then
     local headers body
-    headers=$(python3 "$HELPER" session "${URL[$name]}" "${TOOL[$name]}" "$era") || return 1
+    headers=$(BENCH_AUTHORIZATION="${AUTHZ[$name]:-}" python3 "$HELPER" session "${URL[$name]}" "${TOOL[$name]}" "$era") || return 1
     body=$(python3 "$HELPER" body "${TOOL[$name]}" "$era")
     {
       echo 'wrk.method = "POST"'
@@ -239,11 +244,54 @@ EOF
     | awk '/^RESULT/ {print $2, $3, $4, $5}'
 }
 
+# b64url: base64url without padding, of stdin.
+b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
+
+# start_issuer: an OAuth issuer that is only files (RFC 8414 metadata and a JWKS) served by
+# python3's http.server, with a fresh RS256 key; sets ISSUER and TOKEN (a JWT for audience
+# "toolgate-bench", valid for a day).
+start_issuer() {
+  command -v openssl >/dev/null || die "BENCH_AUTH needs openssl"
+  local dir="$WORK/issuer" port n now head body sig i
+  mkdir -p "$dir/.well-known"
+  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/issuer.pem" 2>/dev/null
+  n=$(openssl rsa -in "$WORK/issuer.pem" -noout -modulus | cut -d= -f2 \
+    | python3 -c 'import sys, base64; print(base64.urlsafe_b64encode(bytes.fromhex(sys.stdin.read().strip())).rstrip(b"=").decode())')
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  ISSUER="http://127.0.0.1:$port"
+  printf '{"issuer":"%s","jwks_uri":"%s/jwks.json"}' "$ISSUER" "$ISSUER" >"$dir/.well-known/oauth-authorization-server"
+  printf '{"keys":[{"kty":"RSA","kid":"bench","use":"sig","alg":"RS256","n":"%s","e":"AQAB"}]}' "$n" >"$dir/jwks.json"
+  "${SRV[@]}" python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$port" >"$WORK/issuer.out" 2>&1 &
+  PIDS+=($!)
+  now=$(date +%s)
+  head=$(printf '{"alg":"RS256","typ":"at+jwt","kid":"bench"}' | b64url)
+  body=$(printf '{"iss":"%s","sub":"bench","aud":"toolgate-bench","iat":%d,"exp":%d,"scope":"mcp"}' \
+    "$ISSUER" "$now" $((now + 86400)) | b64url)
+  sig=$(printf '%s.%s' "$head" "$body" | openssl dgst -sha256 -sign "$WORK/issuer.pem" | b64url)
+  TOKEN="$head.$body.$sig"
+  for i in $(seq 1 100); do
+    python3 -c "import urllib.request; urllib.request.urlopen('$ISSUER/jwks.json')" 2>/dev/null && return
+    sleep 0.1
+  done
+  die "the bench issuer did not answer"
+}
+
 # Run order within each block: mcp-proxy and the fixture first, for the ratios.
 start_proxy mcp-proxy
 start_fixture fixture "$TOOLGATE_BIN"
 start_toolgate toolgate "$TOOLGATE_BIN"
 [ "$BENCH_RELAY" = none ] || start_relay bare-relay
+if [ "${BENCH_AUTH:-}" = 1 ]; then
+  key=$("$TOOLGATE_BIN" key new bench 2>/dev/null | sed -n 1p)
+  keyhash=$(printf '%s' "$key" | sha256sum | cut -d' ' -f1)
+  start_toolgate toolgate-key "$TOOLGATE_BIN" \
+    "$(printf '[policy.keys.bench]\nhash = "sha256:%s"\nscopes = ["*"]' "$keyhash")"
+  AUTHZ[toolgate-key]="Bearer $key"
+  start_issuer
+  start_toolgate toolgate-jwt "$TOOLGATE_BIN" \
+    "$(printf '[auth.oauth]\nissuer = "%s"\nresource = "http://127.0.0.1:1/mcp"\naudience = "toolgate-bench"\nrequired_scopes = ["mcp"]' "$ISSUER")"
+  AUTHZ[toolgate-jwt]="Bearer $TOKEN"
+fi
 if [ -n "${BENCH_BEFORE:-}" ]; then
   start_fixture fixture-before "$BENCH_BEFORE"
   start_toolgate toolgate-before "$BENCH_BEFORE"
@@ -259,7 +307,7 @@ done
 
 declare -A IDLE
 for n in "${NAMES[@]}"; do
-  python3 "$HELPER" session "${URL[$n]}" "${TOOL[$n]}" legacy >/dev/null
+  BENCH_AUTHORIZATION="${AUTHZ[$n]:-}" python3 "$HELPER" session "${URL[$n]}" "${TOOL[$n]}" legacy >/dev/null
   IDLE[$n]=$(rss_kib "${PID[$n]}")
 done
 
@@ -360,7 +408,7 @@ for n in "${NAMES[@]}"; do [ "$n" = bare-relay ] || MEM+=("$n"); done
 declare -A AFTER MANY AGAIN
 for n in "${MEM[@]}"; do AFTER[$n]=$(rss_kib "${PID[$n]}"); done
 for n in "${MEM[@]}"; do
-  python3 "$HELPER" sessions "${URL[$n]}" "$SESSIONS" >/dev/null
+  BENCH_AUTHORIZATION="${AUTHZ[$n]:-}" python3 "$HELPER" sessions "${URL[$n]}" "$SESSIONS" >/dev/null
   MANY[$n]=$(rss_kib "${PID[$n]}")
 done
 for n in "${MEM[@]}"; do

@@ -35,7 +35,13 @@ def connect(url):
     return http.client.HTTPConnection(u.hostname, u.port, timeout=30), u.path or "/"
 
 
+# BENCH_AUTHORIZATION: an Authorization header every request sends (and `session` prints
+# for wrk), e.g. "Bearer tg_..." for a key or "Bearer eyJ..." for an access token.
+AUTH = {"Authorization": os.environ["BENCH_AUTHORIZATION"]} if os.environ.get("BENCH_AUTHORIZATION") else {}
+
+
 def post(conn, path, payload, headers):
+    headers = {**AUTH, **headers}
     conn.request(
         "POST",
         path,
@@ -114,7 +120,7 @@ def session(url, tool, era):
     result = msgs[-1].get("result") if msgs else None
     if not result or result.get("isError"):
         sys.exit(f"tools/call {tool} at {url} ({era}): HTTP {status}: {body[:400]}")
-    for k, v in hdrs.items():
+    for k, v in {**AUTH, **hdrs}.items():
         print(f"{k}: {v}")
 
 

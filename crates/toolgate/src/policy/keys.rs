@@ -83,6 +83,15 @@ impl Grant {
         }
     }
 
+    /// "the key" or "the token", in a refusal's explanation.
+    fn noun(&self) -> &'static str {
+        if self.subject.is_some() {
+            "the token"
+        } else {
+            "the key"
+        }
+    }
+
     /// Why this key may not call `id` at `tier`, or `None` when it may.
     pub fn missing_permission(&self, id: &str, tier: Tier) -> Option<String> {
         self.missing(id, tier).map(|(_, why)| why)
@@ -94,7 +103,7 @@ impl Grant {
         if !self.scopes.matches(id) {
             let why = match self.scopes.excluded_by(id) {
                 Some(ex) => format!("its scopes exclude it (\"!{ex}\")"),
-                None => "it is outside its scopes".to_string(),
+                None => format!("it is outside {}'s scopes", self.noun()),
             };
             return Some((
                 Scope,
@@ -108,9 +117,10 @@ impl Grant {
             return Some((
                 TierKind,
                 format!(
-                    "{} may not call {id}: it is a {} tool and it is allowed up to {}; the missing permission is tier \"{}\"",
+                    "{} may not call {id}: it is a {} tool and {} allows up to {}; the missing permission is tier \"{}\"",
                     self.who(),
                     tier.as_str(),
+                    self.noun(),
                     self.tier.as_str(),
                     tier.as_str()
                 ),
@@ -131,8 +141,9 @@ impl Grant {
             return None;
         }
         Some(format!(
-            "{} may not use the resources and prompts of server {server:?}: they belong to the whole server and its scopes do not cover it; the missing permission is scope \"{whole}\"",
-            self.who()
+            "{} may not use the resources and prompts of server {server:?}: they belong to the whole server and {}'s scopes do not cover it; the missing permission is scope \"{whole}\"",
+            self.who(),
+            self.noun()
         ))
     }
 }
