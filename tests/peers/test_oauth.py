@@ -92,7 +92,20 @@ def config(peers, work, issuer: str, names=("time", "everything"), extra: str = 
     path = write_config(work.path("toolgate.toml"), ups, {"mode": mode, "startup_wait_ms": int(START_TIMEOUT * 1000)})
     with open(path, "a") as f:
         f.write(oauth_toml(issuer, work.path("audit.jsonl"), extra))
+        if mode == "guided":
+            f.write("\n[code]\nenabled = true\n")
     return path
+
+
+# A program that calls one tool outside the `default` rule's scopes and one inside.
+PROGRAM = """
+const out = [];
+try { await tools.everything.echo({message: "x"}); out.push("echo ran"); }
+catch (e) { out.push("echo refused: " + e.message); }
+await tools.time.get_current_time({timezone: "UTC"});
+out.push("time ran");
+return out.join("; ");
+"""
 
 
 def post(url: str, token: str | None, body: dict, headers: dict | None = None) -> tuple[int, dict, dict]:
@@ -160,8 +173,8 @@ class Memory:
         self.client = c
 
 
-def sdk_oauth_client(url: str, login: str = "alice"):
-    storage = Memory()
+def sdk_oauth_client(url: str, login: str = "alice", era: str | None = None, storage: Memory | None = None):
+    storage = storage or Memory()
     browser = Browser(login)
     auth = OAuthClientProvider(
         server_url=url,
@@ -169,7 +182,7 @@ def sdk_oauth_client(url: str, login: str = "alice"):
                                             token_endpoint_auth_method="none"),
         storage=storage, redirect_handler=browser.redirect, callback_handler=browser.callback)
     http = httpx2.AsyncClient(auth=auth, timeout=httpx2.Timeout(30, read=90))
-    return sdk_client(streamable_http_client(url, http_client=http)), storage
+    return sdk_client(streamable_http_client(url, http_client=http), era=era), storage
 
 
 def audit_lines(work) -> list[dict]:
@@ -205,9 +218,14 @@ async def test_the_sdk_oauth_client_discovers_registers_and_calls(toolgate_bin, 
                 assert "hi" in text(result)
             assert storage.client is not None, "the client registered itself (dynamic registration)"
             assert storage.tokens.refresh_token
+            # A legacy session (initialize, a session id) with the same token: the same person.
+            client, _ = sdk_oauth_client(url, era="legacy", storage=storage)
+            async with client:
+                r = await client.call_tool(exposed_name("time", "get_current_time"), {"timezone": "UTC"})
+                assert not r.is_error, text(r)
     calls = [l for l in audit_lines(work) if l.get("type") == "call"]
-    echo = [c for c in calls if c["tool"] == "echo"]
-    assert echo and echo[-1]["subject"] == f"sub:{issuer}#alice" and echo[-1]["key"] == "oauth:admins"
+    mine = [c for c in calls if c["tool"] in ("echo", "get_current_time")]
+    assert {c["tool"] for c in mine} == {"echo", "get_current_time"} and all(c["subject"] == f"sub:{issuer}#alice" and c["key"] == "oauth:admins" for c in mine), mine
 
 
 async def test_every_wrong_token_is_refused_with_its_reason(toolgate_bin, peers, work):
@@ -288,8 +306,12 @@ async def test_claims_decide_what_a_caller_sees_and_may_do(toolgate_bin, peers, 
                     r = await c.call_tool(exposed_name("everything", "echo"), {"message": "x"})
                 else:
                     r = await c.call_tool("execute", {"tool": "everything/echo", "arguments": {"message": "x"}})
+                    assert not r.is_error, text(r)
+                    r = await c.call_tool("execute_code", {"code": PROGRAM})
+                    assert r.structured_content["result"] == "echo ran; time ran", r.structured_content
                 assert not r.is_error, text(r)
                 uri = (await c.list_resources()).resources[0].uri
+                prompt = next(p.name for p in (await c.list_prompts()).prompts if not p.arguments)
             async with sdk_client(streamable_http_client(url, http_client=bearer(reader))) as c:
                 if mode == "direct":
                     names = {t.name for t in (await c.list_tools()).tools}
@@ -304,10 +326,17 @@ async def test_claims_decide_what_a_caller_sees_and_may_do(toolgate_bin, peers, 
                     assert r.is_error and "svc-reader" in text(r), text(r)
                     r = await c.call_tool("execute", {"tool": "time/get_current_time", "arguments": {"timezone": "UTC"}})
                     assert not r.is_error, text(r)
+                    # Code mode: a program gets only the tools its caller may call.
+                    r = await c.call_tool("execute_code", {"code": PROGRAM})
+                    result = r.structured_content["result"]
+                    assert result == "echo refused: cannot read property 'echo' of undefined; time ran", result
                 # The everything server's resources belong to it whole: not this caller's.
                 assert not (await c.list_resources()).resources, "its profile lists none"
                 with pytest.raises(Exception) as refused:
                     await c.read_resource(uri)
+                assert "svc-reader" in str(refused.value), str(refused.value)
+                with pytest.raises(Exception) as refused:
+                    await c.get_prompt(prompt)
                 assert "svc-reader" in str(refused.value), str(refused.value)
 
 
