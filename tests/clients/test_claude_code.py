@@ -6,11 +6,12 @@ its first request on (docs/clients.md)."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 
 import pytest
 
-from conftest import personalise, readme_block
+from conftest import REPO, Gateway, personalise, readme_block
 from fake_models import FakeModel
 from tasks import check_direct, check_guided, direct_task, first_request_shows, guided_task
 
@@ -77,3 +78,30 @@ def test_claude_code_over_http_calls_a_tool_on_the_direct_surface(world, gateway
     finally:
         model.close()
     check_direct(model.script.t)
+
+
+def test_claude_code_sees_that_a_gateway_behind_oauth_needs_authentication(world):
+    """A gateway with `[auth.oauth]` in front of a real authorization server (oidc-provider,
+    as tests/peers/test_oauth.py runs it): Claude Code follows the 401's resource metadata to
+    the server and reports that the gateway needs the user to authenticate."""
+    import shutil
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "peers"))
+    from oauth_provider import Provider, free_port
+
+    idp_port = free_port()
+    issuer = f"http://127.0.0.1:{idp_port}"
+    with open(world.config, "a") as f:
+        f.write(f'\n[auth.oauth]\nissuer = "{issuer}"\nrequired_scopes = ["mcp"]\n')
+    gw = Gateway(world)
+    try:
+        peers = os.environ.get("TOOLGATE_PEERS") or str(REPO / ".peers")
+        with Provider(shutil.which("node"), REPO, world.dir / "idp", port=idp_port, resources=[gw.url], peers=peers):
+            added = world.run(["claude", "mcp", "add", "--transport", "http", "toolgate", gw.url])
+            assert added.returncode == 0, added.stdout + added.stderr
+            listed = world.run(["claude", "mcp", "list"])
+            line = next((l for l in listed.stdout.splitlines() if l.startswith("toolgate:")), "")
+            assert "Needs authentication" in line, listed.stdout + listed.stderr
+    finally:
+        gw.stop()
