@@ -285,11 +285,11 @@ if [ "${BENCH_AUTH:-}" = 1 ]; then
   key=$("$TOOLGATE_BIN" key new bench 2>/dev/null | sed -n 1p)
   keyhash=$(printf '%s' "$key" | sha256sum | cut -d' ' -f1)
   start_toolgate toolgate-key "$TOOLGATE_BIN" \
-    "$(printf '[policy.keys.bench]\nhash = "sha256:%s"\nscopes = ["*"]' "$keyhash")"
+    "$(printf '[policy.keys.bench]\nhash = "sha256:%s"\nscopes = ["*"]\ntier = "destructive"' "$keyhash")"
   AUTHZ[toolgate-key]="Bearer $key"
   start_issuer
   start_toolgate toolgate-jwt "$TOOLGATE_BIN" \
-    "$(printf '[auth.oauth]\nissuer = "%s"\nresource = "http://127.0.0.1:1/mcp"\naudience = "toolgate-bench"\nrequired_scopes = ["mcp"]' "$ISSUER")"
+    "$(printf '[auth.oauth]\nissuer = "%s"\nresource = "http://127.0.0.1:1/mcp"\naudience = "toolgate-bench"\nrequired_scopes = ["mcp"]\n[auth.oauth.default]\ntier = "destructive"' "$ISSUER")"
   AUTHZ[toolgate-jwt]="Bearer $TOKEN"
 fi
 if [ -n "${BENCH_BEFORE:-}" ]; then

@@ -424,3 +424,27 @@ async def test_an_upstream_that_requires_oauth_gets_the_gateways_own_token(toolg
     # B saw A's own client, never a caller's token.
     calls = [l for l in audit_lines(work) if l.get("type") == "call" and l["tool"] == "get_current_time"]
     assert calls and all(c["subject"] == f"sub:{issuer}#svc-admin" for c in calls), calls
+
+
+async def test_an_opaque_token_is_introspected(toolgate_bin, peers, work):
+    idp_port = free_port()
+    issuer = f"http://127.0.0.1:{idp_port}"
+    extra = (f'introspection_url = "{issuer}/token/introspection"\nclient_id = "gateway"\n'
+             'client_secret = "${TEST_INTROSPECTION_SECRET}"\n')
+    cfg = config(peers, work, issuer, names=("time",), extra=extra)
+    import os
+    os.environ["TEST_INTROSPECTION_SECRET"] = "gateway-secret"
+    try:
+        async with http_gateway(toolgate_bin, cfg, work) as gw:
+            url = gw.wait_endpoint()
+            with Provider(peers.node, ROOT, work.path("oidc"), port=idp_port, opaque_resources=[url], env=work.env()):
+                opaque = client_credentials_token(issuer, "svc-admin", "svc-admin-secret", url, scope="mcp")
+                assert opaque.count(".") != 2, "the provider issued an opaque token for this resource"
+                status, _, body = post(url, opaque, INIT)
+                assert status == 200, body
+                status, headers, body = post(url, "not-a-token-the-provider-issued", INIT)
+                assert status == 401 and "not active" in body["message"], body
+    finally:
+        del os.environ["TEST_INTROSPECTION_SECRET"]
+    calls = [l for l in audit_lines(work) if l.get("type") == "auth"]
+    assert any("not active" in l["reason"] for l in calls), calls

@@ -219,7 +219,7 @@ impl Engine {
                 "Unknown selectionId {id:?}: call route again, or pass the tool's exact name as \"tool\"."
             ))),
             Some(s) if s.owner != *owner => Err(Refused::foreign(format!(
-                "selectionId {id:?} was made by another caller (a different API key): call route yourself."
+                "selectionId {id:?} was made by another caller (a different API key or user): call route yourself."
             ))),
             Some(s) if s.made.elapsed() > SELECTION_TTL => Err(Refused::stale(format!(
                 "selectionId {id:?} has expired: call route again."
@@ -236,7 +236,7 @@ impl Engine {
                 "Unknown selectionId {id:?}: call route again, or pass the tool's exact name as \"tool\"."
             ))),
             Err(StoreError::Foreign { .. }) => Err(Refused::foreign(format!(
-                "selectionId {id:?} was made by another caller (a different API key): call route yourself."
+                "selectionId {id:?} was made by another caller (a different API key or user): call route yourself."
             ))),
             Err(StoreError::Expired { .. }) => Err(Refused::stale(format!(
                 "selectionId {id:?} has expired: call route again."

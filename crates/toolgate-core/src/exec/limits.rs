@@ -73,7 +73,7 @@ pub enum StoreError {
         id: String,
         ttl: Duration,
     },
-    #[error("{kind} {id:?} belongs to another caller (a different API key) and works only for the one that made it; call execute again")]
+    #[error("{kind} {id:?} belongs to another caller (a different API key or user) and works only for the one that made it; call execute again")]
     Foreign { kind: IdKind, id: String },
     #[error("this caller (its API key, over all its connections) already has {limit} operations running; follow one with continue or stop one with cancel: true before starting another")]
     TooManyOperations { limit: usize },

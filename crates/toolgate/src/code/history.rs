@@ -100,7 +100,7 @@ impl RunHistory {
             }
             Ok(Lookup::Unknown) => return None,
             Ok(Lookup::Foreign) => Err(Refused::foreign(format!(
-                "run {id:?} was made by another caller (a different API key): pass the runId of one of your own execute_code runs"
+                "run {id:?} was made by another caller (a different API key or user): pass the runId of one of your own execute_code runs"
             ))),
             Ok(Lookup::Expired) => Err(Refused::stale(format!(
                 "run {id:?} has expired (runs are kept {} minutes): run the program again",
@@ -179,7 +179,7 @@ impl RunHistory {
                 RUN_TTL.as_secs() / 60
             ))),
             Some(_) => Err(Refused::foreign(format!(
-                "run {id:?} was made by another caller (a different API key): pass the runId of one of your own execute_code runs"
+                "run {id:?} was made by another caller (a different API key or user): pass the runId of one of your own execute_code runs"
             ))),
             None => Err(Refused::stale(format!(
                 "no run {id:?}: pass the runId an execute_code answer returned"

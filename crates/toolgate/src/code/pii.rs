@@ -279,7 +279,7 @@ impl Vault {
                     });
                 match bad {
                     Some((t, true)) => return Err(RestoreError::Token(Refused::foreign(format!(
-                        "{t} is a token of another caller (a different API key): use the value itself"
+                        "{t} is a token of another caller (a different API key or user): use the value itself"
                     )))),
                     Some((t, false)) => return Err(RestoreError::Token(Refused::stale(format!(
                         "{t} is not a token you hold (unknown or expired): use the value itself, or run the step that produced the token again"

@@ -70,7 +70,7 @@ impl PendingApprovals {
         let asked = self.asked.lock().expect("pending approvals");
         match asked.get(state) {
             Some((o, _, _)) if o != owner => Err(NotTaken::Foreign(
-                "the requestState was issued to another caller (a different API key): call again without it".into(),
+                "the requestState was issued to another caller (a different API key or user): call again without it".into(),
             )),
             _ => Ok(()),
         }

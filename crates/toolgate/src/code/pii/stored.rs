@@ -71,7 +71,7 @@ impl Vault {
                 }
                 Ok(Lookup::Foreign) => {
                     return Err(Refused::foreign(format!(
-                        "{token} is a token of another caller (a different API key): use the value itself"
+                        "{token} is a token of another caller (a different API key or user): use the value itself"
                     )))
                 }
                 Ok(Lookup::Expired | Lookup::Unknown) => {}

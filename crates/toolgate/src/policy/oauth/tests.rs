@@ -353,3 +353,19 @@ mod malformed {
         }
     }
 }
+
+#[tokio::test]
+async fn a_token_checked_before_is_refused_once_it_expires() {
+    let iss = issuer(&["k1"]).await;
+    let v = verifier(&iss.url, "");
+    let mut c = claims(&iss.url);
+    c["exp"] = json!(now() + 1);
+    let token = sign(Some("k1"), &c);
+    assert!(v.authenticate(&token).await.is_ok());
+    assert!(v.authenticate(&token).await.is_ok(), "from the cache");
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_eq!(
+        v.authenticate(&token).await.map(|_| ()),
+        Err(TokenRejection::Expired)
+    );
+}
