@@ -116,6 +116,9 @@ pub struct Verified {
 /// An introspection answer and when it was had (the key is the token's SHA-256).
 type Introspected = (Instant, Result<Verified, TokenRejection>);
 
+/// A checked JWT's grant, and until when it may be used (its `exp` plus the skew).
+type Checked = (Arc<Grant>, SystemTime);
+
 /// Checks access tokens for one `[auth.oauth]`. Cheap to share (`Arc`).
 pub struct Verifier {
     pub config: OAuthConfig,
@@ -125,7 +128,7 @@ pub struct Verifier {
     /// JWTs already checked, by SHA-256: their grant, until their expiry (plus the skew). A
     /// client sends the same token with every request until it refreshes, and checking its
     /// RS256 signature again each time cost 60 µs of CPU per call (docs/auth.md).
-    checked: Mutex<HashMap<[u8; 32], (Arc<Grant>, SystemTime)>>,
+    checked: Mutex<HashMap<[u8; 32], Checked>>,
 }
 
 impl std::fmt::Debug for Verifier {
