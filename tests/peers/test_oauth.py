@@ -448,3 +448,71 @@ async def test_an_opaque_token_is_introspected(toolgate_bin, peers, work):
         del os.environ["TEST_INTROSPECTION_SECRET"]
     calls = [l for l in audit_lines(work) if l.get("type") == "auth"]
     assert any("not active" in l["reason"] for l in calls), calls
+
+
+async def test_toolgate_auth_login_logs_the_gateway_in_to_an_upstream(toolgate_bin, peers, work):
+    """`toolgate auth login b`: the upstream's Protected Resource Metadata names the provider,
+    the command registers itself there, prints the authorization URL and waits on a loopback
+    port; a browser (here: urllib following the redirects, the provider logging in alice)
+    comes back with the code; the tokens go to the state store, where the gateway finds them.
+    B then sees alice, not a caller, as the subject of A's calls."""
+    import os
+    import subprocess
+    import threading
+
+    idp_port = free_port()
+    issuer = f"http://127.0.0.1:{idp_port}"
+    b_dir = work.path("b")
+    b_dir.mkdir()
+    cfg_b = Path(config(peers, work, issuer, names=("time",)).rename(b_dir / "toolgate.toml"))
+    b = HttpGateway(toolgate_bin, cfg_b, work)
+    try:
+        b_url = await anyio.to_thread.run_sync(b.wait_endpoint)
+        # Access tokens live 20 s: under the 30 s the gateway keeps in hand, so its first
+        # use of the login refreshes it (the refresh token grant, the new tokens stored).
+        with Provider(peers.node, ROOT, work.path("oidc"), port=idp_port, resources=[b_url], access_ttl=20,
+                      env=work.env()):
+            a_dir = work.path("a")
+            a_dir.mkdir()
+            a_cfg = a_dir / "toolgate.toml"
+            a_cfg.write_text(
+                f'[gateway]\nmode = "direct"\nstartup_wait_ms = 60000\n'
+                f'[upstreams.b]\nurl = "{b_url}"\n'
+                f'[upstreams.b.oauth]\ngrant = "authorization_code"\nscopes = ["mcp"]\n')
+            # Before the login, the gateway says what to run.
+            out = subprocess.run([str(toolgate_bin), "check", "--config", str(a_cfg)], capture_output=True,
+                                 text=True, timeout=60, env=work.env())
+            assert out.returncode != 0 and "toolgate auth login b" in out.stdout, out.stdout
+            login = subprocess.Popen([str(toolgate_bin), "auth", "login", "b", "--config", str(a_cfg),
+                                      "--timeout-secs", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=work.env())
+            link = None
+            for line in login.stdout:
+                if line.strip().startswith("http://"):
+                    link = line.strip()
+                    break
+            assert link and "code_challenge_method=S256" in link and "resource=" in link, link
+
+            def browse():
+                with urllib.request.urlopen(link, timeout=30) as r:
+                    return r.read().decode()
+
+            page = await anyio.to_thread.run_sync(browse)
+            assert "logged in" in page, page
+            rest, err = login.communicate(timeout=30)
+            assert login.returncode == 0, rest + err
+            assert f"Logged in to b at {issuer}" in rest, rest
+            async with http_gateway(toolgate_bin, a_cfg, work) as a:
+                async with sdk_client(a.wait_endpoint()) as c:
+                    names = {t.name for t in (await c.list_tools()).tools}
+                    tool = next(n for n in names if n.endswith("get_current_time"))
+                    r = await c.call_tool(tool, {"timezone": "UTC"})
+                    assert not r.is_error, text(r)
+            assert "refreshed the login's access token" in work.path("toolgate-http.log").read_text()
+            out = subprocess.run([str(toolgate_bin), "auth", "logout", "b", "--config", str(a_cfg)],
+                                 capture_output=True, text=True, timeout=60, env=work.env())
+            assert out.returncode == 0, out.stdout + out.stderr
+    finally:
+        assert b.stop() == 0
+    calls = [l for l in audit_lines(work) if l.get("type") == "call" and l["tool"] == "get_current_time"]
+    assert calls and all(c["subject"] == f"sub:{issuer}#alice" for c in calls), calls

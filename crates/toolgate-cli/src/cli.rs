@@ -44,6 +44,9 @@ enum Command {
     /// The audit log: verify its hash chain.
     #[command(subcommand)]
     Audit(cmd::audit::AuditCommand),
+    /// OAuth logins of the gateway at upstreams that want them (login, logout).
+    #[command(subcommand)]
+    Auth(cmd::auth::AuthCommand),
     /// API keys for HTTP clients.
     #[command(subcommand)]
     Key(cmd::key::KeyCommand),
@@ -110,6 +113,7 @@ pub(crate) fn run() -> ExitCode {
             Command::Tokens(a) => cmd::tokens::run(a).await.map(|()| true),
             Command::Lint(a) => cmd::lint::run(a).await.map(|()| true),
             Command::Key(a) => cmd::key::run(a).map(|()| true),
+            Command::Auth(a) => cmd::auth::run(a).await,
             Command::Audit(a) => cmd::audit::run(a),
             Command::Skill(a) => cmd::skill::run(a),
             Command::Workspace(a) => cmd::workspace::run(a),

@@ -66,6 +66,12 @@ impl Gateway {
             .values()
             .map(|u| (u.name.clone(), Upstream::new(u.clone())))
             .collect();
+        // Logins of `toolgate auth login` are read from the state store.
+        if let Some(store) = &durable {
+            for up in upstreams.values() {
+                up.use_store(store.clone());
+            }
+        }
         let stop = CancellationToken::new();
         let drain = toolgate_core::drain::Drain::under(&stop);
         let gw = Arc::new(Self {

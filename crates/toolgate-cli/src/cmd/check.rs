@@ -2,7 +2,7 @@
 //! and where `serve` keeps its state. `--config-only` reads and validates the configuration
 //! without starting anything (what CI runs on every TOML example of the docs).
 
-use super::common::{start_and_settle, ConfigArgs};
+use super::common::ConfigArgs;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
@@ -57,7 +57,26 @@ pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
     }
     let (config_skills, max_source) =
         (config.code.skills_dir.clone(), config.code.max_source_bytes);
-    let gw = start_and_settle(config).await;
+    // Upstreams that log in (`toolgate auth login`) find their tokens in the state store;
+    // an embedded store the running gateway holds is left alone (those upstreams then say so).
+    let logins = config.upstreams.values().any(|u| {
+        matches!(&u.transport, toolgate::config::Transport::Http { oauth: Some(o), .. }
+            if o.grant == toolgate::config::upstream::OAuthGrant::AuthorizationCode)
+    });
+    let durable = if logins {
+        match super::serve::open_store(&config, false) {
+            Ok(s) => s,
+            Err(e) => {
+                println!(
+                    "state store not opened ({e:#}): upstreams that log in cannot be checked now"
+                );
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let gw = super::common::start_and_settle_with(config, durable).await;
     let mut all_ok = true;
     // The issuer: its metadata and keys fetched as `serve` will fetch them.
     if let Some(o) = oauth {

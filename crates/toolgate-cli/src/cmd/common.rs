@@ -160,13 +160,21 @@ where
 /// Starts the gateway and waits until every upstream has connected or failed once
 /// (bounded by the longest connect timeout).
 pub(crate) async fn start_and_settle(config: Config) -> Arc<Gateway> {
+    start_and_settle_with(config, None).await
+}
+
+/// [`start_and_settle`] with the state store (where `toolgate auth login` keeps logins).
+pub(crate) async fn start_and_settle_with(
+    config: Config,
+    store: Option<Arc<dyn toolgate_core::store::Store>>,
+) -> Arc<Gateway> {
     let limit = config
         .enabled_upstreams()
         .map(|u| u.connect_timeout)
         .max()
         .unwrap_or_default()
         + std::time::Duration::from_millis(500);
-    let gw = Gateway::start(config);
+    let gw = Gateway::start_with_store(config, store);
     gw.wait_settled(limit).await;
     // Let the catalog task fold the last status change in.
     tokio::task::yield_now().await;

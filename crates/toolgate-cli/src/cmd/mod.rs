@@ -2,6 +2,7 @@
 //! logging, the built-in demo).
 
 pub(crate) mod audit;
+pub(crate) mod auth;
 pub(crate) mod check;
 pub(crate) mod common;
 pub(crate) mod conformance_client;

@@ -47,6 +47,7 @@ pub(super) fn values(kind: Kind) -> Table {
         Kind::Run => "run",
         Kind::Pii => "pii",
         Kind::Learned => "learned",
+        Kind::Credential => "credential",
     })
 }
 
@@ -60,6 +61,7 @@ pub(super) fn metas(kind: Kind) -> Table {
         Kind::Run => "run.meta",
         Kind::Pii => "pii.meta",
         Kind::Learned => "learned.meta",
+        Kind::Credential => "credential.meta",
     })
 }
 

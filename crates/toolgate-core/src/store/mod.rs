@@ -42,10 +42,12 @@ pub enum Kind {
     Pii,
     /// Route's learned examples (`toolgate_route::learned`), one value for the whole set.
     Learned,
+    /// An upstream's OAuth tokens from `toolgate auth login` (the gateway's own login at it).
+    Credential,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Pages,
         Kind::Operation,
         Kind::Selection,
@@ -54,6 +56,7 @@ impl Kind {
         Kind::Run,
         Kind::Pii,
         Kind::Learned,
+        Kind::Credential,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -66,6 +69,7 @@ impl Kind {
             Kind::Run => "run",
             Kind::Pii => "pii",
             Kind::Learned => "learned",
+            Kind::Credential => "credential",
         }
     }
 }

@@ -39,8 +39,9 @@ pub struct RawUpstream {
 }
 
 /// `[upstreams.NAME.oauth]`: a server that wants an OAuth access token. The gateway asks
-/// the authorization server for one as a machine client (client credentials), keeps it
-/// and asks again before it expires. Callers' own tokens are never passed on.
+/// the authorization server for one as a machine client (client credentials), or uses the
+/// tokens an operator's `toolgate auth login NAME` left in the state store (authorization
+/// code), and renews it before it expires. Callers' own tokens are never passed on.
 ///
 /// ```toml
 /// [upstreams.tickets.oauth]
@@ -50,6 +51,8 @@ pub struct RawUpstream {
 /// client_secret = "${TICKETS_CLIENT_SECRET}"
 /// scopes = ["tickets:read"]
 /// # resource = "https://tickets.example.com/mcp" # RFC 8707 (default: the upstream's url)
+/// # grant = "authorization_code"  # an operator logs in once: `toolgate auth login tickets`
+/// #                               # (issuer and client then optional: discovered, registered)
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,29 +70,45 @@ pub struct RawUpstreamOAuth {
 impl RawUpstreamOAuth {
     fn validate(self, url: &str, file: &Path, key: &str) -> Result<UpstreamOAuth> {
         let f = file.display();
-        match self.grant.as_deref() {
-            None | Some("client_credentials") => {}
+        let grant = match self.grant.as_deref() {
+            None | Some("client_credentials") => OAuthGrant::ClientCredentials,
+            Some("authorization_code") => OAuthGrant::AuthorizationCode,
             Some(other) => bail!(
-                "{f}: {key}.grant = {other:?}: use \"client_credentials\" (the gateway's own identity at the server); per-user delegation is not offered yet (docs/auth.md)"
+                "{f}: {key}.grant = {other:?}: use \"client_credentials\" (the gateway's own client) or \"authorization_code\" (an operator logs in once with `toolgate auth login`)"
             ),
-        }
+        };
         let endpoint = match (self.issuer, self.token_url) {
             (Some(_), Some(_)) => bail!(
                 "{f}: {key} has both `issuer` and `token_url`: keep one (the token endpoint is discovered from the issuer)"
             ),
+            (None, None) if grant == OAuthGrant::AuthorizationCode => None,
             (None, None) => bail!(
                 "{f}: {key} needs `issuer` (its token endpoint is discovered) or `token_url`"
             ),
-            (Some(i), None) => TokenEndpoint::Issuer(substitute(&i, file, &format!("{key}.issuer"))?),
-            (None, Some(t)) => TokenEndpoint::Url(substitute(&t, file, &format!("{key}.token_url"))?),
+            (Some(i), None) => Some(TokenEndpoint::Issuer(substitute(&i, file, &format!("{key}.issuer"))?)),
+            (None, Some(t)) => Some(TokenEndpoint::Url(substitute(&t, file, &format!("{key}.token_url"))?)),
         };
-        let (Some(id), Some(secret)) = (self.client_id, self.client_secret) else {
+        let client_id = match self.client_id {
+            Some(id) => Some(substitute(&id, file, &format!("{key}.client_id"))?),
+            None => None,
+        };
+        let client_secret = match self.client_secret {
+            Some(s) => Some(substitute(&s, file, &format!("{key}.client_secret"))?),
+            None => None,
+        };
+        if grant == OAuthGrant::ClientCredentials
+            && (client_id.is_none() || client_secret.is_none())
+        {
             bail!("{f}: {key} needs `client_id` and `client_secret`: the client the authorization server registered for the gateway");
-        };
+        }
+        if client_secret.is_some() && client_id.is_none() {
+            bail!("{f}: {key}.client_secret without `client_id`: name the client too");
+        }
         Ok(UpstreamOAuth {
+            grant,
             endpoint,
-            client_id: substitute(&id, file, &format!("{key}.client_id"))?,
-            client_secret: substitute(&secret, file, &format!("{key}.client_secret"))?,
+            client_id,
+            client_secret,
             scopes: self.scopes,
             resource: match self.resource {
                 Some(r) => substitute(&r, file, &format!("{key}.resource"))?,
@@ -97,6 +116,15 @@ impl RawUpstreamOAuth {
             },
         })
     }
+}
+
+/// How the gateway gets an upstream's token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OAuthGrant {
+    /// As a machine client of the authorization server.
+    ClientCredentials,
+    /// From an operator's login (`toolgate auth login NAME`), refreshed by the gateway.
+    AuthorizationCode,
 }
 
 /// Where an upstream's token comes from.
@@ -110,9 +138,12 @@ pub enum TokenEndpoint {
 /// The validated `[upstreams.NAME.oauth]`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct UpstreamOAuth {
-    pub endpoint: TokenEndpoint,
-    pub client_id: String,
-    pub client_secret: String,
+    pub grant: OAuthGrant,
+    /// `None`: discovered from the upstream's Protected Resource Metadata (at login).
+    pub endpoint: Option<TokenEndpoint>,
+    /// `None`: registered at login (dynamic client registration).
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
     pub scopes: Vec<String>,
     /// The resource indicator asked for (RFC 8707): the token's audience.
     pub resource: String,
@@ -121,6 +152,7 @@ pub struct UpstreamOAuth {
 impl std::fmt::Debug for UpstreamOAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpstreamOAuth")
+            .field("grant", &self.grant)
             .field("endpoint", &self.endpoint)
             .field("client_id", &self.client_id)
             .field("scopes", &self.scopes)

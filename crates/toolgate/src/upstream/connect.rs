@@ -236,6 +236,7 @@ async fn open(
                 refused: up.refused.clone(),
                 token: up.token.clone(),
                 challenge: up.challenge.clone(),
+                token_failure: up.token_failure.clone(),
             };
             let transport = StreamableHttpClientTransport::with_client(client, config);
             match handler.serve_with_lifecycle(transport, lifecycle).await {
@@ -245,9 +246,14 @@ async fn open(
                 }
                 Err(e) => {
                     let challenge = (up.challenge.lock().unwrap_or_else(|e| e.into_inner())).take();
-                    Err(Failed::Other(match challenge {
-                        Some(c) => unauthorized(&up.config.name, url, &c, up.token.is_some()),
-                        None => http_failure(url, plain_error(&e)).await,
+                    let no_token =
+                        (up.token_failure.lock().unwrap_or_else(|e| e.into_inner())).take();
+                    Err(Failed::Other(match (no_token, challenge) {
+                        (Some(why), _) => why,
+                        (None, Some(c)) => {
+                            unauthorized(&up.config.name, url, &c, up.token.is_some())
+                        }
+                        (None, None) => http_failure(url, plain_error(&e)).await,
                     }))
                 }
             }
@@ -313,7 +319,7 @@ fn unauthorized(name: &str, url: &str, challenge: &str, has_oauth: bool) -> Stri
         format!("the token upstreams.{name}.oauth got was refused: check its client, scopes and resource")
     } else {
         format!(
-            "add [upstreams.{name}.oauth] with a client of its authorization server (docs/auth.md)"
+            "add [upstreams.{name}.oauth] with grant = \"authorization_code\" and run `toolgate auth login {name}`, or with a client of its authorization server (client credentials; docs/auth.md)"
         )
     };
     match metadata {

@@ -13,7 +13,7 @@ pub mod environment;
 mod flood;
 mod lines;
 pub mod mrtr;
-mod oauth;
+pub mod oauth;
 mod orphans;
 mod oversize;
 pub(crate) use lines::top_level_id;
@@ -93,6 +93,8 @@ pub struct Upstream {
     token: Option<Arc<oauth::TokenSource>>,
     /// HTTP: the `WWW-Authenticate` of the server's last 401, for the connection error.
     challenge: Arc<Mutex<Option<String>>>,
+    /// HTTP: why the last request had no token to send (`[upstreams.NAME.oauth]`).
+    token_failure: Arc<Mutex<Option<String>>>,
 }
 
 #[derive(Default)]
@@ -126,6 +128,7 @@ impl Upstream {
             oversized: Default::default(),
             refused: Default::default(),
             challenge: Default::default(),
+            token_failure: Default::default(),
             token: match &config.transport {
                 crate::config::Transport::Http { oauth: Some(o), .. } => {
                     Some(Arc::new(oauth::TokenSource::new(&config.name, o.clone())))
@@ -138,6 +141,13 @@ impl Upstream {
 
     pub fn name(&self) -> &str {
         &self.config.name
+    }
+
+    /// The state store where `toolgate auth login` keeps this upstream's tokens.
+    pub fn use_store(&self, store: Arc<dyn toolgate_core::store::Store>) {
+        if let Some(t) = &self.token {
+            t.use_store(store);
+        }
     }
 
     pub fn status(&self) -> UpstreamStatus {

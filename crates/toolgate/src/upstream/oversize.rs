@@ -39,6 +39,8 @@ pub(crate) struct MeasuredClient {
     pub token: Option<Arc<super::oauth::TokenSource>>,
     /// The `WWW-Authenticate` of the last 401 the server answered (cleared by a success).
     pub challenge: Arc<Mutex<Option<String>>>,
+    /// Why the last request had no token to send (`[upstreams.NAME.oauth]`).
+    pub token_failure: Arc<Mutex<Option<String>>>,
 }
 
 /// How a lost stream is retried: a few tries, none once the server refuses connections
@@ -66,9 +68,13 @@ impl MeasuredClient {
     ) -> Result<Option<String>, StreamableHttpError<reqwest::Error>> {
         match &self.token {
             None => Ok(given),
-            Some(t) => (t.bearer().await)
-                .map(Some)
-                .map_err(|e| StreamableHttpError::UnexpectedServerResponse(e.into())),
+            Some(t) => match t.bearer().await {
+                Ok(token) => Ok(Some(token)),
+                Err(e) => {
+                    *self.token_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
+                    Err(StreamableHttpError::UnexpectedServerResponse(e.into()))
+                }
+            },
         }
     }
 

@@ -230,6 +230,10 @@ pub struct ServerMetadata {
     pub introspection_endpoint: Option<String>,
     #[serde(default)]
     pub token_endpoint: Option<String>,
+    #[serde(default)]
+    pub authorization_endpoint: Option<String>,
+    #[serde(default)]
+    pub registration_endpoint: Option<String>,
 }
 
 /// The issuer's metadata: RFC 8414's well-known URL (path-inserted), then OpenID Connect
