@@ -103,55 +103,64 @@ def repo(work: Workspace) -> Path:
     return r
 
 
-@pytest.fixture
-def everything_http(work: Workspace, peers: Peers):
-    """server-everything in its Streamable HTTP mode on 127.0.0.1 (forced by loopback.cjs).
-
-    Yields its /mcp URL; stopped after the test (before the leftover check of `work`).
-    """
-    log_path = work.path("everything-http.log")
-    proc = None
-    for _attempt in range(5):
-        port = free_port()
-        log = open(log_path, "w")
+def start_everything(work: Workspace, peers: Peers, mode: str, port: int | None = None) -> tuple[subprocess.Popen, int]:
+    """server-everything in its `streamableHttp` or `sse` mode on 127.0.0.1 (forced by
+    loopback.cjs), on `port` or a free one; returns the process and its port once it listens."""
+    ready = {"streamableHttp": "listening on port {port}", "sse": "Server is running on port {port}"}[mode]
+    log_path = work.path(f"everything-{mode}.log")
+    for _attempt in range(1 if port else 5):
+        chosen = port or free_port()
+        # The log is appended to (a restart keeps the earlier lines): read only what is new.
+        seen = log_path.stat().st_size if log_path.exists() else 0
+        log = open(log_path, "a")
         proc = subprocess.Popen(
-            [peers.node, str(peers.node_script("server-everything")), "streamableHttp"],
+            [peers.node, str(peers.node_script("server-everything")), mode],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=work.env({"PORT": str(port), "NODE_OPTIONS": f'--require "{peers.loopback}"'}),
+            env=work.env({"PORT": str(chosen), "NODE_OPTIONS": f'--require "{peers.loopback}"'}),
             cwd=work.dir,
         )
+        log.close()
         deadline = time.monotonic() + 30
         state = "starting"
         while time.monotonic() < deadline:
-            out = log_path.read_text()
-            if f"listening on port {port}" in out:
+            with open(log_path, errors="replace") as f:
+                f.seek(seen)
+                out = f.read()
+            if ready.format(port=chosen) in out:
                 state = "up"
                 break
             if "already in use" in out or proc.poll() is not None:
                 state = "retry"
                 break
             time.sleep(0.1)
-        log.close()
         if state == "up":
-            break
-        proc.kill()
-        proc.wait()
-        proc = None
+            # The loopback rule: the server must listen on 127.0.0.1 only, never on all interfaces.
+            assert listening_addresses(chosen) == {"127.0.0.1"}, f"server-everything listens on {listening_addresses(chosen)}"
+            return proc, chosen
+        stop_process(proc)
         if state == "starting":
-            pytest.fail(f"server-everything did not start over HTTP:\n{log_path.read_text()}", pytrace=False)
-    if proc is None:
-        pytest.fail(f"server-everything could not get a port:\n{log_path.read_text()}", pytrace=False)
-    # The loopback rule: the server must listen on 127.0.0.1 only, never on all interfaces.
-    assert listening_addresses(port) == {"127.0.0.1"}, f"server-everything listens on {listening_addresses(port)}"
-    yield f"http://127.0.0.1:{port}/mcp"
+            pytest.fail(f"server-everything did not start ({mode}):\n{log_path.read_text()}", pytrace=False)
+    pytest.fail(f"server-everything could not get a port ({mode}):\n{log_path.read_text()}", pytrace=False)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+def everything_http(work: Workspace, peers: Peers):
+    """server-everything over Streamable HTTP; yields its /mcp URL, stopped after the test
+    (before the leftover check of `work`)."""
+    proc, port = start_everything(work, peers, "streamableHttp")
+    yield f"http://127.0.0.1:{port}/mcp"
+    stop_process(proc)
 
 
 async def _refuse(*_args, **_kw):

@@ -2,7 +2,7 @@
 //! and VS Code (`servers`) already use, so a user can point toolgate at what they have.
 //!
 //! Each entry is `{command, args, env, cwd}` or `{url, type, headers}`; `type` may be
-//! `stdio`, `http` or `streamable-http` (`sse` is refused: toolgate speaks Streamable HTTP).
+//! `stdio`, `http`, `streamable-http` or `sse` (the legacy HTTP+SSE transport).
 
 use super::{upstream::RawUpstream, Config, GatewayConfig};
 use anyhow::{anyhow, bail, Result};
@@ -197,19 +197,24 @@ pub fn read_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Importe
         if s.env_file.is_some() {
             bail!("{f}: {key}.envFile is not supported: put the variables in \"env\" as \"${{VAR}}\" references");
         }
-        match s.kind.as_deref() {
-            None | Some("stdio") | Some("http") | Some("streamable-http") | Some("streamableHttp") => {}
-            Some("sse") => bail!(
-                "{f}: {key}: type \"sse\" (the old HTTP+SSE transport) is not supported: use the server's Streamable HTTP endpoint (type \"http\")"
-            ),
-            Some(other) => bail!("{f}: {key}.type {other:?}: use \"stdio\" or \"http\""),
-        }
+        let transport = match s.kind.as_deref() {
+            None => None,
+            Some("stdio") => Some("stdio"),
+            Some("http") | Some("streamable-http") | Some("streamableHttp") => {
+                Some("streamable-http")
+            }
+            Some("sse") => Some("sse"),
+            Some(other) => {
+                bail!("{f}: {key}.type {other:?}: use \"stdio\", \"http\" or \"sse\"")
+            }
+        };
         let raw = RawUpstream {
             command: s.command,
             args: s.args,
             env: s.env,
             cwd: s.cwd,
             url: s.url,
+            transport: transport.map(str::to_string),
             headers: s.headers,
             enabled: s.disabled.map(|d| !d),
             ..Default::default()
@@ -243,6 +248,14 @@ mod tests {
             c.upstreams["remote"].transport,
             Transport::Http { .. }
         ));
+        let c = p(r#"{"mcpServers": {"legacy": {"type": "sse", "url": "http://h/sse"}}}"#).unwrap();
+        assert!(matches!(
+            c.upstreams["legacy"].transport,
+            Transport::Http {
+                style: crate::config::HttpStyle::Sse,
+                ..
+            }
+        ));
         let c = p(r#"{"servers": {"a": {"command": "x", "disabled": true}}}"#).unwrap();
         assert!(!c.upstreams["a"].enabled);
     }
@@ -270,10 +283,13 @@ mod tests {
             e.contains("mcpServers.a") && e.contains("an array of strings"),
             "{e}"
         );
-        let e = p(r#"{"mcpServers": {"a": {"url": "http://h/sse", "type": "sse"}}}"#)
+        let e = p(r#"{"mcpServers": {"a": {"url": "http://h/mcp", "type": "ws"}}}"#)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("Streamable HTTP"), "{e}");
+        assert!(
+            e.contains("mcpServers.a.type") && e.contains("\"sse\""),
+            "{e}"
+        );
         let e = p(r#"{"other": 1}"#).unwrap_err().to_string();
         assert!(e.contains("mcpServers"), "{e}");
     }

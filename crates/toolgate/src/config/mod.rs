@@ -223,13 +223,28 @@ pub enum Transport {
         inherit_env: Vec<String>,
         cwd: Option<PathBuf>,
     },
-    /// A Streamable HTTP endpoint.
+    /// An HTTP endpoint: Streamable HTTP, or the legacy HTTP+SSE transport.
     Http {
         url: String,
+        /// `upstreams.NAME.transport`: which HTTP transport the server speaks.
+        style: HttpStyle,
         headers: BTreeMap<String, String>,
         /// `[upstreams.NAME.oauth]`: the gateway's own token for this server.
         oauth: Option<upstream::UpstreamOAuth>,
     },
+}
+
+/// Which HTTP transport an upstream speaks (`upstreams.NAME.transport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpStyle {
+    /// Streamable HTTP, falling back to HTTP+SSE when the URL refuses a `POST` (4xx) and
+    /// answers a `GET` with an event stream, as the specification's compatibility note
+    /// says a client should.
+    Auto,
+    /// Streamable HTTP only (`transport = "streamable-http"`).
+    Streamable,
+    /// The legacy HTTP+SSE transport of protocol 2024-11-05 (`transport = "sse"`).
+    Sse,
 }
 
 /// Default of `upstreams.NAME.max_message_bytes` (16 MiB, rmcp's own default).

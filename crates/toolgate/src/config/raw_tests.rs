@@ -150,6 +150,42 @@ fn an_upstreams_protocol_is_one_of_three_words() {
 }
 
 #[test]
+fn an_upstreams_transport_names_the_http_style_and_fits_its_kind() {
+    use crate::config::{HttpStyle, Transport};
+    let style = |toml: &str| match parse(toml).unwrap().upstreams["a"].transport.clone() {
+        Transport::Http { style, .. } => style,
+        other => panic!("not HTTP: {other:?}"),
+    };
+    assert_eq!(
+        style("[upstreams.a]\nurl='http://h/mcp'\n"),
+        HttpStyle::Auto
+    );
+    assert_eq!(
+        style("[upstreams.a]\nurl='http://h/mcp'\ntransport='streamable-http'\n"),
+        HttpStyle::Streamable
+    );
+    assert_eq!(
+        style("[upstreams.a]\nurl='http://h/sse'\ntransport='sse'\n"),
+        HttpStyle::Sse
+    );
+    assert!(parse("[upstreams.a]\ncommand='x'\ntransport='stdio'\n").is_ok());
+    let e = parse("[upstreams.a]\ncommand='x'\ntransport='sse'\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("upstreams.a.transport = \"sse\" with `command`") && e.contains("`url`"),
+        "{e}"
+    );
+    let e = parse("[upstreams.a]\nurl='http://h/ws'\ntransport='websocket'\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("upstreams.a.transport = \"websocket\"") && e.contains("\"sse\""),
+        "{e}"
+    );
+}
+
+#[test]
 fn direct_profile_and_options() {
     let c = parse("").unwrap();
     assert_eq!(c.direct.profile, Profile::Raw);

@@ -2,7 +2,7 @@
 //! or a URL, timeouts, the largest message, the protocol era, prefix and renames.
 
 use super::raw::secs;
-use super::{check_upstream_name, Transport, UpstreamConfig};
+use super::{check_upstream_name, HttpStyle, Transport, UpstreamConfig};
 use anyhow::{bail, Result};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -22,6 +22,9 @@ pub struct RawUpstream {
     pub inherit_env: Vec<String>,
     pub cwd: Option<PathBuf>,
     pub url: Option<String>,
+    /// `"stdio"`, `"streamable-http"` or `"sse"` (the legacy HTTP+SSE transport); by default
+    /// `command` means stdio and `url` Streamable HTTP, falling back to HTTP+SSE.
+    pub transport: Option<String>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     pub enabled: Option<bool>,
@@ -199,10 +202,16 @@ impl RawUpstream {
                 file.display()
             ),
             (None, None) => bail!(
-                "{}: {key} needs `command` (a local process speaking MCP on stdio) or `url` (a Streamable HTTP endpoint)",
+                "{}: {key} needs `command` (a local process speaking MCP on stdio) or `url` (an HTTP endpoint: Streamable HTTP, or HTTP+SSE with transport = \"sse\")",
                 file.display()
             ),
             (Some(command), None) => {
+                if let Some(t) = self.transport.as_deref().filter(|t| *t != "stdio") {
+                    bail!(
+                        "{}: {key}.transport = {t:?} with `command`: a local process speaks stdio; for an HTTP server set `url` instead of `command`",
+                        file.display()
+                    );
+                }
                 if !self.headers.is_empty() {
                     bail!("{}: {key}.headers only applies to `url` upstreams", file.display());
                 }
@@ -256,10 +265,19 @@ impl RawUpstream {
                         file.display()
                     );
                 }
+                let style = match self.transport.as_deref() {
+                    None => HttpStyle::Auto,
+                    Some("streamable-http" | "http") => HttpStyle::Streamable,
+                    Some("sse") => HttpStyle::Sse,
+                    Some(other) => bail!(
+                        "{}: {key}.transport = {other:?}: use \"streamable-http\" or \"sse\" (the legacy HTTP+SSE transport of 2024-11-05), or leave it out to try Streamable HTTP and fall back to HTTP+SSE",
+                        file.display()
+                    ),
+                };
                 let url = substitute(&url, file, &format!("{key}.url"))?;
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     bail!(
-                        "{}: {key}.url = {url:?}: use an http:// or https:// URL of a Streamable HTTP MCP endpoint",
+                        "{}: {key}.url = {url:?}: use an http:// or https:// URL of an MCP endpoint (Streamable HTTP, or HTTP+SSE's event stream)",
                         file.display()
                     );
                 }
@@ -283,7 +301,12 @@ impl RawUpstream {
                     }
                     None => None,
                 };
-                Transport::Http { url, headers, oauth }
+                Transport::Http {
+                    url,
+                    style,
+                    headers,
+                    oauth,
+                }
             }
         };
         Ok(UpstreamConfig {

@@ -82,6 +82,7 @@ pub(crate) enum UpstreamEvent {
     ToolsChanged,
 }
 
+#[derive(Clone)]
 pub(crate) struct UpstreamClient {
     /// For log lines.
     pub name: Arc<str>,

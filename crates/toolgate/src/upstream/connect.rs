@@ -2,9 +2,10 @@
 
 use super::child::{self, ChildProcess};
 use super::client::{UpstreamClient, UpstreamEvent};
+use super::sse::{OpenError as SseOpenError, SseTransport};
 use super::stdio::StdioTransport;
 use super::Upstream;
-use crate::config::{Transport, UpstreamProtocol};
+use crate::config::{HttpStyle, Transport, UpstreamProtocol};
 use rmcp::model::{ClientRequest, CustomRequest, CustomResult, ProtocolVersion, ServerResult};
 use rmcp::service::ClientInitializeError;
 use rmcp::service::{RoleClient, RunningService};
@@ -14,6 +15,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, Peer};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -79,16 +81,19 @@ pub(crate) async fn connect(
     let protocol = (service.peer().peer_info())
         .map(|i| i.protocol_version.to_string())
         .unwrap_or_default();
+    let legacy_sse = matches!(up.config.transport, Transport::Http { .. })
+        && up.legacy_sse.load(Ordering::Relaxed);
     let server_info = service
         .peer()
         .peer_info()
         .map(|i| {
             let imp = i.server_info.as_ref();
             format!(
-                "{} {} (protocol {})",
+                "{} {} (protocol {}{})",
                 imp.map_or("?", |s| s.name.as_str()),
                 imp.map_or("?", |s| s.version.as_str()),
-                i.protocol_version
+                i.protocol_version,
+                if legacy_sse { ", HTTP+SSE" } else { "" }
             )
         })
         .unwrap_or_default();
@@ -131,17 +136,7 @@ async fn open(
     handler: UpstreamClient,
     lifecycle: ClientLifecycleMode,
 ) -> Result<Opened, Failed> {
-    let step = match lifecycle {
-        ClientLifecycleMode::Initialize => "initialize",
-        _ => "server/discover",
-    };
-    let refusal = |e: &ClientInitializeError| {
-        matches!(
-            e,
-            ClientInitializeError::JsonRpcError(_)
-                | ClientInitializeError::NoCompatibleProtocolVersion { .. }
-        )
-    };
+    let step = step_name(&lifecycle);
     match &up.config.transport {
         Transport::Stdio {
             command,
@@ -205,8 +200,13 @@ async fn open(
                 }
             }
         }
-        Transport::Http { url, headers, .. } => {
-            let mut custom = HashMap::new();
+        Transport::Http {
+            url,
+            headers,
+            style,
+            ..
+        } => {
+            let mut custom = http::HeaderMap::new();
             for (k, v) in headers {
                 let name = http::HeaderName::from_bytes(k.as_bytes())
                     .map_err(|e| Failed::Other(e.to_string()))?;
@@ -214,50 +214,184 @@ async fn open(
                     http::HeaderValue::from_str(v).map_err(|e| Failed::Other(e.to_string()))?;
                 custom.insert(name, value);
             }
-            let mut config =
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            // rmcp's default retries a lost stream forever; give up after a few tries so
-            // the supervisor sees the connection end and reconnects from scratch, and at
-            // once when the server refuses the connection (it is down: a killed upstream
-            // is reported in milliseconds, not after the tries).
-            let mut retry = FixedInterval::default();
-            retry.max_times = Some(3);
-            up.refused
-                .store(false, std::sync::atomic::Ordering::Relaxed);
-            config.retry_config = Arc::new(super::oversize::Reconnect {
-                tries: retry,
-                refused: up.refused.clone(),
-            });
-            config.max_sse_event_size = up.config.max_message_bytes;
-            config.max_json_response_size = up.config.max_message_bytes;
-            let client = super::oversize::MeasuredClient {
-                inner: http_client().map_err(Failed::Other)?,
-                oversized: up.oversized.clone(),
-                refused: up.refused.clone(),
-                token: up.token.clone(),
-                challenge: up.challenge.clone(),
-                token_failure: up.token_failure.clone(),
+            let known_sse = match style {
+                HttpStyle::Sse => true,
+                HttpStyle::Streamable => false,
+                HttpStyle::Auto => up.legacy_sse.load(Ordering::Relaxed),
             };
-            let transport = StreamableHttpClientTransport::with_client(client, config);
-            match handler.serve_with_lifecycle(transport, lifecycle).await {
-                Ok(s) => Ok((s, None)),
-                Err(e) if refusal(&e) => {
-                    Err(Failed::Refused(format!("{step} at {url} was refused: {e}")))
-                }
-                Err(e) => {
-                    let challenge = (up.challenge.lock().unwrap_or_else(|e| e.into_inner())).take();
-                    let no_token =
-                        (up.token_failure.lock().unwrap_or_else(|e| e.into_inner())).take();
-                    Err(Failed::Other(match (no_token, challenge) {
-                        (Some(why), _) => why,
-                        (None, Some(c)) => {
-                            unauthorized(&up.config.name, url, &c, up.token.is_some())
-                        }
-                        (None, None) => http_failure(url, plain_error(&e)).await,
-                    }))
+            if known_sse {
+                return match open_sse(up, url, &custom).await {
+                    Ok(t) => serve_sse(handler, t, lifecycle, url, step).await,
+                    Err(SseOpenError::NotAnEventStream(why)) => Err(Failed::Other(format!(
+                        "{why}: is {url} the server's HTTP+SSE endpoint (often …/sse)? For a Streamable HTTP server leave `transport` out"
+                    ))),
+                    Err(SseOpenError::Unauthorized(c)) => Err(Failed::Other(unauthorized(
+                        &up.config.name,
+                        url,
+                        &c,
+                        up.token.is_some(),
+                    ))),
+                    Err(SseOpenError::Other(e)) => Err(Failed::Other(e)),
+                };
+            }
+            let failed =
+                match open_streamable(up, handler.clone(), lifecycle.clone(), url, custom.clone())
+                    .await
+                {
+                    Ok(s) => return Ok((s, None)),
+                    Err(e) => e,
+                };
+            let (challenge, no_token, refused) = (
+                (up.challenge.lock().unwrap_or_else(|e| e.into_inner())).take(),
+                (up.token_failure.lock().unwrap_or_else(|e| e.into_inner())).take(),
+                up.refused.load(Ordering::Relaxed),
+            );
+            let e = match failed {
+                StreamableFailed::Refused(e) => return Err(Failed::Refused(e)),
+                StreamableFailed::Other(e) => e,
+            };
+            // The specification's note for clients of both transports: a server that
+            // refuses the POST and answers a GET with an event stream speaks HTTP+SSE.
+            let mut as_sse = None;
+            if *style == HttpStyle::Auto && !refused && challenge.is_none() && no_token.is_none() {
+                match open_sse(up, url, &custom).await {
+                    Ok(t) => {
+                        tracing::info!(upstream = %up.name(), "{url} speaks the legacy HTTP+SSE transport (2024-11-05); set transport = \"sse\" to skip the Streamable HTTP attempt");
+                        return serve_sse(handler, t, lifecycle, url, step).await;
+                    }
+                    Err(SseOpenError::NotAnEventStream(why)) => as_sse = Some(why),
+                    Err(SseOpenError::Unauthorized(c)) => {
+                        return Err(Failed::Other(unauthorized(
+                            &up.config.name,
+                            url,
+                            &c,
+                            up.token.is_some(),
+                        )))
+                    }
+                    Err(SseOpenError::Other(_)) => {}
                 }
             }
+            Err(Failed::Other(match (no_token, challenge) {
+                (Some(why), _) => why,
+                (None, Some(c)) => unauthorized(&up.config.name, url, &c, up.token.is_some()),
+                (None, None) => {
+                    let failure = http_failure(url, e).await;
+                    match as_sse {
+                        Some(why) => format!("{failure} (and as HTTP+SSE: {why})"),
+                        None => failure,
+                    }
+                }
+            }))
         }
+    }
+}
+
+/// How a Streamable HTTP handshake failed.
+enum StreamableFailed {
+    /// The server answered, refusing the handshake.
+    Refused(String),
+    /// Anything else, as a person reads it.
+    Other(String),
+}
+
+/// One Streamable HTTP handshake.
+async fn open_streamable(
+    up: &Arc<Upstream>,
+    handler: UpstreamClient,
+    lifecycle: ClientLifecycleMode,
+    url: &str,
+    headers: http::HeaderMap,
+) -> Result<RunningService<RoleClient, UpstreamClient>, StreamableFailed> {
+    let step = step_name(&lifecycle);
+    let custom: HashMap<_, _> = headers
+        .into_iter()
+        .filter_map(|(k, v)| Some((k?, v)))
+        .collect();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    // rmcp's default retries a lost stream forever; give up after a few tries so
+    // the supervisor sees the connection end and reconnects from scratch, and at
+    // once when the server refuses the connection (it is down: a killed upstream
+    // is reported in milliseconds, not after the tries).
+    let mut retry = FixedInterval::default();
+    retry.max_times = Some(3);
+    up.refused.store(false, Ordering::Relaxed);
+    config.retry_config = Arc::new(super::oversize::Reconnect {
+        tries: retry,
+        refused: up.refused.clone(),
+    });
+    config.max_sse_event_size = up.config.max_message_bytes;
+    config.max_json_response_size = up.config.max_message_bytes;
+    let client = super::oversize::MeasuredClient {
+        inner: http_client().map_err(StreamableFailed::Other)?,
+        oversized: up.oversized.clone(),
+        refused: up.refused.clone(),
+        token: up.token.clone(),
+        challenge: up.challenge.clone(),
+        token_failure: up.token_failure.clone(),
+    };
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    match handler.serve_with_lifecycle(transport, lifecycle).await {
+        Ok(s) => Ok(s),
+        Err(e) if refusal(&e) => Err(StreamableFailed::Refused(format!(
+            "{step} at {url} was refused: {e}"
+        ))),
+        Err(e) => Err(StreamableFailed::Other(plain_error(&e))),
+    }
+}
+
+/// Opens a legacy HTTP+SSE session's event stream (`upstream::sse`) and notes that the
+/// server speaks it, so a reconnect goes there first.
+async fn open_sse(
+    up: &Arc<Upstream>,
+    url: &str,
+    headers: &http::HeaderMap,
+) -> Result<SseTransport, SseOpenError> {
+    let client = http_client().map_err(SseOpenError::Other)?;
+    let target = super::sse::Target {
+        name: up.name(),
+        url,
+        headers,
+        token: up.token.clone(),
+        max_message_bytes: up.config.max_message_bytes,
+    };
+    let transport = SseTransport::open(client, target).await?;
+    up.legacy_sse.store(true, Ordering::Relaxed);
+    Ok(transport)
+}
+
+/// The handshake over an open HTTP+SSE session.
+async fn serve_sse(
+    handler: UpstreamClient,
+    transport: SseTransport,
+    lifecycle: ClientLifecycleMode,
+    url: &str,
+    step: &str,
+) -> Result<Opened, Failed> {
+    match handler.serve_with_lifecycle(transport, lifecycle).await {
+        Ok(s) => Ok((s, None)),
+        Err(e) if refusal(&e) => Err(Failed::Refused(format!(
+            "{step} at {url} (HTTP+SSE) was refused: {e}"
+        ))),
+        Err(e) => Err(Failed::Other(format!(
+            "{step} at {url} (HTTP+SSE) failed: {}",
+            plain_error(&e)
+        ))),
+    }
+}
+
+/// Whether a failed handshake was the server's refusal (worth asking in the other era).
+fn refusal(e: &ClientInitializeError) -> bool {
+    matches!(
+        e,
+        ClientInitializeError::JsonRpcError(_)
+            | ClientInitializeError::NoCompatibleProtocolVersion { .. }
+    )
+}
+
+fn step_name(lifecycle: &ClientLifecycleMode) -> &'static str {
+    match lifecycle {
+        ClientLifecycleMode::Initialize => "initialize",
+        _ => "server/discover",
     }
 }
 

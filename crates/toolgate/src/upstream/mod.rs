@@ -18,6 +18,7 @@ mod orphans;
 mod oversize;
 pub(crate) use lines::top_level_id;
 mod requests;
+mod sse;
 mod stdio;
 mod supervisor;
 
@@ -95,6 +96,9 @@ pub struct Upstream {
     challenge: Arc<Mutex<Option<String>>>,
     /// HTTP: why the last request had no token to send (`[upstreams.NAME.oauth]`).
     token_failure: Arc<Mutex<Option<String>>>,
+    /// HTTP: the server speaks the legacy HTTP+SSE transport (`transport = "sse"`, or
+    /// found so by a connection), so a reconnect goes there first.
+    legacy_sse: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -129,6 +133,7 @@ impl Upstream {
             refused: Default::default(),
             challenge: Default::default(),
             token_failure: Default::default(),
+            legacy_sse: Default::default(),
             token: match &config.transport {
                 crate::config::Transport::Http { oauth: Some(o), .. } => {
                     Some(Arc::new(oauth::TokenSource::new(&config.name, o.clone())))

@@ -159,7 +159,7 @@ impl StdioTransport {
 }
 
 /// The error answer that fails our request `id`, saying `why`.
-fn failed(id: RequestId, why: String) -> ServerJsonRpcMessage {
+pub(super) fn failed(id: RequestId, why: String) -> ServerJsonRpcMessage {
     ServerJsonRpcMessage::Error(JsonRpcError {
         jsonrpc: JsonRpcVersion2_0,
         id: Some(id),
