@@ -7,7 +7,9 @@
 #    behind it, once as a stdio upstream and once as a Streamable HTTP upstream, for each
 #    requirement set: `--requirements 2025-11-25` (the fixture speaking both eras) and
 #    `--requirements 2026-07-28` (the fixture with `--modern-only`, so the gateway speaks
-#    2026-07-28 to it and its `input_required` answers pass through);
+#    2026-07-28 to it and its `input_required` answers pass through); after each, the
+#    pending scenarios the requirement set does not score (json-schema-2020-12, and for
+#    2026-07-28 http-custom-header-server-validation) on their own, where a failure counts;
 # 2. the name-independent server scenarios against the guided surface;
 # 3. client scenarios against toolgate's upstream client (`toolgate conformance-client`) in
 #    both eras, in a private network namespace because the suite's test server listens on
@@ -85,6 +87,18 @@ start_gateway() {
 }
 
 failed=0
+# The suite does not score the pending scenarios of a requirement set: a failure there
+# leaves the run's exit code alone. These are run again on their own, where a failure
+# counts (json-schema-2020-12: schemas reach the client unchanged; the SEP-2243 custom
+# header checks, which exist from 2026-07-28 on).
+run_pending() { # label, revision
+    local scenarios=(json-schema-2020-12)
+    if [[ $2 == 2026-07-28 ]]; then scenarios+=(http-custom-header-server-validation); fi
+    for scenario in "${scenarios[@]}"; do
+        run "$1: $scenario" server --url "$URL/direct" --spec-version "$2" --scenario "$scenario"
+    done
+}
+
 run() { # label, then the suite's arguments
     local label=$1
     shift
@@ -109,12 +123,14 @@ run() { # label, then the suite's arguments
 start_gateway "command = \"$TOOLGATE_BIN\"
 args = [\"fixture\", \"--conformance\"]"
 run "server 2025-11-25, direct, stdio upstream" server --url "$URL/direct" --requirements 2025-11-25
+run_pending "server 2025-11-25, stdio" 2025-11-25
 for scenario in server-initialize ping logging-set-level tools-list dns-rebinding-protection; do
     run "server 2025-11-25, guided: $scenario" server --url "$URL/guided" --spec-version 2025-11-25 --scenario "$scenario"
 done
 start_gateway "command = \"$TOOLGATE_BIN\"
 args = [\"fixture\", \"--conformance\", \"--modern-only\"]"
 run "server 2026-07-28, direct, stdio upstream" server --url "$URL/direct" --requirements 2026-07-28
+run_pending "server 2026-07-28, stdio" 2026-07-28
 for scenario in tools-list dns-rebinding-protection; do
     run "server 2026-07-28, guided: $scenario" server --url "$URL/guided" --spec-version 2026-07-28 --scenario "$scenario"
 done
@@ -139,9 +155,11 @@ start_fixture() {
 start_fixture
 start_gateway "url = \"$FIXTURE_URL\""
 run "server 2025-11-25, direct, HTTP upstream" server --url "$URL/direct" --requirements 2025-11-25
+run_pending "server 2025-11-25, HTTP" 2025-11-25
 start_fixture --modern-only
 start_gateway "url = \"$FIXTURE_URL\""
 run "server 2026-07-28, direct, HTTP upstream" server --url "$URL/direct" --requirements 2026-07-28
+run_pending "server 2026-07-28, HTTP" 2026-07-28
 
 # The client scenarios' test server binds every interface: keep it off the network.
 if [[ $(id -u) -eq 0 ]]; then ISOLATE=(unshare -n); else ISOLATE=(unshare -rn); fi

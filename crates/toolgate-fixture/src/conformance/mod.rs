@@ -1,7 +1,9 @@
 //! `--conformance`: the fixture names and behaviours of the official MCP conformance suite
 //! (`@modelcontextprotocol/conformance` server scenarios), plus tools toolgate's own tests
 //! use: `test_trigger_update` (`resources/updated` to subscribers), `test_trigger_list_changed`,
-//! and `test_cancellable` / `test_cancelled_count` (did `notifications/cancelled` arrive).
+//! and `test_cancellable` / `test_cancelled_count` (did `notifications/cancelled` arrive);
+//! `test_custom_headers` has `x-mcp-header` markings, checked against a call's
+//! `Mcp-Param-*` headers over HTTP (`get_tool`).
 //! The MRTR fixtures (SEP-2322) are in `mrtr.rs`.
 // Logging and server-to-client requests are deprecated by SEP-2577 but are what the
 // 2025-era scenarios check.
@@ -18,7 +20,7 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool,
     UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
@@ -117,6 +119,18 @@ impl ServerHandler for ConformanceServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let toggled = self.toggled.load(std::sync::atomic::Ordering::SeqCst);
         Ok(parse(json!({"tools": tools(toggled)})))
+    }
+
+    /// A listed tool's definition: over HTTP, rmcp checks a 2026-07-28 call's `Mcp-Param-*`
+    /// headers against the `x-mcp-header` markings of its schema (`test_custom_headers`),
+    /// answering 400 with -32020 when they disagree.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let toggled = self.toggled.load(std::sync::atomic::Ordering::SeqCst);
+        let Value::Array(tools) = tools(toggled) else {
+            return None;
+        };
+        let tool = tools.into_iter().find(|t| t["name"] == name)?;
+        serde_json::from_value(tool).ok()
     }
 
     async fn call_tool(

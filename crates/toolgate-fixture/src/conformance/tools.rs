@@ -27,6 +27,35 @@ pub(super) fn text(s: impl Into<String>) -> CallToolResult {
     parse(json!({"content": [{"type": "text", "text": s.into()}]}))
 }
 
+/// The `json-schema-2020-12` scenario's tool, whose schema must reach the client unchanged.
+pub(super) const JSON_SCHEMA_TOOL: &str = "json_schema_2020_12_tool";
+/// A tool with `x-mcp-header` markings, for `http-custom-header-server-validation`
+/// (SEP-2243): a client mirrors those arguments into `Mcp-Param-*` headers, and a server
+/// (the fixture over HTTP, the gateway) refuses a call whose headers disagree with them.
+pub(super) const CUSTOM_HEADERS_TOOL: &str = "test_custom_headers";
+
+/// The scenario's schema, as the suite writes it: `$schema`, `$defs` with an `$anchor`, a
+/// `$ref`, `allOf`/`anyOf`, `if`/`then`/`else` and `additionalProperties: false`.
+fn json_schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false
+    })
+}
+
 pub(super) fn tools(toggled: bool) -> Value {
     let none = json!({"type": "object", "properties": {}});
     let string_arg = |name: &str, what: &str| json!({"type": "object", "properties": {name: {"type": "string", "description": what}}, "required": [name]});
@@ -93,12 +122,15 @@ pub(super) fn tools(toggled: bool) -> Value {
     out.push(json!({"name": "test_sampling", "description": "Asks the client to sample an LLM", "inputSchema": string_arg("prompt", "The prompt to send to the LLM")}));
     out.push(json!({"name": "test_elicitation", "description": "Asks the user for a username and email", "inputSchema": string_arg("message", "The message to show the user")}));
     out.push(json!({"name": "test_missing_capability", "description": "Needs the client's sampling capability (asks the client to sample)", "inputSchema": {"type": "object"}}));
-    out.push(json!({"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features", "inputSchema": {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
+    out.push(json!({"name": JSON_SCHEMA_TOOL, "description": "Tool with JSON Schema 2020-12 features", "inputSchema": json_schema_2020_12()}));
+    out.push(json!({"name": CUSTOM_HEADERS_TOOL, "description": "Echoes its arguments; region and priority travel as the Mcp-Param-Region and Mcp-Param-Priority headers too (SEP-2243)", "inputSchema": {
         "type": "object",
-        "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
-        "additionalProperties": false
+        "properties": {
+            "region": {"type": "string", "description": "Where to run", "x-mcp-header": "Region"},
+            "priority": {"type": "integer", "description": "How urgent", "x-mcp-header": "Priority"},
+            "note": {"type": "string", "description": "Free text (body only)"}
+        },
+        "required": ["region"]
     }}));
     out.extend(super::mrtr::tools());
     if toggled {
@@ -255,7 +287,7 @@ impl ConformanceServer {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 text("Reconnection test completed")
             }
-            "json_schema_2020_12_tool" => text(format!(
+            JSON_SCHEMA_TOOL | CUSTOM_HEADERS_TOOL => text(format!(
                 "received {}",
                 Value::Object(request.arguments.clone().unwrap_or_default())
             )),

@@ -28,6 +28,41 @@ pub(super) fn list(engine: &Engine) -> Vec<Tool> {
         .collect()
 }
 
+/// The tool `name` as this surface lists it (the profile's shape, under its exposed name),
+/// whoever asks: what rmcp checks a 2026-07-28 call's `Mcp-Param-*` headers against
+/// (`Session::get_tool`). Skills are left out: their schemas mark no header.
+pub(super) fn exposed_tool(engine: &Engine, name: &str) -> Option<Tool> {
+    let catalog = engine.gw.catalog();
+    let record = catalog.by_exposed(name)?;
+    let view = engine.view(&catalog);
+    tool_named(view.tool(&record.id).unwrap_or(&record.tool), name)
+}
+
+/// Whether the tool `name`, as this surface lists it, marks an argument with
+/// `x-mcp-header` (SEP-2243), so a call of it has `Mcp-Param-*` headers to check.
+pub(super) fn marks_param_headers(engine: &Engine, name: &str) -> bool {
+    let catalog = engine.gw.catalog();
+    let Some(record) = catalog.by_exposed(name) else {
+        return false;
+    };
+    let view = engine.view(&catalog);
+    let tool = view.tool(&record.id).unwrap_or(&record.tool);
+    tool.get("inputSchema").is_some_and(has_header_marking)
+}
+
+/// Whether `schema` has an `x-mcp-header` key anywhere (rmcp reads only those on a
+/// `properties` chain; any other is the upstream's mistake, and counting it only leaves
+/// more calls to rmcp).
+fn has_header_marking(schema: &Value) -> bool {
+    match schema {
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| k == "x-mcp-header" || has_header_marking(v)),
+        Value::Array(a) => a.iter().any(has_header_marking),
+        _ => false,
+    }
+}
+
 /// The skills this caller is offered (see `programs::skill::offered`), as tools under their
 /// exposed names (`skills_<name>`) with their input schemas. A name an upstream tool
 /// already has stays the tool's.

@@ -18,6 +18,8 @@
 //!   `params` of `name` and, optionally, object `arguments` and `_meta`, whose `_meta` names
 //!   2026-07-28 and the client's capabilities and asks for no progress and no log messages
 //!   (both would be sent before the answer, on a stream);
+//! - no `Mcp-Param-*` header, and a tool whose listed schema marks no argument
+//!   `x-mcp-header` (rmcp checks those headers against the arguments, see below);
 //! - a tool whose call sends the client nothing before its answer: a direct tool that is
 //!   not a skill, or guided `execute`, `continue` and `route` (unless a selection expands
 //!   the tool list, which is announced).
@@ -50,9 +52,9 @@ use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-// rmcp checks `Mcp-Param-*` headers against a tool's input schema only when the handler
-// implements `ServerHandler::get_tool`; `Session` does not, so the lane checks none. If it
-// ever does, the lane must check them too (or leave calls that carry them to rmcp).
+// rmcp checks `Mcp-Param-*` headers against the input schema `Session::get_tool` gives
+// (SEP-2243); the lane checks none, so it leaves to rmcp every call that has any to check:
+// one carrying such a header, or of a tool whose schema marks an argument `x-mcp-header`.
 
 /// The one protocol revision the lane serves.
 const MODERN: &str = "2026-07-28";
@@ -223,12 +225,23 @@ impl FastLane {
                 .is_empty()
             && !meta.contains_key("progressToken")
             && !meta.contains_key("io.modelcontextprotocol/logLevel");
-        if !plain || !self.answers_without_stream(endpoint.mode, &m.params.name) {
+        if !plain
+            || !self.answers_without_stream(endpoint.mode, &m.params.name)
+            || self.has_param_headers(h, endpoint.mode, &m.params.name)
+        {
             return None;
         }
         let mut params = CallToolRequestParams::new(m.params.name);
         params.arguments = m.params.arguments;
         Some(Call { id, params, meta })
+    }
+
+    /// Whether rmcp has `Mcp-Param-*` headers to check for a call of `name` (the request
+    /// carries one, or the tool's listed schema marks an argument): such a call is left
+    /// to it. Guided mode's lane takes only meta-tools, whose schemas mark none.
+    fn has_param_headers(&self, h: &HeaderMap, mode: Mode, name: &str) -> bool {
+        let carried = h.keys().any(|k| k.as_str().starts_with("mcp-param-"));
+        carried || (mode == Mode::Direct && super::direct::marks_param_headers(&self.engine, name))
     }
 
     /// Whether a call of `name` on this surface sends the client nothing before its answer.

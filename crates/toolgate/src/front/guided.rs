@@ -130,7 +130,7 @@ pub(super) async fn call(
 
 /// Whether `name` is a configured pinned tool or one this session expanded, by its
 /// exposed name.
-fn pinned_or_expanded(session: &Session, name: &str) -> bool {
+pub(super) fn pinned_or_expanded(session: &Session, name: &str) -> bool {
     let gw = &session.engine.gw;
     let catalog = gw.catalog();
     let expanded = session.state.guided.expanded.lock().expect("expanded");

@@ -131,6 +131,21 @@ impl ServerHandler for Session {
         Ok(result)
     }
 
+    /// The tool a call names, as this session's tools/list shows it: rmcp checks a
+    /// 2026-07-28 call's `Mcp-Param-*` headers against its `x-mcp-header` markings (SEP-2243)
+    /// before the call reaches `call_tool`, answering 400 with -32020 when they disagree.
+    /// Asked without the request, so whoever calls: a direct tool, a guided session's
+    /// pinned or expanded one; an `auto` session not yet settled checks as direct would.
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let shown = match self.state.surface.get() {
+            Some(Surface::Guided) => guided::pinned_or_expanded(self, name),
+            Some(Surface::Direct) | None => true,
+        };
+        shown
+            .then(|| direct::exposed_tool(&self.engine, name))
+            .flatten()
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
