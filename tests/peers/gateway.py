@@ -73,7 +73,7 @@ class Peers:
 
     def missing(self) -> list[str]:
         """Whatever a test would need and is not installed."""
-        need = [self.node_script(p) for p in ("server-everything", "server-filesystem", "server-memory")]
+        need = [self.node_script(p) for p in ("server-everything", "server-filesystem", "server-memory", "server-basic-vanillajs")]
         need += [self.py_bin(b) for b in ("mcp-server-time", "mcp-server-git")]
         # The authorization server of the OAuth tests (test_oauth.py).
         need.append(self.root / "node_modules" / "oidc-provider" / "package.json")

@@ -81,6 +81,30 @@ impl ToolRecord {
         self.tool.get("annotations")?.get(hint)?.as_bool()
     }
 
+    /// The tool's MCP App (the `io.modelcontextprotocol/ui` extension): its `_meta.ui`
+    /// object (`resourceUri`, `visibility`, ...), or one made of the older flat key
+    /// `_meta["ui/resourceUri"]`; `None` for a tool without a UI.
+    pub fn ui(&self) -> Option<Value> {
+        let meta = self.tool.get("_meta")?;
+        match (meta.get("ui"), meta.get("ui/resourceUri")) {
+            (Some(ui @ Value::Object(_)), _) => Some(ui.clone()),
+            (_, Some(uri @ Value::String(_))) => Some(serde_json::json!({ "resourceUri": uri })),
+            _ => None,
+        }
+    }
+
+    /// Whether only the tool's app may call it (`_meta.ui.visibility` without `"model"`):
+    /// route never offers it to a model, though the app's own calls of it are served.
+    pub fn app_only(&self) -> bool {
+        let visibility = self
+            .tool
+            .get("_meta")
+            .and_then(|m| m.get("ui"))
+            .and_then(|u| u.get("visibility"))
+            .and_then(Value::as_array);
+        visibility.is_some_and(|v| !v.iter().any(|x| x.as_str() == Some("model")))
+    }
+
     /// The first sentence of the description, at most `max` characters: a one-line summary.
     pub fn summary(&self, max: usize) -> String {
         one_line(self.description(), max)
@@ -214,5 +238,39 @@ mod summary_tests {
         assert!(s.ends_with("…)"), "{s}");
         assert!(s.chars().count() <= 51, "{s}");
         assert_eq!(one_line("List files [dir", 100), "List files [dir]");
+    }
+}
+
+#[cfg(test)]
+mod app_tests {
+    use super::{ToolId, ToolRecord};
+    use serde_json::{json, Value};
+
+    fn tool(meta: Value) -> ToolRecord {
+        ToolRecord {
+            id: ToolId::new("s", "t"),
+            exposed: "s_t".into(),
+            tool: json!({"name": "t", "_meta": meta})
+                .as_object()
+                .unwrap()
+                .clone(),
+        }
+    }
+
+    #[test]
+    fn a_tools_app_is_read_from_either_form_and_app_only_tools_are_known() {
+        let ui = json!({"resourceUri": "ui://t/a.html"});
+        assert_eq!(tool(json!({"ui": ui})).ui(), Some(ui.clone()));
+        assert_eq!(
+            tool(json!({"ui/resourceUri": "ui://t/a.html"})).ui(),
+            Some(ui)
+        );
+        assert_eq!(tool(json!({"other": 1})).ui(), None);
+        assert_eq!(tool(json!({"ui": "not an object"})).ui(), None);
+        // Visibility: only an explicit list without "model" keeps the model out.
+        assert!(tool(json!({"ui": {"visibility": ["app"]}})).app_only());
+        assert!(!tool(json!({"ui": {"visibility": ["model", "app"]}})).app_only());
+        assert!(!tool(json!({"ui": {"resourceUri": "ui://t/a.html"}})).app_only());
+        assert!(!tool(json!({})).app_only());
     }
 }

@@ -14,6 +14,9 @@ pub struct MetaResult {
     pub content: Vec<Value>,
     pub structured: Option<Value>,
     pub is_error: bool,
+    /// The result's `_meta`: for `execute` of a tool with an MCP App, the tool's `ui`
+    /// (see [`crate::catalog::ToolRecord::ui`]), so a host that renders apps can show it.
+    pub meta: Option<Value>,
 }
 
 impl MetaResult {
@@ -22,6 +25,7 @@ impl MetaResult {
             content: vec![serde_json::json!({"type": "text", "text": text.into()})],
             structured,
             is_error: false,
+            meta: None,
         }
     }
 

@@ -4,9 +4,9 @@
 //! removed, cut at a sentence boundary), `inputSchema` (without keys that only serve
 //! tooling), and, when `keep_annotation_hints` is set, the boolean `annotations` hints
 //! (`readOnlyHint`, `destructiveHint`, ...), which clients use for approval prompts and which
-//! never reach the model in OpenAI form. Everything else the upstream sent (`title`,
-//! `outputSchema`, `_meta`, `icons`, `execution`, the annotation `title`) is left out of the
-//! listing only: the catalog keeps the original, and execute validates and forwards with it.
+//! never reach the model in OpenAI form, and an MCP App's `_meta.ui` (hosts render the
+//! tool's UI from it). Everything else the upstream sent (`title`, `outputSchema`, the rest
+//! of `_meta`, `icons`, `execution`, the annotation `title`) is left out of the listing only: the catalog keeps the original, and execute validates and forwards with it.
 
 use super::boilerplate::{Boilerplate, ServerBoilerplate};
 use super::text::{cut_at_sentence, sentences};
@@ -169,6 +169,11 @@ pub fn slim_tool(
         if !hints.is_empty() {
             out.insert("annotations".into(), Value::Object(hints));
         }
+    }
+    // An MCP App stays reachable: hosts read `_meta.ui` (never shown to the model) to
+    // render the tool's UI, so the slim listing keeps that and only that of `_meta`.
+    if let Some(ui) = record.ui() {
+        out.insert("_meta".into(), serde_json::json!({ "ui": ui }));
     }
     out
 }
@@ -398,5 +403,30 @@ mod tests {
         let t = &slim_catalog(&c, &opts)[0].tool;
         assert_eq!(t["description"], "Mine");
         assert!(t.get("annotations").is_none());
+        assert!(
+            t.get("_meta").is_none(),
+            "only an app's ui is kept of _meta"
+        );
+    }
+
+    #[test]
+    fn an_mcp_apps_ui_survives_slimming_and_nothing_else_of_meta() {
+        let app = |meta: Value| {
+            let tool = json!({"name": "t", "inputSchema": {"type": "object"}, "_meta": meta});
+            Catalog::from_entries(vec![toolgate_core::catalog::CatalogEntry {
+                server: "s".into(),
+                tool: tool.as_object().unwrap().clone(),
+            }])
+        };
+        let opts = SlimOptions::default();
+        let ui = json!({"resourceUri": "ui://t/app.html", "visibility": ["model", "app"]});
+        let c = app(json!({"ui": ui, "secret/key": 1}));
+        assert_eq!(slim_catalog(&c, &opts)[0].tool["_meta"], json!({"ui": ui}));
+        // The older flat key becomes the object form hosts read today.
+        let c = app(json!({"ui/resourceUri": "ui://t/app.html"}));
+        assert_eq!(
+            slim_catalog(&c, &opts)[0].tool["_meta"],
+            json!({"ui": {"resourceUri": "ui://t/app.html"}})
+        );
     }
 }

@@ -114,6 +114,7 @@ pub fn render(report: RunReport, output_bytes: usize) -> MetaResult {
         content: vec![toolgate_core::exec::shape::text_block(text)],
         structured: Some(structured),
         is_error: !ok,
+        meta: None,
     }
 }
 

@@ -117,7 +117,7 @@ pub(super) async fn call(
             // to the gate, which answers it as execute would (the operator named it, so
             // the name reveals nothing); any other name is not a tool here.
             let listed = list(session, caller).iter().any(|t| t.name == name);
-            if listed || pinned_or_expanded(session, name) {
+            if listed || pinned_or_expanded(session, name) || app_tool(session, name) {
                 return direct::call(engine, name, args, context, caller).await;
             }
             return tool_error(format!(
@@ -136,6 +136,19 @@ pub(super) fn pinned_or_expanded(session: &Session, name: &str) -> bool {
     let expanded = session.state.guided.expanded.lock().expect("expanded");
     let exposed = |n: &String| catalog.resolve(n).is_some_and(|t| t.exposed == name);
     gw.config.guided.pinned.iter().any(exposed) || expanded.iter().any(exposed)
+}
+
+/// Whether `name` is a tool of a server that offers MCP Apps (a tool with `_meta.ui`): an
+/// app a host shows calls its server's tools by name (`tools/call`, the upstream's name or
+/// the exposed one), so on the guided surface too those calls are served, through the same
+/// gate as `execute` (permission, validation, approval, audit). Other names stay unknown.
+fn app_tool(session: &Session, name: &str) -> bool {
+    let catalog = session.engine.gw.catalog();
+    let Some(tool) = catalog.resolve(name) else {
+        return false;
+    };
+    let server = &tool.id.server;
+    (catalog.tools().iter()).any(|t| &t.id.server == server && t.ui().is_some())
 }
 
 /// Audits what route decided, from its structured answer.
@@ -186,6 +199,9 @@ pub(super) async fn run_skill(
 /// the text goes in the structured content too (as `text`, unless the text is only the
 /// structured content as JSON).
 fn to_result(r: MetaResult, prose: bool) -> CallToolResult {
+    // A result an MCP App shows keeps its structured content as the tool gave it: the app
+    // reads it against the tool's output schema.
+    let prose = prose && r.meta.is_none();
     let structured = match prose {
         true => r.structured.map(|s| with_text(s, &r.content)),
         false => r.structured,
@@ -201,6 +217,7 @@ fn to_result(r: MetaResult, prose: bool) -> CallToolResult {
         CallToolResult::success(content)
     };
     out.structured_content = structured;
+    out.meta = r.meta.and_then(|m| serde_json::from_value(m).ok());
     out
 }
 

@@ -86,8 +86,9 @@ pub async fn run(
         m.min(engine.budget_for(&tool))
     });
     let shaping = tracing::info_span!("shape", "toolgate.tool_id" = %tool.id);
-    let answer =
+    let mut answer =
         shaping.in_scope(|| answer_status(engine, owner, &op, status, &request.fields, budget));
+    answer.meta = app_meta(&tool);
     // A call a clarification offered (or of a tool the caller's browse listed), finished
     // here and not an error, teaches route.
     let finished = answer
@@ -109,6 +110,19 @@ pub async fn run(
         }
     }
     answer
+}
+
+/// The `_meta` of execute's answer for a tool with an MCP App: the tool's `ui` (and the
+/// older flat `ui/resourceUri`), so a host that renders apps shows the tool's UI with the
+/// result, and the tool's exposed name (`toolgate/tool`), whose `tools/call` the app's own
+/// calls may use. `None` for a tool without a UI.
+pub(crate) fn app_meta(tool: &ToolRecord) -> Option<Value> {
+    let ui = tool.ui()?;
+    let mut meta = json!({ "ui": ui, "toolgate/tool": tool.exposed });
+    if let Some(uri) = ui.get("resourceUri").filter(|u| u.is_string()) {
+        meta["ui/resourceUri"] = uri.clone();
+    }
+    Some(meta)
 }
 
 /// A refusal as execute answers it: the message (invalid arguments as the validation
@@ -184,6 +198,7 @@ pub fn shaped_answer(
             content: outcome.content,
             structured: outcome.structured_content,
             is_error: outcome.is_error,
+            meta: None,
         };
     }
     let count = |s: &str| Encoding::O200k.count(s);
@@ -224,5 +239,6 @@ pub fn shaped_answer(
         content,
         structured,
         is_error: page.is_error,
+        meta: None,
     }
 }

@@ -78,6 +78,7 @@ fn page_answer(page: String, next: Option<String>, number: usize, of: usize) -> 
         content,
         structured: Some(structured),
         is_error: false,
+        meta: None,
     }
 }
 

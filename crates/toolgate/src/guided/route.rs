@@ -87,10 +87,11 @@ pub fn run(
     let skills = crate::programs::skill::offered(engine, caller, &catalog);
     let offered: HashSet<&str> = skills.iter().map(|s| s.name.as_str()).collect();
     let indexed_skills = index.len().saturating_sub(catalog.len());
-    // The profile decides what route can see: hidden tools are neither ranked nor named.
+    // The profile decides what route can see: hidden tools are neither ranked nor named;
+    // nor are tools only an MCP App may call (`_meta.ui.visibility` without "model").
     let keep = |t: &ToolRecord| match t.id.server.as_str() {
         SKILLS_SERVER => offered.contains(t.id.name.as_str()),
-        _ => caller.policy.shows(caller, t),
+        _ => caller.policy.shows(caller, t) && !t.app_only(),
     };
     let hidden = match caller.profile {
         Some(_) => catalog.tools().iter().filter(|t| !keep(t)).count(),

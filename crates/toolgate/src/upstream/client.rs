@@ -1,7 +1,7 @@
 //! The gateway's MCP client handler for one upstream: receives its notifications.
 //! This module and `connect` are the only places that speak rmcp as a client.
 // Logging is deprecated by SEP-2577 but still what 2025-era servers send.
-#![allow(
+#![expect(
     deprecated,
     reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
 )]
@@ -121,8 +121,11 @@ impl ClientHandler for UpstreamClient {
     fn get_info(&self) -> ClientConfig {
         // Declared so upstreams offer the tools that need them; each request is relayed
         // to the calling session, or refused when that session cannot answer.
+        // MCP Apps too: a server may offer its UI tools only to hosts that render them, and
+        // the gateway passes `ui://` resources and tools' `_meta.ui` on to such hosts.
         let caps: ClientCapabilities = serde_json::from_value(serde_json::json!({
-            "sampling": {}, "elicitation": {}, "roots": {"listChanged": true}
+            "sampling": {}, "elicitation": {}, "roots": {"listChanged": true},
+            "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
         }))
         .expect("valid capabilities");
         let mut config = ClientConfig::new(
