@@ -1,11 +1,6 @@
 //! Code mode's run limit is per API key, gateway-wide: two HTTP sessions presenting the
 //! same key share its slots, another key has its own, and slots come back when runs end.
 
-#![allow(
-    deprecated,
-    reason = "notifications/message: deprecated by SEP-2577, still what the fixture sends"
-)]
-
 mod common;
 mod policy_support;
 use common::*;

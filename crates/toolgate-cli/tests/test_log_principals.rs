@@ -6,7 +6,7 @@
 //! sampling request names no call either: with two keys' calls in flight it goes to
 //! neither client and the upstream gets an error. Real gateway over HTTP, the fixture over
 //! stdio as the shared upstream.
-#![allow(
+#![expect(
     deprecated,
     reason = "sampling: deprecated by SEP-2577, still what peers speak"
 )]

@@ -4,7 +4,7 @@
 //! refreshes the flood triggers are coalesced.
 
 // Logging is deprecated by SEP-2577 but is what a flooding 2025-era server sends.
-#![allow(
+#![expect(
     deprecated,
     reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
 )]

@@ -2,7 +2,7 @@
 //! `b`) serving the same resources and prompts: merged lists, shared-URI rewriting, reads,
 //! templates, prompts, completion, logging, subscriptions delivered to the subscriber
 //! only, list changes, and sampling/elicitation relayed to the calling client.
-#![allow(
+#![expect(
     deprecated,
     reason = "logging, sampling: deprecated by SEP-2577, still what peers speak"
 )]

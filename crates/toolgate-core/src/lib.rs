@@ -16,6 +16,9 @@
 //! - [`store`]: state that outlives the process (the `Store` trait; the embedded redb store, Redis).
 //! - [`exec`]: argument validation, result shaping (budget, fields, pages), cursors and operations.
 #![forbid(unsafe_code)]
+// stdout is the MCP stream of `toolgate serve --stdio` (and the sandbox worker's channel to
+// the gateway): a library writes nothing there; what the CLI prints is the CLI's to say.
+#![warn(clippy::print_stdout)]
 
 pub mod call;
 pub mod catalog;

@@ -64,7 +64,7 @@ pub const FLOOD_LOGS: usize = 5_000;
 pub const FLOOD_LIST_CHANGES: usize = 500;
 
 /// The `flood-notifications` burst, sent on `peer` before a call's answer.
-#[allow(
+#[expect(
     deprecated,
     reason = "Logging is deprecated by SEP-2577; hostile servers still send it"
 )]

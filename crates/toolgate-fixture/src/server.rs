@@ -162,7 +162,7 @@ impl FixtureServer {
         }
         if knobs.ask_roots {
             // Roots are deprecated (SEP-2577), but servers still ask for them.
-            #[allow(
+            #[expect(
                 deprecated,
                 reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
             )]
@@ -219,7 +219,7 @@ impl ServerHandler for FixtureServer {
     }
 
     fn get_info(&self) -> ServerConfig {
-        #[allow(deprecated, reason = "The logging capability backs the `_log` knob")]
+        #[expect(deprecated, reason = "The logging capability backs the `_log` knob")]
         let capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools()
@@ -233,7 +233,7 @@ impl ServerHandler for FixtureServer {
             })
     }
 
-    #[allow(deprecated, reason = "Logging backs the `_log` knob")]
+    #[expect(deprecated, reason = "Logging backs the `_log` knob")]
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
@@ -336,7 +336,7 @@ impl ServerHandler for FixtureServer {
 /// Sends the `_log` notification. Logging is deprecated by SEP-2577, yet clients on the
 /// protocol versions before 2026-07-28 still receive it, so the fixture keeps sending it.
 /// Nothing is sent while `logging/setLevel` asked for a level above info.
-#[allow(
+#[expect(
     deprecated,
     reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
 )]

@@ -1,5 +1,5 @@
 //! `_log` sends a logging notification carrying the given value.
-#![allow(
+#![expect(
     deprecated,
     reason = "Logging (SEP-2577) is deprecated, yet the `_log` knob uses it"
 )]

@@ -57,7 +57,7 @@ const SOFTMAX_LOGIT_BOUND: f32 = 6.0;
 /// ([`super::Retriever::rank_described`]). `semantic_first`: the top tool is also the
 /// closest in meaning of every tool, to the task read with its meanings or as typed, by
 /// the static vectors ([`super::Retriever::closest_each`]).
-#[allow(
+#[expect(
     clippy::too_many_arguments,
     reason = "the decision's inputs, each its own kind of evidence; a struct would only name them twice"
 )]

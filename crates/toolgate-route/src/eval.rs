@@ -21,8 +21,8 @@ impl Split {
     pub fn keeps(self, index: usize) -> bool {
         match self {
             Split::All => true,
-            Split::Tune => index % 5 == 0,
-            Split::Test => index % 5 != 0,
+            Split::Tune => index.is_multiple_of(5),
+            Split::Test => !index.is_multiple_of(5),
         }
     }
 }

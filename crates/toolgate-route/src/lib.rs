@@ -21,6 +21,9 @@
 //! - [`embedder`] (static vectors, or with the `embed` feature MiniLM via candle),
 //!   [`dense`] (tool vectors, cosine ranking) and [`hybrid`] (BM25F and embeddings fused,
 //!   [`HybridIndex`]).
+// stdout is the MCP stream of `toolgate serve --stdio` (and the sandbox worker's channel to
+// the gateway): a library writes nothing there; what the CLI prints is the CLI's to say.
+#![warn(clippy::print_stdout)]
 
 pub mod calibrate;
 pub mod decide;

@@ -10,6 +10,9 @@
 //! The worker holds no credentials and reaches nothing but its own stdin and stdout: every
 //! tool call is a message to the gateway, which checks and runs it.
 #![forbid(unsafe_code)]
+// stdout is the MCP stream of `toolgate serve --stdio` (and the sandbox worker's channel to
+// the gateway): a library writes nothing there; what the CLI prints is the CLI's to say.
+#![warn(clippy::print_stdout)]
 
 pub mod protocol;
 #[cfg(feature = "worker")]

@@ -25,6 +25,9 @@
 //! - [`front`]: the MCP server surfaces over stdio and HTTP (the only rmcp server code).
 //! - [`measure`]: token and lint reports, the whole-task simulation (above what they measure).
 #![forbid(unsafe_code)]
+// stdout is the MCP stream of `toolgate serve --stdio` (and the sandbox worker's channel to
+// the gateway): a library writes nothing there; what the CLI prints is the CLI's to say.
+#![warn(clippy::print_stdout)]
 
 pub mod code;
 pub mod config;

@@ -57,6 +57,10 @@ fn connections() -> Vec<Conn> {
 }
 
 /// `TCP_NODELAY` of this process's socket with that inode (None: not one of ours).
+#[expect(
+    unsafe_code,
+    reason = "the socket is found by its inode in /proc/self/fd, so only its raw fd is known"
+)]
 fn nodelay_of(inode: u64) -> Option<bool> {
     let want = format!("socket:[{inode}]");
     for entry in std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd") {

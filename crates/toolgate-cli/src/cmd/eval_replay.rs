@@ -172,7 +172,7 @@ pub(crate) fn run(
 fn is_traffic(q: &LabelledQuery) -> bool {
     match q.split.as_deref() {
         Some(s) => s == "tune",
-        None => fnv1a(q.query.as_bytes()) % 2 == 0,
+        None => fnv1a(q.query.as_bytes()).is_multiple_of(2),
     }
 }
 

@@ -201,7 +201,7 @@ pub struct LogWatch {
     pub logs: mpsc::UnboundedSender<Value>,
 }
 
-#[allow(
+#[expect(
     deprecated,
     reason = "notifications/message: deprecated by SEP-2577, still what upstreams send"
 )]

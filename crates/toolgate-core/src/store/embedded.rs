@@ -14,7 +14,7 @@
 //! restart), and a file the operator moved aside (`toolgate store reset`) is started anew.
 // redb's own error is large; it lives only inside a transaction closure and becomes a
 // small `StoreFault` at once.
-#![allow(
+#![expect(
     clippy::result_large_err,
     reason = "a StoreFault carries the path and what to do for the operator; faults are rare, so their size costs nothing"
 )]

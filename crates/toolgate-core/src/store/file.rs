@@ -3,7 +3,7 @@
 //! errors and panics told as a [`StoreFault`], and what `toolgate store check` and
 //! `toolgate store reset` do to it.
 // redb's own error is large; it lives only here and becomes a small `StoreFault` at once.
-#![allow(
+#![expect(
     clippy::result_large_err,
     reason = "a StoreFault carries the path and what to do for the operator; faults are rare, so their size costs nothing"
 )]

@@ -7,7 +7,7 @@
 //! The MRTR fixtures (SEP-2322) are in `mrtr.rs`.
 // Logging and server-to-client requests are deprecated by SEP-2577 but are what the
 // 2025-era scenarios check.
-#![allow(
+#![expect(
     deprecated,
     reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
 )]

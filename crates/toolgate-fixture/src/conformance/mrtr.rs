@@ -10,7 +10,7 @@
 //! the fixture serves both eras with one behaviour. `requestState` is signed with a key
 //! made when the process starts, so a tampered state is refused (-32602).
 // Server-to-client requests are deprecated by SEP-2577 but are what older sessions speak.
-#![allow(
+#![expect(
     deprecated,
     reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
 )]

@@ -1,7 +1,7 @@
 //! The conformance fixture's tools: the suite's `test_*` names and toolgate's triggers.
 // Logging and server-to-client requests are deprecated by SEP-2577 but are what the
 // 2025-era scenarios check.
-#![allow(
+#![expect(
     deprecated,
     reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
 )]

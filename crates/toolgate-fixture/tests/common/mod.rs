@@ -5,7 +5,7 @@
     unreachable_pub,
     reason = "Each test binary uses a different subset; `pub` is for its modules"
 )]
-#![allow(
+#![expect(
     deprecated,
     reason = "Logging (SEP-2577) is deprecated, yet the `_log` knob uses it"
 )]
@@ -63,7 +63,7 @@ impl ClientHandler for Recorder {
         std::future::ready(())
     }
 
-    #[allow(
+    #[expect(
         deprecated,
         reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
     )]

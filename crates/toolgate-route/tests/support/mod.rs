@@ -1,6 +1,6 @@
 //! Helpers shared by the route crate's integration tests (the same skip rule as the
 //! gateway's: `crates/toolgate/tests/support/mod.rs`).
-#![allow(unreachable_pub, reason = "`pub` is for the test binary's own modules")]
+#![expect(unreachable_pub, reason = "`pub` is for the test binary's own modules")]
 #![allow(dead_code, reason = "each test binary uses a part of it")]
 /// The rule for a test that needs something optional (a dataset, a Debian program, a
 /// browser) which is absent: it says `skipped: WHY` on stderr, past the test harness's

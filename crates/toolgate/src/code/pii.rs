@@ -377,7 +377,7 @@ fn luhn(s: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 fn iban(s: &str) -> bool {

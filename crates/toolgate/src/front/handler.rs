@@ -5,7 +5,7 @@
 use super::{account, direct, guided, listen, prompts, relay, request, resources};
 use super::{Session, Surface, PANICKED};
 use crate::config::Mode;
-#[allow(
+#[expect(
     deprecated,
     reason = "logging/setLevel: deprecated by SEP-2577, still what clients send"
 )]
@@ -214,10 +214,6 @@ impl ServerHandler for Session {
         })
     }
 
-    #[allow(
-        deprecated,
-        reason = "rmcp marks resources/subscribe deprecated; 2025-era clients still send it"
-    )]
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
@@ -227,10 +223,6 @@ impl ServerHandler for Session {
         resources::subscribe(self.gw(), &caller, &request.uri, &self.state.subs).await
     }
 
-    #[allow(
-        deprecated,
-        reason = "rmcp marks resources/unsubscribe deprecated; 2025-era clients still send it"
-    )]
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
@@ -269,7 +261,7 @@ impl ServerHandler for Session {
         Ok(r)
     }
 
-    #[allow(
+    #[expect(
         deprecated,
         reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
     )]

@@ -4,7 +4,7 @@
 //! Prompts follow the resources' policy (see `resources`): listed when the profile covers
 //! the whole server, got and completed when the key's scopes do.
 // Logging is deprecated by SEP-2577 but still what 2025-era servers and clients speak.
-#![allow(
+#![expect(
     deprecated,
     reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
 )]

@@ -1,7 +1,7 @@
 //! A session as the upstream layer sees it during a call (`ClientRelay`), and the task
 //! that passes upstream notices (logs, resource updates, list changes) on to the session.
 // Logging, sampling and roots are deprecated by SEP-2577 but are what 2025-era peers speak.
-#![allow(
+#![expect(
     deprecated,
     reason = "SEP-2577 deprecates logging, sampling and roots; peers still send them"
 )]

@@ -134,7 +134,7 @@ impl Session {
 /// elicitation, roots) the 2026-07-28 client did not declare in its `_meta`: -32021, naming
 /// it. A client that declared it, or a call that succeeded anyway, gets the call's own
 /// result (the upstream was told it cannot be asked).
-#[allow(
+#[expect(
     deprecated,
     reason = "sampling and roots: deprecated by SEP-2577, still what servers ask"
 )]

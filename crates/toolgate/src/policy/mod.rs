@@ -492,15 +492,15 @@ impl Policy {
         candidates: &[String],
     ) {
         if let Some(log) = &self.audit {
-            log.route(
-                &caller.session,
-                &caller.grant.name,
-                caller.profile_name(),
+            log.route(&audit::RouteRecord {
+                session: &caller.session,
+                key: &caller.grant.name,
+                profile: caller.profile_name(),
                 task,
                 decision,
                 tool,
                 candidates,
-            );
+            });
         }
     }
 }

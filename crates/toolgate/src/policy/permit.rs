@@ -86,10 +86,19 @@ impl Permit {
         // Refused either way; a record that cannot be written is logged by the audit log.
         let _ = if verdict == Verdict::Allowed {
             let why = refusal.not_run_reason();
-            self.record_coded(None, verdict, None, Some("not_run"), Some(why), None, code)
+            self.record(Entry {
+                outcome: Some("not_run"),
+                error: Some(why),
+                code,
+                ..Entry::of(verdict)
+            })
         } else {
             let reason = Some(refusal.message.clone());
-            self.record_coded(None, verdict, reason, None, None, None, code)
+            self.record(Entry {
+                reason,
+                code,
+                ..Entry::of(verdict)
+            })
         };
         refusal
     }
@@ -102,7 +111,11 @@ impl Permit {
         self.approve(caller).await?;
         self.started = Instant::now();
         let reason = self.hidden_reason();
-        let start = self.record(Some("start"), Verdict::Allowed, reason, None, None, None);
+        let start = self.record(Entry {
+            phase: Some("start"),
+            reason,
+            ..Entry::of(Verdict::Allowed)
+        });
         self.open = start.is_ok();
         start.map_err(|e| {
                 Refusal::new(RefusalKind::AuditUnwritable, format!(
@@ -156,14 +169,14 @@ impl Permit {
             Err(e) => ("error", Some(e.to_string()), None),
         };
         let reason = self.hidden_reason();
-        let _ = self.record(
-            Some("end"),
-            Verdict::Allowed,
+        let _ = self.record(Entry {
+            phase: Some("end"),
             reason,
-            Some(outcome),
+            outcome: Some(outcome),
             error,
-            tokens,
-        );
+            result_tokens: tokens,
+            ..Entry::of(Verdict::Allowed)
+        });
     }
 
     fn hidden_reason(&self) -> Option<String> {
@@ -176,32 +189,16 @@ impl Permit {
     }
 
     /// Writes one record of this call; an error says why it could not be written.
-    fn record(
-        &self,
-        phase: Option<&str>,
-        verdict: Verdict,
-        reason: Option<String>,
-        outcome: Option<&str>,
-        error: Option<String>,
-        result_tokens: Option<usize>,
-    ) -> Result<(), String> {
-        self.record_coded(phase, verdict, reason, outcome, error, result_tokens, None)
-    }
-
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one audit record's fields, each of a different type"
-    )]
-    fn record_coded(
-        &self,
-        phase: Option<&str>,
-        verdict: Verdict,
-        reason: Option<String>,
-        outcome: Option<&str>,
-        error: Option<String>,
-        result_tokens: Option<usize>,
-        code: Option<&str>,
-    ) -> Result<(), String> {
+    fn record(&self, e: Entry<'_>) -> Result<(), String> {
+        let Entry {
+            phase,
+            verdict,
+            reason,
+            outcome,
+            error,
+            result_tokens,
+            code,
+        } = e;
         let Some(log) = &self.audit else {
             return Ok(());
         };
@@ -235,6 +232,35 @@ impl Permit {
     }
 }
 
+/// What one record of a call says beyond the call itself (its [`CallRecord`] fields that
+/// change from record to record); the rest are `None` unless named.
+struct Entry<'a> {
+    /// `start`, `end`, or `None` for a call refused or never run (one record).
+    phase: Option<&'a str>,
+    verdict: Verdict,
+    reason: Option<String>,
+    /// `ok`, `isError`, `error` or `not_run`; `None` before the call ran.
+    outcome: Option<&'a str>,
+    error: Option<String>,
+    result_tokens: Option<usize>,
+    /// The refusal's code, when the call was refused or not run.
+    code: Option<&'a str>,
+}
+
+impl Entry<'_> {
+    fn of(verdict: Verdict) -> Self {
+        Self {
+            phase: None,
+            verdict,
+            reason: None,
+            outcome: None,
+            error: None,
+            result_tokens: None,
+            code: None,
+        }
+    }
+}
+
 /// A call whose `start` is recorded ends in the log even when nothing finishes it: its
 /// future was dropped before the answer (a program that ended or ran out of time with the
 /// call in flight, an operation cancelled that did not stop in time). The upstream is told
@@ -247,13 +273,12 @@ impl Drop for Permit {
         let reason = self.hidden_reason();
         let why = "abandoned: nothing waited for its answer any more (its program ended, was \
                    cancelled or ran out of time, or it was cancelled and did not stop)";
-        let _ = self.record(
-            Some("end"),
-            Verdict::Allowed,
+        let _ = self.record(Entry {
+            phase: Some("end"),
             reason,
-            Some("error"),
-            Some(why.to_string()),
-            None,
-        );
+            outcome: Some("error"),
+            error: Some(why.to_string()),
+            ..Entry::of(Verdict::Allowed)
+        });
     }
 }

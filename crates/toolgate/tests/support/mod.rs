@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests.
-#![allow(unreachable_pub, reason = "`pub` is for the test binary's own modules")]
+#![expect(unreachable_pub, reason = "`pub` is for the test binary's own modules")]
 #![allow(dead_code, reason = "each test binary uses a part of it")]
 pub mod inproc;
 pub mod instances;

@@ -195,6 +195,22 @@ pub struct AccessRecord<'a> {
     pub target: &'a str,
 }
 
+/// A route decision of the guided surface, as the audit log records it (the task only as
+/// its keyed hash).
+#[derive(Debug, Clone)]
+pub struct RouteRecord<'a> {
+    pub session: &'a str,
+    pub key: &'a str,
+    pub profile: Option<&'a str>,
+    pub task: &'a str,
+    /// What was decided, as route's answer names it (`select`, `clarify`, ...), or `learned`.
+    pub decision: &'a str,
+    /// The tool chosen, if one was.
+    pub tool: Option<&'a str>,
+    /// The tools offered when the decision asks.
+    pub candidates: &'a [String],
+}
+
 impl AuditLog {
     /// Opens (creating if needed) the log at `path` for appending, and continues its chain.
     /// `secret` keys the hashes and the chain; without one, a random secret is kept beside
@@ -301,31 +317,18 @@ impl AuditLog {
     }
 
     /// Records a route decision: the task's keyed hash and what was chosen or asked.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one audit record's fields, each of a different type"
-    )]
-    pub fn route(
-        &self,
-        session: &str,
-        key: &str,
-        profile: Option<&str>,
-        task: &str,
-        decision: &str,
-        tool: Option<&str>,
-        candidates: &[String],
-    ) {
+    pub fn route(&self, r: &RouteRecord<'_>) {
         let line = json!({
             "time": now_rfc3339(),
             "type": "route",
-            "session": session,
-            "key": key,
-            "profile": profile,
+            "session": r.session,
+            "key": r.key,
+            "profile": r.profile,
             "surface": "guided",
-            "taskHmac": self.keyed(task),
-            "decision": decision,
-            "tool": tool,
-            "candidates": candidates,
+            "taskHmac": self.keyed(r.task),
+            "decision": r.decision,
+            "tool": r.tool,
+            "candidates": r.candidates,
         });
         // A route decision runs nothing: a failed write is logged, and the next call that
         // needs the log refuses on its own record.
