@@ -3,7 +3,7 @@
 //! may reach either replica). Any replica serves any handle of its caller: route on one,
 //! execute on the other; pages read through alternating replicas join to exactly the
 //! original; a slow call started on A is followed to its result from B; A killed while B
-//! serves A's cursors; Redis stopped mid-run: calls that need it give clear errors, a call that needs nothing stored still answers, and Redis back heals the store.
+//! serves A's cursors; a task started on A is read to its result from B; Redis stopped mid-run: calls that need it give clear errors, a call that needs nothing stored still answers, and Redis back heals the store.
 //! `docs/deploy.md` describes the same setup.
 
 mod common;
@@ -174,6 +174,46 @@ async fn two_replicas_on_one_redis_serve_each_others_handles() {
     }
     let r = result.expect("B saw A's operation finish");
     assert!(text(&r).contains("slow-on-a"), "{}", text(&r));
+
+    // A task (direct surface, a client that declared tasks) started on A, followed to its
+    // inlined result from B, and through the balancer.
+    let direct = |url: &str| format!("{url}/direct");
+    let params =
+        json!({"name": "alpha_echo", "arguments": {"message": "task-on-a", "_delay_ms": 1500}});
+    let (_, created) = post_modern(
+        &direct(&a.url),
+        "tools/call",
+        params,
+        tasks_capabilities(),
+        None,
+    )
+    .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task = created["result"]["taskId"].as_str().unwrap().to_string();
+    let mut ended = None;
+    for _ in 0..100 {
+        let params = json!({"taskId": task});
+        let (_, got) = post_modern(
+            &direct(&b.url),
+            "tasks/get",
+            params,
+            tasks_capabilities(),
+            None,
+        )
+        .await;
+        if got["result"]["status"] != "working" {
+            ended = Some(got);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let ended = ended.expect("B saw A's task end");
+    assert_eq!(ended["result"]["status"], "completed", "{ended}");
+    assert!(ended.to_string().contains("task-on-a"), "{ended}");
+    let lb_direct = format!("http://127.0.0.1:{lb_port}/mcp/direct");
+    let params = json!({"taskId": task});
+    let (_, again) = post_modern(&lb_direct, "tasks/get", params, tasks_capabilities(), None).await;
+    assert_eq!(again["result"]["status"], "completed", "{again}");
 
     // A killed (no clean shutdown): B serves A's cursors.
     let (first, read_now) = big(&on_a, 60_000).await;

@@ -133,10 +133,31 @@ pub(super) fn tools(toggled: bool) -> Value {
         "required": ["region"]
     }}));
     out.extend(super::mrtr::tools());
+    out.extend(task_tools());
     if toggled {
         out.push(json!({"name": "test_toggled_tool", "description": "Listed after test_trigger_tool_change", "inputSchema": none}));
     }
     Value::Array(out)
+}
+
+/// The tools the suite's `tasks-*` scenarios call (SEP-2663). They run like any tool: the
+/// gateway decides which calls become tasks (those still running after a moment), so these
+/// need only take their time: `slow_compute` sleeps (cancellable), `failing_job` fails as a
+/// tool after about a second, `protocol_error_job` fails as a protocol error after as long.
+fn task_tools() -> Vec<Value> {
+    let name =
+        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
+    let seconds = json!({"type": "object", "properties": {
+        "seconds": {"type": "number", "minimum": 0, "description": "How long to work"},
+        "label": {"type": "string", "description": "Echoed in the result"}
+    }});
+    let none = json!({"type": "object"});
+    vec![
+        json!({"name": "greet", "description": "Answers Hello, {name}! at once", "inputSchema": name}),
+        json!({"name": "slow_compute", "description": "Works for `seconds` seconds, then answers; cancellable", "inputSchema": seconds}),
+        json!({"name": "failing_job", "description": "Fails as a tool (isError) after about a second", "inputSchema": none}),
+        json!({"name": "protocol_error_job", "description": "Fails with a JSON-RPC error after about a second", "inputSchema": none}),
+    ]
 }
 
 fn arg(request: &CallToolRequestParams, key: &str) -> String {
@@ -312,6 +333,31 @@ impl ConformanceServer {
                     }
                     _ = tokio::time::sleep(Duration::from_secs(30)) => text("not cancelled"),
                 }
+            }
+            "greet" => text(format!("Hello, {}!", arg(&request, "name"))),
+            "slow_compute" => {
+                let args = request.arguments.clone().unwrap_or_default();
+                let secs = args.get("seconds").and_then(Value::as_f64).unwrap_or(1.0);
+                let label = args.get("label").and_then(Value::as_str).unwrap_or("");
+                tokio::select! {
+                    _ = cx.ct.cancelled() => text(format!("slow_compute {label} cancelled")),
+                    _ = tokio::time::sleep(Duration::from_secs_f64(secs.clamp(0.0, 600.0))) => {
+                        text(format!("slow_compute {label} done after {secs} s"))
+                    }
+                }
+            }
+            "failing_job" => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                parse(
+                    json!({"isError": true, "content": [{"type": "text", "text": "failing_job failed, as it always does"}]}),
+                )
+            }
+            "protocol_error_job" => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                return Err(ErrorData::internal_error(
+                    "protocol_error_job: a protocol-level failure, as it always does",
+                    None,
+                ));
             }
             "test_cancelled_count" => text(
                 self.cancelled

@@ -100,23 +100,38 @@ pub(super) async fn call(
     context: &RequestContext<RoleServer>,
     caller: &Caller,
 ) -> CallToolResult {
+    call_checked(engine, name, arguments, context, caller)
+        .await
+        .unwrap_or_else(tool_error)
+}
+
+/// [`call`], with the upstream's failure to answer (a protocol error, a timeout, a lost
+/// connection) kept apart as `Err(message)`: a task reports it as `failed`, not as a tool's
+/// error result.
+pub(super) async fn call_checked(
+    engine: &Engine,
+    name: &str,
+    arguments: Map<String, Value>,
+    context: &RequestContext<RoleServer>,
+    caller: &Caller,
+) -> Result<CallToolResult, String> {
     let gw = &engine.gw;
     let catalog = gw.catalog();
     let Some(tool) = catalog.by_exposed(name).or_else(|| catalog.resolve(name)) else {
         if let Some(down) = gw.unavailable_for(name) {
             gate::unavailable(engine, caller, caller.surface, name, &down.to_string());
-            return tool_error(format!("{name} failed: {down}"));
+            return Ok(tool_error(format!("{name} failed: {down}")));
         }
         gate::unavailable(engine, caller, caller.surface, name, "no such tool");
         // Suggest only what this caller is shown: a hidden name is not a hint to give away.
         let listed = |t: &toolgate_core::catalog::ToolRecord| caller.policy.lists(caller, t);
-        return tool_error(unknown_tool_message(&catalog, name, &listed));
+        return Ok(tool_error(unknown_tool_message(&catalog, name, &listed)));
     };
     let owner = caller.principal();
     let admitted = gate::admit(engine, caller, &owner, tool, arguments, Origin::Client).await;
     let admitted = match admitted {
         Ok(a) => a,
-        Err(refusal) => return refused(&refusal, tool),
+        Err(refusal) => return Ok(refused(&refusal, tool)),
     };
     let mut opts = CallOptions {
         cancel: Some(context.ct.clone()),
@@ -157,9 +172,9 @@ pub(super) async fn call(
                     gate::outbound(&engine.pii, fields, &owner, &tool.id.server, &mut outcome);
                 }
                 let budget = gate::direct_budget(engine, tool);
-                result_from(gate::bound(outcome, budget, tool))
+                Ok(result_from(gate::bound(outcome, budget, tool)))
             }
-            Err(e) => tool_error(format!("{} failed: {e}", tool.exposed)),
+            Err(e) => Err(format!("{} failed: {e}", tool.exposed)),
         }
     };
     // The progress sender is dropped when the call returns, which ends `forward`.

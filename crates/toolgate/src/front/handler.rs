@@ -18,6 +18,7 @@ use rmcp::model::{
     ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
+use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use std::borrow::Cow;
@@ -178,6 +179,30 @@ impl ServerHandler for Session {
         }
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        super::tasks::get(self, &self.bound_caller(&context)?, &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        super::tasks::cancel(self, &self.bound_caller(&context)?, &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        super::tasks::update(self, &self.bound_caller(&context)?, &request.task_id)
+    }
+
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -316,7 +341,8 @@ fn capabilities() -> ServerCapabilities {
             "resources": {"subscribe": true, "listChanged": true},
             "prompts": {"listChanged": true},
             "completions": {},
-            "logging": {}
+            "logging": {},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
         }))
         .expect("valid capabilities")
     });

@@ -29,6 +29,7 @@ mod request;
 mod resources;
 mod serve;
 mod sessions;
+mod tasks;
 
 pub use serve::serve_http;
 
@@ -270,6 +271,11 @@ impl Session {
             let outcome =
                 inputs::resume_parked(self.gw(), &caller, state, responses, &context.ct).await?;
             return inputs::finish(self.gw(), &caller, &context, outcome, None);
+        }
+        // A client that declared tasks gets one for a direct call that takes its time.
+        if self.surface() == Surface::Direct && tasks::declared(&context) {
+            let args = request.arguments.unwrap_or_default();
+            return tasks::call(self, &caller, request.name.into_owned(), args, &context).await;
         }
         let mrtr = self.mrtr_approver(&request, &context, &caller);
         if let Some(m) = &mrtr {

@@ -1,0 +1,205 @@
+//! Tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663) on the direct surface,
+//! over real HTTP, with `fixture --conformance` as a real upstream child process. A
+//! 2026-07-28 client that declares the extension gets a plain answer from a quick call and
+//! a task from a slow one; `tasks/get` follows it to its inlined result; a tool's error is
+//! `completed` with `isError`, an upstream's protocol error `failed` with the error; a
+//! cancelled task cancels the upstream call; a client without the extension never gets a
+//! task and may not use the task methods; a task belongs to the key that started it.
+
+mod common;
+mod policy_support;
+
+use common::*;
+use policy_support::hash;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const A: &str = "tg_tasks_key_a_for_tests";
+const B: &str = "tg_tasks_key_b_for_tests";
+
+/// The gateway in direct mode, the conformance fixture as upstream `cf`; keys `a` and `b`
+/// when `keys` is set.
+fn gateway(dir: &TestDir, keys: bool) -> HttpGateway {
+    let mut tables = vec![dir.conformance_upstream("cf")];
+    if keys {
+        tables.push(format!(
+            "[policy.keys.a]\nhash = \"{}\"\nscopes = [\"*\"]\ntier = \"destructive\"\n\
+             [policy.keys.b]\nhash = \"{}\"\nscopes = [\"*\"]\ntier = \"destructive\"\n",
+            hash(A),
+            hash(B)
+        ));
+    }
+    let config = dir.config("mode = \"direct\"", &tables);
+    HttpGateway::start(&config, &[])
+}
+
+async fn call(url: &str, tool: &str, args: Value, key: Option<&str>) -> Value {
+    let params = json!({"name": tool, "arguments": args});
+    let (status, answer) = post_modern(url, "tools/call", params, tasks_capabilities(), key).await;
+    assert_eq!(status, 200, "{answer}");
+    answer
+}
+
+async fn task_request(url: &str, method: &str, id: &str, key: Option<&str>) -> Value {
+    let params = json!({"taskId": id});
+    post_modern(url, method, params, tasks_capabilities(), key)
+        .await
+        .1
+}
+
+/// Polls `tasks/get` until the task ends; its last state.
+async fn until_done(url: &str, id: &str, key: Option<&str>) -> Value {
+    for _ in 0..150 {
+        let got = task_request(url, "tasks/get", id, key).await;
+        let status = got["result"]["status"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{got}"));
+        if matches!(status, "completed" | "failed" | "cancelled") {
+            return got["result"].clone();
+        }
+        assert!(matches!(status, "working"), "{got}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("task {id} did not end within 15 s");
+}
+
+fn task_id(answer: &Value) -> String {
+    assert_eq!(answer["result"]["resultType"], "task", "a task: {answer}");
+    answer["result"]["taskId"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_slow_call_becomes_a_task_that_ends_with_its_result() {
+    let dir = TestDir::new();
+    let gw = gateway(&dir, false);
+    let url = format!("{}/direct", gw.url);
+
+    // A quick call is answered plainly.
+    let quick = call(&url, "cf_greet", json!({"name": "World"}), None).await;
+    assert_eq!(quick["result"]["resultType"], "complete", "{quick}");
+    assert_eq!(quick["result"]["content"][0]["text"], "Hello, World!");
+
+    let slow = call(
+        &url,
+        "cf_slow_compute",
+        json!({"seconds": 1, "label": "t1"}),
+        None,
+    )
+    .await;
+    let id = task_id(&slow);
+    let created = &slow["result"];
+    assert_eq!(created["status"], "working", "{slow}");
+    assert!(created["ttlMs"].as_u64().unwrap() > 0 && created["pollIntervalMs"].as_u64().is_some());
+    assert!(created.get("result").is_none() && created.get("requestState").is_none());
+    // Readable at once, and working.
+    let now = task_request(&url, "tasks/get", &id, None).await;
+    assert_eq!(now["result"]["status"], "working", "{now}");
+
+    let done = until_done(&url, &id, None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("slow_compute t1 done"), "{text}");
+    assert_eq!(done["createdAt"], created["createdAt"], "the same task");
+    // Read again: still there (a retried poll gets the same answer).
+    let again = task_request(&url, "tasks/get", &id, None).await;
+    assert_eq!(again["result"]["status"], "completed", "{again}");
+}
+
+#[tokio::test]
+async fn a_tools_error_completes_and_an_upstreams_protocol_error_fails() {
+    let dir = TestDir::new();
+    let gw = gateway(&dir, false);
+    let url = format!("{}/direct", gw.url);
+
+    let id = task_id(&call(&url, "cf_failing_job", json!({}), None).await);
+    let done = until_done(&url, &id, None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], true, "{done}");
+
+    let id = task_id(&call(&url, "cf_protocol_error_job", json!({}), None).await);
+    let done = until_done(&url, &id, None).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(done.get("result").is_none(), "{done}");
+    assert_eq!(done["error"]["code"], -32603, "{done}");
+    let message = done["error"]["message"].as_str().unwrap();
+    assert!(message.contains("protocol_error_job"), "{message}");
+}
+
+#[tokio::test]
+async fn a_cancelled_task_cancels_its_upstream_call() {
+    let dir = TestDir::new();
+    let gw = gateway(&dir, false);
+    let url = format!("{}/direct", gw.url);
+
+    let id = task_id(&call(&url, "cf_test_cancellable", json!({}), None).await);
+    let ack = task_request(&url, "tasks/cancel", &id, None).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let done = until_done(&url, &id, None).await;
+    assert_eq!(done["status"], "cancelled", "{done}");
+    // The upstream saw the cancellation (the fixture counts what it was told to stop).
+    let mut seen = String::new();
+    for _ in 0..50 {
+        let count = call(&url, "cf_test_cancelled_count", json!({}), None).await;
+        seen = count["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        if seen == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, "1", "the upstream call was cancelled");
+    // Cancelling an ended task is acknowledged the same way.
+    let ack = task_request(&url, "tasks/cancel", &id, None).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    // An unknown task id is invalid params.
+    let unknown = task_request(&url, "tasks/get", "op-nope.1", None).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
+
+#[tokio::test]
+async fn a_client_without_the_extension_gets_no_task_and_no_task_methods() {
+    let dir = TestDir::new();
+    let gw = gateway(&dir, false);
+    let url = format!("{}/direct", gw.url);
+    let params = json!({"name": "cf_slow_compute", "arguments": {"seconds": 0.5, "label": "sync"}});
+    let (status, answer) = post_modern(&url, "tools/call", params, json!({}), None).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert!(answer["result"].get("taskId").is_none(), "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("slow_compute sync done"), "{text}");
+
+    let params = json!({"taskId": "op-anything.1"});
+    let (_, refused) = post_modern(&url, "tasks/get", params, json!({}), None).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+}
+
+#[tokio::test]
+async fn a_task_belongs_to_the_key_that_started_it() {
+    let dir = TestDir::new();
+    let gw = gateway(&dir, true);
+    let url = format!("{}/direct", gw.url);
+
+    let id = task_id(&call(&url, "cf_slow_compute", json!({"seconds": 1}), Some(A)).await);
+    for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+        let params = match method {
+            "tasks/update" => json!({"taskId": id, "inputResponses": {}}),
+            _ => json!({"taskId": id}),
+        };
+        let (_, other) = post_modern(&url, method, params, tasks_capabilities(), Some(B)).await;
+        assert_eq!(
+            other["error"]["code"], -32602,
+            "{method} by another key: {other}"
+        );
+        let said = other["error"]["message"].as_str().unwrap();
+        assert!(
+            !said.contains("another caller"),
+            "nothing said about whose it is: {said}"
+        );
+    }
+    // Untouched by B's attempts: A follows it to its result.
+    let done = until_done(&url, &id, Some(A)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+}

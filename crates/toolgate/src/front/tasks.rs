@@ -1,0 +1,205 @@
+//! Tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663) at the front.
+//!
+//! A direct-surface `tools/call` from a client that declared the extension (at `initialize`,
+//! or in the request's `_meta` client capabilities) runs as an operation of the caller's
+//! principal in the state store: the same operations guided `execute` hands out and
+//! `continue` follows, so one mechanism serves both. A call that finishes within
+//! [`IMMEDIATE`] is answered plainly (the spec's immediate-result shortcut); a longer one
+//! answers a `CreateTaskResult` whose `taskId` names the operation (and when it was made).
+//! `tasks/get`, `tasks/update` and `tasks/cancel` find it by the caller's principal, so a
+//! task belongs to its caller like every other handle, and a finished one's result is read
+//! from the shared store by any replica. An upstream's failure to answer (a protocol error,
+//! a timeout, a lost connection) is a `failed` task; a tool's own error a `completed` one
+//! whose result has `isError`.
+
+use super::direct;
+use super::Session;
+use crate::policy::Caller;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult,
+    JsonObject, Task, TaskPayload, TaskStatus,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::ErrorData as McpError;
+use serde_json::{json, Map, Value};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use toolgate_core::call::CallOutcome;
+use toolgate_core::exec::{OperationStatus, StoreError};
+
+/// How long a call may take and still be answered plainly rather than as a task.
+pub(super) const IMMEDIATE: Duration = Duration::from_millis(250);
+
+/// The poll interval a task suggests.
+const POLL_MS: u64 = 500;
+
+/// Whether this request's client declared the tasks extension.
+pub(super) fn declared(context: &RequestContext<RoleServer>) -> bool {
+    (context.client_capabilities()).is_some_and(|c| c.supports_tasks())
+}
+
+/// Runs a direct-surface call as an operation; a plain answer if it ends within
+/// [`IMMEDIATE`], else a task.
+pub(super) async fn call(
+    session: &Session,
+    caller: &Caller,
+    name: String,
+    args: Map<String, Value>,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse, McpError> {
+    let owner = caller.principal();
+    let created = now();
+    let (run_session, run_caller, mut cx) = (session.clone(), caller.clone(), context.clone());
+    let started = session.engine.store.start(&owner, move |ct, _progress| {
+        // The operation's own token: the call outlives this request, and `tasks/cancel`
+        // (or the store's limits) cancels it, the upstream included.
+        cx.ct = ct;
+        async move {
+            let engine = &run_session.engine;
+            let result = direct::call_checked(engine, &name, args, &cx, &run_caller).await?;
+            Ok::<_, String>(outcome_of(result))
+        }
+    });
+    let op = match started {
+        Ok(op) => op,
+        // Too many running for this caller, or for the gateway: said as a tool error, as
+        // execute says it.
+        Err(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
+    };
+    let store = &session.engine.store;
+    match store.wait(&owner, &op, IMMEDIATE).await {
+        Ok(OperationStatus::Running { .. }) | Err(StoreError::Elsewhere { .. }) => {
+            let task = task(
+                &task_id(&op, created),
+                TaskStatus::Working,
+                created,
+                session,
+            );
+            Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+        }
+        Ok(OperationStatus::Done(outcome)) => Ok(result_of(outcome).into()),
+        Ok(OperationStatus::Failed(message)) => {
+            Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into())
+        }
+        Ok(OperationStatus::Cancelled) => {
+            Ok(CallToolResult::error(vec![ContentBlock::text("the call was cancelled")]).into())
+        }
+        Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+    }
+}
+
+/// `tasks/get`: the task's state, its result or error inlined once it ended.
+pub(super) fn get(session: &Session, caller: &Caller, id: &str) -> Result<GetTaskResult, McpError> {
+    let (op, created) = parse(id)?;
+    let status = session.engine.store.status(&caller.principal(), op);
+    let (payload, message) = match status {
+        Ok(OperationStatus::Running { progress, .. }) => {
+            (TaskPayload::Working, progress.and_then(|p| p.message))
+        }
+        Err(StoreError::Elsewhere { .. }) => (TaskPayload::Working, None),
+        Ok(OperationStatus::Done(outcome)) => {
+            let result = match serde_json::to_value(result_of(outcome)) {
+                Ok(Value::Object(map)) => map,
+                _ => JsonObject::new(),
+            };
+            (TaskPayload::Completed { result }, None)
+        }
+        Ok(OperationStatus::Failed(message)) => (failed(&message), None),
+        Err(lost @ StoreError::Lost { .. }) => (failed(&lost.to_string()), None),
+        Ok(OperationStatus::Cancelled) => (TaskPayload::Cancelled, None),
+        Err(e) => return Err(unknown(id, &e)),
+    };
+    let mut task = task(id, payload.status(), created, session);
+    task.status_message = message;
+    Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+}
+
+/// `tasks/cancel`: cancels a running task (its upstream call too); a task that already
+/// ended is acknowledged as it is.
+pub(super) fn cancel(session: &Session, caller: &Caller, id: &str) -> Result<(), McpError> {
+    let (op, _) = parse(id)?;
+    match session.engine.store.cancel(&caller.principal(), op) {
+        Ok(_) => Ok(()),
+        Err(e @ StoreError::Elsewhere { .. }) => Err(McpError::internal_error(e.to_string(), None)),
+        Err(e) => Err(unknown(id, &e)),
+    }
+}
+
+/// `tasks/update`: a gateway task never waits for input (an upstream's questions during a
+/// task are answered as they are outside one), so a known task's update is acknowledged
+/// and changes nothing.
+pub(super) fn update(session: &Session, caller: &Caller, id: &str) -> Result<(), McpError> {
+    let (op, _) = parse(id)?;
+    match session.engine.store.status(&caller.principal(), op) {
+        Ok(_) | Err(StoreError::Elsewhere { .. } | StoreError::Lost { .. }) => Ok(()),
+        Err(e) => Err(unknown(id, &e)),
+    }
+}
+
+/// A task id: the operation's id and its creation time in milliseconds, so any replica can
+/// say when the task was made.
+fn task_id(op: &str, created_ms: u64) -> String {
+    format!("{op}.{created_ms}")
+}
+
+fn parse(id: &str) -> Result<(&str, u64), McpError> {
+    id.rsplit_once('.')
+        .and_then(|(op, ms)| Some((op, ms.parse().ok()?)))
+        .filter(|(op, _)| op.starts_with("op-"))
+        .ok_or_else(|| {
+            McpError::invalid_params(
+                format!("unknown task {id:?}: it was not issued by this gateway"),
+                None,
+            )
+        })
+}
+
+/// An unknown, expired or another caller's task: all `-32602`, none saying which.
+fn unknown(id: &str, e: &StoreError) -> McpError {
+    let why = match e {
+        StoreError::Expired { .. } => "it expired",
+        _ => "it was not issued to this caller by this gateway, or was cleaned up",
+    };
+    McpError::invalid_params(format!("unknown task {id:?}: {why}"), None)
+}
+
+fn failed(message: &str) -> TaskPayload {
+    let error = json!({"code": rmcp::model::ErrorCode::INTERNAL_ERROR.0, "message": message});
+    match error {
+        Value::Object(error) => TaskPayload::Failed { error },
+        _ => unreachable!("an object literal"),
+    }
+}
+
+fn task(id: &str, status: TaskStatus, created_ms: u64, session: &Session) -> Task {
+    let ttl = session.engine.store.limits().operation_ttl.as_millis() as u64;
+    Task::new(id, status, rfc3339(created_ms), rfc3339(now()))
+        .with_ttl_ms(ttl)
+        .with_poll_interval_ms(POLL_MS)
+}
+
+fn now() -> u64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH);
+    since.map_or(0, |d| d.as_millis() as u64)
+}
+
+fn rfc3339(ms: u64) -> String {
+    let t = chrono::DateTime::from_timestamp_millis(ms as i64).unwrap_or_default();
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// A call's answer as the store keeps it.
+fn outcome_of(result: CallToolResult) -> CallOutcome {
+    CallOutcome {
+        content: (result.content.iter())
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .collect(),
+        structured_content: result.structured_content,
+        is_error: result.is_error.unwrap_or(false),
+        meta: result.meta.and_then(|m| serde_json::to_value(m).ok()),
+    }
+}
+
+/// The answer again, from what the store kept.
+fn result_of(outcome: CallOutcome) -> CallToolResult {
+    super::convert::result_from(outcome)
+}
