@@ -203,3 +203,150 @@ async fn a_task_belongs_to_the_key_that_started_it() {
     let done = until_done(&url, &id, Some(A)).await;
     assert_eq!(done["status"], "completed", "{done}");
 }
+
+#[tokio::test]
+async fn a_task_outlives_a_gateway_restart_as_far_as_it_can() {
+    let dir = TestDir::new();
+    let mut gw = gateway(&dir, false);
+    let url = format!("{}/direct", gw.url);
+    let ended = task_id(
+        &call(
+            &url,
+            "cf_slow_compute",
+            json!({"seconds": 0.6, "label": "kept"}),
+            None,
+        )
+        .await,
+    );
+    let running = task_id(&call(&url, "cf_slow_compute", json!({"seconds": 60}), None).await);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    gw.stop();
+
+    // The same configuration, so the same embedded store, on a new port.
+    let config = dir.path("toolgate.toml");
+    let gw = HttpGateway::start(&config, &[]);
+    let url = format!("{}/direct", gw.url);
+    // The task that ended before the restart: its result was kept.
+    let done = until_done(&url, &ended, None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        done.to_string().contains("slow_compute kept done"),
+        "{done}"
+    );
+    // The one still running when the gateway stopped: failed, saying why.
+    let lost = until_done(&url, &running, None).await;
+    assert_eq!(lost["status"], "failed", "{lost}");
+    let message = lost["error"]["message"].as_str().unwrap();
+    assert!(message.contains("restarted"), "{message}");
+}
+
+/// A client that declared tasks and elicitation.
+fn asking_capabilities() -> Value {
+    let mut caps = tasks_capabilities();
+    caps["elicitation"] = json!({});
+    caps
+}
+
+/// Polls `tasks/get` until the task waits for `n` answers; its state then.
+async fn until_asked(url: &str, id: &str, n: usize) -> Value {
+    for _ in 0..100 {
+        let params = json!({"taskId": id});
+        let (_, got) = post_modern(url, "tasks/get", params, asking_capabilities(), None).await;
+        let asked = got["result"]["inputRequests"]
+            .as_object()
+            .map_or(0, |m| m.len());
+        if got["result"]["status"] == "input_required" && asked == n {
+            return got["result"].clone();
+        }
+        assert!(got["result"]["status"] == "working" || asked > 0, "{got}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {id} never waited for {n} answers");
+}
+
+async fn answer(url: &str, id: &str, responses: Value) -> Value {
+    let params = json!({"taskId": id, "inputResponses": responses});
+    post_modern(url, "tasks/update", params, asking_capabilities(), None)
+        .await
+        .1
+}
+
+/// Both upstream eras: the 2026-07-28-only fixture answers `input_required`, the older one
+/// sends `elicitation/create` requests during the call; either way the task waits.
+#[tokio::test]
+async fn a_task_waits_for_the_answers_its_upstream_asks_for() {
+    for modern_only in [true, false] {
+        let dir = TestDir::new();
+        let fixture = match modern_only {
+            true => format!(
+                "[upstreams.cf]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--modern-only\"]\n",
+                toolgate().display().to_string()
+            ),
+            false => dir.conformance_upstream("cf"),
+        };
+        let config = dir.config("mode = \"direct\"", &[fixture]);
+        let gw = HttpGateway::start(&config, &[]);
+        let url = format!("{}/direct", gw.url);
+
+        // One question: asked, answered, and the call goes on to its result.
+        let params = json!({"name": "cf_confirm_delete", "arguments": {"filename": "a.txt"}});
+        let (_, created) =
+            post_modern(&url, "tools/call", params, asking_capabilities(), None).await;
+        let id = task_id(&created);
+        let waiting = until_asked(&url, &id, 1).await;
+        let (key, request) = waiting["inputRequests"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
+        assert_eq!(request["method"], "elicitation/create", "{waiting}");
+        let ack = answer(
+            &url,
+            &id,
+            json!({key: {"action": "accept", "content": {"confirm": true}}}),
+        )
+        .await;
+        assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+        let done = until_done(&url, &id, None).await;
+        assert_eq!(done["status"], "completed", "{done}");
+        let text = done["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("confirm_delete a.txt: confirm=true"),
+            "{text}"
+        );
+
+        // Two questions at once, answered one at a time: the task keeps waiting for the
+        // other, which alone is still asked.
+        let params = json!({"name": "cf_multi_input", "arguments": {}});
+        let (_, created) =
+            post_modern(&url, "tools/call", params, asking_capabilities(), None).await;
+        let id = task_id(&created);
+        let waiting = until_asked(&url, &id, 2).await;
+        let keys: Vec<String> = waiting["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        let content = json!({"action": "accept", "content": {"name": "Ada", "confirm": true}});
+        answer(&url, &id, json!({&keys[0]: content})).await;
+        let left = until_asked(&url, &id, 1).await;
+        assert!(left["inputRequests"].get(&keys[1]).is_some(), "{left}");
+        // A key that is not pending is left alone.
+        answer(
+            &url,
+            &id,
+            json!({&keys[0]: content, "never-asked": content}),
+        )
+        .await;
+        assert_eq!(until_asked(&url, &id, 1).await["status"], "input_required");
+        answer(&url, &id, json!({&keys[1]: content})).await;
+        let done = until_done(&url, &id, None).await;
+        let text = done["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("name=Ada") && text.contains("confirm=true"),
+            "{text}"
+        );
+    }
+}

@@ -121,6 +121,12 @@ pub trait ClientRelay: Send + Sync {
     fn owner(&self) -> Option<crate::principal::Principal> {
         None
     }
+    /// True when every request of one round may be put to this client at once (a task's
+    /// client sees them together in `inputRequests`); an interactive client is asked one
+    /// at a time.
+    fn asks_at_once(&self) -> bool {
+        false
+    }
     /// For a client that answers `input_required` itself (2026-07-28): what its request
     /// carries for this upstream call (see `upstream::mrtr`).
     fn mrtr(&self) -> Option<MrtrRequest> {

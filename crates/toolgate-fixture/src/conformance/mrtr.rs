@@ -69,9 +69,14 @@ pub(super) fn tools() -> Vec<Value> {
             "test_streaming_elicitation",
             "Asks the user a question during the call",
         ),
+        ("multi_input", "Asks two questions at once, then answers"),
     ]
     .iter()
     .map(|(n, d)| json!({"name": n, "description": d, "inputSchema": none}))
+    .chain([
+        json!({"name": "confirm_delete", "description": "Asks to confirm, then answers",
+        "inputSchema": {"type": "object", "properties": {"filename": {"type": "string"}}}}),
+    ])
     .collect()
 }
 
@@ -301,6 +306,34 @@ fn step(
                 }
             }
         }
+        // The tasks scenarios' input fixtures: one confirmation, or two questions at once.
+        "confirm_delete" => match accepted(responses, "confirm", "confirm") {
+            Some(yes) => Step::Done(format!("confirm_delete {}: confirm={yes}", arg("filename"))),
+            None => need(
+                vec![(
+                    "confirm",
+                    elicit(
+                        &format!("Delete {}?", arg("filename")),
+                        "confirm",
+                        "boolean",
+                    ),
+                )],
+                None,
+            ),
+        },
+        "multi_input" => match (
+            accepted(responses, "name", "name"),
+            accepted(responses, "confirm", "confirm"),
+        ) {
+            (Some(n), Some(c)) => Step::Done(format!("multi_input: name={n}, confirm={c}")),
+            _ => need(
+                vec![
+                    ("name", elicit("What is your name?", "name", "string")),
+                    ("confirm", elicit("Go ahead?", "confirm", "boolean")),
+                ],
+                None,
+            ),
+        },
         "test_streaming_elicitation" | "test_elicitation" => {
             match accepted(responses, "answer", "username") {
                 Some(u) => Step::Done(format!("Elicitation completed: username={u}")),
@@ -349,7 +382,11 @@ fn handles(name: &str, modern: bool) -> bool {
     match name {
         "test_sampling" | "test_elicitation" | "test_missing_capability" => modern,
         _ => {
-            name.starts_with("test_input_required_result_") || name == "test_streaming_elicitation"
+            name.starts_with("test_input_required_result_")
+                || matches!(
+                    name,
+                    "test_streaming_elicitation" | "confirm_delete" | "multi_input"
+                )
         }
     }
 }
@@ -384,13 +421,15 @@ async fn drive(
             }
             return Ok(Err(parse(v)));
         }
-        for (key, request) in requests {
-            let method = request["method"].as_str().unwrap_or_default();
-            let answer = ask(cx, method, request["params"].clone()).await;
+        // A round's requests go out at once, as a server that fans out asks them.
+        let asks = requests.into_iter().map(|(key, request)| async move {
+            let method = request["method"].as_str().unwrap_or_default().to_string();
+            let answer = ask(cx, &method, request["params"].clone()).await;
             let answer =
                 answer.map_err(|e| ErrorData::internal_error(format!("{method}: {e}"), None))?;
-            responses.insert(key, answer);
-        }
+            Ok::<_, ErrorData>((key, answer))
+        });
+        responses.extend(futures::future::try_join_all(asks).await?);
         state = next_state;
     }
     Err(ErrorData::internal_error("too many rounds", None))

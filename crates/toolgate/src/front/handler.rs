@@ -200,7 +200,8 @@ impl ServerHandler for Session {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        super::tasks::update(self, &self.bound_caller(&context)?, &request.task_id)
+        let caller = self.bound_caller(&context)?;
+        super::tasks::update(self, &caller, &request.task_id, request.input_responses)
     }
 
     async fn list_resources(

@@ -11,6 +11,12 @@
 //! from the shared store by any replica. An upstream's failure to answer (a protocol error,
 //! a timeout, a lost connection) is a `failed` task; a tool's own error a `completed` one
 //! whose result has `isError`.
+//!
+//! An upstream that asks the client something during a task (elicitation, sampling, roots,
+//! as requests of an older upstream or as a 2026-07-28 upstream's `input_required`) parks
+//! the task in `input_required`: its questions, keyed by ids of the gateway's, are in
+//! `tasks/get`'s `inputRequests` until `tasks/update` answers them (some or all at once),
+//! and the call goes on. Those questions are kept by the replica running the task.
 
 use super::direct;
 use super::Session;
@@ -22,9 +28,13 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use toolgate_core::call::CallOutcome;
+use tokio::sync::oneshot;
+use toolgate_core::call::{CallOutcome, ClientRelay, RelayKind};
 use toolgate_core::exec::{OperationStatus, StoreError};
+use toolgate_core::principal::Principal;
 
 /// How long a call may take and still be answered plainly rather than as a task.
 pub(super) const IMMEDIATE: Duration = Duration::from_millis(250);
@@ -48,15 +58,26 @@ pub(super) async fn call(
 ) -> Result<CallToolResponse, McpError> {
     let owner = caller.principal();
     let created = now();
-    let (run_session, run_caller, mut cx) = (session.clone(), caller.clone(), context.clone());
+    // The upstream's questions wait in the task's inbox for `tasks/update`.
+    let inbox = Arc::new(Inbox::default());
+    let relay = TaskRelay {
+        inbox: inbox.clone(),
+        declared: context.client_capabilities().unwrap_or_default(),
+        owner: owner.clone(),
+    };
+    let mut run_caller = caller.clone();
+    run_caller.relay = Some(Arc::new(relay));
+    let (run_session, mut cx) = (session.clone(), context.clone());
+    let closing = inbox.clone();
     let started = session.engine.store.start(&owner, move |ct, _progress| {
         // The operation's own token: the call outlives this request, and `tasks/cancel`
         // (or the store's limits) cancels it, the upstream included.
         cx.ct = ct;
         async move {
             let engine = &run_session.engine;
-            let result = direct::call_checked(engine, &name, args, &cx, &run_caller).await?;
-            Ok::<_, String>(outcome_of(result))
+            let result = direct::call_checked(engine, &name, args, &cx, &run_caller).await;
+            closing.close();
+            Ok::<_, String>(outcome_of(result?))
         }
     });
     let op = match started {
@@ -65,6 +86,7 @@ pub(super) async fn call(
         // execute says it.
         Err(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
     };
+    inboxes().insert(op.clone(), inbox);
     let store = &session.engine.store;
     match store.wait(&owner, &op, IMMEDIATE).await {
         Ok(OperationStatus::Running { .. }) | Err(StoreError::Elsewhere { .. }) => {
@@ -91,10 +113,14 @@ pub(super) async fn call(
 pub(super) fn get(session: &Session, caller: &Caller, id: &str) -> Result<GetTaskResult, McpError> {
     let (op, created) = parse(id)?;
     let status = session.engine.store.status(&caller.principal(), op);
+    if status.as_ref().is_ok_and(|s| !s.is_running()) {
+        inboxes().remove(op);
+    }
     let (payload, message) = match status {
-        Ok(OperationStatus::Running { progress, .. }) => {
-            (TaskPayload::Working, progress.and_then(|p| p.message))
-        }
+        Ok(OperationStatus::Running { progress, .. }) => match asked(op) {
+            Some(input_requests) => (TaskPayload::InputRequired { input_requests }, None),
+            None => (TaskPayload::Working, progress.and_then(|p| p.message)),
+        },
         Err(StoreError::Elsewhere { .. }) => (TaskPayload::Working, None),
         Ok(OperationStatus::Done(outcome)) => {
             let result = match serde_json::to_value(result_of(outcome)) {
@@ -124,14 +150,172 @@ pub(super) fn cancel(session: &Session, caller: &Caller, id: &str) -> Result<(),
     }
 }
 
-/// `tasks/update`: a gateway task never waits for input (an upstream's questions during a
-/// task are answered as they are outside one), so a known task's update is acknowledged
-/// and changes nothing.
-pub(super) fn update(session: &Session, caller: &Caller, id: &str) -> Result<(), McpError> {
+/// `tasks/update`: answers to the task's pending questions, by their keys; a key that is
+/// not pending (answered already, or never asked) is left alone, as the spec says. The
+/// task goes on once every question of its round is answered.
+pub(super) fn update(
+    session: &Session,
+    caller: &Caller,
+    id: &str,
+    responses: BTreeMap<String, Value>,
+) -> Result<(), McpError> {
     let (op, _) = parse(id)?;
     match session.engine.store.status(&caller.principal(), op) {
-        Ok(_) | Err(StoreError::Elsewhere { .. } | StoreError::Lost { .. }) => Ok(()),
-        Err(e) => Err(unknown(id, &e)),
+        Ok(_) | Err(StoreError::Elsewhere { .. } | StoreError::Lost { .. }) => {}
+        Err(e) => return Err(unknown(id, &e)),
+    }
+    let inbox = inboxes().get(op);
+    if let Some(inbox) = inbox {
+        for (key, answer) in responses {
+            inbox.answer(&key, answer);
+        }
+    }
+    Ok(())
+}
+
+/// The questions an upstream asked during one task, each waiting for its answer.
+#[derive(Default)]
+struct Inbox {
+    state: Mutex<InboxState>,
+}
+
+#[derive(Default)]
+struct InboxState {
+    /// Pending questions by key: the request (`{"method", "params"}`) and its waiter.
+    pending: BTreeMap<String, (Value, oneshot::Sender<Value>)>,
+    /// Keys made so far (`elicitation-1`, ...).
+    made: u64,
+    /// The call ended: nothing more is asked.
+    closed: bool,
+}
+
+impl Inbox {
+    fn lock(&self) -> std::sync::MutexGuard<'_, InboxState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Parks `request` under a new key; the receiver gets its answer.
+    fn ask(&self, kind: RelayKind, request: Value) -> Option<oneshot::Receiver<Value>> {
+        let mut state = self.lock();
+        if state.closed {
+            return None;
+        }
+        state.made += 1;
+        let prefix = kind.method().split('/').next().unwrap_or("input");
+        let key = format!("{prefix}-{}", state.made);
+        let (tx, rx) = oneshot::channel();
+        state.pending.insert(key, (request, tx));
+        Some(rx)
+    }
+
+    fn answer(&self, key: &str, answer: Value) {
+        if let Some((_, waiter)) = self.lock().pending.remove(key) {
+            let _ = waiter.send(answer);
+        }
+    }
+
+    fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.pending.clear();
+    }
+}
+
+/// The inboxes of this replica's tasks, by operation id (unguessable, and read only after
+/// the store said the caller owns the operation).
+struct Inboxes(Mutex<HashMap<String, Arc<Inbox>>>);
+
+impl Inboxes {
+    fn insert(&self, op: String, inbox: Arc<Inbox>) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Ended tasks nobody polled to the end leave with the next one.
+        map.retain(|_, i| !i.lock().closed);
+        map.insert(op, inbox);
+    }
+
+    fn get(&self, op: &str) -> Option<Arc<Inbox>> {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(op).cloned()
+    }
+
+    fn remove(&self, op: &str) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.remove(op);
+    }
+}
+
+fn inboxes() -> &'static Inboxes {
+    static INBOXES: LazyLock<Inboxes> = LazyLock::new(|| Inboxes(Mutex::default()));
+    &INBOXES
+}
+
+/// The pending questions of task operation `op`, if it waits for any.
+fn asked(op: &str) -> Option<rmcp::model::InputRequests> {
+    let inbox = inboxes().get(op)?;
+    let state = inbox.lock();
+    if state.pending.is_empty() {
+        return None;
+    }
+    let requests: Map<String, Value> = (state.pending.iter())
+        .map(|(k, (request, _))| (k.clone(), request.clone()))
+        .collect();
+    serde_json::from_value(Value::Object(requests)).ok()
+}
+
+/// A task's client as its upstream call sees it: what the upstream asks goes to the task's
+/// inbox, all of a round at once, and is answered by `tasks/update`.
+struct TaskRelay {
+    inbox: Arc<Inbox>,
+    /// The capabilities the task's client declared: only those are asked for.
+    declared: rmcp::model::ClientCapabilities,
+    owner: Principal,
+}
+
+impl ClientRelay for TaskRelay {
+    fn supports(&self, kind: RelayKind) -> bool {
+        let caps = &self.declared;
+        match kind {
+            RelayKind::Sampling => caps.sampling.is_some(),
+            RelayKind::Elicitation => caps.elicitation.is_some(),
+            RelayKind::Roots => caps.roots.is_some(),
+        }
+    }
+
+    fn request(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> futures::future::BoxFuture<'static, Result<Value, String>> {
+        let kind = crate::upstream::mrtr::kind_of(method);
+        let waiting = kind.and_then(|k| {
+            let request = json!({"method": method, "params": params});
+            self.inbox.ask(k, request)
+        });
+        Box::pin(async move {
+            let Some(answer) = waiting else {
+                return Err(format!("the task's client cannot be asked {method}"));
+            };
+            answer
+                .await
+                .map_err(|_| "the task ended before its question was answered".to_string())
+        })
+    }
+
+    fn notify(
+        &self,
+        _method: &'static str,
+        _params: Value,
+    ) -> futures::future::BoxFuture<'static, ()> {
+        // A task has no stream to send a call's notifications on.
+        Box::pin(std::future::ready(()))
+    }
+
+    fn owner(&self) -> Option<Principal> {
+        Some(self.owner.clone())
+    }
+
+    fn asks_at_once(&self) -> bool {
+        true
     }
 }
 

@@ -154,12 +154,13 @@ pub fn kind_of(method: &str) -> Option<RelayKind> {
 }
 
 /// Asks an older client each of `requests` (`{"key": {"method", "params"}}`) on its call
-/// and returns the answers by key; an error names what could not be asked.
+/// (in turn, or all at once when the relay takes them so) and returns the answers by key;
+/// an error names what could not be asked.
 pub async fn fulfil(
     relay: &Arc<dyn ClientRelay>,
     requests: &serde_json::Map<String, Value>,
 ) -> Result<BTreeMap<String, Value>, String> {
-    let mut answers = BTreeMap::new();
+    let mut asks = Vec::new();
     for (key, request) in requests {
         let method = request.get("method").and_then(Value::as_str).unwrap_or("");
         let Some(kind) = kind_of(method) else {
@@ -174,7 +175,19 @@ pub async fn fulfil(
             ));
         }
         let params = request.get("params").cloned().unwrap_or(Value::Null);
-        answers.insert(key.clone(), relay.request(kind.method(), params).await?);
+        asks.push((key.clone(), kind.method(), params));
+    }
+    let mut answers = BTreeMap::new();
+    if relay.asks_at_once() {
+        let all = asks.into_iter().map(|(key, method, params)| {
+            let answer = relay.request(method, params);
+            async move { Ok::<_, String>((key, answer.await?)) }
+        });
+        answers.extend(futures::future::try_join_all(all).await?);
+    } else {
+        for (key, method, params) in asks {
+            answers.insert(key, relay.request(method, params).await?);
+        }
     }
     Ok(answers)
 }
