@@ -350,3 +350,52 @@ async fn a_task_waits_for_the_answers_its_upstream_asks_for() {
         );
     }
 }
+
+/// Guided mode: `execute` that outlives `guided.wait` answers a client that declared tasks
+/// with a task (the operation `continue` would follow), and its result is shaped as
+/// `continue` shapes it: the first page within the budget, a cursor for the rest.
+#[tokio::test]
+async fn guided_execute_that_outlives_its_wait_is_a_task_shaped_like_continue() {
+    let dir = TestDir::new();
+    let config = dir.config(
+        "mode = \"guided\"",
+        &[
+            "[guided]\nwait_secs = 0.2\n".to_string(),
+            dir.stdio_upstream("alpha", "alpha", &[]),
+        ],
+    );
+    let gw = HttpGateway::start(&config, &[]);
+    let url = format!("{}/guided", gw.url);
+    let slow = json!({"tool": "alpha_echo", "arguments": {"message": "m", "_delay_ms": 800, "_result_bytes": 60_000}});
+    let answer = call(&url, "execute", slow, None).await;
+    let id = task_id(&answer);
+    assert!(id.starts_with("g."), "{id}");
+    let done = until_done(&url, &id, None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let cursor = done["result"]["structuredContent"]["nextCursor"].as_str();
+    let cursor = cursor
+        .unwrap_or_else(|| panic!("a paged result: {done}"))
+        .to_string();
+    let text = done["result"]["content"].to_string();
+    assert!(text.contains("page 1 of"), "{text}");
+    // The rest with continue, as for any execute.
+    let next = call(&url, "continue", json!({"cursor": cursor}), None).await;
+    assert_eq!(next["result"]["isError"], false, "{next}");
+
+    // A quick execute is answered plainly, and a client without the extension gets the
+    // operationId to follow with continue.
+    let quick = call(
+        &url,
+        "execute",
+        json!({"tool": "alpha_echo", "arguments": {"message": "q"}}),
+        None,
+    )
+    .await;
+    assert_eq!(quick["result"]["resultType"], "complete", "{quick}");
+    let params = json!({"name": "execute", "arguments": {"tool": "alpha_echo", "arguments": {"message": "s", "_delay_ms": 800}}});
+    let (_, plain) = post_modern(&url, "tools/call", params, json!({}), None).await;
+    assert_eq!(
+        plain["result"]["structuredContent"]["status"], "running",
+        "{plain}"
+    );
+}

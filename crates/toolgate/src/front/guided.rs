@@ -198,7 +198,7 @@ pub(super) async fn run_skill(
 /// text: so when an answer says things in `prose` that its structured content does not,
 /// the text goes in the structured content too (as `text`, unless the text is only the
 /// structured content as JSON).
-fn to_result(r: MetaResult, prose: bool) -> CallToolResult {
+pub(super) fn to_result(r: MetaResult, prose: bool) -> CallToolResult {
     // A result an MCP App shows keeps its structured content as the tool gave it: the app
     // reads it against the tool's output schema.
     let prose = prose && r.meta.is_none();

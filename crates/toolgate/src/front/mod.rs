@@ -312,6 +312,12 @@ impl Session {
             }
             _ => inputs::Outcome::Done(call.await, modern_relay),
         };
-        inputs::finish(self.gw(), &caller, &context, outcome, mrtr)
+        let answer = inputs::finish(self.gw(), &caller, &context, outcome, mrtr)?;
+        // Guided `execute` that outlived its wait: a client that declared tasks gets its
+        // operation as a task.
+        if self.surface() == Surface::Guided && tasks::declared(&context) {
+            return Ok(tasks::from_operation(self, answer));
+        }
+        Ok(answer)
     }
 }

@@ -12,6 +12,10 @@
 //! a timeout, a lost connection) is a `failed` task; a tool's own error a `completed` one
 //! whose result has `isError`.
 //!
+//! Guided `execute` makes the same operations: one that outlives `guided.wait` is answered,
+//! to a client that declared tasks, as a task (its id marked `g.`), whose result
+//! `tasks/get` shapes as `continue` does (the token budget, a cursor for the rest).
+//!
 //! An upstream that asks the client something during a task (elicitation, sampling, roots,
 //! as requests of an older upstream or as a 2026-07-28 upstream's `input_required`) parks
 //! the task in `input_required`: its questions, keyed by ids of the gateway's, are in
@@ -109,10 +113,57 @@ pub(super) async fn call(
     }
 }
 
+/// Guided `execute`'s answer to a client that declared tasks: an operation still running
+/// becomes a task; any other answer is left as it is.
+pub(super) fn from_operation(session: &Session, answer: CallToolResponse) -> CallToolResponse {
+    let CallToolResponse::Complete(result) = &answer else {
+        return answer;
+    };
+    let running = result.structured_content.as_ref().and_then(|s| {
+        let op = s.get("operationId")?.as_str()?;
+        (s.get("status")?.as_str()? == "running").then_some(op)
+    });
+    let Some(op) = running else {
+        return answer;
+    };
+    let elapsed = result
+        .structured_content
+        .as_ref()
+        .and_then(|s| s["elapsedSecs"].as_u64());
+    let created = now().saturating_sub(elapsed.unwrap_or(0) * 1000);
+    let id = format!("{GUIDED}{}", task_id(op, created));
+    CallToolResponse::Task(CreateTaskResult::new(task(
+        &id,
+        TaskStatus::Working,
+        created,
+        session,
+    )))
+}
+
 /// `tasks/get`: the task's state, its result or error inlined once it ended.
 pub(super) fn get(session: &Session, caller: &Caller, id: &str) -> Result<GetTaskResult, McpError> {
     let (op, created) = parse(id)?;
-    let status = session.engine.store.status(&caller.principal(), op);
+    let owner = caller.principal();
+    let status = session.engine.store.status(&owner, op);
+    // A guided task's result is shaped as `continue` shapes it.
+    let status = match status {
+        Ok(OperationStatus::Done(outcome)) if id.starts_with(GUIDED) => {
+            let engine = &session.engine;
+            let budget = engine.gw.config.guided.budget_tokens;
+            let done = Ok(OperationStatus::Done(outcome));
+            let shaped =
+                crate::guided::resume::answer_status(engine, &owner, op, done, &None, budget);
+            let result = match serde_json::to_value(super::guided::to_result(shaped, true)) {
+                Ok(Value::Object(result)) => result,
+                _ => JsonObject::new(),
+            };
+            inboxes().remove(op);
+            let payload = TaskPayload::Completed { result };
+            let task = task(id, payload.status(), created, session);
+            return Ok(GetTaskResult::new(DetailedTask::new(task, payload)));
+        }
+        other => other,
+    };
     if status.as_ref().is_ok_and(|s| !s.is_running()) {
         inboxes().remove(op);
     }
@@ -325,8 +376,13 @@ fn task_id(op: &str, created_ms: u64) -> String {
     format!("{op}.{created_ms}")
 }
 
+/// The mark of a guided task's id.
+const GUIDED: &str = "g.";
+
 fn parse(id: &str) -> Result<(&str, u64), McpError> {
-    id.rsplit_once('.')
+    let plain = id.strip_prefix(GUIDED).unwrap_or(id);
+    plain
+        .rsplit_once('.')
         .and_then(|(op, ms)| Some((op, ms.parse().ok()?)))
         .filter(|(op, _)| op.starts_with("op-"))
         .ok_or_else(|| {
