@@ -137,7 +137,18 @@ pub(super) async fn get(
             params["inputResponses"] = json!(responses);
         }
     }
-    let relay = relay_for(context, caller.principal());
+    // A 2026-07-28 client cannot be sent requests: an older upstream that asks during
+    // prompts/get is refused at once (its answer names what it wanted), rather than waiting
+    // for a client that will never answer.
+    let relay: std::sync::Arc<dyn toolgate_core::call::ClientRelay> = match modern {
+        true => super::relay::SessionRelay::modern(
+            context,
+            caller.principal(),
+            Default::default(),
+            None,
+        ),
+        false => relay_for(context, caller.principal()),
+    };
     for _ in 0..mrtr::MAX_ROUNDS {
         let opts = RequestOptions {
             relay: Some(relay.clone()),
