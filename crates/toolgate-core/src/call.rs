@@ -25,17 +25,28 @@ pub struct CallOutcome {
 /// Why a call did not produce an outcome. Each message names the upstream.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
-    #[error("upstream {0:?} is not connected ({1}); try again shortly or run `toolgate check`")]
-    Unavailable(String, String),
+    #[error(
+        "upstream {server:?} is not connected ({state}); try again shortly or run `toolgate check`"
+    )]
+    Unavailable {
+        server: String,
+        /// Where its connection stands (`starting`, `failed: ...`, `not configured`).
+        state: String,
+    },
     #[error("upstream {server:?} did not answer {tool:?} within {secs:.1} s (call_timeout_secs)")]
     Timeout {
         server: String,
         tool: String,
         secs: f64,
     },
-    /// The second field says what else ends a connection this way (or is empty).
-    #[error("upstream {0:?} closed the connection during the call (it may have crashed{1})")]
-    Closed(String, String),
+    #[error(
+        "upstream {server:?} closed the connection during the call (it may have crashed{also})"
+    )]
+    Closed {
+        server: String,
+        /// What else ends a connection this way, starting with `, ` (or empty).
+        also: String,
+    },
     #[error("upstream {server:?} rejected the call: {message}")]
     Rejected {
         server: String,
@@ -48,12 +59,12 @@ pub enum CallError {
     /// `gateway.limits.shutdown_grace_secs`.
     #[error("{0}")]
     ShuttingDown(String),
-    #[error("upstream {0:?}: {1}")]
-    Other(String, String),
+    #[error("upstream {server:?}: {message}")]
+    Other { server: String, message: String },
     /// The upstream answered `input_required` and the call's client took it to its user
     /// (2026-07-28, see `upstream::mrtr`): nothing to show for this round; the client retries.
-    #[error("upstream {0:?} needs input from the user; the client was asked for it")]
-    InputRequired(String),
+    #[error("upstream {server:?} needs input from the user; the client was asked for it")]
+    InputRequired { server: String },
 }
 
 /// Options for one call.

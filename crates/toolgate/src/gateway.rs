@@ -178,9 +178,13 @@ impl Gateway {
         arguments: Map<String, Value>,
         opts: CallOptions,
     ) -> Result<CallOutcome, CallError> {
-        let up = self.upstreams.get(&tool.id.server).ok_or_else(|| {
-            CallError::Unavailable(tool.id.server.clone(), "not configured".into())
-        })?;
+        let up = self
+            .upstreams
+            .get(&tool.id.server)
+            .ok_or_else(|| CallError::Unavailable {
+                server: tool.id.server.clone(),
+                state: "not configured".into(),
+            })?;
         // Every call passes here (direct, execute, programs, skills): a drain sees them all.
         // Boxed: the upstream's call is the largest future on a call's path (about 6 KiB);
         // inline, every layer above it (the drain, the metrics, the gate, the surfaces)
@@ -245,8 +249,12 @@ impl Gateway {
             let status = up.status();
             let ours = name.starts_with(&format!("{}_", up.config.prefix))
                 || name.starts_with(&format!("{}/", up.name()));
-            (ours && up.config.enabled && !matches!(status, UpstreamStatus::Ready { .. }))
-                .then(|| CallError::Unavailable(up.name().to_string(), status.label().to_string()))
+            (ours && up.config.enabled && !matches!(status, UpstreamStatus::Ready { .. })).then(
+                || CallError::Unavailable {
+                    server: up.name().to_string(),
+                    state: status.label().to_string(),
+                },
+            )
         })
     }
 

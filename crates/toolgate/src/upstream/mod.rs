@@ -206,8 +206,18 @@ impl Upstream {
             let st = self.state.read().expect("state");
             match (&st.peer, &st.status) {
                 (Some(p), _) => p.clone(),
-                (None, Some(s)) => return Err(CallError::Unavailable(name, s.label().into())),
-                (None, None) => return Err(CallError::Unavailable(name, "starting".into())),
+                (None, Some(s)) => {
+                    return Err(CallError::Unavailable {
+                        server: name,
+                        state: s.label().into(),
+                    })
+                }
+                (None, None) => {
+                    return Err(CallError::Unavailable {
+                        server: name,
+                        state: "starting".into(),
+                    })
+                }
             }
         };
         let mut params = CallToolRequestParams::new(tool.to_string());
@@ -217,7 +227,10 @@ impl Upstream {
             if let Some(r) = &m.resumes {
                 if r.server != name || r.tool != tool {
                     let why = "the requestState was issued for another tool: call again without it";
-                    return Err(CallError::Other(name, why.into()));
+                    return Err(CallError::Other {
+                        server: name,
+                        message: why.into(),
+                    });
                 }
                 params.request_state = r.state.clone();
             }
@@ -238,21 +251,30 @@ impl Upstream {
             };
             let Some(relay) = &opts.relay else {
                 let why = "it needs input from the user, and no client stands behind this call (run it as a direct tool call)";
-                return Err(CallError::Other(name, why.into()));
+                return Err(CallError::Other {
+                    server: name,
+                    message: why.into(),
+                });
             };
             let value = serde_json::to_value(&asked).unwrap_or_default();
             if relay.input_required(&name, tool, value.clone()) {
-                return Err(CallError::InputRequired(name));
+                return Err(CallError::InputRequired { server: name });
             }
             let requests = value.get("inputRequests").and_then(Value::as_object);
             let answers = mrtr::fulfil(relay, requests.unwrap_or(&Map::new()))
                 .await
-                .map_err(|e| CallError::Other(name.clone(), e))?;
+                .map_err(|e| CallError::Other {
+                    server: name.clone(),
+                    message: e,
+                })?;
             params.input_responses = Some(answers);
             params.request_state = asked.request_state;
         }
         let why = format!("it still asked for input after {} rounds", mrtr::MAX_ROUNDS);
-        Err(CallError::Other(name, why))
+        Err(CallError::Other {
+            server: name,
+            message: why,
+        })
     }
 
     /// One `tools/call` request: progress routed to the caller, cancellation passed on.
@@ -338,17 +360,17 @@ impl Upstream {
             let key = requests::request_key(&answered);
             if self.oversized.lock().expect("oversized").remove(&key) {
                 let name = self.name();
-                return CallError::Other(name.to_string(), format!(
+                return CallError::Other { server: name.to_string(), message: format!(
                     "its answer to {tool:?} was larger than upstreams.{name}.max_message_bytes = {} and was dropped: ask for less, or raise the limit",
                     self.config.max_message_bytes
-                ));
+                ) };
             }
             let refused = self.refused.load(std::sync::atomic::Ordering::Relaxed);
             match map_err(e, &self.config, tool, timeout) {
-                CallError::Closed(server, _) if refused => CallError::Closed(
+                CallError::Closed { server, .. } if refused => CallError::Closed {
                     server,
-                    ", and it no longer accepts connections at its URL: the server is down or restarting; the gateway reconnects when it is back".into(),
-                ),
+                    also: ", and it no longer accepts connections at its URL: the server is down or restarting; the gateway reconnects when it is back".into(),
+                },
                 other => other,
             }
         })?;
@@ -376,16 +398,20 @@ fn map_err(e: ServiceError, config: &UpstreamConfig, tool: &str, timeout: Durati
         // An answer over `max_message_bytes` is named exactly where it is found (an HTTP
         // answer: `oversize`, before this; stdio: `child.rs`): a closed connection is
         // not blamed on it.
-        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-            CallError::Closed(server.into(), String::new())
-        }
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => CallError::Closed {
+            server: server.into(),
+            also: String::new(),
+        },
         ServiceError::McpError(e) => CallError::Rejected {
             server: server.into(),
             code: e.code.0,
             message: e.message.to_string(),
         },
         ServiceError::Cancelled { .. } => CallError::Cancelled,
-        other => CallError::Other(server.into(), other.to_string()),
+        other => CallError::Other {
+            server: server.into(),
+            message: other.to_string(),
+        },
     }
 }
 
@@ -394,13 +420,13 @@ fn outcome_from(result: rmcp::model::ServerResult, server: &str) -> Result<CallO
     let r = match result {
         ServerResult::CallToolResult(r) => r,
         other => {
-            return Err(CallError::Other(
-                server.into(),
-                format!(
+            return Err(CallError::Other {
+                server: server.into(),
+                message: format!(
                     "answered tools/call with an unexpected result: {}",
                     kind_of(&other)
                 ),
-            ))
+            })
         }
     };
     let content = r

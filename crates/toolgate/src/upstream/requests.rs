@@ -280,12 +280,16 @@ impl Upstream {
         opts: RequestOptions,
     ) -> Result<Value, CallError> {
         let name = self.name().to_string();
-        let peer = self
-            .peer()
-            .ok_or_else(|| CallError::Unavailable(name.clone(), self.status().label().into()))?;
+        let peer = self.peer().ok_or_else(|| CallError::Unavailable {
+            server: name.clone(),
+            state: self.status().label().into(),
+        })?;
         let request: ClientRequest =
             serde_json::from_value(json!({"method": method, "params": params})).map_err(|e| {
-                CallError::Other(name.clone(), format!("cannot build {method}: {e}"))
+                CallError::Other {
+                    server: name.clone(),
+                    message: format!("cannot build {method}: {e}"),
+                }
             })?;
         let timeout = opts.timeout.unwrap_or(self.config.call_timeout);
         let caller = self.relay.register(opts.relay);
