@@ -36,6 +36,17 @@ def gateway_params(toolgate_bin: Path, config: Path, work: Workspace) -> StdioSe
     )
 
 
+def check(toolgate_bin: Path, config: Path, work: Workspace) -> subprocess.CompletedProcess:
+    """`toolgate check` of `config`, with this test's state folder."""
+    return subprocess.run(
+        [str(toolgate_bin), "check", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**work.env(), "XDG_STATE_HOME": str(work.path("state"))},
+    )
+
+
 @pytest.mark.parametrize("named", [True, False], ids=["transport-sse", "detected"])
 async def test_the_whole_protocol_through_a_legacy_sse_server(named: bool, toolgate_bin: Path, peers: Peers, work: Workspace):
     proc, port = start_everything(work, peers, "sse")
@@ -46,16 +57,10 @@ async def test_the_whole_protocol_through_a_legacy_sse_server(named: bool, toolg
         config = write_config(work.path("toolgate.toml"), {"everything": table}, {"mode": "direct"})
 
         # `toolgate check` says which transport the server speaks.
-        check = subprocess.run(
-            [str(toolgate_bin), "check", "--config", str(config)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**work.env(), "XDG_STATE_HOME": str(work.path("state"))},
-        )
-        assert check.returncode == 0, check.stdout + check.stderr
-        row = next(line for line in check.stdout.splitlines() if line.startswith("everything "))
-        assert " ready " in row and "HTTP+SSE" in row, check.stdout
+        checked = check(toolgate_bin, config, work)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        row = next(line for line in checked.stdout.splitlines() if line.startswith("everything "))
+        assert " ready " in row and "HTTP+SSE" in row, checked.stdout
 
         recorder = Recorder()
         with anyio.fail_after(120):
@@ -113,15 +118,9 @@ def test_a_url_that_is_neither_transport_says_both_failed(toolgate_bin: Path, pe
             {"everything": {"url": f"http://127.0.0.1:{port}/nothing-here", "connect_timeout_secs": 10}},
             {"mode": "direct"},
         )
-        check = subprocess.run(
-            [str(toolgate_bin), "check", "--config", str(config)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**work.env(), "XDG_STATE_HOME": str(work.path("state"))},
-        )
-        row = next(line for line in check.stdout.splitlines() if line.startswith("everything "))
-        assert " down " in row, check.stdout
+        checked = check(toolgate_bin, config, work)
+        row = next(line for line in checked.stdout.splitlines() if line.startswith("everything "))
+        assert " down " in row, checked.stdout
         assert "as HTTP+SSE" in row and "404" in row and "not an event stream" in row, row
     finally:
         stop_process(proc)

@@ -100,6 +100,15 @@ impl SessionRelay {
     }
 }
 
+/// Whether a client that declared `caps` may be asked for `kind`.
+pub(super) fn declares(caps: &rmcp::model::ClientCapabilities, kind: RelayKind) -> bool {
+    match kind {
+        RelayKind::Sampling => caps.sampling.is_some(),
+        RelayKind::Elicitation => caps.elicitation.is_some(),
+        RelayKind::Roots => caps.roots.is_some(),
+    }
+}
+
 /// The relay for the session behind `context`, while it serves that request for `owner`.
 pub(super) fn relay_for(
     context: &RequestContext<RoleServer>,
@@ -147,23 +156,9 @@ impl ClientRelay for SessionRelay {
 
     fn supports(&self, kind: RelayKind) -> bool {
         if self.modern {
-            let caps = &self.declared;
-            let declared = match kind {
-                RelayKind::Sampling => caps.sampling.is_some(),
-                RelayKind::Elicitation => caps.elicitation.is_some(),
-                RelayKind::Roots => caps.roots.is_some(),
-            };
-            return self.park.is_some() && declared;
+            return self.park.is_some() && declares(&self.declared, kind);
         }
-        let Some(info) = self.peer.peer_info() else {
-            return false;
-        };
-        let caps = &info.capabilities;
-        match kind {
-            RelayKind::Sampling => caps.sampling.is_some(),
-            RelayKind::Elicitation => caps.elicitation.is_some(),
-            RelayKind::Roots => caps.roots.is_some(),
-        }
+        (self.peer.peer_info()).is_some_and(|info| declares(&info.capabilities, kind))
     }
 
     fn request(

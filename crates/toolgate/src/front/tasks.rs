@@ -102,7 +102,7 @@ pub(super) async fn call(
             );
             Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
         }
-        Ok(OperationStatus::Done(outcome)) => Ok(result_of(outcome).into()),
+        Ok(OperationStatus::Done(outcome)) => Ok(super::convert::result_from(outcome).into()),
         Ok(OperationStatus::Failed(message)) => {
             Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into())
         }
@@ -174,7 +174,7 @@ pub(super) fn get(session: &Session, caller: &Caller, id: &str) -> Result<GetTas
         },
         Err(StoreError::Elsewhere { .. }) => (TaskPayload::Working, None),
         Ok(OperationStatus::Done(outcome)) => {
-            let result = match serde_json::to_value(result_of(outcome)) {
+            let result = match serde_json::to_value(super::convert::result_from(outcome)) {
                 Ok(Value::Object(map)) => map,
                 _ => JsonObject::new(),
             };
@@ -324,12 +324,7 @@ struct TaskRelay {
 
 impl ClientRelay for TaskRelay {
     fn supports(&self, kind: RelayKind) -> bool {
-        let caps = &self.declared;
-        match kind {
-            RelayKind::Sampling => caps.sampling.is_some(),
-            RelayKind::Elicitation => caps.elicitation.is_some(),
-            RelayKind::Roots => caps.roots.is_some(),
-        }
+        super::relay::declares(&self.declared, kind)
     }
 
     fn request(
@@ -403,11 +398,13 @@ fn unknown(id: &str, e: &StoreError) -> McpError {
 }
 
 fn failed(message: &str) -> TaskPayload {
-    let error = json!({"code": rmcp::model::ErrorCode::INTERNAL_ERROR.0, "message": message});
-    match error {
-        Value::Object(error) => TaskPayload::Failed { error },
-        _ => unreachable!("an object literal"),
-    }
+    let mut error = JsonObject::new();
+    error.insert(
+        "code".into(),
+        json!(rmcp::model::ErrorCode::INTERNAL_ERROR.0),
+    );
+    error.insert("message".into(), json!(message));
+    TaskPayload::Failed { error }
 }
 
 fn task(id: &str, status: TaskStatus, created_ms: u64, session: &Session) -> Task {
@@ -437,9 +434,4 @@ fn outcome_of(result: CallToolResult) -> CallOutcome {
         is_error: result.is_error.unwrap_or(false),
         meta: result.meta.and_then(|m| serde_json::to_value(m).ok()),
     }
-}
-
-/// The answer again, from what the store kept.
-fn result_of(outcome: CallOutcome) -> CallToolResult {
-    super::convert::result_from(outcome)
 }

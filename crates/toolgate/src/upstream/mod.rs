@@ -12,6 +12,7 @@ mod connect;
 pub mod environment;
 mod flood;
 mod lines;
+mod listing;
 pub mod mrtr;
 pub mod oauth;
 mod orphans;

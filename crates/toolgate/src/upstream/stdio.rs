@@ -243,7 +243,7 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
     }
 }
 
-/// A `tools/list` request: rmcp's own, or the raw one `connect::list_tools` sends.
+/// A `tools/list` request: rmcp's own, or the raw one `listing::list_tools` sends.
 fn lists_tools(request: &ClientRequest) -> bool {
     match request {
         ClientRequest::ListToolsRequest(_) => true,

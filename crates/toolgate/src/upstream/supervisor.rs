@@ -1,6 +1,7 @@
 //! The supervisor loop of one upstream: connect, serve, notice the end, back off, repeat.
 
-use super::connect::{connect, list_tools};
+use super::connect::connect;
+use super::listing::list_tools;
 use super::{backoff, client::UpstreamEvent, Upstream, UpstreamStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

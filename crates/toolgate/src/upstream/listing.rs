@@ -1,0 +1,133 @@
+//! Listing an upstream's tools: every page, each tool checked on its own, so one bad entry
+//! costs that entry and not the upstream.
+
+use rmcp::model::{ClientRequest, CustomRequest, CustomResult, ServerResult};
+use rmcp::service::RoleClient;
+use rmcp::Peer;
+use serde_json::{Map, Value};
+
+/// Every tool, following `nextCursor` to the end (bounded, against a looping server).
+/// Also returns how long the list may be kept, when the server says (`ttlMs`, 2026-07-28).
+///
+/// `tools/list` is sent as a raw request, so one malformed tool (an `inputSchema` that is
+/// a string, a missing name) cannot fail the whole list: rmcp's typed result would reject
+/// the page ("Unexpected response type") and take the upstream offline. Each tool is
+/// checked on its own (`usable_tools`); a bad one is skipped with a warning naming it.
+pub(crate) async fn list_tools(
+    upstream: &str,
+    peer: &Peer<RoleClient>,
+    raw: &super::RawTools,
+) -> Result<(Vec<Map<String, Value>>, Option<std::time::Duration>), String> {
+    raw.lock().expect("raw tools").clear();
+    let mut listed = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut ttl = None;
+    for _ in 0..1000 {
+        let params = cursor.take().map(|c| serde_json::json!({ "cursor": c }));
+        let request = ClientRequest::CustomRequest(CustomRequest::new("tools/list", params));
+        let page = match peer.send_request(request).await {
+            Ok(ServerResult::CustomResult(CustomResult(v))) => v,
+            Ok(ServerResult::ListToolsResult(r)) => {
+                serde_json::to_value(&r).map_err(|e| format!("tools/list failed: {e}"))?
+            }
+            Ok(other) => serde_json::to_value(&other).unwrap_or_default(),
+            Err(e) => return Err(format!("tools/list failed: {e}")),
+        };
+        let Some(tools) = page.get("tools").and_then(Value::as_array) else {
+            return Err(format!(
+                "tools/list failed: the answer has no `tools` list: {}",
+                clip(&page.to_string())
+            ));
+        };
+        ttl = ttl.or(page
+            .get("ttlMs")
+            .and_then(Value::as_u64)
+            .map(std::time::Duration::from_millis));
+        // Prefer the object as the server wrote it (stdio upstreams keep every key).
+        let mut kept = raw.lock().expect("raw tools");
+        for t in tools {
+            let written = (t.get("name").and_then(Value::as_str)).and_then(|n| kept.remove(n));
+            listed.push(written.map_or_else(|| t.clone(), Value::Object));
+        }
+        drop(kept);
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(c) if !c.is_empty() => cursor = Some(c.to_string()),
+            _ => return Ok((usable_tools(upstream, listed), ttl)),
+        }
+    }
+    Err("tools/list returned more than 1000 pages; giving up".into())
+}
+
+/// The tools an upstream listed that can be served: each must be a valid MCP `Tool` with
+/// a non-empty name, and a name may appear once. Every tool left out is warned about,
+/// naming it and the upstream, so one bad entry costs that entry, not the upstream.
+pub(crate) fn usable_tools(upstream: &str, listed: Vec<Value>) -> Vec<Map<String, Value>> {
+    let mut out: Vec<Map<String, Value>> = Vec::with_capacity(listed.len());
+    let mut seen = std::collections::HashSet::new();
+    for (i, t) in listed.into_iter().enumerate() {
+        let name = t.get("name").and_then(Value::as_str).unwrap_or("");
+        let label = match name {
+            "" => format!("tool #{} (no name)", i + 1),
+            n => format!("tool {n:?}"),
+        };
+        let why = if let Err(e) = serde_json::from_value::<rmcp::model::Tool>(t.clone()) {
+            Some(format!("it is not a valid MCP tool ({e})"))
+        } else if name.trim().is_empty() {
+            Some("its name is empty".to_string())
+        } else if !seen.insert(name.to_string()) {
+            Some("the upstream listed this name more than once; the first is served".to_string())
+        } else {
+            None
+        };
+        match (why, t) {
+            (None, Value::Object(o)) => out.push(o),
+            (Some(why), _) => {
+                tracing::warn!(
+                    upstream,
+                    "skipped {label} from upstream {upstream:?}: {why}"
+                )
+            }
+            (None, _) => tracing::warn!(upstream, "skipped {label}: not a JSON object"),
+        }
+    }
+    out
+}
+
+fn clip(s: &str) -> &str {
+    let mut end = s.len().min(300);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::usable_tools;
+    use serde_json::json;
+
+    #[test]
+    fn bad_empty_and_repeated_tools_are_skipped_and_the_rest_served() {
+        let listed = vec![
+            json!({"name": "good", "inputSchema": {"type": "object"}}),
+            json!({"name": "bad_schema", "inputSchema": "a string"}),
+            json!({"name": "", "inputSchema": {"type": "object"}}),
+            json!({"name": "good", "inputSchema": {"type": "object"}, "description": "again"}),
+            json!({"inputSchema": {"type": "object"}}),
+            json!({"name": "other", "inputSchema": {"type": "object"}, "x-custom": 1}),
+        ];
+        let names: Vec<_> = usable_tools("up", listed)
+            .into_iter()
+            .map(|o| {
+                (
+                    o["name"].as_str().unwrap().to_string(),
+                    o.get("description").cloned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            vec![("good".to_string(), None), ("other".to_string(), None)]
+        );
+    }
+}
