@@ -399,3 +399,80 @@ async fn guided_execute_that_outlives_its_wait_is_a_task_shaped_like_continue() 
         "{plain}"
     );
 }
+
+/// A 2026-07-28 upstream with tasks of its own (the fixture, `--modern-only`): the gateway
+/// passes the client's declaration on and follows the upstream's task; until the client
+/// has its answer, the upstream's `input_required` is the client's (MRTR, no task yet);
+/// a tool that needs a task refuses a client that did not declare the extension with the
+/// upstream's own -32021; cancelling the gateway's task cancels the upstream's.
+#[tokio::test]
+async fn an_upstream_with_tasks_of_its_own_is_followed_through_them() {
+    let dir = TestDir::new();
+    let fixture = format!(
+        "[upstreams.cf]\ncommand = {:?}\nargs = [\"fixture\", \"--conformance\", \"--modern-only\"]\n",
+        toolgate().display().to_string()
+    );
+    let config = dir.config("mode = \"direct\"", &[fixture]);
+    let gw = HttpGateway::start(&config, &[]);
+    let url = format!("{}/direct", gw.url);
+
+    // Round one: the upstream's question, as it asked it, and no task.
+    let params = json!({"name": "cf_test_tool_with_task", "arguments": {}});
+    let (_, asked) = post_modern(&url, "tools/call", params, asking_capabilities(), None).await;
+    let round = &asked["result"];
+    assert_eq!(round["resultType"], "input_required", "{asked}");
+    assert!(round.get("taskId").is_none(), "{asked}");
+    assert!(round["inputRequests"].get("user_name").is_some(), "{asked}");
+    // Round two: the answer; the upstream makes its task, and the client gets one at once.
+    let params = json!({
+        "name": "cf_test_tool_with_task", "arguments": {},
+        "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}},
+        "requestState": round["requestState"],
+    });
+    let (_, created) = post_modern(&url, "tools/call", params, asking_capabilities(), None).await;
+    let id = task_id(&created);
+    assert!(created["result"].get("requestState").is_none(), "{created}");
+    let done = until_done(&url, &id, None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    // The upstream's task answered (its id is in the text), not a call the gateway made a task.
+    assert!(
+        text.contains("Hello, Alice!") && text.contains("[fx-task-"),
+        "{text}"
+    );
+
+    // Without the extension: the upstream's -32021, its data naming what to declare.
+    let params = json!({"name": "cf_failing_job", "arguments": {}});
+    let (_, refused) = post_modern(&url, "tools/call", params, json!({}), None).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    let needed = &refused["error"]["data"]["requiredCapabilities"]["extensions"];
+    assert!(
+        needed.get("io.modelcontextprotocol/tasks").is_some(),
+        "{refused}"
+    );
+    // With it: the upstream's task, whose tool error ends it as completed with isError.
+    let id = task_id(&call(&url, "cf_failing_job", json!({}), None).await);
+    let done = until_done(&url, &id, None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], true, "{done}");
+
+    // Cancelling the gateway's task cancels the upstream's (the fixture counts it).
+    let slow = json!({"seconds": 60, "label": "long"});
+    let id = task_id(&call(&url, "cf_slow_compute", slow, None).await);
+    let ack = task_request(&url, "tasks/cancel", &id, None).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    assert_eq!(until_done(&url, &id, None).await["status"], "cancelled");
+    let mut seen = String::new();
+    for _ in 0..50 {
+        let count = call(&url, "cf_test_cancelled_count", json!({}), None).await;
+        seen = count["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        if seen == "1" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, "1", "the upstream's task was cancelled");
+}

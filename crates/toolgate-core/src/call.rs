@@ -148,6 +148,14 @@ pub trait ClientRelay: Send + Sync {
     fn input_required(&self, _server: &str, _tool: &str, _result: Value) -> bool {
         false
     }
+    /// The upstream refused the call for a capability this client did not declare
+    /// (-32021), with the error's `data` (`requiredCapabilities`), so the front can answer
+    /// with the same error: told before the call fails.
+    fn missing(&self, _data: Option<Value>) {}
+    /// The upstream answered the call with a task of its own (the tasks extension): the
+    /// call follows it to its end, which may take long, so the front may answer its client
+    /// with a task now.
+    fn task_made(&self) {}
 }
 
 /// What a 2026-07-28 client's request carries for its upstream call.

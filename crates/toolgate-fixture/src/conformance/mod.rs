@@ -16,18 +16,20 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams,
+    GetTaskResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
 mod mrtr;
+mod tasks;
 mod tools;
 use tools::{parse, tools};
 
@@ -45,7 +47,8 @@ pub struct ConformanceServer {
     name: String,
     /// URIs this session subscribed to: updates go only to subscribers.
     subscribed: Arc<Mutex<HashSet<String>>>,
-    /// How many `test_cancellable` calls the client cancelled (`notifications/cancelled`).
+    /// How many `test_cancellable` calls the client cancelled (`notifications/cancelled`),
+    /// and tasks it cancelled (`tasks/cancel`).
     cancelled: Arc<std::sync::atomic::AtomicUsize>,
     /// The newest revision to negotiate (`--max-protocol`), to play an old server.
     max_protocol: Option<ProtocolVersion>,
@@ -54,6 +57,8 @@ pub struct ConformanceServer {
     /// `test_toggled_tool` is listed (flipped by `test_trigger_tool_change`); shared by
     /// every session of the process, as a server's tool list is.
     toggled: Arc<std::sync::atomic::AtomicBool>,
+    /// The tasks this process made (2026-07-28 requests that declared the extension).
+    tasks: Arc<tasks::Tasks>,
 }
 
 impl ConformanceServer {
@@ -65,6 +70,7 @@ impl ConformanceServer {
             max_protocol: None,
             modern_only: false,
             toggled: Arc::default(),
+            tasks: Arc::default(),
         }
     }
 }
@@ -106,7 +112,8 @@ impl ServerHandler for ConformanceServer {
             "logging": {}, "completions": {},
             "tools": {"listChanged": true},
             "resources": {"subscribe": true, "listChanged": true},
-            "prompts": {"listChanged": true}
+            "prompts": {"listChanged": true},
+            "extensions": {(rmcp::model::TASKS_EXTENSION_ID): {}}
         }));
         ServerConfig::new(caps)
             .with_server_info(Implementation::new(&self.name, env!("CARGO_PKG_VERSION")))
@@ -138,10 +145,41 @@ impl ServerHandler for ConformanceServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(answer) = self.tasks.call(self, &request, &context).await {
+            return answer;
+        }
         if let Some(answer) = mrtr::call(&request, &context).await {
             return answer;
         }
         self.call(request, context).await.map(Into::into)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id)?;
+        // Counted with the cancelled calls: the tests see their upstream's task cancelled.
+        self.cancelled
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
     }
 
     async fn set_level(
@@ -330,6 +368,8 @@ pub async fn serve(
                 max_protocol: server.max_protocol.clone(),
                 modern_only: server.modern_only,
                 toggled: server.toggled.clone(),
+                // Tasks outlive the request (2026-07-28 has no session) that made them.
+                tasks: server.tasks.clone(),
                 ..ConformanceServer::new(server.name.clone())
             })
         },

@@ -70,6 +70,10 @@ pub(super) fn tools() -> Vec<Value> {
             "Asks the user a question during the call",
         ),
         ("multi_input", "Asks two questions at once, then answers"),
+        (
+            "test_tool_with_task",
+            "Asks the user's name, then greets them from a task (needs the tasks extension at 2026-07-28)",
+        ),
     ]
     .iter()
     .map(|(n, d)| json!({"name": n, "description": d, "inputSchema": none}))
@@ -89,7 +93,7 @@ pub(super) fn prompt_entry() -> Value {
 pub(super) const PROMPT: &str = "test_input_required_result_prompt";
 
 /// What a fixture needs next.
-enum Step {
+pub(super) enum Step {
     /// Input requests by key (each `{"method", "params"}`), and the state to echo.
     Need(Map<String, Value>, Option<String>),
     Done(String),
@@ -183,7 +187,7 @@ fn verify(state: &str) -> Result<String, ErrorData> {
 }
 
 /// The next step of fixture `name`, or `None` when `name` is not one of this module's.
-fn step(
+pub(super) fn step(
     name: &str,
     responses: &BTreeMap<String, Value>,
     state: Option<&str>,
@@ -306,6 +310,14 @@ fn step(
                 }
             }
         }
+        // The tasks scenarios' MRTR-then-task fixture: the name first, the task after.
+        "test_tool_with_task" => match accepted(responses, "user_name", "name") {
+            Some(n) => Step::Done(format!("Hello, {n}! (from a task)")),
+            None => need(
+                vec![("user_name", elicit("What is your name?", "name", "string"))],
+                None,
+            ),
+        },
         // The tasks scenarios' input fixtures: one confirmation, or two questions at once.
         "confirm_delete" => match accepted(responses, "confirm", "confirm") {
             Some(yes) => Step::Done(format!("confirm_delete {}: confirm={yes}", arg("filename"))),
@@ -385,7 +397,10 @@ fn handles(name: &str, modern: bool) -> bool {
             name.starts_with("test_input_required_result_")
                 || matches!(
                     name,
-                    "test_streaming_elicitation" | "confirm_delete" | "multi_input"
+                    "test_streaming_elicitation"
+                        | "confirm_delete"
+                        | "multi_input"
+                        | "test_tool_with_task"
                 )
         }
     }

@@ -274,8 +274,7 @@ impl Session {
         }
         // A client that declared tasks gets one for a direct call that takes its time.
         if self.surface() == Surface::Direct && tasks::declared(&context) {
-            let args = request.arguments.unwrap_or_default();
-            return tasks::call(self, &caller, request.name.into_owned(), args, &context).await;
+            return tasks::call(self, &caller, request, &context).await;
         }
         let mrtr = self.mrtr_approver(&request, &context, &caller);
         if let Some(m) = &mrtr {

@@ -32,6 +32,8 @@ pub(super) struct SessionRelay {
     modern: bool,
     /// What the call's upstream asked for that this client could not be asked.
     refused: Mutex<Option<RelayKind>>,
+    /// The `data` of the upstream's -32021 refusing the call (what it requires).
+    missing: Mutex<Option<Option<Value>>>,
     /// The gateway's own timeout ended a call of this client's.
     timed_out: AtomicBool,
     /// A 2026-07-28 request's `inputResponses` and resumed upstream state (`upstream::mrtr`).
@@ -75,6 +77,7 @@ impl SessionRelay {
             origin: context.id.clone(),
             modern: true,
             refused: Mutex::new(None),
+            missing: Mutex::new(None),
             timed_out: AtomicBool::new(false),
             mrtr: Some(mrtr),
             asked: Mutex::new(None),
@@ -87,6 +90,12 @@ impl SessionRelay {
     /// What the call's upstream asked for and this client could not be asked, if anything.
     pub(super) fn refused_kind(&self) -> Option<RelayKind> {
         *self.refused.lock().expect("refused")
+    }
+
+    /// The `data` of the upstream's -32021, when it refused the call for a capability
+    /// this client did not declare.
+    pub(super) fn missing_data(&self) -> Option<Option<Value>> {
+        self.missing.lock().expect("missing").clone()
     }
 
     /// True when the gateway's own timeout ended a call of this client's.
@@ -120,6 +129,7 @@ pub(super) fn relay_for(
         origin: context.id.clone(),
         modern: false,
         refused: Mutex::new(None),
+        missing: Mutex::new(None),
         timed_out: AtomicBool::new(false),
         mrtr: None,
         asked: Mutex::new(None),
@@ -140,6 +150,10 @@ impl ClientRelay for SessionRelay {
 
     fn timed_out(&self) {
         self.timed_out.store(true, Ordering::Relaxed);
+    }
+
+    fn missing(&self, data: Option<Value>) {
+        *self.missing.lock().expect("missing") = Some(data);
     }
 
     fn mrtr(&self) -> Option<MrtrRequest> {

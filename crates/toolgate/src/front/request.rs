@@ -142,7 +142,14 @@ pub(super) fn undeclared(
     relay: &super::relay::SessionRelay,
     context: &RequestContext<RoleServer>,
 ) -> Option<McpError> {
-    let kind = relay.refused_kind()?;
+    let Some(kind) = relay.refused_kind() else {
+        // The upstream refused the call itself for what the client did not declare (an
+        // extension, such as tasks for a tool that needs one): the same error, its data kept.
+        let data = relay.missing_data()?;
+        let message = "the tool's server needs a capability the client did not declare: declare the one in this error's data.requiredCapabilities and call again";
+        let code = rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY;
+        return Some(McpError::new(code, message, data));
+    };
     let declared = context.client_capabilities().unwrap_or_default();
     let (has, needed) = match kind {
         RelayKind::Sampling => (

@@ -26,8 +26,8 @@ use super::direct;
 use super::Session;
 use crate::policy::Caller;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult,
-    JsonObject, Task, TaskPayload, TaskStatus,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult,
+    DetailedTask, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
@@ -35,8 +35,8 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::sync::oneshot;
-use toolgate_core::call::{CallOutcome, ClientRelay, RelayKind};
+use tokio::sync::{oneshot, Notify};
+use toolgate_core::call::{CallOutcome, ClientRelay, MrtrRequest, RelayKind};
 use toolgate_core::exec::{OperationStatus, StoreError};
 use toolgate_core::principal::Principal;
 
@@ -52,26 +52,38 @@ pub(super) fn declared(context: &RequestContext<RoleServer>) -> bool {
 }
 
 /// Runs a direct-surface call as an operation; a plain answer if it ends within
-/// [`IMMEDIATE`], else a task.
+/// [`IMMEDIATE`], else a task. While the client has no answer yet, the upstream's own
+/// answer decides: its task (the extension passed on in a 2026-07-28 request's
+/// capabilities) is answered as a task at once, and its `input_required` goes back to the
+/// client as it is (MRTR), as a native server with tasks answers both.
 pub(super) async fn call(
     session: &Session,
     caller: &Caller,
-    name: String,
-    args: Map<String, Value>,
+    request: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, McpError> {
     let owner = caller.principal();
     let created = now();
+    let mrtr = super::request::modern(context)
+        .then(|| super::inputs::request_for(session.gw(), caller, &request, context))
+        .transpose()?;
     // The upstream's questions wait in the task's inbox for `tasks/update`.
     let inbox = Arc::new(Inbox::default());
-    let relay = TaskRelay {
+    let relay = Arc::new(TaskRelay {
         inbox: inbox.clone(),
         declared: context.client_capabilities().unwrap_or_default(),
         owner: owner.clone(),
-    };
+        mrtr,
+        phase: Mutex::new(Phase::Waiting),
+        made: Notify::new(),
+    });
     let mut run_caller = caller.clone();
-    run_caller.relay = Some(Arc::new(relay));
+    run_caller.relay = Some(relay.clone());
     let (run_session, mut cx) = (session.clone(), context.clone());
+    let (name, args) = (
+        request.name.into_owned(),
+        request.arguments.unwrap_or_default(),
+    );
     let closing = inbox.clone();
     let started = session.engine.store.start(&owner, move |ct, _progress| {
         // The operation's own token: the call outlives this request, and `tasks/cancel`
@@ -92,24 +104,35 @@ pub(super) async fn call(
     };
     inboxes().insert(op.clone(), inbox);
     let store = &session.engine.store;
-    match store.wait(&owner, &op, IMMEDIATE).await {
-        Ok(OperationStatus::Running { .. }) | Err(StoreError::Elsewhere { .. }) => {
-            let task = task(
-                &task_id(&op, created),
-                TaskStatus::Working,
-                created,
-                session,
-            );
-            Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    let waited = tokio::select! {
+        waited = store.wait(&owner, &op, IMMEDIATE) => Some(waited),
+        () = relay.made.notified() => None,
+    };
+    if let Some(asked) = relay.settle() {
+        inboxes().remove(&op);
+        return super::inputs::answer(session.gw(), caller, asked).map(Into::into);
+    }
+    let as_task = || {
+        let task = task(
+            &task_id(&op, created),
+            TaskStatus::Working,
+            created,
+            session,
+        );
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    };
+    match waited {
+        None | Some(Ok(OperationStatus::Running { .. }) | Err(StoreError::Elsewhere { .. })) => {
+            as_task()
         }
-        Ok(OperationStatus::Done(outcome)) => Ok(super::convert::result_from(outcome).into()),
-        Ok(OperationStatus::Failed(message)) => {
+        Some(Ok(OperationStatus::Done(outcome))) => Ok(super::convert::result_from(outcome).into()),
+        Some(Ok(OperationStatus::Failed(message))) => {
             Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into())
         }
-        Ok(OperationStatus::Cancelled) => {
+        Some(Ok(OperationStatus::Cancelled)) => {
             Ok(CallToolResult::error(vec![ContentBlock::text("the call was cancelled")]).into())
         }
-        Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        Some(Err(e)) => Err(McpError::internal_error(e.to_string(), None)),
     }
 }
 
@@ -314,12 +337,39 @@ fn asked(op: &str) -> Option<rmcp::model::InputRequests> {
 }
 
 /// A task's client as its upstream call sees it: what the upstream asks goes to the task's
-/// inbox, all of a round at once, and is answered by `tasks/update`.
+/// inbox, all of a round at once, and is answered by `tasks/update`; before the client has
+/// its answer, an upstream's `input_required` is the client's to answer (MRTR).
 struct TaskRelay {
     inbox: Arc<Inbox>,
     /// The capabilities the task's client declared: only those are asked for.
     declared: rmcp::model::ClientCapabilities,
     owner: Principal,
+    /// A 2026-07-28 request's input for its upstream (capabilities, answers, state).
+    mrtr: Option<MrtrRequest>,
+    phase: Mutex<Phase>,
+    /// Told when the upstream made the call a task of its own.
+    made: Notify,
+}
+
+/// Where the client's answer stands.
+enum Phase {
+    /// Not answered yet.
+    Waiting,
+    /// The upstream asked (`input_required`) before it was: (upstream, tool, result).
+    Asked(String, String, Value),
+    /// Answered (a task, or a plain result).
+    Answered,
+}
+
+impl TaskRelay {
+    /// The client is answered now: what the upstream asked before, if it did.
+    fn settle(&self) -> Option<(String, String, Value)> {
+        let mut phase = self.phase.lock().unwrap_or_else(PoisonError::into_inner);
+        match std::mem::replace(&mut *phase, Phase::Answered) {
+            Phase::Asked(server, tool, result) => Some((server, tool, result)),
+            _ => None,
+        }
+    }
 }
 
 impl ClientRelay for TaskRelay {
@@ -362,6 +412,23 @@ impl ClientRelay for TaskRelay {
 
     fn asks_at_once(&self) -> bool {
         true
+    }
+
+    fn mrtr(&self) -> Option<MrtrRequest> {
+        self.mrtr.clone()
+    }
+
+    fn input_required(&self, server: &str, tool: &str, result: Value) -> bool {
+        let mut phase = self.phase.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.mrtr.is_none() || !matches!(*phase, Phase::Waiting) {
+            return false;
+        }
+        *phase = Phase::Asked(server.into(), tool.into(), result);
+        true
+    }
+
+    fn task_made(&self) {
+        self.made.notify_one();
     }
 }
 

@@ -22,6 +22,7 @@ mod requests;
 mod sse;
 mod stdio;
 mod supervisor;
+mod tasks;
 
 pub use requests::{Notice, RequestOptions};
 pub(crate) use supervisor::supervise;
@@ -247,8 +248,16 @@ impl Upstream {
             let result = self
                 .round(&peer, params.clone(), meta.clone(), &opts, caller.as_ref())
                 .await?;
-            let rmcp::model::ServerResult::InputRequiredResult(asked) = result else {
-                return outcome_from(result, &name);
+            let asked = match result {
+                rmcp::model::ServerResult::InputRequiredResult(asked) => asked,
+                // The upstream made the call a task of its own: followed to its end.
+                rmcp::model::ServerResult::CreateTaskResult(created) => {
+                    if let Some(relay) = &opts.relay {
+                        relay.task_made();
+                    }
+                    return tasks::follow(self, &peer, created.task, &opts, tool, meta).await;
+                }
+                other => return outcome_from(other, &name),
             };
             let Some(relay) = &opts.relay else {
                 let why = "it needs input from the user, and no client stands behind this call (run it as a direct tool call)";
@@ -351,6 +360,7 @@ impl Upstream {
                     mrtr::missing_kinds(e.data.as_ref())
                         .into_iter()
                         .for_each(|k| relay.refused(k));
+                    relay.missing(e.data.clone());
                 }
                 // The gateway's own timeout ended the call, whatever was refused meanwhile.
                 ServiceError::Timeout { .. } => relay.timed_out(),
@@ -388,7 +398,12 @@ impl Drop for RouteGuard<'_> {
     }
 }
 
-fn map_err(e: ServiceError, config: &UpstreamConfig, tool: &str, timeout: Duration) -> CallError {
+pub(crate) fn map_err(
+    e: ServiceError,
+    config: &UpstreamConfig,
+    tool: &str,
+    timeout: Duration,
+) -> CallError {
     let server = config.name.as_str();
     match e {
         ServiceError::Timeout { .. } => CallError::Timeout {
@@ -416,7 +431,10 @@ fn map_err(e: ServiceError, config: &UpstreamConfig, tool: &str, timeout: Durati
     }
 }
 
-fn outcome_from(result: rmcp::model::ServerResult, server: &str) -> Result<CallOutcome, CallError> {
+pub(crate) fn outcome_from(
+    result: rmcp::model::ServerResult,
+    server: &str,
+) -> Result<CallOutcome, CallError> {
     use rmcp::model::ServerResult;
     let r = match result {
         ServerResult::CallToolResult(r) => r,
