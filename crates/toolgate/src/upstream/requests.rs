@@ -32,6 +32,10 @@ use tokio::sync::broadcast;
 use toolgate_core::call::{ClientRelay, RelayKind};
 use toolgate_core::principal::Principal;
 
+/// What a user-delegated upstream answers over the caller's own session (what the caller
+/// reads); the rest (lists, subscriptions, log levels) is the shared connection's.
+const CALLERS_OWN: [&str; 3] = ["resources/read", "prompts/get", "completion/complete"];
+
 /// A notification from an upstream that is not tied to a call in flight.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
@@ -285,7 +289,7 @@ impl Upstream {
         let name = self.name().to_string();
         // A user-delegated upstream answers what is the caller's over the caller's session.
         let (line, _lease) = match &self.delegated {
-            Some(d) if !method.ends_with("/list") => {
+            Some(d) if CALLERS_OWN.contains(&method) => {
                 let (line, lease) = self.delegated_line(d, opts.on_behalf.as_ref()).await?;
                 (Some(line), Some(lease))
             }
