@@ -54,6 +54,8 @@ class Provider:
     port None: the server picks one (no race); it is then kept across restarts.
     opaque_resources: resources whose access tokens are opaque (introspection only).
     env: the process environment (pass `work.env()` so the leftover check covers it).
+    exchange_resources: resources the client `gateway` may exchange a user's token for (RFC 8693),
+    each token living exchange_ttl seconds; exchange_deny: subjects whose exchange is refused.
     log_path: stdout+stderr of the server (default state_dir/provider.log, appended to).
     """
 
@@ -61,7 +63,8 @@ class Provider:
                  port: int | None = None, resources: Sequence[str] = (), kid: str = "k1",
                  access_ttl: int = 300, opaque_resources: Sequence[str] = (),
                  peers: str | os.PathLike | None = None, env: dict[str, str] | None = None,
-                 log_path: str | os.PathLike | None = None):
+                 log_path: str | os.PathLike | None = None, exchange_resources: Sequence[str] = (),
+                 exchange_ttl: int = 300, exchange_deny: Sequence[str] = ()):
         self.node = str(node)
         self.repo = Path(repo)
         self.state_dir = Path(state_dir)
@@ -73,6 +76,9 @@ class Provider:
         peers_dir = peers or os.environ.get("TOOLGATE_PEERS") or self.repo / ".peers"
         self.node_modules = (self.repo / peers_dir).resolve() / "node_modules"
         self.env = env
+        self.exchange_resources = list(exchange_resources)
+        self.exchange_ttl = exchange_ttl
+        self.exchange_deny = list(exchange_deny)
         self.log_path = Path(log_path) if log_path else self.state_dir / "provider.log"
         self.issuer = ""
         self.proc: subprocess.Popen | None = None
@@ -85,7 +91,11 @@ class Provider:
             cmd += ["--resource", r]
         for r in self.opaque_resources:
             cmd += ["--opaque-resource", r]
-        return cmd
+        for r in self.exchange_resources:
+            cmd += ["--exchange-resource", r]
+        for s in self.exchange_deny:
+            cmd += ["--exchange-deny", s]
+        return cmd + ["--exchange-ttl", str(self.exchange_ttl)]
 
     def start(self) -> "Provider":
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -223,6 +233,11 @@ def client_credentials_token(issuer: str, client_id: str, secret: str, resource:
     """An access token for `resource` (a JWT, aud = resource, sub = client_id). scope None sends
     none, and the token then carries no `scope` claim; ask e.g. for ALL_SCOPES."""
     return client_credentials(issuer, client_id, secret, resource, scope)["access_token"]
+
+
+def exchanges(issuer: str) -> dict:
+    """The token exchanges the server made: {"count": n, "subjects": {sub: n}}."""
+    return _json(f"{issuer}/test/exchanges")
 
 
 def introspect(issuer: str, token: str, client_id: str = "gateway", secret: str = "gateway-secret") -> dict:

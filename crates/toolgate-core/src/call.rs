@@ -78,6 +78,72 @@ pub struct CallOptions {
     pub cancel: Option<CancellationToken>,
     /// Where the upstream's sampling, elicitation and roots requests go during the call.
     pub relay: Option<Arc<dyn ClientRelay>>,
+    /// Whom the call acts for, for an upstream that acts for each caller (token exchange,
+    /// RFC 8693): set by the gate from the caller's grant; others ignore it.
+    pub on_behalf: Option<OnBehalf>,
+}
+
+/// The caller a call acts for, as a user-delegated upstream needs it: the principal and the
+/// access token the front validated, which such an upstream exchanges for one of its own
+/// (the token itself is never sent to an upstream). The upstream notes in `exchange` how
+/// it got its token for the call, for the audit record.
+#[derive(Debug, Clone)]
+pub struct OnBehalf {
+    pub principal: crate::principal::Principal,
+    /// `None`: the caller presented no access token (an API key, stdio, the local identity).
+    pub token: Option<AccessToken>,
+    pub exchange: Arc<std::sync::OnceLock<Exchange>>,
+}
+
+impl OnBehalf {
+    pub fn new(principal: crate::principal::Principal, token: Option<AccessToken>) -> Self {
+        Self {
+            principal,
+            token,
+            exchange: Arc::default(),
+        }
+    }
+}
+
+/// How a user-delegated upstream got its token for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exchange {
+    /// The caller's token was exchanged for this call.
+    New,
+    /// A token exchanged earlier for the same principal, still valid, was used.
+    Cached,
+}
+
+impl Exchange {
+    /// The audit record's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::New => "exchanged",
+            Self::Cached => "exchanged_cached",
+        }
+    }
+}
+
+/// A caller's access token as the front validated it. Never printed: its `Debug` says only
+/// that there is one.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessToken(Arc<str>);
+
+impl AccessToken {
+    pub fn new(token: &str) -> Self {
+        Self(token.into())
+    }
+
+    /// The token itself, for the one request that may carry it (the exchange).
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessToken(..)")
+    }
 }
 
 /// Progress of one upstream call, as toolgate passes it on.

@@ -4,6 +4,7 @@
 //
 //   node tests/peers/servers/oidc_provider.mjs --port P --state-dir DIR
 //        [--resource URL]... [--opaque-resource URL]... [--kid KID] [--access-ttl SECONDS]
+//        [--exchange-resource URL]... [--exchange-ttl SECONDS] [--exchange-deny SUB]...
 //        [--node-modules DIR]
 //
 // - Listens on 127.0.0.1:P only (P may be 0: the issuer then names the port it got).
@@ -23,6 +24,14 @@
 // - Users: alice → groups [admins], bob → [readers], anyone else → [] (any login_hint works).
 // - Introspection (/token/introspection) answers for opaque tokens (oidc-provider) and for
 //   this server's JWT access tokens too (verified here; oidc-provider refuses JWTs).
+// - Token exchange (RFC 8693, grant_type urn:ietf:params:oauth:grant-type:token-exchange at
+//   /token; oidc-provider has none built in): the client `gateway` (HTTP Basic) presents a
+//   user's JWT access token from this server as subject_token (subject_token_type
+//   access_token) and asks for a --exchange-resource; it gets an RS256 JWT for that resource
+//   with the user's sub and groups, the requested scope, act {sub: gateway}, expiring after
+//   --exchange-ttl (default 300). Subjects named by --exchange-deny get invalid_grant; any
+//   other client unauthorized_client; another resource invalid_target. GET /test/exchanges
+//   counts the exchanges made, by subject ({"count": n, "subjects": {sub: n}}).
 // The node_modules holding oidc-provider: --node-modules, else $TOOLGATE_PEERS/node_modules,
 // else <repo>/.peers/node_modules.
 
@@ -44,6 +53,9 @@ const { values: args } = parseArgs({
     'opaque-resource': { type: 'string', multiple: true, default: [] },
     kid: { type: 'string', default: 'k1' },
     'access-ttl': { type: 'string', default: '300' },
+    'exchange-resource': { type: 'string', multiple: true, default: [] },
+    'exchange-ttl': { type: 'string', default: '300' },
+    'exchange-deny': { type: 'string', multiple: true, default: [] },
     'node-modules': { type: 'string' },
   },
 });
@@ -266,6 +278,66 @@ provider.use(async (ctx, next) => {
   } catch {
     ctx.body = { active: false };
   }
+});
+
+// Token exchange (RFC 8693), for the client `gateway` only; see the header.
+const EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const EXCHANGE_TTL = Number.parseInt(args['exchange-ttl'], 10);
+const exchanges = { count: 0, subjects: {} };
+provider.use(async (ctx, next) => {
+  if (ctx.method === 'GET' && ctx.path === '/test/exchanges') {
+    ctx.body = exchanges;
+    return;
+  }
+  if (ctx.method !== 'POST' || ctx.path !== '/token' || !ctx.is('application/x-www-form-urlencoded')) return next();
+  const raw = await new Promise((resolve, reject) => {
+    const chunks = [];
+    ctx.req.on('data', (c) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+  });
+  const form = new URLSearchParams(raw.toString());
+  if (form.get('grant_type') !== EXCHANGE_GRANT) {
+    ctx.req.body = raw; // oidc-provider reads an already-read body from req.body
+    return next();
+  }
+  ctx.set('Cache-Control', 'no-store');
+  const refuse = (status, error, description) => {
+    console.error(`oidc_provider: token exchange refused: ${error} ${description}`);
+    ctx.status = status;
+    ctx.body = { error, error_description: description };
+  };
+  const basic = /^Basic (.+)$/i.exec(ctx.get('authorization'));
+  const [id, secret] = basic ? Buffer.from(basic[1], 'base64').toString().split(':').map(decodeURIComponent) : [];
+  const client = id && await provider.Client.find(id);
+  if (!client || !client.clientSecret || !secret
+      || !crypto.timingSafeEqual(crypto.createHash('sha256').update(secret).digest(),
+        crypto.createHash('sha256').update(client.clientSecret).digest())) {
+    return refuse(401, 'invalid_client', 'client authentication failed');
+  }
+  if (client.clientId !== 'gateway') return refuse(400, 'unauthorized_client', `${client.clientId} may not exchange tokens`);
+  if (form.get('subject_token_type') !== ACCESS_TOKEN_TYPE) return refuse(400, 'invalid_request', 'subject_token_type must be an access token');
+  const resource = form.get('resource');
+  if (!args['exchange-resource'].includes(resource)) return refuse(400, 'invalid_target', `no exchange for resource ${resource}`);
+  let subject;
+  try {
+    ({ payload: subject } = await jose.jwtVerify(form.get('subject_token') || '', publicKey, { issuer: ISSUER, algorithms: ['RS256'], typ: 'at+jwt' }));
+  } catch (e) {
+    return refuse(400, 'invalid_grant', `the subject_token is not valid (${e.code || e.message})`);
+  }
+  if (!subject.sub || subject.aud === resource) return refuse(400, 'invalid_grant', 'the subject_token is not a user token for another resource');
+  if (args['exchange-deny'].includes(subject.sub)) return refuse(400, 'invalid_grant', `${subject.sub} may not be represented at ${resource}`);
+  const now = Math.floor(Date.now() / 1000);
+  const scope = form.get('scope') || subject.scope;
+  const token = await new jose.SignJWT({
+    client_id: client.clientId, ...(scope ? { scope } : {}), groups: USER_GROUPS[subject.sub] ?? [], act: { sub: client.clientId },
+  })
+    .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: args.kid })
+    .setIssuer(ISSUER).setSubject(subject.sub).setAudience(resource)
+    .setIssuedAt(now).setExpirationTime(now + EXCHANGE_TTL).setJti(crypto.randomUUID())
+    .sign(privateKey);
+  exchanges.count += 1;
+  exchanges.subjects[subject.sub] = (exchanges.subjects[subject.sub] ?? 0) + 1;
+  ctx.body = { access_token: token, issued_token_type: ACCESS_TOKEN_TYPE, token_type: 'Bearer', expires_in: EXCHANGE_TTL, ...(scope ? { scope } : {}) };
 });
 
 // Why a request was refused goes to stderr (the test's log).

@@ -275,3 +275,37 @@ fn worker_threads_is_read_and_zero_is_refused() {
     assert!(text.contains("gateway.worker_threads = 0"), "{text}");
     assert!(text.contains("write 1 or more"), "{text}");
 }
+
+#[test]
+fn a_token_exchange_upstream_takes_its_client_audience_and_refuses_what_does_not_fit() {
+    let base = "[upstreams.t]\nurl = \"https://t.example.com/mcp\"\n[upstreams.t.oauth]\n";
+    let ok = format!("{base}grant = \"token_exchange\"\nissuer = \"https://idp\"\nclient_id = \"gw\"\nclient_secret = \"s\"\nscopes = [\"t:read\"]\naudience = \"tickets\"\n");
+    let c = parse(&ok).unwrap();
+    let Transport::Http { oauth: Some(o), .. } = &c.upstreams["t"].transport else {
+        panic!("an HTTP upstream with oauth");
+    };
+    assert_eq!(o.grant, upstream::OAuthGrant::TokenExchange);
+    assert_eq!(o.audience.as_deref(), Some("tickets"));
+    assert_eq!(o.resource, "https://t.example.com/mcp");
+    assert!(!format!("{o:?}").contains("\"s\""), "no secret in Debug");
+    // The gateway's client is needed: it makes the exchange and lists the tools.
+    let no_client = format!("{base}grant = \"token_exchange\"\nissuer = \"https://idp\"\n");
+    let e = format!("{:#}", parse(&no_client).unwrap_err());
+    assert!(e.contains("needs `client_id` and `client_secret`"), "{e}");
+    // `audience` belongs to token exchange only; unknown keys are refused.
+    let stray = format!("{base}issuer = \"https://idp\"\nclient_id = \"gw\"\nclient_secret = \"s\"\naudience = \"x\"\n");
+    let e = format!("{:#}", parse(&stray).unwrap_err());
+    assert!(
+        e.contains("audience applies to grant = \"token_exchange\""),
+        "{e}"
+    );
+    let unknown = format!("{ok}subject_token_type = \"jwt\"\n");
+    assert!(format!("{:#}", parse(&unknown).unwrap_err()).contains("subject_token_type"));
+    // Each caller gets a session of its own: Streamable HTTP only.
+    let sse = ok.replace("/mcp\"\n", "/mcp\"\ntransport = \"sse\"\n");
+    let e = format!("{:#}", parse(&sse).unwrap_err());
+    assert!(e.contains("needs a Streamable HTTP server"), "{e}");
+    let bad = format!("{base}grant = \"exchange\"\n");
+    let e = format!("{:#}", parse(&bad).unwrap_err());
+    assert!(e.contains("\"token_exchange\""), "{e}");
+}

@@ -56,6 +56,9 @@ pub struct RawUpstream {
 /// # resource = "https://tickets.example.com/mcp" # RFC 8707 (default: the upstream's url)
 /// # grant = "authorization_code"  # an operator logs in once: `toolgate auth login tickets`
 /// #                               # (issuer and client then optional: discovered, registered)
+/// # grant = "token_exchange"      # each caller's access token exchanged (RFC 8693) for one
+/// #                               # of this server, which then sees the caller, not the gateway
+/// # audience = "tickets"          # token_exchange only: RFC 8693 `audience` to ask for
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,6 +71,9 @@ pub struct RawUpstreamOAuth {
     #[serde(default)]
     pub scopes: Vec<String>,
     pub resource: Option<String>,
+    /// `grant = "token_exchange"` only: the RFC 8693 `audience` asked for (a logical name
+    /// of the upstream at the issuer, beside or instead of the `resource` URL).
+    pub audience: Option<String>,
 }
 
 impl RawUpstreamOAuth {
@@ -76,10 +82,14 @@ impl RawUpstreamOAuth {
         let grant = match self.grant.as_deref() {
             None | Some("client_credentials") => OAuthGrant::ClientCredentials,
             Some("authorization_code") => OAuthGrant::AuthorizationCode,
+            Some("token_exchange") => OAuthGrant::TokenExchange,
             Some(other) => bail!(
-                "{f}: {key}.grant = {other:?}: use \"client_credentials\" (the gateway's own client) or \"authorization_code\" (an operator logs in once with `toolgate auth login`)"
+                "{f}: {key}.grant = {other:?}: use \"client_credentials\" (the gateway's own client), \"authorization_code\" (an operator logs in once with `toolgate auth login`) or \"token_exchange\" (each caller's access token exchanged for one of this server, RFC 8693)"
             ),
         };
+        if self.audience.is_some() && grant != OAuthGrant::TokenExchange {
+            bail!("{f}: {key}.audience applies to grant = \"token_exchange\" only (for the other grants the token's audience is `resource`)");
+        }
         let endpoint = match (self.issuer, self.token_url) {
             (Some(_), Some(_)) => bail!(
                 "{f}: {key} has both `issuer` and `token_url`: keep one (the token endpoint is discovered from the issuer)"
@@ -99,7 +109,7 @@ impl RawUpstreamOAuth {
             Some(s) => Some(substitute(&s, file, &format!("{key}.client_secret"))?),
             None => None,
         };
-        if grant == OAuthGrant::ClientCredentials
+        if grant != OAuthGrant::AuthorizationCode
             && (client_id.is_none() || client_secret.is_none())
         {
             bail!("{f}: {key} needs `client_id` and `client_secret`: the client the authorization server registered for the gateway");
@@ -117,6 +127,10 @@ impl RawUpstreamOAuth {
                 Some(r) => substitute(&r, file, &format!("{key}.resource"))?,
                 None => url.to_string(),
             },
+            audience: match self.audience {
+                Some(a) => Some(substitute(&a, file, &format!("{key}.audience"))?),
+                None => None,
+            },
         })
     }
 }
@@ -128,6 +142,9 @@ pub enum OAuthGrant {
     ClientCredentials,
     /// From an operator's login (`toolgate auth login NAME`), refreshed by the gateway.
     AuthorizationCode,
+    /// Each caller's access token exchanged for one of the upstream (RFC 8693): the upstream
+    /// sees the caller. The gateway's own client (client credentials) lists the tools.
+    TokenExchange,
 }
 
 /// Where an upstream's token comes from.
@@ -150,6 +167,8 @@ pub struct UpstreamOAuth {
     pub scopes: Vec<String>,
     /// The resource indicator asked for (RFC 8707): the token's audience.
     pub resource: String,
+    /// `grant = "token_exchange"`: the RFC 8693 `audience` asked for, if any.
+    pub audience: Option<String>,
 }
 
 impl std::fmt::Debug for UpstreamOAuth {
@@ -160,6 +179,7 @@ impl std::fmt::Debug for UpstreamOAuth {
             .field("client_id", &self.client_id)
             .field("scopes", &self.scopes)
             .field("resource", &self.resource)
+            .field("audience", &self.audience)
             .finish_non_exhaustive()
     }
 }
@@ -297,7 +317,11 @@ impl RawUpstream {
                         if headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
                             bail!("{}: {key} has both `oauth` and an Authorization header: keep one", file.display());
                         }
-                        Some(o.validate(&url, file, &format!("{key}.oauth"))?)
+                        let o = o.validate(&url, file, &format!("{key}.oauth"))?;
+                        if o.grant == OAuthGrant::TokenExchange && style == HttpStyle::Sse {
+                            bail!("{}: {key}.oauth.grant = \"token_exchange\" needs a Streamable HTTP server (each caller gets a session of its own): leave `transport` out or set \"streamable-http\"", file.display());
+                        }
+                        Some(o)
                     }
                     None => None,
                 };

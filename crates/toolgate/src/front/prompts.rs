@@ -152,6 +152,7 @@ pub(super) async fn get(
     for _ in 0..mrtr::MAX_ROUNDS {
         let opts = RequestOptions {
             relay: Some(relay.clone()),
+            on_behalf: Some(caller.on_behalf()),
             ..Default::default()
         };
         let v = up
@@ -225,7 +226,14 @@ pub(super) async fn complete(
         return Ok(CompleteResult::default());
     };
     let v = up
-        .request("completion/complete", params, RequestOptions::default())
+        .request(
+            "completion/complete",
+            params,
+            RequestOptions {
+                on_behalf: Some(caller.on_behalf()),
+                ..Default::default()
+            },
+        )
         .await
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
     typed(v)

@@ -330,6 +330,7 @@ pub(super) async fn read(
         try_owner(caller, METHOD, up.name(), exposed)?;
         let opts = RequestOptions {
             relay: Some(relay_for(context, caller.principal())),
+            on_behalf: Some(caller.on_behalf()),
             ..Default::default()
         };
         match up

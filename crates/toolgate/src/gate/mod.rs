@@ -76,6 +76,8 @@ pub struct Admitted {
     since: std::time::Instant,
     /// The span the call was admitted in: the parent of its `upstream` span.
     parent: Span,
+    /// Whom the call acts for, when its upstream acts for each caller (token exchange).
+    on_behalf: Option<toolgate_core::call::OnBehalf>,
 }
 
 /// Judges one call (see the module's list for the order). `arguments` is the one value
@@ -178,6 +180,9 @@ async fn checks(
         arguments,
         since,
         parent,
+        on_behalf: (engine.gw.upstream(&tool.id.server))
+            .is_some_and(|u| u.acts_for_callers())
+            .then(|| caller.on_behalf()),
     })
 }
 
@@ -220,7 +225,9 @@ fn validate(
 
 impl Admitted {
     /// Calls the upstream with the admitted arguments, and audits how it went.
-    pub async fn run(self, opts: CallOptions) -> Result<CallOutcome, CallError> {
+    pub async fn run(mut self, mut opts: CallOptions) -> Result<CallOutcome, CallError> {
+        let exchanged = (self.on_behalf.as_ref()).map(|o| o.exchange.clone());
+        opts.on_behalf = self.on_behalf.take();
         let (gw, since) = (&self.gw, self.since);
         let span = tracing::info_span!(
             parent: &self.parent,
@@ -231,6 +238,9 @@ impl Admitted {
         );
         let call = gw.call_as(self.surface, since, &self.tool, self.arguments, opts);
         let result = call.instrument(span.clone()).await;
+        if let Some(how) = exchanged.as_ref().and_then(|e| e.get()) {
+            self.permit.note_exchange(*how);
+        }
         self.permit.finish(&result);
         let (outcome, word) = match &result {
             Ok(o) if o.is_error => (Outcome::ToolError, "tool_error"),

@@ -256,6 +256,7 @@ impl RawPolicy {
                     profile: k.profile,
                     subject: None,
                     expires: None,
+                    token: None,
                 }),
             });
         }

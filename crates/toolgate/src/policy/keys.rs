@@ -38,6 +38,9 @@ pub struct Grant {
     pub subject: Option<toolgate_core::principal::Principal>,
     /// For an access token: when it expires (a request after that is refused with 401).
     pub expires: Option<std::time::SystemTime>,
+    /// For an access token: the token itself, kept only for an upstream that exchanges it
+    /// for one of its own (RFC 8693, `grant = "token_exchange"`); never sent as is.
+    pub token: Option<toolgate_core::call::AccessToken>,
 }
 
 impl Grant {
@@ -51,6 +54,7 @@ impl Grant {
             profile: None,
             subject: None,
             expires: None,
+            token: None,
         })
     }
 
@@ -64,6 +68,7 @@ impl Grant {
             profile: None,
             subject: None,
             expires: None,
+            token: None,
         })
     }
 
@@ -265,6 +270,7 @@ mod tests {
                 profile: None,
                 subject: None,
                 expires: None,
+                token: None,
             }),
         }
     }

@@ -119,6 +119,12 @@ impl Caller {
 
     /// Who this request acts for, and so who owns the handles it makes: the configured
     /// API key it presented, else the gateway's local identity (see [`Principal`]).
+    /// Whom this caller's upstream requests act for, with the access token it presented
+    /// (a user-delegated upstream exchanges it; no other upstream reads it).
+    pub fn on_behalf(&self) -> toolgate_core::call::OnBehalf {
+        toolgate_core::call::OnBehalf::new(self.principal(), self.grant.token.clone())
+    }
+
     pub fn principal(&self) -> Principal {
         if let Some(subject) = &self.grant.subject {
             return subject.clone();
@@ -443,6 +449,7 @@ impl Policy {
                 result_tokens: None,
                 code: Some(RefusalKind::NotVisible.code()),
                 run: caller.run.as_deref(),
+                upstream_token: None,
             },
             false,
         );

@@ -36,6 +36,8 @@ pub struct Permit {
     /// The `start` record is written and no `end` yet: dropped so, the call was abandoned
     /// (see `Drop`).
     open: bool,
+    /// How a user-delegated upstream got its token for the call (`note_exchange`).
+    upstream_token: Option<&'static str>,
 }
 
 impl Permit {
@@ -74,7 +76,14 @@ impl Permit {
             started: Instant::now(),
             run: caller.run.clone(),
             open: false,
+            upstream_token: None,
         }
+    }
+
+    /// The upstream acts for the caller and exchanged (or reused) a token for this call:
+    /// the `end` record says so.
+    pub fn note_exchange(&mut self, how: toolgate_core::call::Exchange) {
+        self.upstream_token = Some(how.as_str());
     }
 
     /// Audits a refusal (synced: it must be on disk before the answer) and returns it.
@@ -226,6 +235,7 @@ impl Permit {
                 result_tokens,
                 code,
                 run: self.run.as_deref(),
+                upstream_token: phase.filter(|p| *p == "end").and(self.upstream_token),
             },
             verdict != Verdict::Allowed || self.tier == Tier::Destructive,
         )

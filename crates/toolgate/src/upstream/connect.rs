@@ -341,6 +341,83 @@ async fn open_streamable(
     }
 }
 
+/// A caller's own session with a user-delegated upstream (`delegated.rs`): Streamable HTTP
+/// with the caller's exchanged token (`token`), in the era the shared connection agreed, its
+/// progress and relay its own; no tools listed (the shared connection does that), and its
+/// `list_changed` notices dropped (the shared connection sees them too).
+pub(crate) async fn open_delegated(
+    up: &Upstream,
+    token: Arc<super::oauth::TokenSource>,
+    progress: super::client::ProgressRoutes,
+    relay: Arc<super::requests::Relay>,
+) -> Result<RunningService<RoleClient, UpstreamClient>, String> {
+    let Transport::Http { url, headers, .. } = &up.config.transport else {
+        return Err("only an HTTP upstream acts for each caller".into());
+    };
+    let lifecycle = match up.protocol().as_deref() {
+        Some("2026-07-28") => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+        _ => ClientLifecycleMode::Initialize,
+    };
+    let (events, _) = mpsc::channel(1);
+    let handler = UpstreamClient {
+        name: up.name().into(),
+        events,
+        flood: Arc::new(super::flood::Floodgate::new(
+            up.name().into(),
+            relay.clone(),
+        )),
+        progress,
+        relay,
+    };
+    let mut custom = HashMap::new();
+    for (k, v) in headers {
+        let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| e.to_string())?;
+        custom.insert(
+            name,
+            http::HeaderValue::from_str(v).map_err(|e| e.to_string())?,
+        );
+    }
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+    let refused: Arc<std::sync::atomic::AtomicBool> = Default::default();
+    let mut retry = FixedInterval::default();
+    retry.max_times = Some(3);
+    config.retry_config = Arc::new(super::oversize::Reconnect {
+        tries: retry,
+        refused: refused.clone(),
+    });
+    config.max_sse_event_size = up.config.max_message_bytes;
+    config.max_json_response_size = up.config.max_message_bytes;
+    let (challenge, token_failure) = (Arc::default(), Arc::default());
+    let client = super::oversize::MeasuredClient {
+        inner: http_client()?,
+        oversized: up.oversized.clone(),
+        refused,
+        token: Some(token),
+        challenge: Arc::clone(&challenge),
+        token_failure: Arc::clone(&token_failure),
+    };
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let step = step_name(&lifecycle);
+    handler
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .map_err(|e| {
+            let no_token = token_failure.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let challenge = challenge.lock().unwrap_or_else(|p| p.into_inner()).take();
+            match (no_token, challenge) {
+                (Some(why), _) => why,
+                (None, Some(c)) => format!(
+                    "{url} refused the exchanged token at {step} (401, WWW-Authenticate: {c}): check upstreams.{}.oauth's resource, audience and scopes",
+                    up.name()
+                ),
+                (None, None) => format!("{step} at {url} failed: {}", plain_error(&e)),
+            }
+        })
+}
+
 /// Opens a legacy HTTP+SSE session's event stream (`upstream::sse`) and notes that the
 /// server speaks it, so a reconnect goes there first.
 async fn open_sse(

@@ -9,7 +9,9 @@
 mod child;
 mod client;
 mod connect;
+mod delegated;
 pub mod environment;
+pub mod exchange;
 mod flood;
 mod lines;
 mod listing;
@@ -94,6 +96,9 @@ pub struct Upstream {
     refused: Arc<std::sync::atomic::AtomicBool>,
     /// HTTP with `[upstreams.NAME.oauth]`: the gateway's own access token for the server.
     token: Option<Arc<oauth::TokenSource>>,
+    /// `grant = "token_exchange"`: each caller's own session, with a token exchanged from
+    /// the caller's (calls go there; the shared connection lists the tools).
+    delegated: Option<delegated::Delegated>,
     /// HTTP: the `WWW-Authenticate` of the server's last 401, for the connection error.
     challenge: Arc<Mutex<Option<String>>>,
     /// HTTP: why the last request had no token to send (`[upstreams.NAME.oauth]`).
@@ -142,12 +147,26 @@ impl Upstream {
                 }
                 _ => None,
             },
+            delegated: match &config.transport {
+                crate::config::Transport::Http { oauth: Some(o), .. }
+                    if o.grant == crate::config::upstream::OAuthGrant::TokenExchange =>
+                {
+                    Some(delegated::Delegated::new(o.clone()))
+                }
+                _ => None,
+            },
             config,
         })
     }
 
     pub fn name(&self) -> &str {
         &self.config.name
+    }
+
+    /// True for a user-delegated upstream (`grant = "token_exchange"`): its calls act for
+    /// the caller, over the caller's own session.
+    pub fn acts_for_callers(&self) -> bool {
+        self.delegated.is_some()
     }
 
     /// The state store where `toolgate auth login` keeps this upstream's tokens.
@@ -204,24 +223,20 @@ impl Upstream {
         opts: CallOptions,
     ) -> Result<CallOutcome, CallError> {
         let name = self.name().to_string();
-        let peer = {
-            let st = self.state.read().expect("state");
-            match (&st.peer, &st.status) {
-                (Some(p), _) => p.clone(),
-                (None, Some(s)) => {
-                    return Err(CallError::Unavailable {
-                        server: name,
-                        state: s.label().into(),
-                    })
-                }
-                (None, None) => {
-                    return Err(CallError::Unavailable {
-                        server: name,
-                        state: "starting".into(),
-                    })
-                }
+        // A user-delegated upstream: the caller's own session (held until the call ends).
+        let (line, _lease) = match &self.delegated {
+            None => (None, None),
+            Some(d) => {
+                let (line, lease) = self.delegated_line(d, opts.on_behalf.as_ref()).await?;
+                (Some(line), Some(lease))
             }
         };
+        let peer = match &line {
+            Some(l) => l.peer.clone(),
+            None => self.shared_peer()?,
+        };
+        let progress = line.as_ref().map_or(&self.progress, |l| &l.progress);
+        let relay = line.as_ref().map_or(&self.relay, |l| &l.relay);
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = Some(arguments);
         let mut meta = None;
@@ -243,10 +258,17 @@ impl Upstream {
                 meta
             });
         }
-        let caller = self.relay.register(opts.relay.clone());
+        let caller = relay.register(opts.relay.clone());
         for _ in 0..mrtr::MAX_ROUNDS {
             let result = self
-                .round(&peer, params.clone(), meta.clone(), &opts, caller.as_ref())
+                .round(
+                    &peer,
+                    progress,
+                    params.clone(),
+                    meta.clone(),
+                    &opts,
+                    caller.as_ref(),
+                )
                 .await?;
             let asked = match result {
                 rmcp::model::ServerResult::InputRequiredResult(asked) => asked,
@@ -287,10 +309,77 @@ impl Upstream {
         })
     }
 
+    /// The shared connection's peer, or why there is none.
+    fn shared_peer(&self) -> Result<Peer<RoleClient>, CallError> {
+        let st = self.state.read().expect("state");
+        match (&st.peer, &st.status) {
+            (Some(p), _) => Ok(p.clone()),
+            (None, status) => Err(CallError::Unavailable {
+                server: self.name().to_string(),
+                state: status
+                    .as_ref()
+                    .map_or("starting", UpstreamStatus::label)
+                    .into(),
+            }),
+        }
+    }
+
+    /// For a user-delegated upstream: the session of the caller `who` acts for, with a
+    /// token exchanged from their access token (now, or kept from an earlier exchange).
+    /// A caller without an access token, or whose exchange the issuer refuses, is refused.
+    async fn delegated_line(
+        &self,
+        pool: &delegated::Delegated,
+        who: Option<&toolgate_core::call::OnBehalf>,
+    ) -> Result<(delegated::Line, delegated::Lease), CallError> {
+        let server = self.name().to_string();
+        let refused = |e: exchange::ExchangeError| CallError::Other {
+            server: server.clone(),
+            message: e.to_string(),
+        };
+        // Nothing is opened for a caller while the upstream itself is down.
+        self.shared_peer()?;
+        let (who, token) = match who {
+            Some(w @ toolgate_core::call::OnBehalf { token: Some(t), .. }) => (w, t),
+            _ => {
+                let caller = who.map_or("a caller outside any session".into(), |w| {
+                    w.principal.label()
+                });
+                return Err(refused(exchange::ExchangeError::NoCallerToken { caller }));
+            }
+        };
+        let lease = pool.lease(&server, &who.principal).map_err(refused)?;
+        let how = lease.token.exchange_for(token).await.map_err(refused)?;
+        let _ = who.exchange.set(how);
+        let line = lease.line(self).await.map_err(|e| CallError::Other {
+            server: server.clone(),
+            message: format!(
+                "cannot open a session as {} (token exchange): {e}",
+                who.principal.label()
+            ),
+        })?;
+        Ok((line, lease))
+    }
+
+    /// Closes the callers' sessions idle for `idle` (a user-delegated upstream).
+    pub(crate) fn close_idle_sessions(&self, idle: Duration) {
+        if let Some(d) = &self.delegated {
+            d.close_idle(idle);
+        }
+    }
+
+    /// Closes every caller's session (the upstream's connection ended or it stops).
+    pub(crate) fn close_sessions(&self) {
+        if let Some(d) = &self.delegated {
+            d.close_all();
+        }
+    }
+
     /// One `tools/call` request: progress routed to the caller, cancellation passed on.
     async fn round(
         &self,
         peer: &Peer<RoleClient>,
+        progress: &ProgressRoutes,
         params: CallToolRequestParams,
         meta: Option<rmcp::model::RequestMetaObject>,
         opts: &CallOptions,
@@ -316,11 +405,8 @@ impl Upstream {
         // (notifications that beat this registration are held for it, see ProgressTable).
         let route = opts.progress.clone().map(|tx| {
             let key = token_key(&handle.progress_token);
-            self.progress
-                .lock()
-                .expect("progress")
-                .insert(key.clone(), tx);
-            RouteGuard(&self.progress, key)
+            progress.lock().expect("progress").insert(key.clone(), tx);
+            RouteGuard(progress, key)
         });
         let cancel = opts.cancel.clone().unwrap_or_default();
         let request_id = handle.id.clone();

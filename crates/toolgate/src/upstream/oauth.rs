@@ -6,13 +6,19 @@
 //! tokens, sealed in the state store, and refreshes them. The token is kept and asked for
 //! again shortly before it expires, or at once when the server answers 401. It is the
 //! gateway's own identity at the server: a caller's token is never passed on (the MCP
-//! authorization spec forbids token passthrough).
+//! authorization spec forbids token passthrough). For a user-delegated server
+//! (`grant = "token_exchange"`) each caller's session has a source of its own
+//! ([`TokenSource::delegated`]) that exchanges the caller's token for one of the server
+//! (`exchange.rs`, RFC 8693) and keeps it the same way; the shared connection, which lists
+//! the tools, is the gateway's client (client credentials).
 
 use crate::config::upstream::{OAuthGrant, TokenEndpoint, UpstreamOAuth};
 use crate::policy::oauth::keys::{discover, reqwest_reason, ServerMetadata};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+use toolgate_core::call::{AccessToken, Exchange};
+use toolgate_core::principal::Principal;
 use toolgate_core::store::{Kind, Lookup, Record, Store};
 
 /// A token is asked for again this long before the server would refuse it.
@@ -30,6 +36,9 @@ pub(crate) struct TokenSource {
     cached: tokio::sync::Mutex<Option<Cached>>,
     /// Where `toolgate auth login` left the tokens (set once the gateway has its store).
     store: OnceLock<Arc<dyn Store>>,
+    /// A caller's session of a token-exchange upstream: whom it acts for, and the caller's
+    /// latest access token (the next exchange presents it). `None`: the gateway's own.
+    delegate: Option<(Principal, std::sync::Mutex<Option<AccessToken>>)>,
 }
 
 struct Cached {
@@ -69,7 +78,70 @@ impl TokenSource {
             http: client(),
             cached: tokio::sync::Mutex::new(None),
             store: OnceLock::new(),
+            delegate: None,
         }
+    }
+
+    /// The source of one caller's session of a token-exchange upstream: every token it
+    /// gives is exchanged from that caller's access token.
+    pub(crate) fn delegated(upstream: &str, config: UpstreamOAuth, principal: Principal) -> Self {
+        Self {
+            delegate: Some((principal, std::sync::Mutex::new(None))),
+            ..Self::new(upstream, config)
+        }
+    }
+
+    /// For a caller's session: makes sure a token exchanged from the caller's access token
+    /// is at hand for the call about to be made (`token`, the one this call presented, is
+    /// what the next exchange uses). Says whether it was exchanged now or kept from before.
+    pub(crate) async fn exchange_for(
+        &self,
+        token: &AccessToken,
+    ) -> Result<Exchange, super::exchange::ExchangeError> {
+        let Some((who, subject)) = &self.delegate else {
+            unreachable!("exchange_for is asked of a caller's session's source only")
+        };
+        *subject.lock().unwrap_or_else(|e| e.into_inner()) = Some(token.clone());
+        let mut cached = self.cached.lock().await;
+        if let Some(c) = &*cached {
+            if Instant::now() < c.renew_at {
+                return Ok(Exchange::Cached);
+            }
+        }
+        let fresh = self.exchanged(who, token).await?;
+        *cached = Some(fresh);
+        tracing::info!(upstream = %self.upstream, principal = %who, "exchanged the caller's access token for one of the upstream (RFC 8693)");
+        Ok(Exchange::New)
+    }
+
+    /// One exchange of `token`, the access token of `who`.
+    async fn exchanged(
+        &self,
+        who: &Principal,
+        token: &AccessToken,
+    ) -> Result<Cached, super::exchange::ExchangeError> {
+        use super::exchange::{exchange, ExchangeError, Request};
+        let endpoint = self
+            .token_url()
+            .await
+            .map_err(|reason| ExchangeError::Failed {
+                caller: who.label(),
+                endpoint: "the token endpoint".into(),
+                reason,
+            })?;
+        let request = Request {
+            endpoint: &endpoint,
+            client_id: self.config.client_id.as_deref().unwrap_or_default(),
+            client_secret: self.config.client_secret.as_deref().unwrap_or_default(),
+            resource: &self.config.resource,
+            audience: self.config.audience.as_deref(),
+            scope: &self.config.scopes.join(" "),
+        };
+        let (token, lifetime) = exchange(&self.http, &request, token, &who.label()).await?;
+        Ok(Cached {
+            token: token.secret().to_string(),
+            renew_at: renew_at(lifetime),
+        })
     }
 
     /// The state store the logins are in.
@@ -85,9 +157,16 @@ impl TokenSource {
                 return Ok(c.token.clone());
             }
         }
-        let fresh = match self.config.grant {
-            OAuthGrant::ClientCredentials => self.client_credentials().await,
-            OAuthGrant::AuthorizationCode => self.login_token().await,
+        let fresh = match (self.config.grant, &self.delegate) {
+            (OAuthGrant::ClientCredentials, _) | (OAuthGrant::TokenExchange, None) => {
+                self.client_credentials().await
+            }
+            (OAuthGrant::AuthorizationCode, _) => self.login_token().await,
+            (OAuthGrant::TokenExchange, Some((who, subject))) => {
+                let token = (subject.lock().unwrap_or_else(|e| e.into_inner()).clone())
+                    .ok_or_else(|| "no access token of the caller to exchange".to_string())?;
+                self.exchanged(who, &token).await.map_err(|e| e.to_string())
+            }
         }
         .map_err(|e| format!("upstreams.{}.oauth: no access token: {e}", self.upstream))?;
         let token = fresh.token.clone();
@@ -102,15 +181,20 @@ impl TokenSource {
         }
     }
 
-    async fn client_credentials(&self) -> Result<Cached, String> {
-        let url = match &self.config.endpoint {
-            Some(TokenEndpoint::Url(u)) => u.clone(),
+    /// The token endpoint: `token_url`, or the one the issuer's metadata names.
+    async fn token_url(&self) -> Result<String, String> {
+        match &self.config.endpoint {
+            Some(TokenEndpoint::Url(u)) => Ok(u.clone()),
             Some(TokenEndpoint::Issuer(issuer)) => discover(&self.http, issuer)
                 .await?
                 .token_endpoint
-                .ok_or_else(|| format!("the metadata of {issuer} names no token_endpoint"))?,
-            None => return Err("no issuer or token_url".into()),
-        };
+                .ok_or_else(|| format!("the metadata of {issuer} names no token_endpoint")),
+            None => Err("no issuer or token_url".into()),
+        }
+    }
+
+    async fn client_credentials(&self) -> Result<Cached, String> {
+        let url = self.token_url().await?;
         let scope = self.config.scopes.join(" ");
         let mut form = vec![
             ("grant_type", "client_credentials"),

@@ -32,6 +32,10 @@ use tokio::sync::broadcast;
 use toolgate_core::call::{ClientRelay, RelayKind};
 use toolgate_core::principal::Principal;
 
+/// What a user-delegated upstream answers over the caller's own session (what the caller
+/// reads); the rest (lists, subscriptions, log levels) is the shared connection's.
+const CALLERS_OWN: [&str; 3] = ["resources/read", "prompts/get", "completion/complete"];
+
 /// A notification from an upstream that is not tied to a call in flight.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
@@ -237,6 +241,9 @@ pub struct RequestOptions {
     pub timeout: Option<Duration>,
     /// Where the upstream's own requests go while this one is in flight.
     pub relay: Option<Arc<dyn ClientRelay>>,
+    /// Whom the request acts for: a user-delegated upstream (token exchange) reads a
+    /// resource or gets a prompt over that caller's own session; lists use the shared one.
+    pub on_behalf: Option<toolgate_core::call::OnBehalf>,
 }
 
 impl Upstream {
@@ -280,10 +287,22 @@ impl Upstream {
         opts: RequestOptions,
     ) -> Result<Value, CallError> {
         let name = self.name().to_string();
-        let peer = self.peer().ok_or_else(|| CallError::Unavailable {
-            server: name.clone(),
-            state: self.status().label().into(),
-        })?;
+        // A user-delegated upstream answers what is the caller's over the caller's session.
+        let (line, _lease) = match &self.delegated {
+            Some(d) if CALLERS_OWN.contains(&method) => {
+                let (line, lease) = self.delegated_line(d, opts.on_behalf.as_ref()).await?;
+                (Some(line), Some(lease))
+            }
+            _ => (None, None),
+        };
+        let peer = match &line {
+            Some(l) => l.peer.clone(),
+            None => self.peer().ok_or_else(|| CallError::Unavailable {
+                server: name.clone(),
+                state: self.status().label().into(),
+            })?,
+        };
+        let relay = line.as_ref().map_or(&self.relay, |l| &l.relay);
         let request: ClientRequest =
             serde_json::from_value(json!({"method": method, "params": params})).map_err(|e| {
                 CallError::Other {
@@ -292,7 +311,7 @@ impl Upstream {
                 }
             })?;
         let timeout = opts.timeout.unwrap_or(self.config.call_timeout);
-        let caller = self.relay.register(opts.relay);
+        let caller = relay.register(opts.relay);
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
             .await

@@ -22,6 +22,8 @@ const MIN_REFRESH: Duration = Duration::from_secs(10);
 const GRACE: Duration = Duration::from_secs(2);
 /// How long a closed connection waits for its child's exit, to report why it died.
 const EXIT_WAIT: Duration = Duration::from_secs(1);
+/// How often the callers' idle sessions of a user-delegated upstream are looked for.
+const SWEEP: Duration = Duration::from_secs(30);
 
 /// Runs until `shutdown` is cancelled; then stops the connection and its child process.
 pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
@@ -66,6 +68,9 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                 let refresh_after = |ttl: Option<Duration>| ttl.map(|t| t.max(MIN_REFRESH));
                 let mut ttl = refresh_after(conn.list_ttl);
                 let mut quiet_until = tokio::time::Instant::now();
+                // A user-delegated upstream's callers' sessions idle too long are closed.
+                let mut sweep = tokio::time::interval(SWEEP);
+                let delegated = up.delegated.is_some();
                 let why = loop {
                     let quiet = tokio::time::Instant::now() < quiet_until;
                     let expired = async {
@@ -103,6 +108,9 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                             quiet_until = tokio::time::Instant::now() + REFRESH_GAP;
                         }
                         _ = tokio::time::sleep_until(quiet_until), if quiet => {}
+                        _ = sweep.tick(), if delegated => {
+                            up.close_idle_sessions(super::delegated::IDLE);
+                        }
                         _ = expired => {
                             match refresh(&up, &peer, &shutdown).await {
                                 Ok((tools, t)) => {
@@ -147,6 +155,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
             s.tools.clear();
             s.peer = None;
         });
+        up.close_sessions();
         tokio::select! {
             _ = shutdown.cancelled() => return stopped(&up),
             _ = tokio::time::sleep(backoff(attempt)) => {}
@@ -192,6 +201,7 @@ fn resets_backoff(attempt: u32, uptime: Duration) -> bool {
 }
 
 fn stopped(up: &Upstream) {
+    up.close_sessions();
     up.update(|s| {
         s.status = Some(UpstreamStatus::Stopped);
         s.peer = None;

@@ -167,6 +167,10 @@ pub struct CallRecord<'a> {
     pub code: Option<&'a str>,
     /// The program run the call was made from (its `run` record has the same id).
     pub run: Option<&'a str>,
+    /// A user-delegated upstream's token for the call (`end` records): `exchanged` (the
+    /// caller's access token was exchanged for it, RFC 8693) or `exchanged_cached` (an
+    /// earlier exchange's, still valid). Never the token.
+    pub upstream_token: Option<&'a str>,
 }
 
 /// A handle refused because another principal made it, as the audit log records it.
@@ -312,6 +316,9 @@ impl AuditLog {
         }
         if let Some(t) = r.result_tokens {
             o.insert("resultTokens".into(), json!(t));
+        }
+        if let Some(t) = r.upstream_token {
+            o.insert("upstreamToken".into(), json!(t));
         }
         self.write(line, sync)
     }

@@ -27,6 +27,7 @@ fn record<'a>(args: &'a Map<String, Value>, verdict: Verdict) -> CallRecord<'a> 
         result_tokens: None,
         code: None,
         run: None,
+        upstream_token: None,
     }
 }
 

@@ -148,7 +148,12 @@ pub struct Mapping {
 
 impl Mapping {
     /// The grant of a verified token's subject under this mapping.
-    pub fn grant(&self, subject: &super::Subject, expires: std::time::SystemTime) -> Arc<Grant> {
+    pub fn grant(
+        &self,
+        subject: &super::Subject,
+        expires: std::time::SystemTime,
+        token: &str,
+    ) -> Arc<Grant> {
         Arc::new(Grant {
             name: format!("oauth:{}", self.name),
             scopes: self.scopes.clone(),
@@ -157,6 +162,7 @@ impl Mapping {
             profile: self.profile.clone(),
             subject: Some(subject.principal()),
             expires: Some(expires),
+            token: Some(toolgate_core::call::AccessToken::new(token)),
         })
     }
 }

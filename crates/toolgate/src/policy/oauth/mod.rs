@@ -178,7 +178,7 @@ impl Verifier {
             }
         }
         let v = self.verify(token).await?;
-        let grant = self.grant(&v);
+        let grant = self.grant(&v, token);
         if token.split('.').count() == 3 {
             let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
             if checked.len() >= CHECKED_CACHE {
@@ -193,8 +193,9 @@ impl Verifier {
     }
 
     /// The grant of a verified token: the first `[[auth.oauth.map]]` rule that matches its
-    /// claims, else `[auth.oauth.default]`.
-    pub fn grant(&self, v: &Verified) -> Arc<Grant> {
+    /// claims, else `[auth.oauth.default]`. The grant keeps `token`, for an upstream that
+    /// exchanges it (RFC 8693) for one of its own.
+    pub fn grant(&self, v: &Verified, token: &str) -> Arc<Grant> {
         let mapping = (self.config.rules.iter())
             .find(|r| {
                 claim_values(&v.claims, &r.claim)
@@ -202,7 +203,7 @@ impl Verifier {
                     .any(|x| r.values.iter().any(|want| want == x))
             })
             .map_or(&self.config.default, |r| &r.mapping);
-        mapping.grant(&v.subject, v.expires)
+        mapping.grant(&v.subject, v.expires, token)
     }
 
     /// Checks a token: signature, issuer, audience, time, the required scopes.

@@ -125,11 +125,15 @@ async fn a_good_token_is_its_subject_with_the_mapped_grant() {
         &iss.url,
         "[oauth.default]\nscopes = [\"docs/*\"]\n[[oauth.map]]\nname = \"admins\"\nclaim = \"groups\"\nvalues = [\"admins\"]\nscopes = [\"*\"]\ntier = \"destructive\"\nprofile = \"all\"\n",
     );
-    let grant = v
-        .authenticate(&sign(Some("k1"), &claims(&iss.url)))
-        .await
-        .unwrap();
+    let token = sign(Some("k1"), &claims(&iss.url));
+    let grant = v.authenticate(&token).await.unwrap();
     assert_eq!(grant.name, "oauth:admins");
+    // The grant keeps the token for a token-exchange upstream, and never prints it.
+    assert_eq!(
+        grant.token.as_ref().map(|t| t.secret()),
+        Some(token.as_str())
+    );
+    assert!(!format!("{grant:?}").contains(&token));
     assert_eq!(grant.tier, Tier::Destructive);
     assert_eq!(grant.profile.as_deref(), Some("all"));
     assert_eq!(grant.subject, Some(Principal::subject(&iss.url, "alice")));
