@@ -8,7 +8,7 @@
 //! gateway's own identity at the server: a caller's token is never passed on (the MCP
 //! authorization spec forbids token passthrough). For a user-delegated server
 //! (`grant = "token_exchange"`) each caller's session has a source of its own
-//! ([`TokenSource::delegated`]) that exchanges the caller's token for one of the server
+//! (`TokenSource::delegated`) that exchanges the caller's token for one of the server
 //! (`exchange.rs`, RFC 8693) and keeps it the same way; the shared connection, which lists
 //! the tools, is the gateway's client (client credentials).
 
