@@ -11,7 +11,8 @@
 //! and `test_tool_with_task` are registered as needing a task: a client that did not
 //! declare the extension gets -32021 naming it.
 //!
-//! Tasks live in this process (shared by every session), keyed by ids it makes.
+//! Tasks live in this process (shared by every session), keyed by ids it makes, and are
+//! forgotten [`KEEP`] after they were made once they ended.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +32,9 @@ use tokio_util::sync::CancellationToken;
 use super::mrtr::{self, Step};
 use super::tools::{parse, text};
 
+/// How long a task is kept once it ended (its `ttlMs`).
+const KEEP: Duration = Duration::from_secs(600);
+
 /// How long `test_tool_with_task`'s task works before it answers: long enough that no
 /// gateway mistakes it for an immediate answer.
 const TASK_WORK: Duration = Duration::from_millis(600);
@@ -46,6 +50,8 @@ pub(super) struct Tasks {
 struct Entry {
     id: String,
     created: String,
+    /// When it was made, for forgetting it [`KEEP`] after.
+    made: std::time::Instant,
     state: Mutex<EntryState>,
     /// `tasks/update` answered something.
     answered: Notify,
@@ -185,6 +191,7 @@ impl Tasks {
         let entry = Arc::new(Entry {
             id: id.clone(),
             created: created.clone(),
+            made: std::time::Instant::now(),
             state: Mutex::new(EntryState {
                 updated: created,
                 ..EntryState::default()
@@ -193,6 +200,8 @@ impl Tasks {
             cancel: CancellationToken::new(),
         });
         let table = &mut self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        // Ended tasks past their time to live leave as new ones come.
+        table.retain(|_, e| e.made.elapsed() < KEEP || !e.lock().status.is_terminal());
         table.insert(id.clone(), entry.clone());
         tokio::spawn(work(entry.clone()));
         CallToolResponse::Task(CreateTaskResult::new(task_of(&id, &entry)))
@@ -299,7 +308,7 @@ async fn asking(
 fn task_of(id: &str, entry: &Entry) -> Task {
     let s = entry.lock();
     Task::new(id, s.status, entry.created.clone(), s.updated.clone())
-        .with_ttl_ms(600_000)
+        .with_ttl_ms(KEEP.as_millis() as u64)
         .with_poll_interval_ms(100)
 }
 
