@@ -236,16 +236,16 @@ fn idle_cursors(backend: &str, dir: &Path, redis_port: Option<u16>) {
     let store: Option<std::sync::Arc<dyn Store>> = match backend {
         "memory" => None,
         "embedded" => Some(std::sync::Arc::new(
-            toolgate_core::store::embedded::EmbeddedStore::open(
+            toolgate_core::store::EmbeddedStore::open(
                 &dir.join("idle.redb"),
-                toolgate_core::store::seal::Sealer::new([9; 32]),
+                toolgate_core::store::Sealer::new([9; 32]),
             )
             .unwrap(),
         )),
         _ => Some(std::sync::Arc::new(
-            toolgate_core::store::redis::RedisStore::open(
+            toolgate_core::store::RedisStore::open(
                 &format!("redis://127.0.0.1:{}", redis_port.unwrap()),
-                toolgate_core::store::seal::Sealer::new([9; 32]),
+                toolgate_core::store::Sealer::new([9; 32]),
             )
             .unwrap(),
         )),

@@ -6,7 +6,7 @@ mod common;
 use common::skills::skills_setup;
 use common::*;
 use serde_json::json;
-use toolgate_route::shape::tokens::openai_form;
+use toolgate_route::shape::openai_form;
 use toolgate_route::shape::Encoding;
 
 #[tokio::test]

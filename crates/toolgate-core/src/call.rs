@@ -17,54 +17,79 @@ use tokio_util::sync::CancellationToken;
 pub struct CallOutcome {
     /// The content blocks, exactly as sent.
     pub content: Vec<Value>,
+    /// The structured content, if the upstream sent one.
     pub structured_content: Option<Value>,
+    /// The upstream flagged the result as an error (`isError`).
     pub is_error: bool,
+    /// The result's `_meta`, as sent.
     pub meta: Option<Value>,
 }
 
 /// Why a call did not produce an outcome. Each message names the upstream.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
+    /// The upstream is not connected now.
     #[error(
         "upstream {server:?} is not connected ({state}); try again shortly or run `toolgate check`"
     )]
     Unavailable {
+        /// The upstream's name.
         server: String,
         /// Where its connection stands (`starting`, `failed: ...`, `not configured`).
         state: String,
     },
+    /// The upstream did not answer within the call's timeout.
     #[error("upstream {server:?} did not answer {tool:?} within {secs:.1} s (call_timeout_secs)")]
     Timeout {
+        /// The upstream's name.
         server: String,
+        /// The tool called, by its upstream name.
         tool: String,
+        /// The timeout that ran out, in seconds.
         secs: f64,
     },
+    /// The connection to the upstream ended during the call.
     #[error(
         "upstream {server:?} closed the connection during the call (it may have crashed{also})"
     )]
     Closed {
+        /// The upstream's name.
         server: String,
         /// What else ends a connection this way, starting with `, ` (or empty).
         also: String,
     },
+    /// The upstream answered the call with a JSON-RPC error.
     #[error("upstream {server:?} rejected the call: {message}")]
     Rejected {
+        /// The upstream's name.
         server: String,
+        /// The JSON-RPC error code.
         code: i32,
+        /// The upstream's error message.
         message: String,
     },
+    /// The caller cancelled the call.
     #[error("the call was cancelled")]
     Cancelled,
     /// The gateway is stopping (SIGTERM): the call was not run, or was cut at the end of
     /// `gateway.limits.shutdown_grace_secs`.
     #[error("{0}")]
     ShuttingDown(String),
+    /// Any other failure of the call at the upstream; `message` says what.
     #[error("upstream {server:?}: {message}")]
-    Other { server: String, message: String },
+    Other {
+        /// The upstream's name.
+        server: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The upstream answered `input_required` and the call's client took it to its user
     /// (2026-07-28, see `upstream::mrtr`): nothing to show for this round; the client retries.
     #[error("upstream {server:?} needs input from the user; the client was asked for it")]
-    InputRequired { server: String },
+    InputRequired {
+        /// The upstream's name.
+        server: String,
+    },
 }
 
 /// Options for one call.
@@ -89,13 +114,16 @@ pub struct CallOptions {
 /// it got its token for the call, for the audit record.
 #[derive(Debug, Clone)]
 pub struct OnBehalf {
+    /// The principal the call acts for.
     pub principal: crate::principal::Principal,
     /// `None`: the caller presented no access token (an API key, stdio, the local identity).
     pub token: Option<AccessToken>,
+    /// Set by the upstream: how it got its token for the call.
     pub exchange: Arc<std::sync::OnceLock<Exchange>>,
 }
 
 impl OnBehalf {
+    /// The caller `principal`, with the access token it presented, if any.
     pub fn new(principal: crate::principal::Principal, token: Option<AccessToken>) -> Self {
         Self {
             principal,
@@ -130,6 +158,7 @@ impl Exchange {
 pub struct AccessToken(Arc<str>);
 
 impl AccessToken {
+    /// The token as the caller presented it.
     pub fn new(token: &str) -> Self {
         Self(token.into())
     }
@@ -149,20 +178,27 @@ impl std::fmt::Debug for AccessToken {
 /// Progress of one upstream call, as toolgate passes it on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
+    /// Progress so far, in the upstream's units.
     pub progress: f64,
+    /// The total the progress counts towards, if known.
     pub total: Option<f64>,
+    /// The upstream's words on the progress.
     pub message: Option<String>,
 }
 
 /// What a server may ask of a client, by the capability the client must declare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RelayKind {
+    /// `sampling/createMessage`: the client's model.
     Sampling,
+    /// `elicitation/create`: a question to the user.
     Elicitation,
+    /// `roots/list`: the client's roots.
     Roots,
 }
 
 impl RelayKind {
+    /// The JSON-RPC method of the request.
     pub fn method(self) -> &'static str {
         match self {
             Self::Sampling => "sampling/createMessage",
@@ -240,8 +276,11 @@ pub struct MrtrRequest {
 /// A handle taken back: the upstream call it continues.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resumed {
+    /// The upstream the call continues at.
     pub server: String,
+    /// The tool called, by its upstream name.
     pub tool: String,
+    /// The upstream's own state for the retry (`requestState`), if it gave one.
     pub state: Option<String>,
 }
 

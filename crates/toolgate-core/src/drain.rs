@@ -35,7 +35,9 @@ pub struct Drain {
 /// What a drain found: how many calls finished within the grace, and how many were cut.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Drained {
+    /// Calls that finished within the grace.
     pub finished: usize,
+    /// Calls still running at its end, cut.
     pub cut: usize,
 }
 
@@ -76,7 +78,8 @@ impl Drain {
     }
 
     /// Whether the drain has begun.
-    pub fn is_closing(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_closing(&self) -> bool {
         self.closing.is_cancelled()
     }
 

@@ -9,7 +9,8 @@ pub fn substitute(value: &str, file: &Path, key: &str) -> Result<String> {
     substitute_with(value, file, key, |name| std::env::var(name).ok())
 }
 
-pub fn substitute_with(
+/// [`substitute`] with the variables from `lookup` (tests pass their own).
+pub(crate) fn substitute_with(
     value: &str,
     file: &Path,
     key: &str,

@@ -6,6 +6,10 @@
 //!
 //! # Layout
 //!
+//! Each module below is a namespace the layers above name (`toolgate_core::catalog::ToolId`);
+//! inside them, files are private modules whose API the namespace re-exports (only
+//! `catalog::names`, `meta::args` and `observe::trace` stay namespaces of their own).
+//!
 //! - [`catalog`]: tool records, ids and exposed names; the dataset file formats.
 //! - [`call`]: call types (outcome, error, options, progress, the client relay).
 //! - [`principal`]: who a request acts for (its API key, else the local identity); owns every handle.
@@ -19,6 +23,9 @@
 // stdout is the MCP stream of `toolgate serve --stdio` (and the sandbox worker's channel to
 // the gateway): a library writes nothing there; what the CLI prints is the CLI's to say.
 #![warn(clippy::print_stdout)]
+// The public API is each top-level module's own items and what it re-exports; each item of
+// it says what it is.
+#![warn(missing_docs)]
 
 pub mod call;
 pub mod catalog;

@@ -72,7 +72,9 @@ impl fmt::Display for Principal {
 /// caller audits (`Policy::audit_foreign`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
+    /// The message for the model.
     pub message: String,
+    /// The handle was made by another principal (the caller audits it).
     pub foreign: bool,
 }
 

@@ -11,10 +11,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 use toolgate_core::catalog::{
-    file::datasets_dir, load_catalog_file, load_queries_file, Catalog, CatalogEntry,
+    datasets_dir, load_catalog_file, load_queries_file, Catalog, CatalogEntry,
 };
 use toolgate_route::eval::percentile;
-use toolgate_route::learned::route_with;
+use toolgate_route::route_with;
 use toolgate_route::{
     route, Bm25fParams, Learned, LearnedExample, LearningMode, LearningSettings, RouteIndex,
     RouteOptions,

@@ -1,7 +1,7 @@
 //! Distils static token vectors from a sentence-transformers BERT folder
 //! (all-MiniLM-L6-v2): every vocabulary token through the model alone, PCA, a weight per
 //! token by its rank, 8-bit rows. The output is what `route` reads as static vectors
-//! (`toolgate_route::static_vectors`).
+//! (the `static_vectors` module of toolgate-route).
 //!
 //! ```text
 //! cargo run --release -p toolgate --features embed --example distill_vectors -- \

@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use toolgate_core::catalog::ToolRecord;
 
 /// Number of features (without the intercept).
-pub const N_FEATURES: usize = 13;
+pub(crate) const N_FEATURES: usize = 13;
 
 /// What each feature is, for reports (same order as [`Features`]).
 pub const FEATURE_NAMES: [&str; N_FEATURES] = [
@@ -61,7 +61,7 @@ const SOFTMAX_LOGIT_BOUND: f32 = 6.0;
     clippy::too_many_arguments,
     reason = "the decision's inputs, each its own kind of evidence; a struct would only name them twice"
 )]
-pub fn features(
+pub(crate) fn features(
     analyzer: &Analyzer,
     task_terms: &HashSet<String>,
     scores: &[f32],
@@ -174,7 +174,9 @@ fn name_share(analyzer: &Analyzer, task_terms: &HashSet<String>, tool: &ToolReco
 /// Logistic weights over [`Features`]: `p = 1 / (1 + exp(-(bias + w . x)))`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibration {
+    /// The intercept.
     pub bias: f32,
+    /// One weight per feature.
     pub weights: Features,
 }
 
@@ -190,7 +192,7 @@ impl Calibration {
     };
 
     /// The probability that the top tool is the one meant.
-    pub fn predict(&self, x: &Features) -> f32 {
+    pub(crate) fn predict(&self, x: &Features) -> f32 {
         let z: f32 = self.bias + self.weights.iter().zip(x).map(|(w, x)| w * x).sum::<f32>();
         1.0 / (1.0 + (-z).exp())
     }

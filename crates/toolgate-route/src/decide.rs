@@ -33,18 +33,18 @@ pub const DEFAULT_LIMIT: usize = 5;
 /// Most results a browsing call (`detail: "names"`) lists.
 pub const MAX_BROWSE: usize = 20;
 /// How many ranked tools the decision looks at and returns.
-pub const DEFAULT_DEPTH: usize = 10;
+pub(crate) const DEFAULT_DEPTH: usize = 10;
 /// Softmax temperature on top-normalised scores: a runner-up at 90% of the top score
 /// weighs e^-1 against it (one feature of the calibrated model, and the whole confidence
 /// of retrievers that are not calibrated, such as the hybrid).
-pub const TEMPERATURE: f32 = 0.1;
+pub(crate) const TEMPERATURE: f32 = 0.1;
 /// How strongly the unexplained part of a task counts against selecting (see `route`).
-pub const NULL_WEIGHT: f32 = 0.1;
+pub(crate) const NULL_WEIGHT: f32 = 0.1;
 /// "Nothing fits" ([`Assessment::nothing_fits`]): chosen on the public sets' eval
 /// features so that it fires on few tasks that have a tool (`docs/routing.md`).
-pub const NOTHING_FITS_CONFIDENCE: f32 = 0.1;
-pub const NOTHING_FITS_EXPLAINED: f32 = 0.3;
-pub const NOTHING_FITS_COVERAGE: f32 = 0.25;
+pub(crate) const NOTHING_FITS_CONFIDENCE: f32 = 0.1;
+pub(crate) const NOTHING_FITS_EXPLAINED: f32 = 0.3;
+pub(crate) const NOTHING_FITS_COVERAGE: f32 = 0.25;
 /// Positions in [`Features`] (see `calibrate::FEATURE_NAMES`).
 const FEATURE_COVERAGE: usize = 2;
 const FEATURE_TASK_EXPLAINED: usize = 8;
@@ -81,45 +81,53 @@ impl Default for RouteOptions<'_> {
 }
 
 /// A tool and its retrieval score.
-pub type Ranked = Vec<(Arc<ToolRecord>, f32)>;
+pub(crate) type Ranked = Vec<(Arc<ToolRecord>, f32)>;
 
 /// What route answers.
 #[derive(Debug, Clone)]
 pub enum RouteDecision {
     /// One tool is clearly meant.
     Select {
+        /// The tool meant.
         tool: Arc<ToolRecord>,
         /// 1 for an exact name; else the calibrated confidence.
         confidence: f32,
+        /// The ranking the decision was taken on.
         ranked: Ranked,
     },
     /// Ask which one: a short question over at most `limit` candidates (none when
     /// nothing matched at all).
     Clarify {
+        /// The question for the model, naming the candidates.
         question: String,
+        /// The tools the question offers, best first.
         candidates: Vec<Arc<ToolRecord>>,
         /// The top candidate's confidence (what fell short of the threshold).
         confidence: f32,
+        /// The ranking the decision was taken on.
         ranked: Ranked,
-        /// No candidate explains the task ([`Assessment::nothing_fits`]): the answer says
+        /// No candidate explains the task (`Assessment::nothing_fits`): the answer says
         /// so and offers browsing; the candidates are only the nearest names.
         nothing_fits: bool,
     },
 }
 
 impl RouteDecision {
+    /// The ranking the decision was taken on.
     pub fn ranked(&self) -> &Ranked {
         match self {
             Self::Select { ranked, .. } | Self::Clarify { ranked, .. } => ranked,
         }
     }
 
+    /// The decision's confidence: the selected tool's, or the top candidate's.
     pub fn confidence(&self) -> f32 {
         match self {
             Self::Select { confidence, .. } | Self::Clarify { confidence, .. } => *confidence,
         }
     }
 
+    /// The selected tool, if route selected one.
     pub fn selected(&self) -> Option<&Arc<ToolRecord>> {
         match self {
             Self::Select { tool, .. } => Some(tool),
@@ -132,7 +140,7 @@ impl RouteDecision {
 /// `p1 = 1 / sum_j exp((s_j / s_1 - 1) / T)`. Dividing by `s_1` makes it independent of
 /// task length; it falls both when the runner-up is close and when many tools crowd
 /// below the top.
-pub fn confidence(scores: &[f32]) -> f32 {
+pub(crate) fn confidence(scores: &[f32]) -> f32 {
     let Some(&top) = scores.first().filter(|s| **s > 0.0) else {
         return 0.0;
     };
@@ -145,7 +153,7 @@ pub fn confidence(scores: &[f32]) -> f32 {
 
 /// What a task is, before the threshold decides.
 #[derive(Debug, Clone)]
-pub enum Basis {
+pub(crate) enum Basis {
     /// The task is a tool's name: these visible tools have it (one selects, several ask).
     Exact(Vec<Arc<ToolRecord>>),
     /// The task is a tool name (or shaped like one) that no tool visible here has: it
@@ -164,14 +172,16 @@ pub enum Basis {
 
 /// One task, assessed: how it matched and the ranking.
 #[derive(Debug, Clone)]
-pub struct Assessment {
+pub(crate) struct Assessment {
+    /// How the task matched: by an exact name, or by ranking.
     pub basis: Basis,
+    /// The tools ranked for the task, best first.
     pub ranked: Ranked,
 }
 
 impl Assessment {
     /// The confidence under `calibration` (1 for an exact name, 0 when nothing ranked).
-    pub fn confidence(&self, calibration: &Calibration) -> f32 {
+    pub(crate) fn confidence(&self, calibration: &Calibration) -> f32 {
         match &self.basis {
             Basis::Exact(tools) => 1.0 / tools.len().max(1) as f32,
             Basis::NoSuchName => 0.0,
@@ -184,13 +194,13 @@ impl Assessment {
         }
     }
 
-    /// True when no ranked tool explains the task: below [`NOTHING_FITS_CONFIDENCE`], the
-    /// top tool's own text explains under [`NOTHING_FITS_EXPLAINED`] of the task's words,
-    /// scores under [`NOTHING_FITS_COVERAGE`] of what a tool could, and is not the closest
+    /// True when no ranked tool explains the task: below `NOTHING_FITS_CONFIDENCE`, the
+    /// top tool's own text explains under `NOTHING_FITS_EXPLAINED` of the task's words,
+    /// scores under `NOTHING_FITS_COVERAGE` of what a tool could, and is not the closest
     /// in meaning either. Lexical and static-vector features cannot tell "no such tool"
     /// from "the tool says it in other words", so the bounds are strict; the rate at which
     /// this fires on tasks that do have a tool is in `docs/routing.md`.
-    pub fn nothing_fits(&self, calibration: &Calibration) -> bool {
+    pub(crate) fn nothing_fits(&self, calibration: &Calibration) -> bool {
         match &self.basis {
             Basis::Ranked {
                 features: Some(x),
@@ -208,7 +218,7 @@ impl Assessment {
     }
 
     /// True when route selects at `threshold`.
-    pub fn selects(&self, calibration: &Calibration, threshold: f32) -> bool {
+    pub(crate) fn selects(&self, calibration: &Calibration, threshold: f32) -> bool {
         match &self.basis {
             Basis::Exact(tools) => tools.len() == 1,
             Basis::NoSuchName => false,
@@ -220,7 +230,11 @@ impl Assessment {
 }
 
 /// Exact names, then the ranking and its features.
-pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOptions) -> Assessment {
+pub(crate) fn assess<R: Retriever + ?Sized>(
+    retriever: &R,
+    task: &str,
+    opts: &RouteOptions,
+) -> Assessment {
     let exact = retriever.exact(task, opts.server);
     if !exact.is_empty() {
         let ranked = exact.iter().map(|t| (t.clone(), 1.0)).collect();
@@ -327,7 +341,7 @@ pub fn assess<R: Retriever + ?Sized>(retriever: &R, task: &str, opts: &RouteOpti
 
 /// A single word joined like an identifier (`create_issue`, `github/list`, `getUser`):
 /// a name the caller typed, never prose to rank.
-pub fn looks_like_name(task: &str) -> bool {
+pub(crate) fn looks_like_name(task: &str) -> bool {
     let t = task
         .trim()
         .trim_matches(|c| matches!(c, '`' | '"' | '\''))
@@ -358,7 +372,7 @@ pub fn route<R: Retriever + ?Sized>(
 }
 
 /// The decision for an assessment.
-pub fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
+pub(crate) fn decide(a: Assessment, task: &str, opts: &RouteOptions) -> RouteDecision {
     let limit = opts.limit.max(1);
     let conf = a.confidence(&opts.calibration);
     let selects = a.selects(&opts.calibration, opts.threshold);

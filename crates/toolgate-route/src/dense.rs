@@ -16,7 +16,7 @@ use toolgate_core::catalog::{Catalog, ToolRecord};
 /// and its top-level parameter names split into words, e.g.
 /// `get weather forecast. Weather forecast. Returns the forecast for a city. Parameters: city, days.`
 /// The server name is left out: it names a product more often than a task.
-pub fn tool_text(tool: &ToolRecord) -> String {
+pub(crate) fn tool_text(tool: &ToolRecord) -> String {
     let mut text = split_identifier(&tool.id.name).join(" ").to_lowercase();
     text.push('.');
     if let Some(title) = tool.title().filter(|t| !t.trim().is_empty()) {
@@ -132,26 +132,29 @@ impl EmbedIndex {
         Ok(())
     }
 
+    /// The model the tools were embedded with.
     pub fn embedder(&self) -> &Arc<Embedder> {
         &self.embedder
     }
 
+    /// Number of embedded tools.
     pub fn len(&self) -> usize {
         self.shards.values().map(|s| s.tools.len()).sum()
     }
 
+    /// True when no server has tools here.
     pub fn is_empty(&self) -> bool {
         self.shards.is_empty()
     }
 
     /// The task's unit vector (the per-request cost: one forward pass).
-    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+    pub(crate) fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
         self.embedder.embed_one(truncate(query, MAX_TASK_BYTES))
     }
 
     /// Every tool (of `server` when given, matched case-insensitively) with its cosine
     /// similarity to `query_vec`, in server then catalog order.
-    pub fn similarities(
+    pub(crate) fn similarities(
         &self,
         query_vec: &[f32],
         server: Option<&str>,
@@ -182,7 +185,10 @@ impl EmbedIndex {
 }
 
 /// Keeps the `k` best, best first; ties keep their earlier order.
-pub fn top_k(mut scored: Vec<(Arc<ToolRecord>, f32)>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
+pub(crate) fn top_k(
+    mut scored: Vec<(Arc<ToolRecord>, f32)>,
+    k: usize,
+) -> Vec<(Arc<ToolRecord>, f32)> {
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
     scored.truncate(k);
     scored

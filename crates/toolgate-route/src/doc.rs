@@ -7,18 +7,18 @@ use std::collections::HashMap;
 use toolgate_core::catalog::ToolRecord;
 
 /// The fields of a tool document, in `Bm25fParams` array order.
-pub const N_FIELDS: usize = 6;
+pub(crate) const N_FIELDS: usize = 6;
 /// Field positions.
-pub const NAME: usize = 0;
-pub const TITLE: usize = 1;
-pub const DESCRIPTION: usize = 2;
-pub const PARAMS: usize = 3;
-pub const SERVER: usize = 4;
-pub const EXAMPLES: usize = 5;
+pub(crate) const NAME: usize = 0;
+pub(crate) const TITLE: usize = 1;
+pub(crate) const DESCRIPTION: usize = 2;
+pub(crate) const PARAMS: usize = 3;
+pub(crate) const SERVER: usize = 4;
+pub(crate) const EXAMPLES: usize = 5;
 
 /// One analysed tool.
 #[derive(Debug, Default)]
-pub struct ToolDoc {
+pub(crate) struct ToolDoc {
     /// Each distinct term with its frequency in each field (saturating; fields are short).
     pub tf: Vec<(String, [u16; N_FIELDS])>,
     /// Length of each field in terms.
@@ -28,7 +28,7 @@ pub struct ToolDoc {
 /// Analyses a tool's fields, with `examples` (tasks known to have needed the tool, see
 /// [`super::examples`]) as the last. Adjacent words within one text also count as a
 /// phrase term.
-pub fn analyze_tool(analyzer: &Analyzer, tool: &ToolRecord, examples: &[String]) -> ToolDoc {
+pub(crate) fn analyze_tool(analyzer: &Analyzer, tool: &ToolRecord, examples: &[String]) -> ToolDoc {
     let mut tf: HashMap<String, [u16; N_FIELDS]> = HashMap::new();
     let mut lens = [0u16; N_FIELDS];
     let mut texts: [Vec<&str>; N_FIELDS] = Default::default();

@@ -8,7 +8,7 @@ use super::hybrid::HybridIndex;
 use super::{route, RouteIndex, RouteOptions};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
-use toolgate_core::catalog::file::parse_catalog;
+use toolgate_core::catalog::parse_catalog;
 use toolgate_core::catalog::Catalog;
 
 /// The model's folder, or `None` after saying `skipped: ...` (a failure with `CI` set).

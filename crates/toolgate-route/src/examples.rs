@@ -14,9 +14,9 @@ use toolgate_core::catalog::LabelledQuery;
 
 /// At most this many examples are kept per tool (the first ones in file order), so one
 /// tool's field cannot grow without bound.
-pub const MAX_EXAMPLES_PER_TOOL: usize = 256;
+pub(crate) const MAX_EXAMPLES_PER_TOOL: usize = 256;
 /// An example longer than this is cut (at a character boundary).
-pub const MAX_EXAMPLE_BYTES: usize = 1024;
+pub(crate) const MAX_EXAMPLE_BYTES: usize = 1024;
 
 /// Example tasks by tool, keyed `(server, name)`.
 #[derive(Debug, Clone, Default)]
@@ -44,7 +44,7 @@ impl RouteExamples {
         out
     }
 
-    /// Adds one example of `server/name` (dropped past [`MAX_EXAMPLES_PER_TOOL`]).
+    /// Adds one example of `server/name` (dropped past `MAX_EXAMPLES_PER_TOOL`).
     pub fn add(&mut self, server: &str, name: &str, text: &str) {
         let list = self
             .by_tool
@@ -68,6 +68,7 @@ impl RouteExamples {
         self.total
     }
 
+    /// True when no tool has an example.
     pub fn is_empty(&self) -> bool {
         self.total == 0
     }

@@ -19,7 +19,7 @@ use toolgate_core::catalog::{Catalog, ToolId, ToolRecord};
 
 /// Weight of the embedding side in score fusion. Chosen on the tuning splits (query
 /// index mod 5 == 0); `docs/routing.md` has the sweep.
-pub const HYBRID_WEIGHT: f32 = 0.7;
+pub(crate) const HYBRID_WEIGHT: f32 = 0.7;
 /// The select threshold for the hybrid's fused scores, chosen on the MetaTool tuning
 /// split as the lowest where selection precision stays at or above 0.90.
 pub const HYBRID_THRESHOLD: f32 = 0.94;
@@ -38,6 +38,7 @@ pub enum FusionMode {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FusionParams {
+    /// How the two rankings are fused.
     pub mode: FusionMode,
     /// Weight of the embedding side, 0 (BM25F alone) to 1 (embeddings alone).
     pub weight: f32,
@@ -80,6 +81,7 @@ impl HybridIndex {
         )
     }
 
+    /// Builds the index over `catalog` with the given BM25F and fusion parameters.
     pub fn with_params(
         catalog: &Catalog,
         bm25: Bm25fParams,
@@ -126,24 +128,29 @@ impl HybridIndex {
         Ok(())
     }
 
+    /// The BM25F side.
     pub fn lexical(&self) -> &RouteIndex {
         &self.lexical
     }
 
-    pub fn dense(&self) -> &EmbedIndex {
+    /// The embedding side.
+    #[cfg(all(test, feature = "embed"))]
+    pub(crate) fn dense(&self) -> &EmbedIndex {
         &self.dense
     }
 
+    /// The fusion parameters in use.
     pub fn params(&self) -> &FusionParams {
         &self.params
     }
 
+    /// Replaces the fusion parameters (the indexes stay).
     pub fn set_params(&mut self, params: FusionParams) {
         self.params = params;
     }
 
     /// The fused ranking for a task whose vector is already known.
-    pub fn rank_with_vector(
+    pub(crate) fn rank_with_vector(
         &self,
         query: &str,
         query_vec: &[f32],
@@ -230,7 +237,9 @@ impl Retriever for HybridIndex {
 /// one forward pass per batch instead of per task). A task not in the map is embedded.
 #[derive(Debug)]
 pub struct PrecomputedQueries<'a> {
+    /// The index that ranks.
     pub index: &'a HybridIndex,
+    /// Task text -> its embedding, computed ahead.
     pub vectors: &'a HashMap<String, Vec<f32>>,
 }
 

@@ -44,7 +44,7 @@ pub struct Bm25fParams {
     /// Weight of each clause of a multi-step task ("read X, plot it and save it") ranked
     /// on its own and fused with the whole task, so each step's tool can surface.
     pub clause_weight: f32,
-    /// Weight of each synonym of a task word ([`super::synonyms`]) relative to a word.
+    /// Weight of each synonym of a task word (`synonyms`) relative to a word.
     pub synonym_weight: f32,
 }
 
@@ -63,12 +63,12 @@ impl Default for Bm25fParams {
 }
 
 /// Weight of a task word's synonym; chosen on the tuning splits (`docs/routing.md`).
-pub const SYNONYM_WEIGHT: f32 = 0.5;
-/// Weight of the example-tasks field (see [`super::examples`]); chosen on a split of
+pub(crate) const SYNONYM_WEIGHT: f32 = 0.5;
+/// Weight of the example-tasks field (see `examples`); chosen on a split of
 /// MetaTool's tuning queries, `docs/routing.md` has the sweep.
-pub const EXAMPLES_WEIGHT: f32 = 0.5;
+pub(crate) const EXAMPLES_WEIGHT: f32 = 0.5;
 /// Length normalisation of the example-tasks field.
-pub const EXAMPLES_B: f32 = 0.5;
+pub(crate) const EXAMPLES_B: f32 = 0.5;
 
 /// One document's term frequencies per field.
 #[derive(Debug, Clone, Copy)]
@@ -319,6 +319,7 @@ impl RouteIndex {
         });
     }
 
+    /// The BM25F parameters the index ranks with.
     pub fn params(&self) -> &Bm25fParams {
         &self.params
     }
@@ -328,10 +329,12 @@ impl RouteIndex {
         &self.examples
     }
 
+    /// Number of indexed tools.
     pub fn len(&self) -> usize {
         self.docs as usize
     }
 
+    /// True when no tool is indexed.
     pub fn is_empty(&self) -> bool {
         self.docs == 0
     }
@@ -376,7 +379,7 @@ impl RouteIndex {
 
     /// The `k` tools closest in meaning to `query` by the static vectors (cosine), best
     /// first, only from `server` when given; empty without vectors or when they know too
-    /// little of the task ([`StaticVectors::embed_known`]).
+    /// little of the task (`StaticVectors::embed_known`).
     pub fn closest(
         &self,
         query: &str,

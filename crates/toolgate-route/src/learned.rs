@@ -22,9 +22,11 @@ use toolgate_core::catalog::ToolRecord;
 /// One learned example.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LearnedExample {
-    /// The task as route was given it (cut at [`super::examples::MAX_EXAMPLE_BYTES`]).
+    /// The task as route was given it (cut at `MAX_EXAMPLE_BYTES`).
     pub task: String,
+    /// The server of the tool it teaches.
     pub server: String,
+    /// The tool's name on that server.
     pub name: String,
     /// Who taught it (a principal's name).
     pub principal: String,
@@ -59,6 +61,7 @@ pub enum LearningMode {
 /// The learning settings (`[guided.learning]`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LearningSettings {
+    /// Whether and how examples are learned.
     pub mode: LearningMode,
     /// Distinct principals (or, under `principal`, repetitions) before a selection moves.
     pub min_agreement: usize,
@@ -105,6 +108,7 @@ const ALONE_SIMILARITY: f32 = 0.3;
 /// What the learned examples say about one task: tools by votes, best first.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
+    /// Tools by votes, best first.
     pub votes: Vec<Vote>,
     /// The share of all votes the first tool has.
     pub share: f32,
@@ -158,6 +162,7 @@ impl Evidence {
 /// The learned examples, with an inverted index of their terms.
 #[derive(Debug, Clone, Default)]
 pub struct Learned {
+    /// The settings the set was made with.
     pub settings: LearningSettings,
     examples: Vec<LearnedExample>,
     terms: Vec<HashSet<String>>,
@@ -171,6 +176,7 @@ pub struct Learned {
 }
 
 impl Learned {
+    /// An empty set under `settings`.
     pub fn new(settings: LearningSettings) -> Self {
         Self {
             settings,
@@ -183,10 +189,12 @@ impl Learned {
         &self.examples
     }
 
+    /// Number of examples kept.
     pub fn len(&self) -> usize {
         self.examples.len()
     }
 
+    /// True when no example is kept.
     pub fn is_empty(&self) -> bool {
         self.examples.is_empty()
     }
@@ -430,8 +438,8 @@ pub fn route_with<R: super::Retriever + ?Sized>(
     settings: &LearningSettings,
     destructive: &dyn Fn(&ToolRecord) -> bool,
 ) -> RouteDecision {
-    let a = super::assess(retriever, task, opts);
-    if evidence.votes.is_empty() || !matches!(a.basis, super::Basis::Ranked { .. }) {
+    let a = super::decide::assess(retriever, task, opts);
+    if evidence.votes.is_empty() || !matches!(a.basis, super::decide::Basis::Ranked { .. }) {
         return super::decide::decide(a, task, opts);
     }
     let decision = super::decide::decide(a, task, opts);

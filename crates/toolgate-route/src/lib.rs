@@ -6,56 +6,67 @@
 //!
 //! # Layout
 //!
+//! Two modules are namespaces: [`shape`] and [`eval`]; the router's API is re-exported at
+//! the crate root from private modules:
+//!
 //! - [`shape`]: what the model sees of each tool: token counts, slim and local-safe schemas, lint.
-//! - [`text`]: the analyzer shared by documents and queries.
-//! - [`doc`]: a tool as a document of weighted fields.
-//! - [`examples`]: example tasks per tool, indexed as one more field ([`RouteExamples`]).
-//! - [`learned`]: examples learned from the models' own choices, voted per task ([`Learned`]).
-//! - [`synonyms`]: general synonyms a task's words gain before ranking.
-//! - [`static_vectors`]: token vectors distilled from MiniLM, built in: a text's meaning as
-//!   a mean of its tokens' vectors, for the decision's `semantic_first`.
-//! - [`index`]: the BM25F index, one shard per server ([`RouteIndex`]).
-//! - [`calibrate`]: the calibrated confidence (features any catalog has, a fitted logistic).
-//! - [`decide`]: exact names first, then select-or-clarify on the ranking ([`route`]).
 //! - [`eval`]: metrics and the labelled-query evaluation behind `toolgate eval route`.
-//! - [`embedder`] (static vectors, or with the `embed` feature MiniLM via candle),
-//!   [`dense`] (tool vectors, cosine ranking) and [`hybrid`] (BM25F and embeddings fused,
-//!   [`HybridIndex`]).
+//! - `decide`: exact names first, then select-or-clarify on the ranking ([`route`],
+//!   [`RouteDecision`], [`RouteOptions`]).
+//! - `index`: the BM25F index, one shard per server ([`RouteIndex`], [`Bm25fParams`]);
+//!   `doc` (a tool as a document of weighted fields) and `text` (the analyzer shared by
+//!   documents and queries) below it.
+//! - `examples`: example tasks per tool, indexed as one more field ([`RouteExamples`]).
+//! - `learned`: examples learned from the models' own choices, voted per task ([`Learned`],
+//!   [`route_with`]).
+//! - `synonyms`: general synonyms a task's words gain before ranking.
+//! - `static_vectors`: token vectors distilled from MiniLM, built in: a text's meaning as
+//!   a mean of its tokens' vectors, for the decision's `semantic_first`.
+//! - `calibrate`: the calibrated confidence (features any catalog has, a fitted logistic:
+//!   [`Calibration`], [`Features`]).
+//! - `embedder` (static vectors, or with the `embed` feature MiniLM via candle: [`Embedder`]),
+//!   `dense` (tool vectors, cosine ranking: [`EmbedIndex`]) and `hybrid` (BM25F and
+//!   embeddings fused: [`HybridIndex`]).
+//! - here: the [`Retriever`] trait every ranking implements and [`SnapshotIndex`], what the
+//!   gateway keeps per catalog snapshot.
 // stdout is the MCP stream of `toolgate serve --stdio` (and the sandbox worker's channel to
 // the gateway): a library writes nothing there; what the CLI prints is the CLI's to say.
 #![warn(clippy::print_stdout)]
+// The public API is what the crate root re-exports; each item of it says what it is.
+#![warn(missing_docs)]
 
-pub mod calibrate;
-pub mod decide;
-pub mod dense;
-pub mod doc;
+mod calibrate;
+mod decide;
+mod dense;
+mod doc;
 #[cfg(all(test, feature = "embed"))]
 mod embed_tests;
-pub mod embedder;
+mod embedder;
 pub mod eval;
-pub mod examples;
-pub mod hybrid;
-pub mod index;
-pub mod learned;
+mod examples;
+mod hybrid;
+mod index;
+mod learned;
 pub mod shape;
-pub mod static_vectors;
-pub mod synonyms;
-pub mod text;
+mod static_vectors;
+mod synonyms;
+mod text;
 
-pub use calibrate::Calibration;
+pub use calibrate::{Calibration, Features, FEATURE_NAMES};
 pub use decide::{
-    assess, confidence, route, Assessment, Basis, RouteDecision, RouteOptions, DEFAULT_LIMIT,
-    DEFAULT_THRESHOLD, EXAMPLES_THRESHOLD, MAX_BROWSE,
+    route, RouteDecision, RouteOptions, DEFAULT_LIMIT, DEFAULT_THRESHOLD, EXAMPLES_THRESHOLD,
+    MAX_BROWSE,
 };
 pub use examples::RouteExamples;
-pub use index::{Bm25fParams, RouteIndex, EXAMPLES_B, EXAMPLES_WEIGHT};
-pub use learned::{Evidence, Learned, LearnedExample, LearningMode, LearningSettings};
+pub use index::{Bm25fParams, RouteIndex};
+pub use learned::{
+    normal as normal_task, route_with, Evidence, Learned, LearnedExample, LearningMode,
+    LearningSettings,
+};
 pub use {
     dense::EmbedIndex,
     embedder::{EmbedError, Embedder, MODEL_ENV},
-    hybrid::{
-        FusionMode, FusionParams, HybridIndex, PrecomputedQueries, HYBRID_THRESHOLD, HYBRID_WEIGHT,
-    },
+    hybrid::{FusionMode, FusionParams, HybridIndex, PrecomputedQueries, HYBRID_THRESHOLD},
 };
 
 use std::sync::Arc;
@@ -95,7 +106,7 @@ pub trait Retriever: Send + Sync {
     }
 
     /// For each reading of a task, the `k` tools closest in meaning to it by the static
-    /// token vectors ([`static_vectors`]), best first with their cosines; empty lists for
+    /// token vectors (`static_vectors`), best first with their cosines; empty lists for
     /// retrievers without them. The calibrated decision asks whether the top tool is also
     /// the closest to a reading.
     fn closest_each(
@@ -154,6 +165,7 @@ pub trait SnapshotIndex: Retriever {
     fn replace_server(&mut self, server: &str, tools: Vec<Arc<ToolRecord>>);
     /// Number of indexed tools.
     fn len(&self) -> usize;
+    /// True when no tool is indexed.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -206,7 +206,7 @@ impl StaticVectors {
 }
 
 /// Scales `v` to unit length (a zero vector stays zero).
-pub fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+pub(crate) fn normalize(mut v: Vec<f32>) -> Vec<f32> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);
@@ -215,7 +215,7 @@ pub fn normalize(mut v: Vec<f32>) -> Vec<f32> {
 }
 
 /// Dot product; the cosine for unit vectors.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
@@ -239,7 +239,7 @@ fn token_at<'a>(bytes: &'a [u8], starts: &[u32], id: u32) -> &'a str {
 /// accents, split on whitespace and punctuation, then WordPiece (longest known prefix,
 /// `##` continuations; a word with an unknown piece is `[UNK]`).
 /// `vocab` gives a piece's token id.
-pub fn wordpiece(
+pub(crate) fn wordpiece(
     text: &str,
     vocab: impl Fn(&str) -> Option<u32>,
     unk: Option<u32>,

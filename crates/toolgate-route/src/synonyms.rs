@@ -84,7 +84,7 @@ const SENSES: &[(&str, &[&str], &str)] = &[
 ];
 
 /// The senses of a task's stemmed words: (verb, its meaning here), both stemmed.
-pub fn senses(analyzer: &Analyzer, words: &[String]) -> Vec<(String, String)> {
+pub(crate) fn senses(analyzer: &Analyzer, words: &[String]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (verb, objects, meaning) in SENSES {
         let Some(v) = analyzer.word(verb) else {
@@ -134,14 +134,14 @@ fn table() -> &'static HashMap<String, Vec<String>> {
 }
 
 /// The synonyms of one stemmed word (none for most words).
-pub fn of(term: &str) -> &'static [String] {
+pub(crate) fn of(term: &str) -> &'static [String] {
     table().get(term).map_or(&[], Vec::as_slice)
 }
 
 /// What phrases of the task mean ("what time is it" asks for the current time): stemmed
 /// terms that count as words of the task. `text` is the task itself (a phrase's words
 /// may be stop words).
-pub fn phrases(analyzer: &Analyzer, text: &str) -> Vec<String> {
+pub(crate) fn phrases(analyzer: &Analyzer, text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in phrase_meanings(&words(text)).filter_map(|m| analyzer.word(m)) {
         if !out.contains(&m) {
@@ -162,7 +162,7 @@ fn phrase_meanings(words: &[String]) -> impl Iterator<Item = &'static str> + '_ 
 /// The task with the words the table gives its words appended, unstemmed ("list my
 /// calendar for tomorrow" gains "event schedule agenda date time"): the task as the
 /// ranking reads it, for a reader without stemming (the static vectors).
-pub fn with_meanings(text: &str) -> String {
+pub(crate) fn with_meanings(text: &str) -> String {
     let words = words(text);
     let has = |w: &str| words.iter().any(|x| x == w);
     let mut added: Vec<&str> = Vec::new();
@@ -199,7 +199,7 @@ fn words(text: &str) -> Vec<String> {
 
 /// The synonyms of a task: stemmed terms the task does not already contain, each once.
 /// `terms` are the task's analysed terms.
-pub fn expand(terms: &[String]) -> Vec<String> {
+pub(crate) fn expand(terms: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut add = |s: &str| {
         if !terms.iter().any(|t| t == s) && !out.iter().any(|o| o == s) {

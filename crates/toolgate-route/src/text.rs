@@ -25,7 +25,7 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// True for a lowercase word that carries no routing signal.
-pub fn is_stop_word(word: &str) -> bool {
+pub(crate) fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
@@ -57,7 +57,7 @@ fn is_joiner(c: char) -> bool {
 /// Splits an identifier into its words: on `_ - . /` and on camelCase boundaries, keeping
 /// acronyms together (`HTMLParser` -> `HTML`, `Parser`) and digits with their letters
 /// (`base64`, `s3`). Returns slices of `ident`; empty parts are dropped.
-pub fn split_identifier(ident: &str) -> Vec<&str> {
+pub(crate) fn split_identifier(ident: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for piece in ident.split(is_joiner).filter(|p| !p.is_empty()) {
         let chars: Vec<(usize, char)> = piece.char_indices().collect();
@@ -84,13 +84,13 @@ pub fn split_identifier(ident: &str) -> Vec<&str> {
 /// Longer runs are not words or identifiers (exposed names are at most 64 characters) but
 /// data pasted into a task: base64, hashes, keys. They are skipped, which also bounds
 /// the work a pasted blob can cause.
-pub const MAX_WORD: usize = 64;
+pub(crate) const MAX_WORD: usize = 64;
 
 /// Only this much of a task is analysed: enough for any real task, and a bound on the
 /// work a pasted document can cause on the request path.
-pub const MAX_TASK_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_TASK_BYTES: usize = 8 * 1024;
 /// `s` cut to at most `max` bytes at a char boundary.
-pub fn truncate(s: &str, max: usize) -> &str {
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }
@@ -102,7 +102,7 @@ pub fn truncate(s: &str, max: usize) -> &str {
 }
 
 /// Turns text into index terms. Cheap to build; holds the stemmer.
-pub struct Analyzer {
+pub(crate) struct Analyzer {
     /// Snowball English: "issues", "issued" and "issue" all become "issu".
     stemmer: Stemmer,
 }
@@ -127,14 +127,14 @@ impl std::fmt::Debug for Analyzer {
 }
 
 impl Analyzer {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             stemmer: Stemmer::create(Algorithm::English),
         }
     }
 
     /// One word, lowercased and stemmed; `None` for stop words and lone letters.
-    pub fn word(&self, word: &str) -> Option<String> {
+    pub(crate) fn word(&self, word: &str) -> Option<String> {
         let lower = word.to_lowercase();
         let single_letter =
             lower.chars().count() == 1 && !lower.chars().all(|c| c.is_ascii_digit());
@@ -147,7 +147,12 @@ impl Analyzer {
     /// Appends the terms of `text` to `out`. Words are stemmed; a compound identifier adds
     /// its whole lowercased form first; CJK runs become character bigrams. The stemmed
     /// words of each chunk also go to `words` (in order) when given, for phrase bigrams.
-    pub fn terms(&self, text: &str, out: &mut Vec<String>, mut words: Option<&mut Vec<String>>) {
+    pub(crate) fn terms(
+        &self,
+        text: &str,
+        out: &mut Vec<String>,
+        mut words: Option<&mut Vec<String>>,
+    ) {
         let mut cjk = String::new();
         // Marks of those scripts (Thai tone marks, vowel signs) are not alphanumeric but part
         // of the word.
@@ -194,7 +199,7 @@ impl Analyzer {
     }
 
     /// The terms of `text` as a new vector (no phrase words).
-    pub fn analyze(&self, text: &str) -> Vec<String> {
+    pub(crate) fn analyze(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
         self.terms(text, &mut out, None);
         out
@@ -233,7 +238,7 @@ fn push_cjk_bigrams(run: &str, out: &mut Vec<String>) {
 
 /// The phrase term for two adjacent words. A space never occurs inside a word term, so
 /// phrase terms cannot collide with words.
-pub fn bigram(a: &str, b: &str) -> String {
+pub(crate) fn bigram(a: &str, b: &str) -> String {
     let mut s = String::with_capacity(a.len() + b.len() + 1);
     s.push_str(a);
     s.push(' ');
@@ -243,7 +248,7 @@ pub fn bigram(a: &str, b: &str) -> String {
 
 /// Splits a task into its clauses: at sentence and clause punctuation followed by a space,
 /// and at "then" and "and". At most 8, so a long task bounds the extra work.
-pub fn clauses(query: &str) -> Vec<&str> {
+pub(crate) fn clauses(query: &str) -> Vec<&str> {
     // Cuts happen only at ASCII bytes, so every slice is on a char boundary.
     let mut out = Vec::new();
     let mut start = 0;

@@ -5,7 +5,7 @@
 mod support;
 
 use std::sync::Arc;
-use toolgate_core::catalog::file::parse_catalog;
+use toolgate_core::catalog::parse_catalog;
 use toolgate_core::catalog::{load_catalog_file, load_queries_file, Catalog};
 use toolgate_route::eval::{evaluate, summarize, sweep_row};
 use toolgate_route::{route, RouteDecision, RouteIndex, RouteOptions};

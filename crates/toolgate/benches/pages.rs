@@ -7,7 +7,7 @@
 use std::time::Instant;
 use toolgate_core::call::CallOutcome;
 use toolgate_core::exec::{shape, DEFAULT_BUDGET};
-use toolgate_route::shape::tokens::Encoding;
+use toolgate_route::shape::Encoding;
 
 fn main() {
     // Log-like text: lines of words, numbers and punctuation, as tools return.

@@ -1,6 +1,6 @@
 //! What route learns from the models' choices, for the engine: which selectionIds a
 //! clarification offered (and for which task; in a shared store too, so any replica that
-//! runs the call learns), the learned set (`toolgate_route::learned`) and its one record in
+//! runs the call learns), the learned set (`toolgate_route::Learned`) and its one record in
 //! the state store (`Kind::Learned`), re-read every few seconds when the store is shared
 //! by replicas.
 

@@ -195,7 +195,7 @@ proptest! {
     #[test]
     fn pages_hold_the_whole_text_within_budget(text in "(.{0,40}\n?){0,40}", budget in 1usize..50) {
         let count = |s: &str| s.chars().count();
-        let pages = toolgate_core::exec::pages::split_pages(&text, budget, &count);
+        let pages = toolgate_core::exec::split_pages(&text, budget, &count);
         prop_assert_eq!(pages.concat(), text.clone());
         for p in &pages {
             prop_assert!(count(p) <= budget || p.chars().count() == 1, "{} > {budget}: {p:?}", count(p));

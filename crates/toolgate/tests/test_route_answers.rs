@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 use toolgate::guided::route::{respond, RouteContext};
-use toolgate_core::catalog::file::parse_catalog;
+use toolgate_core::catalog::parse_catalog;
 use toolgate_core::catalog::Catalog;
 use toolgate_route::shape::{SlimOptions, ToolOverride};
 use toolgate_route::RouteIndex;

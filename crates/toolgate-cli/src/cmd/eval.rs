@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 use toolgate_core::catalog::{load_catalog_file, load_queries_file, Catalog, LabelledQuery};
-use toolgate_route::calibrate::FEATURE_NAMES;
 use toolgate_route::eval::{evaluate, summarize, sweep, sweep_thresholds, Split, Summary};
+use toolgate_route::FEATURE_NAMES;
 use toolgate_route::{
     Bm25fParams, Retriever, RouteExamples, RouteIndex, RouteOptions, DEFAULT_THRESHOLD,
     EXAMPLES_THRESHOLD,

@@ -11,9 +11,9 @@ use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use toolgate_core::catalog::{load_catalog_file, load_queries_file, Catalog};
-use toolgate_route::calibrate::{Features, FEATURE_NAMES};
 use toolgate_route::eval::{evaluate, summarize, sweep_row, QueryOutcome, Split};
 use toolgate_route::{Bm25fParams, Calibration, RouteIndex, RouteOptions};
+use toolgate_route::{Features, FEATURE_NAMES};
 
 /// L2 strength of the fit (on the weights, per unit of sample weight).
 const LAMBDA: f64 = 1.0;

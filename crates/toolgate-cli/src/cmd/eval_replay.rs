@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 use serde_json::json;
 use std::io::Write;
 use toolgate_core::catalog::{LabelledQuery, ToolRecord};
-use toolgate_route::learned::route_with;
+use toolgate_route::route_with;
 use toolgate_route::{
     Evidence, Learned, LearnedExample, LearningSettings, Retriever, RouteDecision, RouteOptions,
     MAX_BROWSE,

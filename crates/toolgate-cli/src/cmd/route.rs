@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use toolgate::learning;
 use toolgate_core::store::Store;
-use toolgate_route::{learned, Learned, LearnedExample};
+use toolgate_route::{Learned, LearnedExample};
 
 #[derive(Subcommand)]
 pub(crate) enum RouteCommand {
@@ -238,12 +238,14 @@ fn forget(args: ForgetArgs) -> Result<bool> {
         bail!("say what to forget: --tool SERVER/TOOL, --principal NAME, --task TEXT (together: examples matching all), or --all");
     }
     let (store, mut set) = open(&args.config)?;
-    let task = args.task.as_deref().map(learned::normal);
+    let task = args.task.as_deref().map(toolgate_route::normal_task);
     let gone = set.forget(&|e| {
         args.all
             || (args.tool.as_ref().is_none_or(|t| &e.tool() == t)
                 && args.principal.as_ref().is_none_or(|p| &e.principal == p)
-                && task.as_ref().is_none_or(|t| &learned::normal(&e.task) == t))
+                && task
+                    .as_ref()
+                    .is_none_or(|t| &toolgate_route::normal_task(&e.task) == t))
     });
     if gone > 0 {
         save(store.as_ref(), &set)?;

@@ -146,16 +146,15 @@ pub(crate) fn open_store(
         StoreBackend::Memory => Ok(None),
         StoreBackend::Embedded => {
             let path = store.embedded_path(config.source.as_deref(), config.gateway.listen)?;
-            let db =
-                toolgate_core::store::embedded::EmbeddedStore::open_with_key(&path, &store.key_env)
-                    .map_err(|e| anyhow!("[store] backend = \"embedded\": {e}"))?;
+            let db = toolgate_core::store::EmbeddedStore::open_with_key(&path, &store.key_env)
+                .map_err(|e| anyhow!("[store] backend = \"embedded\": {e}"))?;
             tracing::info!(path = %path.display(), "state store: embedded");
             Ok(Some(Arc::new(db)))
         }
         #[cfg(feature = "redis")]
         StoreBackend::Redis => {
             let url = store.url.as_deref().expect("validated: redis has a url");
-            let Some(sealer) = toolgate_core::store::seal::Sealer::from_env(&store.key_env)
+            let Some(sealer) = toolgate_core::store::Sealer::from_env(&store.key_env)
                 .map_err(|e| anyhow!("[store] backend = \"redis\": {e}"))?
             else {
                 return Err(anyhow!(
@@ -163,7 +162,7 @@ pub(crate) fn open_store(
                     store.key_env
                 ));
             };
-            let db = toolgate_core::store::redis::RedisStore::open(url, sealer)
+            let db = toolgate_core::store::RedisStore::open(url, sealer)
                 .map_err(|e| anyhow!("[store] backend = \"redis\": {e}"))?;
             tracing::info!("state store: redis");
             Ok(Some(Arc::new(db)))

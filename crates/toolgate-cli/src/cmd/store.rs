@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use toolgate::config::store::StoreBackend;
-use toolgate_core::store::{embedded, seal::Sealer};
+use toolgate_core::store::{key_file, Sealer};
 
 #[derive(Subcommand)]
 pub(crate) enum StoreCommand {
@@ -57,11 +57,11 @@ fn store_file(args: &StoreArgs) -> Result<(PathBuf, String)> {
 
 fn check(args: StoreArgs) -> Result<bool> {
     let (path, key_env) = store_file(&args)?;
-    let key = embedded::key_file(&path);
+    let key = key_file(&path);
     let sealer = match Sealer::from_env(&key_env).map_err(|e| anyhow!(e))? {
         Some(s) => Some(s),
         None if key.exists() => {
-            if let Some(w) = toolgate_core::store::seal::key_file_warning(&key) {
+            if let Some(w) = toolgate_core::store::key_file_warning(&key) {
                 println!("warning: {w}");
             }
             Some(Sealer::from_key_file(&key).map_err(|e| anyhow!(e))?)
@@ -105,7 +105,7 @@ fn check(args: StoreArgs) -> Result<bool> {
 
 fn reset(args: StoreArgs) -> Result<bool> {
     let (path, _) = store_file(&args)?;
-    let key = embedded::key_file(&path);
+    let key = key_file(&path);
     let aside = toolgate_core::store::move_aside(&path, Some(&key)).map_err(|e| anyhow!(e))?;
     println!(
         "moved {} to {} (nothing deleted; its key file copied beside it); the next start, or the running gateway by itself, begins a new store with the same key",

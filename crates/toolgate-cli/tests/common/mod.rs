@@ -518,7 +518,7 @@ pub fn skip(why: &str) {
 
 /// A dataset under `datasets/` (or `TOOLGATE_DATASETS`), or `None` after [`skip`].
 pub fn dataset_or_skip(relative: &str) -> Option<std::path::PathBuf> {
-    toolgate_core::catalog::file::dataset(relative)
+    toolgate_core::catalog::dataset(relative)
         .map_err(|why| skip(&why))
         .ok()
 }

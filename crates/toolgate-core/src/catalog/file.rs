@@ -10,15 +10,19 @@ use std::path::Path;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CatalogEntry {
+    /// The upstream the tool belongs to.
     pub server: String,
+    /// The MCP Tool object.
     pub tool: Map<String, Value>,
 }
 
 /// One line of a query file.
 #[derive(Debug, Clone, Deserialize)]
 pub struct LabelledQuery {
+    /// The query's id in its dataset, if it has one.
     #[serde(default)]
     pub id: Option<Value>,
+    /// The task, in words.
     pub query: String,
     /// Every acceptable tool as `server/name`.
     pub expected: Vec<String>,

@@ -5,11 +5,14 @@
 //! Everything derived from it (exposed names, the retriever index, token counts) is
 //! computed when a snapshot is built, never on the request path.
 
-pub mod file;
+mod file;
 pub mod names;
-pub mod record;
+mod record;
 
-pub use file::{load_catalog_file, load_queries_file, CatalogEntry, LabelledQuery};
+pub use file::{
+    dataset, datasets_dir, load_catalog_file, load_queries_file, parse_catalog, CatalogEntry,
+    LabelledQuery,
+};
 pub use record::{one_line, ToolId, ToolRecord};
 
 use serde_json::{Map, Value};
@@ -30,11 +33,13 @@ pub struct Catalog {
 /// One tool as handed to `Catalog::build`.
 #[derive(Debug, Clone)]
 pub struct ToolInput {
+    /// The tool's server and upstream name.
     pub id: ToolId,
     /// Prefix for the exposed name (the upstream's `prefix`, default its name).
     pub prefix: String,
     /// An exposed name set in configuration, if any.
     pub name_override: Option<String>,
+    /// The MCP Tool object as the upstream listed it.
     pub tool: Map<String, Value>,
 }
 
@@ -98,22 +103,27 @@ impl Catalog {
         )
     }
 
+    /// Every tool, in catalog order.
     pub fn tools(&self) -> &[Arc<ToolRecord>] {
         &self.tools
     }
 
+    /// Number of tools.
     pub fn len(&self) -> usize {
         self.tools.len()
     }
 
+    /// True when no upstream has tools.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
 
+    /// The tool with this exposed name.
     pub fn by_exposed(&self, name: &str) -> Option<&Arc<ToolRecord>> {
         self.by_exposed.get(name).map(|&i| &self.tools[i])
     }
 
+    /// The tool with this (server, name).
     pub fn by_id(&self, id: &ToolId) -> Option<&Arc<ToolRecord>> {
         self.by_id.get(id).map(|&i| &self.tools[i])
     }

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashSet};
 
 /// The longest name model providers accept.
-pub const MAX_NAME: usize = 64;
+pub(crate) const MAX_NAME: usize = 64;
 
 /// True when `name` is acceptable to OpenAI's and Anthropic's tool APIs.
 pub fn is_valid(name: &str) -> bool {

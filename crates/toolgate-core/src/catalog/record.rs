@@ -14,6 +14,7 @@ pub struct ToolId {
 }
 
 impl ToolId {
+    /// The id of the tool `name` of `server`.
     pub fn new(server: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
             server: server.into(),
@@ -48,6 +49,7 @@ pub struct ToolRecord {
 }
 
 impl ToolRecord {
+    /// The tool's description (empty when it has none).
     pub fn description(&self) -> &str {
         self.tool
             .get("description")
@@ -55,6 +57,7 @@ impl ToolRecord {
             .unwrap_or("")
     }
 
+    /// The tool's title, or its annotations' title.
     pub fn title(&self) -> Option<&str> {
         self.tool.get("title").and_then(Value::as_str).or_else(|| {
             self.tool
@@ -72,6 +75,7 @@ impl ToolRecord {
             .unwrap_or_else(|| EMPTY.get_or_init(|| serde_json::json!({"type": "object"})))
     }
 
+    /// The output schema, if the tool declares one.
     pub fn output_schema(&self) -> Option<&Value> {
         self.tool.get("outputSchema")
     }

@@ -3,8 +3,8 @@
 
 use super::{OperationStatus, SessionStore, StoreError, StoreLimits};
 use crate::principal::Principal;
-use crate::store::embedded::EmbeddedStore;
-use crate::store::seal::Sealer;
+use crate::store::EmbeddedStore;
+use crate::store::Sealer;
 use crate::store::Store;
 use std::path::Path;
 use std::sync::Arc;

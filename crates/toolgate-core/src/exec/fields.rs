@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// One requested field, split into segments.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FieldPath {
+pub(super) struct FieldPath {
     /// As the caller wrote it, for messages.
     pub text: String,
     segments: Vec<String>,
@@ -20,7 +20,7 @@ pub struct FieldPath {
 
 impl FieldPath {
     /// Parses a pointer (leading `/`) or a dotted path. `""` and `"/"`-free empty input mean the whole value.
-    pub fn parse(text: &str) -> Self {
+    pub(super) fn parse(text: &str) -> Self {
         let segments = if let Some(rest) = text.strip_prefix('/') {
             rest.split('/')
                 .map(|s| s.replace("~1", "/").replace("~0", "~"))
@@ -37,7 +37,7 @@ impl FieldPath {
     }
 
     /// True if this path selects anything in `value`.
-    pub fn matches(&self, value: &Value) -> bool {
+    pub(super) fn matches(&self, value: &Value) -> bool {
         fn walk(v: &Value, segs: &[String]) -> bool {
             let Some((first, rest)) = segs.split_first() else {
                 return true;
@@ -91,7 +91,7 @@ impl Node {
 }
 
 /// `value` with only the parts `fields` select; `None` if they select nothing.
-pub fn select(value: &Value, fields: &[FieldPath]) -> Option<Value> {
+pub(super) fn select(value: &Value, fields: &[FieldPath]) -> Option<Value> {
     let mut root = Node::default();
     for f in fields {
         root.insert(&f.segments);
@@ -127,7 +127,7 @@ fn project(value: &Value, nodes: &[&Node]) -> Option<Value> {
 }
 
 /// A hint for a field that matched nothing: the keys the value does have at its top.
-pub fn top_keys(value: &Value) -> String {
+pub(super) fn top_keys(value: &Value) -> String {
     match value {
         Value::Object(o) => {
             let keys: Vec<&str> = o.keys().map(String::as_str).take(20).collect();

@@ -46,8 +46,11 @@ impl Default for StoreLimits {
 /// What an id names, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdKind {
+    /// A `continue` cursor over a paged result.
     Cursor,
+    /// A running or finished operation.
     Operation,
+    /// A route selection (`selectionId`).
     Selection,
 }
 
@@ -65,26 +68,64 @@ impl fmt::Display for IdKind {
 /// what the model should do next; the front returns it as an `isError` tool result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
+    /// The id was never issued here, or was forgotten long ago.
     #[error("unknown {kind} {id:?}: it was not issued by this gateway (check it was copied exactly) or was cleaned up long ago; call execute again")]
-    Unknown { kind: IdKind, id: String },
+    Unknown {
+        /// What the id names.
+        kind: IdKind,
+        /// The id as the caller sent it.
+        id: String,
+    },
+    /// The id's time ran out.
     #[error("{kind} {id:?} expired (results are kept {} s after last use, less when one caller keeps many); call execute again", .ttl.as_secs())]
     Expired {
+        /// What the id names.
         kind: IdKind,
+        /// The id as the caller sent it.
         id: String,
+        /// How long such ids are kept after last use.
         ttl: Duration,
     },
+    /// The id belongs to another principal.
     #[error("{kind} {id:?} belongs to another caller (a different API key or user) and works only for the one that made it; call execute again")]
-    Foreign { kind: IdKind, id: String },
+    Foreign {
+        /// What the id names.
+        kind: IdKind,
+        /// The id as the caller sent it.
+        id: String,
+    },
+    /// The caller already runs as many operations as one principal may.
     #[error("this caller (its API key, over all its connections) already has {limit} operations running; follow one with continue or stop one with cancel: true before starting another")]
-    TooManyOperations { limit: usize },
+    TooManyOperations {
+        /// Operations one principal may run at once.
+        limit: usize,
+    },
+    /// The gateway already runs as many operations as it may.
     #[error("the gateway is already running {limit} operations; try again shortly")]
-    Busy { limit: usize },
+    Busy {
+        /// Operations the gateway may run at once.
+        limit: usize,
+    },
+    /// The result is larger than the store keeps for paging.
     #[error("the result is too large to keep for paging ({bytes} bytes, at most {limit}); ask for less, e.g. with fields")]
-    TooLarge { bytes: usize, limit: usize },
+    TooLarge {
+        /// The result's size.
+        bytes: usize,
+        /// The most one result may take.
+        limit: usize,
+    },
+    /// The operation's process restarted before it finished.
     #[error("operation {id:?} was lost: the gateway restarted before it finished, so no result was kept; call execute again (the upstream may have run it already: check first if the call changes something)")]
-    Lost { id: String },
+    Lost {
+        /// The operation's id.
+        id: String,
+    },
+    /// The operation runs on another replica.
     #[error("operation {id:?} runs on another replica of this gateway: follow it with continue from any replica; it can be cancelled only on the one running it (call continue with cancel: true again, a later request may reach it)")]
-    Elsewhere { id: String },
+    Elsewhere {
+        /// The operation's id.
+        id: String,
+    },
     /// The durable store failed; the message names it and says what to do.
     #[error("{0}")]
     Store(crate::store::StoreFault),
@@ -93,8 +134,12 @@ pub enum StoreError {
 /// What the store holds now (for status reports and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StoreStats {
+    /// Cursors held in memory.
     pub cursors: usize,
+    /// Bytes of pages held in memory.
     pub bytes: usize,
+    /// Operations held, running or finished.
     pub operations: usize,
+    /// Operations still running.
     pub running: usize,
 }

@@ -1,11 +1,13 @@
 //! Executing a call for the model: validate the arguments, shape the result, keep the rest.
 //!
-//! - [`validate`]: cached validators of each tool's full input schema; [`report`] says what
-//!   was wrong in words a model can act on.
-//! - [`shape`](mod@shape): keeping the requested [`fields`] and cutting a result into [`pages`] within
-//!   a token budget.
-//! - [`store`]: session-scoped cursors over those pages and background operations
-//!   (`cursors`, `operations`), with expiry and bounds.
+//! The modules are private; what the layers above name is re-exported here.
+//!
+//! - `validate`: cached validators of each tool's full input schema ([`Validators`]);
+//!   `report` says what was wrong in words a model can act on ([`ValidationReport`]).
+//! - `shape`: keeping the requested `fields` and cutting a result into `pages` within
+//!   a token budget ([`shape()`](fn@shape), [`split_pages`]).
+//! - `store`: session-scoped cursors over those pages and background operations
+//!   (`cursors`, `operations`), with expiry and bounds ([`SessionStore`]).
 //!
 //! How the meta-tools use them (one [`Validators`] and one [`SessionStore`] per gateway):
 //!
@@ -15,22 +17,22 @@
 //!   seconds; if still [`OperationStatus::Running`], answer with the operation id; if
 //!   [`OperationStatus::Done`], [`shape()`](fn@shape) it, answer with `page`, and if `remaining` is
 //!   not empty, [`SessionStore::put_pages`] it and add the cursor to the answer.
-//! - `continue {cursor}`: [`SessionStore::next_page`]; `continue {operationId}`:
+//! - `continue {cursor}`: [`SessionStore::next_page_at`]; `continue {operationId}`:
 //!   [`SessionStore::wait`] (or [`SessionStore::cancel`] with `cancel: true`), shaping a
 //!   finished result as `execute` does. A [`StoreError`]'s message goes back as `isError`.
 
 mod cursors;
 mod durable;
 pub use cursors::PagePosition;
-pub mod fields;
+mod fields;
 mod limits;
 mod operations;
-pub mod pages;
-pub mod report;
-pub mod shape;
-pub mod store;
+mod pages;
+mod report;
+mod shape;
+mod store;
 mod tombstones;
-pub mod validate;
+mod validate;
 
 #[cfg(test)]
 mod durable_tests;
@@ -40,9 +42,8 @@ mod shape_tests;
 mod store_tests;
 
 pub use operations::OperationStatus;
+pub use pages::split_pages;
 pub use report::{Problem, ValidationReport};
-pub use shape::{
-    fits_uncounted, off_async_worker, shape, Shaped, DEFAULT_BUDGET, MEDIA_TOKENS, NOTE_TOKENS,
-};
+pub use shape::{fits_uncounted, off_async_worker, shape, text_block, Shaped, DEFAULT_BUDGET};
 pub use store::{IdKind, SessionStore, StoreError, StoreLimits, StoreStats};
-pub use validate::{Checked, Validators};
+pub use validate::{compile_schema, Checked, Validators};

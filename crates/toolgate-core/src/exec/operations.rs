@@ -25,7 +25,9 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 pub enum OperationStatus<T> {
     /// Still running: the latest progress the upstream sent, if any, and time since start.
     Running {
+        /// The latest progress the upstream sent.
         progress: Option<Progress>,
+        /// Time since the operation started.
         elapsed: Duration,
     },
     /// Finished with a result.
@@ -37,6 +39,7 @@ pub enum OperationStatus<T> {
 }
 
 impl<T> OperationStatus<T> {
+    /// True while the operation runs.
     pub fn is_running(&self) -> bool {
         matches!(self, Self::Running { .. })
     }

@@ -19,7 +19,7 @@ pub fn split_pages(text: &str, budget: usize, count: &dyn Fn(&str) -> usize) -> 
 
 /// Like [`split_pages`], with a smaller budget for the first page (which shares the
 /// model's view with the result's images and other blocks).
-pub fn split_pages_with(
+pub(super) fn split_pages_with(
     text: &str,
     first: usize,
     budget: usize,

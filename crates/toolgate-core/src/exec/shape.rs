@@ -33,9 +33,9 @@ use serde_json::{json, Value};
 /// The default budget for what one `execute` or `continue` shows the model (o200k tokens).
 pub const DEFAULT_BUDGET: usize = 4_000;
 /// What an image, audio clip or binary resource counts for.
-pub const MEDIA_TOKENS: usize = 800;
+pub(super) const MEDIA_TOKENS: usize = 800;
 /// Kept free on every page for the caller's paging note.
-pub const NOTE_TOKENS: usize = 60;
+pub(super) const NOTE_TOKENS: usize = 60;
 
 /// A result ready for the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -181,7 +181,7 @@ fn select_fields(outcome: &mut CallOutcome, fields: &[String]) -> Selection {
 
 /// Whether `outcome` surely fits `budget` tokens without counting them: a token covers at
 /// least one byte, so the bytes of its text blocks and `structuredContent` together bound
-/// `tokens` from above (media count [`MEDIA_TOKENS`] either way). Most results are far
+/// `tokens` from above (media count `MEDIA_TOKENS` either way). Most results are far
 /// below a budget, and counting is the costly part of shaping, so callers ask this first.
 pub fn fits_uncounted(outcome: &CallOutcome, budget: usize) -> bool {
     let bytes = |s: &str| s.len();

@@ -60,6 +60,7 @@ const REMOTE_POLL: Duration = Duration::from_millis(250);
 const DURABLE_SWEEP: Duration = Duration::from_secs(60);
 
 impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
+    /// An empty store under `limits`, with no durable store behind it.
     pub fn new(limits: StoreLimits) -> Self {
         Self {
             cursors: Mutex::new(Cursors::default()),
@@ -117,6 +118,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         self.durable.as_ref().map(|d| d.backend())
     }
 
+    /// The limits it keeps.
     pub fn limits(&self) -> &StoreLimits {
         &self.limits
     }
@@ -162,7 +164,8 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
 
     /// The page `cursor` names, and the cursor of the page after it (`None` after the last).
     /// Reading a page again with the same cursor gives the same page (retries are safe).
-    pub fn next_page(
+    #[cfg(test)]
+    pub(crate) fn next_page(
         &self,
         owner: &Principal,
         cursor: &str,
@@ -445,6 +448,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         }
     }
 
+    /// What it holds now in memory.
     pub fn stats(&self) -> StoreStats {
         let (cursors, bytes) = self
             .cursors

@@ -30,7 +30,10 @@ pub enum Checked {
     Valid,
     /// The input schema does not compile, so the arguments went unchecked; the upstream
     /// will judge them. `reason` says why (for a log line, not for the model).
-    Skipped { reason: String },
+    Skipped {
+        /// Why the schema did not compile.
+        reason: String,
+    },
 }
 
 /// A cache of compiled input-schema validators, shared by every session.
@@ -48,6 +51,7 @@ struct Compiled {
 }
 
 impl Validators {
+    /// An empty cache.
     pub fn new() -> Self {
         Self::default()
     }
@@ -79,6 +83,7 @@ impl Validators {
         self.cache.read().expect("validators").len()
     }
 
+    /// True when no validator is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -94,7 +99,7 @@ impl Validators {
         // on the same new schema both compile; the second insert wins, harmlessly.
         let compiled = Arc::new(Compiled {
             hash,
-            validator: compile(schema),
+            validator: compile_schema(schema),
         });
         if let Err(reason) = &compiled.validator {
             tracing::warn!(tool = %id, %reason, "input schema does not compile; arguments go unchecked");
@@ -110,7 +115,7 @@ impl Validators {
 
 /// Compiles `schema` with the draft its `$schema` names (2020-12 when it names none or
 /// one jsonschema does not know: following an unknown meta-schema URI would mean a fetch).
-pub fn compile(schema: &Value) -> Result<Validator, String> {
+pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
     let draft = match Draft::default().detect(schema) {
         Draft::Unknown => Draft::Draft202012,
         known => known,

@@ -22,6 +22,10 @@ pub trait MetaArgs: DeserializeOwned + JsonSchema {
 /// `route`: find the one tool for a task, or list a server's tools.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[expect(
+    missing_docs,
+    reason = "a doc comment would become the field's description in the derived JSON Schema; guided/surface.rs describes each argument"
+)]
 pub struct RouteArgs {
     pub task: Option<String>,
     pub server: Option<String>,
@@ -38,6 +42,10 @@ impl MetaArgs for RouteArgs {
 /// for a tool that takes none.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[expect(
+    missing_docs,
+    reason = "a doc comment would become the field's description in the derived JSON Schema; guided/surface.rs describes each argument"
+)]
 pub struct ExecuteArgs {
     #[serde(rename = "selectionId")]
     pub selection_id: Option<String>,
@@ -55,6 +63,10 @@ impl MetaArgs for ExecuteArgs {
 /// `continue`: the next page of a result, or a running operation.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[expect(
+    missing_docs,
+    reason = "a doc comment would become the field's description in the derived JSON Schema; guided/surface.rs describes each argument"
+)]
 pub struct ContinueArgs {
     pub cursor: Option<String>,
     #[serde(rename = "operationId")]
@@ -69,6 +81,10 @@ impl MetaArgs for ContinueArgs {
 /// `execute_code`: a program to run in a sandbox worker.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[expect(
+    missing_docs,
+    reason = "a doc comment would become the field's description in the derived JSON Schema; guided/surface.rs describes each argument"
+)]
 pub struct ExecuteCodeArgs {
     /// A JavaScript program (a body that may await and return, or an async function of input)
     pub code: String,
@@ -85,6 +101,10 @@ impl MetaArgs for ExecuteCodeArgs {
 /// `describe_tools`: TypeScript or summaries of the tools a program may call.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[expect(
+    missing_docs,
+    reason = "a doc comment would become the field's description in the derived JSON Schema; guided/surface.rs describes each argument"
+)]
 pub struct DescribeArgs {
     pub tools: Option<Vec<String>>,
     pub server: Option<String>,
@@ -100,6 +120,10 @@ impl MetaArgs for DescribeArgs {
 /// `propose_skill`: a finished run proposed as a skill draft.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[expect(
+    missing_docs,
+    reason = "a doc comment would become the field's description in the derived JSON Schema; guided/surface.rs describes each argument"
+)]
 pub struct ProposeArgs {
     /// the runId of a finished execute_code run of this session
     #[serde(rename = "runId")]

@@ -12,7 +12,9 @@ use serde_json::Value;
 pub struct MetaResult {
     /// Content blocks (MCP JSON), shown to the model.
     pub content: Vec<Value>,
+    /// The structured part (`structuredContent`), if any.
     pub structured: Option<Value>,
+    /// The answer is an error the model should act on (`isError`).
     pub is_error: bool,
     /// The result's `_meta`: for `execute` of a tool with an MCP App, the tool's `ui`
     /// (see [`crate::catalog::ToolRecord::ui`]), so a host that renders apps can show it.
@@ -20,6 +22,7 @@ pub struct MetaResult {
 }
 
 impl MetaResult {
+    /// A successful answer of one text block, with an optional structured part.
     pub fn text(text: impl Into<String>, structured: Option<Value>) -> Self {
         Self {
             content: vec![serde_json::json!({"type": "text", "text": text.into()})],

@@ -12,9 +12,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How many sessions are counted at once.
-pub const MAX_ENTRIES: usize = 2048;
+pub(super) const MAX_ENTRIES: usize = 2048;
 /// A count nobody has added to for this long is dropped.
-pub const IDLE: Duration = Duration::from_secs(3600);
+pub(super) const IDLE: Duration = Duration::from_secs(3600);
 
 /// One session's (or principal's) use, as the dashboard shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -55,10 +55,13 @@ pub struct Ledger {
 
 /// What one addition is.
 pub enum Sent {
+    /// A tool result of this many tokens.
     Result(usize),
     /// Definitions sent, and what direct mode would have sent.
     Definitions {
+        /// Tokens of the definitions sent.
         sent: usize,
+        /// Tokens direct mode would have sent.
         direct: usize,
     },
     /// An answer was shrunk.

@@ -68,13 +68,16 @@ pub enum CallOutcomeKind {
     Ok,
     /// The upstream answered with `isError: true`.
     ToolError,
+    /// The call timed out.
     Timeout,
+    /// The call was cancelled.
     Cancelled,
     /// Not connected, closed during the call, rejected, or another transport failure.
     UpstreamError,
 }
 
 impl CallOutcomeKind {
+    /// The label's value.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
@@ -88,6 +91,7 @@ impl CallOutcomeKind {
 
 /// One upstream's state at scrape time.
 pub struct UpstreamGauge {
+    /// The upstream's name.
     pub name: String,
     /// 1 when connected.
     pub up: bool,
@@ -96,11 +100,17 @@ pub struct UpstreamGauge {
 /// Gateway state read at scrape time (the scrape handler fills it from the stores).
 #[derive(Default)]
 pub struct Snapshot {
+    /// Paged results held.
     pub pages_open: usize,
+    /// Operations held, running or finished.
     pub operations_open: usize,
+    /// Operations still running.
     pub operations_running: usize,
+    /// Each upstream's state.
     pub upstreams: Vec<UpstreamGauge>,
+    /// Warm code-mode workers waiting for a run.
     pub code_workers_idle: usize,
+    /// Code-mode runs in progress.
     pub code_runs_active: usize,
 }
 
@@ -108,6 +118,7 @@ pub struct Snapshot {
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UpstreamCalls {
+    /// Calls so far.
     pub calls: u64,
     /// Calls that did not end `ok` (tool errors included).
     pub errors: u64,
@@ -371,10 +382,12 @@ impl Metrics {
         .inc_by(tokens as u64);
     }
 
+    /// An answer was shrunk to fit the session's token budget.
     pub fn budget_shrunk(&self) {
         self.budget_shrunk.inc();
     }
 
+    /// `upstream` connected again after losing its connection.
     pub fn upstream_reconnected(&self, upstream: &str) {
         let up = UpstreamLabel {
             upstream: upstream.to_string(),
@@ -404,6 +417,7 @@ impl Metrics {
         }
     }
 
+    /// A legacy session ended.
     pub fn session_closed(&self) {
         (self
             .sessions_open

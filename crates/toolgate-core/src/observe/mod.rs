@@ -9,9 +9,9 @@
 //! bounded: upstream and tool names come from the configuration and the catalog, the
 //! rest are fixed words; no task text and no arguments ever become a label.
 
-pub mod ledger;
+mod ledger;
 mod metrics;
-pub mod route_log;
+mod route_log;
 mod tally;
 pub mod trace;
 
@@ -23,8 +23,11 @@ pub use tally::Tally;
 /// Everything observed, one per gateway (`Gateway::observe`).
 #[derive(Default)]
 pub struct Observer {
+    /// The Prometheus metrics.
     pub metrics: Metrics,
+    /// Each session's token count.
     pub ledger: Ledger,
+    /// The recent route decisions.
     pub routes: RouteLog,
     /// Token counts that run after their answer has gone: settle it before reading the
     /// metrics or the ledger.

@@ -8,10 +8,11 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// How many decisions are kept.
-pub const KEEP: usize = 500;
+pub(super) const KEEP: usize = 500;
 /// A task longer than this is cut (with "…") before it is kept.
-pub const TASK_CHARS: usize = 200;
+pub(super) const TASK_CHARS: usize = 200;
 
+/// One route decision, as the dashboard shows it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteEvent {
@@ -19,18 +20,22 @@ pub struct RouteEvent {
     pub at_ms: u64,
     /// select, clarify, exact, list or error.
     pub decision: String,
+    /// The decision's confidence, when it has one.
     pub confidence: Option<f64>,
+    /// The task, trimmed and cut short.
     pub task: String,
     /// The selected tool (`server/name`), for a select.
     pub tool: Option<String>,
 }
 
+/// The last route decisions, oldest dropped first.
 #[derive(Default)]
 pub struct RouteLog {
     events: Mutex<VecDeque<RouteEvent>>,
 }
 
 impl RouteLog {
+    /// Records one decision (the task is cut short).
     pub fn push(&self, decision: &str, confidence: Option<f64>, task: &str, tool: Option<&str>) {
         let trimmed = task.trim();
         let mut task: String = trimmed.chars().take(TASK_CHARS).collect();

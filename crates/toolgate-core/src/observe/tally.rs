@@ -20,6 +20,7 @@ type Job = Box<dyn FnOnce() + Send>;
 /// How long an answer's count may wait to be counted while others keep coming.
 const TICK: Duration = Duration::from_millis(1);
 
+/// The thread that counts answers' tokens after they have gone, in batches.
 #[derive(Default)]
 pub struct Tally {
     /// Whether the counting thread started (it starts with the first job; without it,

@@ -13,7 +13,7 @@
 //! Without the feature the spans stay local (logs) and no `traceparent` is sent on.
 
 /// The request's span: one per `tools/call`.
-pub const SPAN_REQUEST: &str = "tools/call";
+pub(crate) const SPAN_REQUEST: &str = "tools/call";
 
 /// The W3C header (and `_meta` key) of a trace's context.
 pub const TRACEPARENT: &str = "traceparent";

@@ -35,7 +35,7 @@ type Table = TableDefinition<'static, &'static str, &'static [u8]>;
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 /// The longest wait between two reopening attempts: how late, at most, a healed store is
 /// noticed.
-pub const BACKOFF_MAX: Duration = Duration::from_secs(2);
+pub(super) const BACKOFF_MAX: Duration = Duration::from_secs(2);
 
 pub(super) fn values(kind: Kind) -> Table {
     TableDefinition::new(match kind {
@@ -65,6 +65,7 @@ pub(super) fn metas(kind: Kind) -> Table {
     })
 }
 
+/// The embedded store: one redb file, for one process.
 pub struct EmbeddedStore {
     /// The open database; `None` after a fault of the whole store, until reopened.
     db: RwLock<Option<Arc<Database>>>,
@@ -158,6 +159,7 @@ impl EmbeddedStore {
         Self::open(path, sealer)
     }
 
+    /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
     }

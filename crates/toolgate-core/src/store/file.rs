@@ -173,6 +173,7 @@ fn with_advice(path: &Path, f: StoreFault) -> StoreFault {
 /// What `toolgate store check` found in one file.
 #[derive(Debug)]
 pub struct FileReport {
+    /// The file checked.
     pub path: PathBuf,
     /// The file's size (`None`: there is no file).
     pub bytes: Option<u64>,
@@ -185,6 +186,7 @@ pub struct FileReport {
 }
 
 impl FileReport {
+    /// True when nothing is wrong and every value opened with the key.
     pub fn ok(&self) -> bool {
         self.fault.is_none() && self.kinds.iter().all(|(_, _, bad)| *bad == 0)
     }

@@ -9,16 +9,21 @@
 //! unknown one for the same messages as in memory.
 //!
 //! `backend = "memory"` has no store at all (today's in-process tables alone);
-//! `"embedded"` is [`embedded::EmbeddedStore`] (one redb file, one process), `"redis"` is
-//! `redis::RedisStore` (a fleet of replicas sharing one Redis or Valkey; feature `redis`),
-//! their values sealed by [`seal::Sealer`]. This module imports nothing else of the crate.
+//! `"embedded"` is [`EmbeddedStore`] (one redb file, one process), `"redis"` is
+//! `RedisStore` (a fleet of replicas sharing one Redis or Valkey; feature `redis`),
+//! their values sealed by [`Sealer`]. The modules (`embedded`, `file`, `redis`,
+//! `seal`) are private; their API is re-exported here. This module imports nothing else of the crate.
 
-pub mod embedded;
+mod embedded;
 mod file;
+pub use embedded::{key_file, EmbeddedStore};
 pub use file::{check as check_file, move_aside, FileReport};
 #[cfg(feature = "redis")]
-pub mod redis;
-pub mod seal;
+pub use redis::RedisStore;
+pub use seal::{key_file_warning, Sealer};
+#[cfg(feature = "redis")]
+mod redis;
+mod seal;
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -40,13 +45,14 @@ pub enum Kind {
     Run,
     /// A PII token handed to the model, and the value it stands for.
     Pii,
-    /// Route's learned examples (`toolgate_route::learned`), one value for the whole set.
+    /// Route's learned examples (`toolgate_route::Learned`), one value for the whole set.
     Learned,
     /// An upstream's OAuth tokens from `toolgate auth login` (the gateway's own login at it).
     Credential,
 }
 
 impl Kind {
+    /// Every kind, one table each.
     pub const ALL: [Kind; 9] = [
         Kind::Pages,
         Kind::Operation,
@@ -59,6 +65,7 @@ impl Kind {
         Kind::Credential,
     ];
 
+    /// The kind's name in tables, keys and messages.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Pages => "pages",
@@ -87,12 +94,14 @@ pub struct Record {
     pub owner: String,
     /// Wall-clock expiry, milliseconds since the Unix epoch: a restart keeps the clock.
     pub expires_ms: u64,
+    /// The value, as its module encoded it (the store seals it).
     pub value: Vec<u8>,
 }
 
 /// What a lookup found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
+    /// The caller's value, live.
     Found(Record),
     /// The id is known but belongs to another owner.
     Foreign,
@@ -109,31 +118,51 @@ pub enum Lookup {
 pub enum StoreFault {
     /// The store's data is damaged (a bad page, a truncated file, redb tripping over one).
     #[error("the state store {place} is damaged ({detail}): calls that need a value stored there (a cursor, an operation or code mode's state from earlier) fail until it is repaired, other calls keep working (call execute again for a fresh handle); the operator should run `toolgate store check`, then `toolgate store reset` to move the file aside (the gateway then starts a new store by itself, no restart)")]
-    Damaged { place: String, detail: String },
+    Damaged {
+        /// Where: the file or server, for the message.
+        place: String,
+        /// What the backend said.
+        detail: String,
+    },
     /// The store cannot take more: a full disk or quota, Redis at its `maxmemory`.
     #[error("the state store {place} is full ({detail}): nothing was kept; the operator should free space there ({advice}); the gateway picks the store up again by itself, so try again shortly")]
     Full {
+        /// Where: the file or server, for the message.
         place: String,
+        /// What the backend said.
         detail: String,
+        /// What the operator can free, for this backend.
         advice: &'static str,
     },
     /// The store does not answer now (a server down, an I/O error, another process on the
     /// file); it is dialed or reopened again with backoff.
     #[error("the state store ({backend}) is not answering ({place}: {detail}): nothing was kept or changed; try again shortly (the operator should check the store)")]
     Unavailable {
+        /// `embedded` or `redis`.
         backend: &'static str,
+        /// Where: the file or server, for the message.
         place: String,
+        /// What the backend said.
         detail: String,
     },
     /// One value is larger than the store takes (Redis's `proto-max-bulk-len`, redb's 3 GiB).
     #[error("a value of {bytes} bytes is larger than the state store {place} takes ({detail}): nothing was kept; ask for less (e.g. with fields) so the result needs no paging")]
     TooLarge {
+        /// Where: the file or server, for the message.
         place: String,
+        /// The value's size.
         bytes: usize,
+        /// The backend's limit, in words.
         detail: String,
     },
+    /// A value that does not open with the store's key (another key, or altered).
     #[error("a stored {kind} could not be opened: {detail} (was the store key changed? every replica and restart needs the same key)")]
-    Unsealed { kind: Kind, detail: String },
+    Unsealed {
+        /// The value's kind.
+        kind: Kind,
+        /// Why it did not open.
+        detail: String,
+    },
 }
 
 impl StoreFault {

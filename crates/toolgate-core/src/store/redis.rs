@@ -15,10 +15,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// How long an id's facts outlive its value.
-pub const TOMBSTONE: Duration = Duration::from_secs(3600);
+pub(crate) const TOMBSTONE: Duration = Duration::from_secs(3600);
 /// Dialing, and each command, give up after this.
 const TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The Redis store, shared by a fleet of replicas (feature `redis`).
 pub struct RedisStore {
     client: Client,
     /// `None` until dialed, and after a failure.

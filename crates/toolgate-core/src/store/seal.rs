@@ -26,6 +26,7 @@ impl std::fmt::Debug for Sealer {
 }
 
 impl Sealer {
+    /// A sealer with this key.
     pub fn new(key: [u8; 32]) -> Self {
         Self {
             cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
@@ -34,7 +35,7 @@ impl Sealer {
 
     /// Reads a key written as 64 hex digits; `source` names where it came from, for the
     /// error.
-    pub fn from_hex(text: &str, source: &str) -> Result<Self, String> {
+    pub(crate) fn from_hex(text: &str, source: &str) -> Result<Self, String> {
         let bytes = hex::decode(text.trim()).map_err(|e| {
             format!("{source}: the store key must be 64 hex digits ({e}); make one with `openssl rand -hex 32`")
         })?;
@@ -88,6 +89,7 @@ impl Sealer {
         (sealed, meta.encode())
     }
 
+    /// `plain` sealed under a random nonce, bound to its kind, id and owner.
     pub fn seal(&self, kind: Kind, id: &str, owner: &str, plain: &[u8]) -> Vec<u8> {
         let nonce: [u8; NONCE] = rand::random();
         let aad = aad(kind, id, owner);
@@ -107,6 +109,7 @@ impl Sealer {
         out
     }
 
+    /// The plain value of `sealed`, if it was sealed with this key for this kind, id and owner.
     pub fn open(
         &self,
         kind: Kind,

@@ -23,14 +23,14 @@ pub struct ServerBoilerplate {
 
 /// Boilerplate of every server in a catalog, keyed by server name.
 #[derive(Debug, Clone, Default)]
-pub struct Boilerplate {
+pub(super) struct Boilerplate {
     by_server: HashMap<String, ServerBoilerplate>,
 }
 
 impl Boilerplate {
     /// Finds each server's boilerplate. A unit counts when it occurs in at least
     /// `max(boilerplate_min_tools, boilerplate_min_share * tools)` of the server's tools.
-    pub fn detect(catalog: &Catalog, opts: &SlimOptions) -> Self {
+    pub(super) fn detect(catalog: &Catalog, opts: &SlimOptions) -> Self {
         let mut by_server = HashMap::new();
         if !opts.boilerplate {
             return Self { by_server };
@@ -83,7 +83,7 @@ impl Boilerplate {
     }
 
     /// The boilerplate of one server (empty when none was found).
-    pub fn server(&self, server: &str) -> &ServerBoilerplate {
+    pub(super) fn server(&self, server: &str) -> &ServerBoilerplate {
         static NONE: std::sync::OnceLock<ServerBoilerplate> = std::sync::OnceLock::new();
         self.by_server
             .get(server)
@@ -95,7 +95,7 @@ impl ServerBoilerplate {
     /// `description` without its boilerplate sentences. Lines keep their breaks; a
     /// description made only of boilerplate keeps its first sentence, so no tool is left
     /// without one.
-    pub fn strip(&self, description: &str) -> String {
+    pub(crate) fn strip(&self, description: &str) -> String {
         if self.sentences.is_empty() {
             return description.to_string();
         }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 /// Keywords that constrain through other keywords' results; converters ignore them, so
 /// a grammar lets through what the schema forbids.
-pub const CONDITIONAL: &[&str] = &[
+pub(super) const CONDITIONAL: &[&str] = &[
     "if",
     "then",
     "else",
@@ -15,7 +15,7 @@ pub const CONDITIONAL: &[&str] = &[
     "dependencies",
 ];
 /// Keywords converters ignore: a grammar lets through values they forbid.
-pub const IGNORED: &[&str] = &[
+pub(super) const IGNORED: &[&str] = &[
     "contains",
     "minContains",
     "maxContains",
@@ -25,7 +25,7 @@ pub const IGNORED: &[&str] = &[
     "maxProperties",
 ];
 /// Keywords that give a schema a shape; a schema with none of them accepts any value.
-pub const SHAPING: &[&str] = &[
+pub(super) const SHAPING: &[&str] = &[
     "type",
     "enum",
     "const",
@@ -40,7 +40,7 @@ pub const SHAPING: &[&str] = &[
     "patternProperties",
 ];
 /// Length and size bounds, with what they count; grammars spell a large one out rule by rule.
-pub const BOUNDS: &[(&str, &str)] = &[
+pub(super) const BOUNDS: &[(&str, &str)] = &[
     ("maxLength", "characters"),
     ("minLength", "characters"),
     ("maxItems", "items"),
@@ -48,22 +48,22 @@ pub const BOUNDS: &[(&str, &str)] = &[
 ];
 
 /// `not`: a grammar cannot exclude a sub-language.
-pub const NOT: &str = "not";
+pub(super) const NOT: &str = "not";
 
 /// What the local rewrite takes out of a schema and says in its description instead:
 /// `not`, the conditional keywords and the ignored ones, in that order.
-pub fn rewritten_away() -> impl Iterator<Item = &'static str> {
+pub(super) fn rewritten_away() -> impl Iterator<Item = &'static str> {
     std::iter::once(NOT).chain(CONDITIONAL.iter().chain(IGNORED).copied())
 }
 
 /// A union branch or `allOf` part that only adds `required` (or similar) to its parent:
 /// JSON Schema allows it, but converters treat each branch as a whole value schema.
-pub fn is_partial(node: &Map<String, Value>) -> bool {
+pub(super) fn is_partial(node: &Map<String, Value>) -> bool {
     !SHAPING.iter().any(|k| node.contains_key(*k))
 }
 
 /// An object whose shape comes from a union, `allOf`, a `$ref` or a constant is not empty.
-pub fn shaped_by_combinator(node: &Map<String, Value>) -> bool {
+pub(super) fn shaped_by_combinator(node: &Map<String, Value>) -> bool {
     ["oneOf", "anyOf", "allOf", "$ref", "enum", "const"]
         .iter()
         .any(|k| node.contains_key(*k))

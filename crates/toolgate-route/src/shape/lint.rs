@@ -16,24 +16,40 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
+    /// A `pattern` regex, which grammars follow only in part.
     Pattern,
+    /// `patternProperties`, ignored or turned into a key grammar.
     PatternProperties,
+    /// A length or item bound above `max_bound`, spelled out rule by rule.
     LargeBound,
+    /// An object with no properties and no `additionalProperties`.
     EmptyObject,
+    /// A subschema with no type.
     Untyped,
+    /// A `$ref` to a local definition.
     Ref,
+    /// A recursive `$ref`.
     RecursiveRef,
+    /// A `$ref` that is no local definition.
     UnresolvableRef,
+    /// A `oneOf`/`anyOf` with more branches than `max_union`.
     LargeUnion,
+    /// `allOf`, of which converters keep only object properties.
     AllOf,
+    /// `not`, which a grammar cannot express.
     Not,
+    /// `if`/`then`/`else` or dependent constraints, ignored by converters.
     Conditional,
+    /// A `format` with no grammar rule.
     Format,
+    /// `propertyNames` beyond plain strings, ignored by converters.
     PropertyNames,
+    /// Another keyword converters ignore.
     IgnoredKeyword,
 }
 
 impl Rule {
+    /// Every rule, in the order reports list them.
     pub const ALL: [Rule; 15] = [
         Rule::Pattern,
         Rule::PatternProperties,
@@ -52,6 +68,7 @@ impl Rule {
         Rule::IgnoredKeyword,
     ];
 
+    /// The rule's id, as `toolgate lint` prints it.
     pub fn id(self) -> &'static str {
         match self {
             Rule::Pattern => "pattern",
@@ -78,6 +95,7 @@ impl Rule {
 pub struct SchemaFinding {
     /// JSON pointer into the input schema.
     pub pointer: String,
+    /// The rule it breaks.
     pub rule: Rule,
     /// Why it is a problem, for this schema.
     pub why: String,

@@ -2,32 +2,34 @@
 //! the local-model-safe profile, and the lint that says why that profile exists.
 //!
 //! Everything here works on a `Catalog` snapshot and returns new objects; the catalog
-//! keeps every tool as its upstream sent it, for validation and calls.
+//! keeps every tool as its upstream sent it, for validation and calls. The modules below
+//! are private; what other crates name is re-exported here ([`Encoding`], [`Profile`],
+//! [`SlimOptions`], [`LocalOptions`], [`listing`], [`lint_schema`], [`ProfileView`], ...).
 //!
-//! - [`tokens`]: BPE counts (o200k, cl100k) and the OpenAI / MCP definition forms.
-//! - [`slim`]: `SlimOptions` and the slimmed tool listing; [`boilerplate`] finds
-//!   per-server repeated text; [`text`] cuts descriptions at sentence ends.
-//! - [`local`]: `LocalOptions` and the grammar-safe schema rewrite; [`refs`] inlines `$ref`s.
-//! - [`keywords`]: the keywords converters mishandle, listed once for lint and local.
-//! - [`lint`]: the rules local models trip on (the reports over a catalog are in `measure`).
-//! - [`walk`]: visiting every subschema with its JSON pointer.
-//! - [`view`]: one snapshot under the configured direct profile (`ProfileView`).
+//! - `tokens`: BPE counts (o200k, cl100k) and the OpenAI / MCP definition forms.
+//! - `slim`: `SlimOptions` and the slimmed tool listing; `boilerplate` finds
+//!   per-server repeated text; `text` cuts descriptions at sentence ends.
+//! - `local`: `LocalOptions` and the grammar-safe schema rewrite; `refs` inlines `$ref`s.
+//! - `keywords`: the keywords converters mishandle, listed once for lint and local.
+//! - `lint`: the rules local models trip on (the reports over a catalog are in `measure`).
+//! - `walk`: visiting every subschema with its JSON pointer.
+//! - `view`: one snapshot under the configured direct profile (`ProfileView`).
 
-pub mod boilerplate;
-pub mod keywords;
-pub mod lint;
-pub mod local;
-pub mod refs;
-pub mod slim;
-pub mod text;
-pub mod tokens;
-pub mod view;
-pub mod walk;
+mod boilerplate;
+mod keywords;
+mod lint;
+mod local;
+mod refs;
+mod slim;
+mod text;
+mod tokens;
+mod view;
+mod walk;
 
 pub use lint::{lint_schema, Rule, SchemaFinding};
 pub use local::{rewrite_schema, LocalOptions};
 pub use slim::{slim_catalog, slim_schema, slim_tool, ShapedTool, SlimOptions, ToolOverride};
-pub use tokens::{Encoding, FormTokens};
+pub use tokens::{openai_form, openai_form_of_tool, Encoding, FormTokens};
 pub use view::ProfileView;
 
 use serde::{Deserialize, Serialize};
@@ -47,6 +49,7 @@ pub enum Profile {
 }
 
 impl Profile {
+    /// The profile a configuration word names (`raw` or `direct`, `slim`, `local`).
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "raw" | "direct" => Some(Profile::Raw),
@@ -61,7 +64,9 @@ impl Profile {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SurfaceOptions {
+    /// What the slim profile removes.
     pub slim: SlimOptions,
+    /// How the local profile rewrites schemas.
     pub local: LocalOptions,
     /// Prefix of the guided meta-tool names (empty: `route`, `execute`, `continue`).
     pub guided_prefix: String,

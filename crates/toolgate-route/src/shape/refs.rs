@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 /// What a `$ref` points at, inside one root schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RefKind {
+pub(super) enum RefKind {
     /// A local definition that does not lead back to itself.
     Plain,
     /// A local definition on a cycle (a recursive type).
@@ -17,7 +17,7 @@ pub enum RefKind {
 }
 
 /// The subschema a local pointer (`#`, `#/$defs/a`, `#/properties/x`) names in `root`.
-pub fn resolve<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
+pub(super) fn resolve<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
     let ptr = r.strip_prefix('#')?;
     if ptr.is_empty() {
         return Some(root);
@@ -26,7 +26,7 @@ pub fn resolve<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
 }
 
 /// Classifies every `$ref` target in `root`: definition names on a cycle are recursive.
-pub fn classify(root: &Value) -> HashMap<String, RefKind> {
+pub(super) fn classify(root: &Value) -> HashMap<String, RefKind> {
     // Edges: from each definition (or the root, as "#") to the refs inside it.
     let mut edges: HashMap<String, Vec<String>> = HashMap::new();
     walk::for_each(root, "", &mut |node, ptr| {
@@ -87,7 +87,7 @@ fn reaches(
 /// already being expanded `depth` times is cut: it becomes a free-form value of the same
 /// type, described as such; an unresolvable ref becomes free-form too. Both widen what
 /// the model may send; execute still validates against the original.
-pub fn inline(schema: &Value, depth: usize) -> Value {
+pub(super) fn inline(schema: &Value, depth: usize) -> Value {
     let mut stack = Vec::new();
     let mut out = expand(schema, schema, depth, &mut stack);
     if let Some(m) = out.as_object_mut() {
@@ -188,7 +188,7 @@ fn free_form(like: &Value, note: &str) -> Value {
 
 /// A schema for any JSON value that grammar converters understand: every type listed,
 /// objects free-form.
-pub fn any_value() -> Value {
+pub(super) fn any_value() -> Value {
     json!({"type": ["string", "number", "boolean", "object", "array", "null"], "additionalProperties": true})
 }
 

@@ -247,7 +247,7 @@ fn slim_node(node: &mut Map<String, Value>, opts: &SlimOptions) {
 }
 
 /// True when a title only restates a name: "Repo Path" for `repo_path`.
-pub fn same_words(a: &str, b: &str) -> bool {
+pub(super) fn same_words(a: &str, b: &str) -> bool {
     let norm = |s: &str| -> String {
         s.chars()
             .filter(char::is_ascii_alphanumeric)
@@ -259,7 +259,7 @@ pub fn same_words(a: &str, b: &str) -> bool {
 
 /// Every `$ref` in schema positions of `schema`, skipping the `$defs`/`definitions` blocks
 /// at its root when `outside_defs` is set.
-pub fn refs_in(schema: &Value, outside_defs: bool) -> Vec<String> {
+pub(super) fn refs_in(schema: &Value, outside_defs: bool) -> Vec<String> {
     let mut out = Vec::new();
     walk::for_each(schema, "", &mut |node, ptr| {
         if outside_defs && (ptr.starts_with("/$defs/") || ptr.starts_with("/definitions/")) {
@@ -273,7 +273,7 @@ pub fn refs_in(schema: &Value, outside_defs: bool) -> Vec<String> {
 }
 
 /// The root definition a local `$ref` points into: `#/$defs/a/properties/b` -> (`$defs`, `a`).
-pub fn def_target(r: &str) -> Option<(&str, String)> {
+pub(super) fn def_target(r: &str) -> Option<(&str, String)> {
     let rest = r.strip_prefix("#/")?;
     let mut parts = rest.splitn(3, '/');
     let block = parts.next()?;

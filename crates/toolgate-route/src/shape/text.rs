@@ -3,7 +3,7 @@
 /// The sentences of `text` in order, each trimmed, with their original end punctuation.
 /// A sentence ends at `.`, `!` or `?` followed by whitespace, or at a line break, so
 /// list items and "Key: value" lines count as sentences of their own.
-pub fn sentences(text: &str) -> Vec<&str> {
+pub(super) fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for line in text.lines() {
         let mut start = 0;
@@ -42,7 +42,7 @@ fn push_trimmed<'a>(out: &mut Vec<&'a str>, s: &'a str) {
 /// `text` if it has at most `max` characters; otherwise the longest run of whole
 /// leading sentences that fits (joined by spaces, line breaks kept as `\n`). When not even
 /// the first sentence fits, it is cut at the last word boundary and ends with `…`.
-pub fn cut_at_sentence(text: &str, max: usize) -> String {
+pub(super) fn cut_at_sentence(text: &str, max: usize) -> String {
     let text = text.trim();
     if text.chars().count() <= max {
         return text.to_string();
@@ -76,7 +76,7 @@ pub fn cut_at_sentence(text: &str, max: usize) -> String {
 }
 
 /// Appends `note` to a description, as a sentence of its own.
-pub fn append_note(description: Option<&str>, note: &str) -> String {
+pub(super) fn append_note(description: Option<&str>, note: &str) -> String {
     match description.map(str::trim).filter(|d| !d.is_empty()) {
         None => note.to_string(),
         Some(d) if d.ends_with(['.', '!', '?']) => format!("{d} {note}"),

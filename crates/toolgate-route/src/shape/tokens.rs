@@ -88,7 +88,7 @@ pub fn openai_form_of_tool(name: &str, tool: &Map<String, Value>) -> Value {
 }
 
 /// The MCP `tools/list` form: the tool object itself, under `name`.
-pub fn mcp_form_of_tool(name: &str, tool: &Map<String, Value>) -> Map<String, Value> {
+pub(super) fn mcp_form_of_tool(name: &str, tool: &Map<String, Value>) -> Map<String, Value> {
     let mut t = tool.clone();
     t.insert("name".into(), Value::String(name.into()));
     t

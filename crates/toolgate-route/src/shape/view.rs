@@ -13,6 +13,7 @@ use toolgate_core::catalog::{Catalog, ToolId};
 pub struct ProfileView {
     /// The snapshot this was built from (callers compare it by pointer to reuse the view).
     pub catalog: Arc<Catalog>,
+    /// The profile it shows.
     pub profile: Profile,
     /// Every tool in catalog order, as the profile shows it.
     pub tools: Vec<ShapedTool>,
@@ -23,6 +24,7 @@ pub struct ProfileView {
 }
 
 impl ProfileView {
+    /// The listing of `catalog` under `profile`, with its cost.
     pub fn build(catalog: Arc<Catalog>, profile: Profile, opts: &SurfaceOptions) -> Self {
         let tools = listing(&catalog, profile, opts);
         let by_id = tools

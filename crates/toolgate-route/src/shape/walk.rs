@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 /// Keywords whose value is one subschema.
-pub const SINGLE: &[&str] = &[
+pub(super) const SINGLE: &[&str] = &[
     "items",
     "additionalProperties",
     "additionalItems",
@@ -22,10 +22,10 @@ pub const SINGLE: &[&str] = &[
 ];
 
 /// Keywords whose value is an array of subschemas.
-pub const LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+pub(super) const LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
 
 /// Keywords whose value maps names to subschemas.
-pub const MAP: &[&str] = &[
+pub(super) const MAP: &[&str] = &[
     "properties",
     "patternProperties",
     "$defs",
@@ -34,13 +34,13 @@ pub const MAP: &[&str] = &[
 ];
 
 /// Escapes one JSON pointer token (RFC 6901).
-pub fn escape(token: &str) -> String {
+pub(super) fn escape(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
 /// Calls `f` on every schema object in `schema` (pre-order), with its pointer from
 /// `base`. Boolean schemas are skipped: they have no keywords to look at.
-pub fn for_each(schema: &Value, base: &str, f: &mut dyn FnMut(&Map<String, Value>, &str)) {
+pub(super) fn for_each(schema: &Value, base: &str, f: &mut dyn FnMut(&Map<String, Value>, &str)) {
     let Value::Object(map) = schema else { return };
     f(map, base);
     for (key, value) in map {
@@ -72,7 +72,7 @@ pub fn for_each(schema: &Value, base: &str, f: &mut dyn FnMut(&Map<String, Value
 }
 
 /// Like `for_each_mut`, with each schema's JSON pointer from `base`.
-pub fn for_each_mut_at(
+pub(super) fn for_each_mut_at(
     schema: &mut Value,
     base: &str,
     f: &mut dyn FnMut(&mut Map<String, Value>, &str),
@@ -102,7 +102,7 @@ pub fn for_each_mut_at(
 
 /// Calls `f` on every schema object in `schema`, children before parents, so `f` sees
 /// subschemas already rewritten.
-pub fn for_each_mut(schema: &mut Value, f: &mut dyn FnMut(&mut Map<String, Value>)) {
+pub(super) fn for_each_mut(schema: &mut Value, f: &mut dyn FnMut(&mut Map<String, Value>)) {
     for_each_mut_at(schema, "", &mut |m, _| f(m));
 }
 

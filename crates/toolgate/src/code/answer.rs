@@ -111,7 +111,7 @@ pub fn render(report: RunReport, output_bytes: usize) -> MetaResult {
         text.push_str("\n(output cut to fit; return or log less)");
     }
     MetaResult {
-        content: vec![toolgate_core::exec::shape::text_block(text)],
+        content: vec![toolgate_core::exec::text_block(text)],
         structured: Some(structured),
         is_error: !ok,
         meta: None,

@@ -197,9 +197,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let open = || -> Arc<dyn Store> {
             Arc::new(
-                toolgate_core::store::embedded::EmbeddedStore::open(
+                toolgate_core::store::EmbeddedStore::open(
                     &dir.path().join("s.redb"),
-                    toolgate_core::store::seal::Sealer::new([6; 32]),
+                    toolgate_core::store::Sealer::new([6; 32]),
                 )
                 .unwrap(),
             )

@@ -444,9 +444,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let open = || -> Arc<dyn toolgate_core::store::Store> {
             Arc::new(
-                toolgate_core::store::embedded::EmbeddedStore::open(
+                toolgate_core::store::EmbeddedStore::open(
                     &dir.path().join("s.redb"),
-                    toolgate_core::store::seal::Sealer::new([4; 32]),
+                    toolgate_core::store::Sealer::new([4; 32]),
                 )
                 .unwrap(),
             )

@@ -13,7 +13,7 @@ use rmcp::RoleServer;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use toolgate_core::observe::Sent;
-use toolgate_route::shape::tokens::Encoding;
+use toolgate_route::shape::Encoding;
 
 /// From this share of the budget on, answers shrink.
 const NEAR: f64 = 0.75;

@@ -8,7 +8,7 @@
 use crate::engine::Engine;
 use crate::upstream::CallOutcome;
 use toolgate_core::catalog::ToolRecord;
-use toolgate_route::shape::tokens::Encoding;
+use toolgate_route::shape::Encoding;
 
 /// The budget of a direct call of `tool`, in o200k tokens.
 pub fn direct_budget(engine: &Engine, tool: &ToolRecord) -> usize {
@@ -47,7 +47,7 @@ fn cut(outcome: CallOutcome, budget: usize, tool: &ToolRecord) -> CallOutcome {
         page.is_error = true;
         page.structured_content = None;
     }
-    page.content.push(toolgate_core::exec::shape::text_block(format!(
+    page.content.push(toolgate_core::exec::text_block(format!(
         "[toolgate] result cut at {budget} tokens: about {left} of its {} tokens ({} more pages) were left out. \
          To get the rest, call {} again asking for less (a filter, a smaller limit, a later page or offset if it takes one), \
          or run it with the guided surface's execute, whose continue returns the other pages.",

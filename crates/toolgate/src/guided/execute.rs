@@ -13,7 +13,7 @@ use toolgate_core::catalog::ToolRecord;
 use toolgate_core::exec::{shape, Shaped};
 use toolgate_core::meta::args::ExecuteArgs;
 use toolgate_core::principal::Principal;
-use toolgate_route::shape::tokens::Encoding;
+use toolgate_route::shape::Encoding;
 
 /// Runs one execute call. `cancel` is the client's cancellation of this request. The
 /// caller's permission is checked (whatever the profile shows) before validation and call.
@@ -215,14 +215,14 @@ pub fn shaped_answer(
     let mut content = page.content;
     let mut structured = page.structured_content;
     if let Some(note) = field_note {
-        content.push(toolgate_core::exec::shape::text_block(format!(
+        content.push(toolgate_core::exec::text_block(format!(
             "[toolgate] {note}"
         )));
     }
     if !remaining.is_empty() {
         match engine.store.put_pages(owner, remaining) {
             Ok(cursor) => {
-                content.push(toolgate_core::exec::shape::text_block(format!(
+                content.push(toolgate_core::exec::text_block(format!(
                     "[toolgate] page 1 of {total_pages} ({original_tokens} tokens in all); call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
                 )));
                 // The page's text joins the structured part at the front (`to_result`).
@@ -230,7 +230,7 @@ pub fn shaped_answer(
                     json!({"nextCursor": cursor, "page": 1, "pages": total_pages, "tokens": original_tokens}),
                 );
             }
-            Err(e) => content.push(toolgate_core::exec::shape::text_block(format!(
+            Err(e) => content.push(toolgate_core::exec::text_block(format!(
                 "[toolgate] the result was cut to its first page: {e}"
             ))),
         }

@@ -59,16 +59,16 @@ pub async fn run(
 /// One page: its text, then where it stands (the text joins the structured part at the
 /// front, `front/guided.rs::to_result`, for clients that show only that).
 fn page_answer(page: String, next: Option<String>, number: usize, of: usize) -> MetaResult {
-    let mut content = vec![toolgate_core::exec::shape::text_block(page)];
+    let mut content = vec![toolgate_core::exec::text_block(page)];
     let structured = match &next {
         Some(cursor) => {
-            content.push(toolgate_core::exec::shape::text_block(format!(
+            content.push(toolgate_core::exec::text_block(format!(
                 "[toolgate] page {number} of {of}; call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
             )));
             json!({"nextCursor": cursor, "page": number, "pages": of})
         }
         None => {
-            content.push(toolgate_core::exec::shape::text_block(format!(
+            content.push(toolgate_core::exec::text_block(format!(
                 "[toolgate] page {number} of {of}, the last"
             )));
             json!({"nextCursor": null, "done": true, "page": number, "pages": of})

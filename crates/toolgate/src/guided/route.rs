@@ -15,7 +15,7 @@ use std::sync::Arc;
 use toolgate_core::catalog::{Catalog, ToolId, ToolRecord};
 use toolgate_core::meta::args::{self, RouteArgs};
 use toolgate_core::principal::Principal;
-use toolgate_route::learned::route_with;
+use toolgate_route::route_with;
 use toolgate_route::shape::{ProfileView, SlimOptions};
 use toolgate_route::{
     route, Evidence, LearningSettings, Retriever, RouteDecision, RouteOptions, DEFAULT_LIMIT,

@@ -7,9 +7,9 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use toolgate_core::catalog::Catalog;
-use toolgate_route::shape::lint::{lint_schema, Rule};
-use toolgate_route::shape::tokens::{openai_form, Encoding, FormTokens};
+use toolgate_route::shape::{lint_schema, Rule};
 use toolgate_route::shape::{listing, Profile, SurfaceOptions};
+use toolgate_route::shape::{openai_form, Encoding, FormTokens};
 
 /// Token totals of the four surfaces in one form.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -318,9 +318,9 @@ impl Policy {
             .tools()
             .iter()
             .filter(|t| self.lists(caller, t))
-            .map(|t| toolgate_route::shape::tokens::openai_form_of_tool(&t.exposed, &t.tool))
+            .map(|t| toolgate_route::shape::openai_form_of_tool(&t.exposed, &t.tool))
             .collect();
-        toolgate_route::shape::tokens::Encoding::O200k.count_json(&Value::Array(tools))
+        toolgate_route::shape::Encoding::O200k.count_json(&Value::Array(tools))
     }
 
     /// Judges one call before any upstream sees it: shadow, scope and tier, then approval

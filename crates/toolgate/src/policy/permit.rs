@@ -171,7 +171,7 @@ impl Permit {
         let (outcome, error, tokens) = match result {
             Ok(o) => {
                 let text = serde_json::to_string(&o.content).unwrap_or_default();
-                let tokens = toolgate_route::shape::tokens::Encoding::O200k.count(&text);
+                let tokens = toolgate_route::shape::Encoding::O200k.count(&text);
                 let outcome = if o.is_error { "isError" } else { "ok" };
                 (outcome, None, Some(tokens))
             }

@@ -193,7 +193,7 @@ mod tests {
     /// reading of the task.
     #[test]
     fn hidden_tools_are_never_the_closest() {
-        use toolgate_core::catalog::{file::parse_catalog, Catalog};
+        use toolgate_core::catalog::{parse_catalog, Catalog};
         use toolgate_route::RouteIndex;
         let entries = parse_catalog(
             r#"[{"server": "secret", "tool": {"name": "get_time", "description": "Current time"}},

@@ -157,7 +157,7 @@ pub fn check_schema(schema: &Value) -> Result<(), String> {
             ))
         }
     }
-    toolgate_core::exec::validate::compile(schema).map(drop)
+    toolgate_core::exec::compile_schema(schema).map(drop)
 }
 
 /// The skill as a tool record of the server `skills`, so route indexes and ranks it like

@@ -7,7 +7,7 @@ use crate::guided::surface::{DESCRIBE_TOOLS, EXECUTE_CODE};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use toolgate_core::catalog::{LabelledQuery, ToolRecord};
-use toolgate_route::shape::tokens::Encoding;
+use toolgate_route::shape::Encoding;
 use toolgate_sandbox::protocol::ToolEntry;
 
 /// Tokens of the surface a guided session with code mode on carries per request, as the

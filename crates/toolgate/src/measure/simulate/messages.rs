@@ -4,7 +4,7 @@
 use super::ResultForm;
 use serde_json::{json, Map, Value};
 use toolgate_core::meta::MetaResult;
-use toolgate_route::shape::tokens::Encoding;
+use toolgate_route::shape::Encoding;
 
 /// One agent loop: a fixed part every request carries, then the messages so far.
 pub(super) struct Loop {
