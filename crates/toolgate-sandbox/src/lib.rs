@@ -13,6 +13,8 @@
 // stdout is the MCP stream of `toolgate serve --stdio` (and the sandbox worker's channel to
 // the gateway): a library writes nothing there; what the CLI prints is the CLI's to say.
 #![warn(clippy::print_stdout)]
+// The public API is `protocol` and `worker`; each item of it says what it is.
+#![warn(missing_docs)]
 
 pub mod protocol;
 #[cfg(feature = "worker")]

@@ -39,6 +39,7 @@ pub struct ToolEntry {
     pub tool: String,
     /// `tools.<server_ident>.<tool_ident>`.
     pub server_ident: String,
+    /// `tool_ident` of that path.
     pub tool_ident: String,
 }
 
@@ -49,7 +50,9 @@ pub struct Run {
     pub code: String,
     /// The `input` global (JSON; `null` when none was given).
     pub input: Value,
+    /// The tools it may call.
     pub tools: Vec<ToolEntry>,
+    /// The limits it runs under.
     pub limits: Limits,
 }
 
@@ -61,6 +64,7 @@ pub struct CallAnswer {
     /// The tool's value: its structuredContent, else its JSON text parsed, else its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
+    /// Why the call failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<CallFailure>,
 }
@@ -70,6 +74,7 @@ pub struct CallAnswer {
 pub struct CallFailure {
     /// One of [`ERROR_CODES`].
     pub code: String,
+    /// What went wrong, for the program.
     pub message: String,
 }
 
@@ -103,13 +108,22 @@ pub enum ToGateway {
     Ready,
     /// The program called a tool.
     Call {
+        /// The call's id, unique in the run; its [`CallAnswer`] carries it back.
         id: u64,
+        /// The server, as in [`ToolEntry::server`] (or [`STATE_SERVER`], [`SKILLS_SERVER`]).
         server: String,
+        /// The tool, as in [`ToolEntry::tool`].
         tool: String,
+        /// The arguments the program passed.
         arguments: Value,
     },
     /// One console line (sent at once, so a run killed later still shows it).
-    Log { level: String, text: String },
+    Log {
+        /// `log`, `info`, `warn`, `error` or `debug`: the console method.
+        level: String,
+        /// The line.
+        text: String,
+    },
     /// The program ended; the worker exits after this.
     Done(Done),
 }
@@ -138,12 +152,15 @@ pub struct Done {
 pub struct ProgramError {
     /// `Error`, `TypeError`, `ToolError`, ...
     pub name: String,
+    /// What it says.
     pub message: String,
-    /// A ToolError's code, server and tool.
+    /// A ToolError's code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// The server of the failed call, for a ToolError.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// The tool of the failed call, for a ToolError.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
 }

@@ -41,7 +41,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Serves one run over `input`/`output`. `os_limits` applies [`apply_os_limits`] first
+/// Serves one run over `input`/`output`. `os_limits` applies `apply_os_limits` first
 /// (a worker process does; in-process tests do not, so they do not limit the test runner).
 pub fn serve(
     mut input: impl BufRead + Send + 'static,
@@ -87,7 +87,7 @@ pub fn serve(
 }
 
 /// Address space, CPU seconds, no file writes, no core files, few descriptors.
-pub fn apply_os_limits(limits: &Limits) -> std::io::Result<()> {
+pub(crate) fn apply_os_limits(limits: &Limits) -> std::io::Result<()> {
     use nix::sys::resource::{setrlimit, Resource};
     let set = |r: Resource, soft: u64, hard: u64| {
         setrlimit(r, soft, hard).map_err(|e| std::io::Error::other(format!("setrlimit {r:?}: {e}")))
