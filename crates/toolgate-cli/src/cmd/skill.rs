@@ -45,13 +45,13 @@ pub(crate) fn run(cmd: SkillCommand) -> Result<bool> {
         SkillCommand::Show(a) => show(&skills_dir(&a.config)?, &a.name).map(|()| true),
         SkillCommand::Approve(a) => {
             let dir = skills_dir(&a.config)?;
-            let to =
-                drafts::approve(&dir, &a.name, max_source(&a.config)?).map_err(|e| anyhow!(e))?;
+            let to = drafts::approve(&dir, &a.name, max_source(&a.config)?)
+                .map_err(|e| anyhow!("{e}"))?;
             println!("approved {}: now served from {}", a.name, to.display());
             Ok(true)
         }
         SkillCommand::Reject(a) => {
-            drafts::reject(&skills_dir(&a.config)?, &a.name).map_err(|e| anyhow!(e))?;
+            drafts::reject(&skills_dir(&a.config)?, &a.name).map_err(|e| anyhow!("{e}"))?;
             println!("rejected {}: the draft is deleted", a.name);
             Ok(true)
         }
@@ -93,7 +93,10 @@ fn list(dir: &std::path::Path, as_json: bool) -> Result<bool> {
                     "{}",
                     json!({"name": name, "status": "draft", "servers": s.servers, "description": s.description})
                 ),
-                Err(e) => println!("{}", json!({"name": name, "status": "draft", "error": e})),
+                Err(e) => println!(
+                    "{}",
+                    json!({"name": name, "status": "draft", "error": e.to_string()})
+                ),
             }
         }
         return Ok(ok);

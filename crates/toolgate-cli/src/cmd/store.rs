@@ -58,13 +58,15 @@ fn store_file(args: &StoreArgs) -> Result<(PathBuf, String)> {
 fn check(args: StoreArgs) -> Result<bool> {
     let (path, key_env) = store_file(&args)?;
     let key = key_file(&path);
-    let sealer = match Sealer::from_env(&key_env).map_err(|e| anyhow!(e))? {
+    // The typed errors' messages already say what their sources said: taken as text, so
+    // `{e:#}` does not repeat them.
+    let sealer = match Sealer::from_env(&key_env).map_err(|e| anyhow!("{e}"))? {
         Some(s) => Some(s),
         None if key.exists() => {
             if let Some(w) = toolgate_core::store::key_file_warning(&key) {
                 println!("warning: {w}");
             }
-            Some(Sealer::from_key_file(&key).map_err(|e| anyhow!(e))?)
+            Some(Sealer::from_key_file(&key).map_err(|e| anyhow!("{e}"))?)
         }
         None => None,
     };
@@ -106,7 +108,7 @@ fn check(args: StoreArgs) -> Result<bool> {
 fn reset(args: StoreArgs) -> Result<bool> {
     let (path, _) = store_file(&args)?;
     let key = key_file(&path);
-    let aside = toolgate_core::store::move_aside(&path, Some(&key)).map_err(|e| anyhow!(e))?;
+    let aside = toolgate_core::store::move_aside(&path, Some(&key)).map_err(|e| anyhow!("{e}"))?;
     println!(
         "moved {} to {} (nothing deleted; its key file copied beside it); the next start, or the running gateway by itself, begins a new store with the same key",
         path.display(),

@@ -46,4 +46,4 @@ pub use pages::split_pages;
 pub use report::{Problem, ValidationReport};
 pub use shape::{fits_uncounted, off_async_worker, shape, text_block, Shaped, DEFAULT_BUDGET};
 pub use store::{IdKind, SessionStore, StoreError, StoreLimits, StoreStats};
-pub use validate::{compile_schema, Checked, Validators};
+pub use validate::{compile_schema, Checked, SchemaError, Validators};

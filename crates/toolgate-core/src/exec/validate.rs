@@ -47,7 +47,7 @@ struct Compiled {
     /// Hash of the input schema this was compiled from.
     hash: u64,
     /// The validator, or why the schema did not compile.
-    validator: Result<Validator, String>,
+    validator: Result<Validator, SchemaError>,
 }
 
 impl Validators {
@@ -65,7 +65,7 @@ impl Validators {
         let compiled = self.compiled(&tool.id, schema);
         match &compiled.validator {
             Err(reason) => Ok(Checked::Skipped {
-                reason: reason.clone(),
+                reason: reason.to_string(),
             }),
             Ok(v) => {
                 let mut errors = v.iter_errors(args).peekable();
@@ -115,7 +115,7 @@ impl Validators {
 
 /// Compiles `schema` with the draft its `$schema` names (2020-12 when it names none or
 /// one jsonschema does not know: following an unknown meta-schema URI would mean a fetch).
-pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
+pub fn compile_schema(schema: &Value) -> Result<Validator, SchemaError> {
     let draft = match Draft::default().detect(schema) {
         Draft::Unknown => Draft::Draft202012,
         known => known,
@@ -124,8 +124,14 @@ pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
         .with_draft(draft)
         .with_retriever(RefuseExternal)
         .build(schema)
-        .map_err(|e| format!("the input schema does not compile: {e}"))
+        .map_err(SchemaError)
 }
+
+/// An input schema that does not compile (its own error, an external `$ref`, an unknown
+/// keyword's value): the arguments go unchecked, and a skill with it is refused.
+#[derive(Debug, thiserror::Error)]
+#[error("the input schema does not compile: {0}")]
+pub struct SchemaError(#[source] pub jsonschema::ValidationError<'static>);
 
 /// Refuses every external resource, so validation never touches the network or disk.
 struct RefuseExternal;

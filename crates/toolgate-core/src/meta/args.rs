@@ -145,27 +145,90 @@ pub fn schema_of<T: MetaArgs>() -> Value {
     schemars::schema_for!(T).to_value()
 }
 
+/// Why a meta-tool's arguments were refused; the message says what to fix, for the model.
+/// None is retryable as it was sent: the call must change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    /// A key the tool does not take.
+    #[error("unknown argument {key:?}: {tool} takes {takes}{hint}")]
+    Unknown {
+        /// The meta-tool.
+        tool: &'static str,
+        /// The key the call passed.
+        key: String,
+        /// The keys it takes, in words ("a, b and c").
+        takes: String,
+        /// What the tool adds (where its own arguments go).
+        hint: &'static str,
+    },
+    /// A required key left out (or `null`).
+    #[error("{key:?} is required{}", .what.as_deref().map(|w| format!(": {w}")).unwrap_or_default())]
+    Missing {
+        /// The key.
+        key: String,
+        /// What it is, from its description.
+        what: Option<String>,
+    },
+    /// A key whose value is not of its type.
+    #[error("{key:?} must be {expected}, got {got}")]
+    WrongType {
+        /// The key.
+        key: String,
+        /// What it must be, in words.
+        expected: &'static str,
+        /// What was given, as JSON cut short.
+        got: String,
+    },
+    /// The arguments did not deserialize for another reason (serde's words).
+    #[error("{tool}: {message}")]
+    Other {
+        /// The meta-tool.
+        tool: &'static str,
+        /// What serde said.
+        message: String,
+    },
+}
+
+impl ArgsError {
+    /// A short, stable name of what was wrong (for logs and metrics labels).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Unknown { .. } => "unknown_argument",
+            Self::Missing { .. } => "missing_argument",
+            Self::WrongType { .. } => "wrong_type",
+            Self::Other { .. } => "invalid_arguments",
+        }
+    }
+}
+
+/// The handlers answer a refused call with the message alone.
+impl From<ArgsError> for String {
+    fn from(e: ArgsError) -> Self {
+        e.to_string()
+    }
+}
+
 /// A call's arguments as `T`, or what to fix: an unknown key (naming the ones it takes), a
 /// required one missing, or one of the wrong type. `null` counts as left out.
-pub fn parse<T: MetaArgs>(args: &Map<String, Value>) -> Result<T, String> {
+pub fn parse<T: MetaArgs>(args: &Map<String, Value>) -> Result<T, ArgsError> {
     let schema = schema_of::<T>();
     let empty = Map::new();
     let props = schema["properties"].as_object().unwrap_or(&empty);
     if let Some(key) = args.keys().find(|k| !props.contains_key(*k)) {
         let names: Vec<&str> = props.keys().map(String::as_str).collect();
-        return Err(format!(
-            "unknown argument {key:?}: {} takes {}{}",
-            T::TOOL,
-            listed(&names),
-            T::HINT
-        ));
+        return Err(ArgsError::Unknown {
+            tool: T::TOOL,
+            key: key.clone(),
+            takes: listed(&names),
+            hint: T::HINT,
+        });
     }
     let required = schema["required"].as_array().into_iter().flatten();
     for key in required.filter_map(Value::as_str) {
         if args.get(key).is_none_or(Value::is_null) {
-            return Err(match props[key]["description"].as_str() {
-                Some(what) => format!("{key:?} is required: {what}"),
-                None => format!("{key:?} is required"),
+            return Err(ArgsError::Missing {
+                key: key.to_string(),
+                what: props[key]["description"].as_str().map(str::to_string),
             });
         }
     }
@@ -178,14 +241,19 @@ pub fn parse<T: MetaArgs>(args: &Map<String, Value>) -> Result<T, String> {
     serde_path_to_error::deserialize(Value::Object(given)).map_err(|e| {
         let key = match e.path().iter().next() {
             Some(serde_path_to_error::Segment::Map { key }) => key.clone(),
-            _ => return format!("{}: {}", T::TOOL, e.inner()),
+            _ => {
+                return ArgsError::Other {
+                    tool: T::TOOL,
+                    message: e.inner().to_string(),
+                }
+            }
         };
         let got = args.get(&key).map(Value::to_string).unwrap_or_default();
-        format!(
-            "{key:?} must be {}, got {}",
-            expected(&props[&key]),
-            clip(&got, 80)
-        )
+        ArgsError::WrongType {
+            expected: expected(&props[&key]),
+            got: clip(&got, 80),
+            key,
+        }
     })
 }
 

@@ -27,13 +27,17 @@ fn well_formed_arguments_parse_with_null_as_left_out() {
 
 #[test]
 fn an_unknown_key_names_the_allowed_ones() {
-    let e = parse::<ExecuteArgs>(&args(json!({"tool": "s/t", "q": 1}))).unwrap_err();
+    let e = parse::<ExecuteArgs>(&args(json!({"tool": "s/t", "q": 1})))
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "unknown argument \"q\": execute takes selectionId, tool, arguments, fields and \
          max_tokens; the tool's own arguments go inside \"arguments\""
     );
-    let e = parse::<ContinueArgs>(&args(json!({"page": 2}))).unwrap_err();
+    let e = parse::<ContinueArgs>(&args(json!({"page": 2})))
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "unknown argument \"page\": continue takes cursor, operationId and cancel"
@@ -53,30 +57,44 @@ fn a_wrong_type_names_the_key_and_what_it_must_be() {
             "\"limit\" must be a non-negative integer, got \"3\"",
         ),
     ] {
-        assert_eq!(parse::<RouteArgs>(&args(v)).unwrap_err(), says);
+        assert_eq!(parse::<RouteArgs>(&args(v)).unwrap_err().to_string(), says);
     }
-    let e = parse::<ExecuteArgs>(&args(json!({"tool": "s/t", "arguments": [1]}))).unwrap_err();
+    let e = parse::<ExecuteArgs>(&args(json!({"tool": "s/t", "arguments": [1]})))
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "\"arguments\" must be an object, got [1]");
-    let e = parse::<ExecuteArgs>(&args(json!({"tool": "s/t", "fields": ["a", 2]}))).unwrap_err();
+    let e = parse::<ExecuteArgs>(&args(json!({"tool": "s/t", "fields": ["a", 2]})))
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "\"fields\" must be a list of strings, got [\"a\",2]");
-    let e = parse::<ContinueArgs>(&args(json!({"operationId": "o", "cancel": "yes"}))).unwrap_err();
+    let e = parse::<ContinueArgs>(&args(json!({"operationId": "o", "cancel": "yes"})))
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "\"cancel\" must be true or false, got \"yes\"");
     // A long wrong value is cut in the message.
-    let e = parse::<RouteArgs>(&args(json!({"server": ["x".repeat(500)]}))).unwrap_err();
+    let e = parse::<RouteArgs>(&args(json!({"server": ["x".repeat(500)]})))
+        .unwrap_err()
+        .to_string();
     assert!(e.len() < 200 && e.ends_with("..."), "{e}");
 }
 
 #[test]
 fn a_missing_required_key_says_what_it_is() {
-    let e = parse::<ExecuteCodeArgs>(&args(json!({"input": 1}))).unwrap_err();
+    let e = parse::<ExecuteCodeArgs>(&args(json!({"input": 1})))
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "\"code\" is required: A JavaScript program (a body that may await and return, or an \
          async function of input)"
     );
-    let e = parse::<ExecuteCodeArgs>(&args(json!({"code": null}))).unwrap_err();
+    let e = parse::<ExecuteCodeArgs>(&args(json!({"code": null})))
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("\"code\" is required"), "{e}");
-    let e = parse::<ProposeArgs>(&args(json!({"runId": "r", "name": "n"}))).unwrap_err();
+    let e = parse::<ProposeArgs>(&args(json!({"runId": "r", "name": "n"})))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("\"description\" is required: what the skill does"),
         "{e}"

@@ -21,7 +21,7 @@
 
 use super::file::{guarded, open_db};
 use super::seal::Sealer;
-use super::{Kind, Lookup, Meta, Record, Store, StoreFault};
+use super::{Kind, Lookup, Meta, OpenError, Record, Store, StoreFault};
 use redb::{Database, Durability, ReadableTable, TableDefinition};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -106,16 +106,21 @@ impl EmbeddedStore {
     /// Opens (or creates) the database at `path`, its folder too. A file another process
     /// holds, an empty, truncated or damaged one is refused with a message naming it and
     /// saying what to do.
-    pub fn open(path: &Path, sealer: Sealer) -> Result<Self, String> {
+    pub fn open(path: &Path, sealer: Sealer) -> Result<Self, OpenError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot make the store folder {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| OpenError::Folder {
+                dir: dir.to_path_buf(),
+                source: e,
+            })?;
         }
         let (db, notes) = open_db(path).map_err(|e| match e {
-            StoreFault::Unavailable { detail, .. } if detail.starts_with("in use") => {
-                format!("the store {} is {detail}", path.display())
+            StoreFault::Unavailable { ref detail, .. } if detail.starts_with("in use") => {
+                OpenError::InUse {
+                    path: path.to_path_buf(),
+                    source: e,
+                }
             }
-            e => format!("cannot open the store: {e}"),
+            e => OpenError::File { source: e },
         })?;
         for note in notes {
             tracing::warn!("{note}");
@@ -137,18 +142,18 @@ impl EmbeddedStore {
     /// else from the key file beside the database (`<path>.key`, made on first start).
     /// A store that exists without its key file is refused (a new key would make every
     /// value in it unreadable); a key file others may read is warned about.
-    pub fn open_with_key(path: &Path, key_env: &str) -> Result<Self, String> {
+    pub fn open_with_key(path: &Path, key_env: &str) -> Result<Self, OpenError> {
         let sealer = match Sealer::from_env(key_env)? {
             Some(sealer) => sealer,
             None => {
                 let file = key_file(path);
                 let store_exists = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
                 if store_exists && !file.exists() {
-                    return Err(format!(
-                        "the store {} exists but its key file {} is missing: every value in the store was sealed with that key, and a new key would make each stored handle fail later. Put the key file back, or set {key_env} to the key; to start afresh instead, move the store aside with `toolgate store reset`",
-                        path.display(),
-                        file.display()
-                    ));
+                    return Err(OpenError::KeyFileMissing {
+                        path: path.to_path_buf(),
+                        key_file: file,
+                        key_env: key_env.to_string(),
+                    });
                 }
                 if let Some(warning) = super::seal::key_file_warning(&file) {
                     tracing::warn!("{warning}");

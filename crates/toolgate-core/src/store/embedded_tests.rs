@@ -94,7 +94,8 @@ fn a_second_process_on_the_same_file_is_refused_with_the_path() {
     let _first = open(dir.path());
     let e = EmbeddedStore::open(&dir.path().join("state.redb"), Sealer::new([1; 32]))
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(e.contains("in use by another toolgate"), "{e}");
 }
 
@@ -133,7 +134,8 @@ fn a_damaged_file_is_refused_at_start_with_its_path_and_how_to_move_it_aside() {
     damage(&path);
     let e = EmbeddedStore::open(&path, Sealer::new([1; 32]))
         .err()
-        .expect("a damaged file is refused");
+        .expect("a damaged file is refused")
+        .to_string();
     assert!(
         e.contains("damaged") && e.contains("state.redb") && e.contains("toolgate store reset"),
         "{e}"
@@ -155,7 +157,8 @@ fn a_truncated_file_is_refused_at_start() {
         .unwrap();
     let e = EmbeddedStore::open(&path, Sealer::new([1; 32]))
         .err()
-        .expect("a truncated file is refused");
+        .expect("a truncated file is refused")
+        .to_string();
     assert!(e.contains("state.redb") && e.contains("store reset"), "{e}");
 }
 
@@ -166,7 +169,8 @@ fn an_empty_file_is_not_taken_for_a_new_store() {
     std::fs::write(&path, b"").unwrap();
     let e = EmbeddedStore::open(&path, Sealer::new([1; 32]))
         .err()
-        .expect("an empty file is refused");
+        .expect("an empty file is refused")
+        .to_string();
     assert!(
         e.contains("empty (0 bytes)") && e.contains("store reset"),
         "{e}"
@@ -192,7 +196,8 @@ fn a_store_without_its_key_file_is_refused_and_a_shared_key_file_is_warned_about
     std::fs::rename(&key, dir.path().join("kept")).unwrap();
     let e = EmbeddedStore::open_with_key(&path, env)
         .err()
-        .expect("refused without its key");
+        .expect("refused without its key")
+        .to_string();
     assert!(
         e.contains("key file") && e.contains("missing") && e.contains("state.redb.key"),
         "{e}"
@@ -258,7 +263,9 @@ fn a_moved_aside_store_is_started_anew_by_the_running_process() {
     let dir = tempfile::tempdir().unwrap();
     let path = filled(dir.path());
     let s = open(dir.path());
-    let e = super::super::move_aside(&path, None).unwrap_err();
+    let e = super::super::move_aside(&path, None)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("running toolgate"), "{e}");
     let db = s.handle().unwrap();
     s.close(

@@ -10,7 +10,7 @@
 
 use super::embedded::{metas, values};
 use super::seal::Sealer;
-use super::{Kind, Meta, StoreFault};
+use super::{Kind, Meta, ResetError, StoreFault};
 use redb::{Database, ReadableTable, ReadableTableMetadata};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -252,19 +252,21 @@ pub fn check(path: &Path, sealer: Option<&Sealer>) -> FileReport {
 /// `toolgate store reset`: moves the file (and a copy of its key file, which the values in
 /// it need) aside to `<path>.damaged-<seconds since the epoch>`, and returns where. Refused
 /// while a gateway holds the file: it would keep writing to the moved file.
-pub fn move_aside(path: &Path, key_file: Option<&Path>) -> Result<PathBuf, String> {
+pub fn move_aside(path: &Path, key_file: Option<&Path>) -> Result<PathBuf, ResetError> {
     let shown = path.display();
     if !path.exists() {
-        return Err(format!("there is no store at {shown}: nothing to reset"));
+        return Err(ResetError::NoStore {
+            path: path.to_path_buf(),
+        });
     }
     // redb's lock on the file says whether a gateway has it open; any other outcome of
     // opening it (damaged, truncated, empty) means none has.
     let held = guarded(path, || Ok(Database::open(path)?));
     if let Err(StoreFault::Unavailable { detail, .. }) = &held {
         if detail.starts_with("in use") {
-            return Err(format!(
-                "the store {shown} is open in a running toolgate, which is using it (a gateway lets go of a damaged store by itself): stop that gateway first, then reset"
-            ));
+            return Err(ResetError::Held {
+                path: path.to_path_buf(),
+            });
         }
     }
     if let Ok(db) = held {
@@ -273,10 +275,17 @@ pub fn move_aside(path: &Path, key_file: Option<&Path>) -> Result<PathBuf, Strin
     let aside = PathBuf::from(format!("{shown}.damaged-{}", super::now_ms() / 1000));
     if let Some(key) = key_file.filter(|k| k.exists()) {
         let copy = PathBuf::from(format!("{}.key", aside.display()));
-        std::fs::copy(key, &copy)
-            .map_err(|e| format!("cannot copy the key file {}: {e}", key.display()))?;
+        std::fs::copy(key, &copy).map_err(|e| ResetError::CopyKey {
+            key_file: key.to_path_buf(),
+            source: e,
+        })?;
     }
-    std::fs::rename(path, &aside)
-        .map_err(|e| format!("cannot move {shown} to {}: {e}", aside.display()))?;
+    if let Err(e) = std::fs::rename(path, &aside) {
+        return Err(ResetError::Move {
+            path: path.to_path_buf(),
+            aside,
+            source: e,
+        });
+    }
     Ok(aside)
 }

@@ -16,8 +16,10 @@
 
 mod embedded;
 mod file;
+mod open;
 pub use embedded::{key_file, EmbeddedStore};
 pub use file::{check as check_file, move_aside, FileReport};
+pub use open::{OpenError, ResetError};
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
 pub use seal::{key_file_warning, Sealer};

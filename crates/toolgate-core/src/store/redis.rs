@@ -9,7 +9,7 @@
 //! While the server is down every call that needs it fails with a message saying so.
 
 use super::seal::Sealer;
-use super::{now_ms, Kind, Lookup, Meta, Record, Store, StoreFault};
+use super::{now_ms, Kind, Lookup, Meta, OpenError, Record, Store, StoreFault};
 use redis::{Client, Connection, RedisResult};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -38,10 +38,11 @@ const DEFAULT_MAX_VALUE: usize = 512 << 20;
 
 impl RedisStore {
     /// Checks the URL and dials once, so a wrong address stops the gateway at start.
-    pub fn open(url: &str, sealer: Sealer) -> Result<Self, String> {
+    pub fn open(url: &str, sealer: Sealer) -> Result<Self, OpenError> {
         let shown = without_password(url);
-        let client = Client::open(url).map_err(|e| {
-            format!("store.url {shown:?} is not a Redis URL ({e}): write redis://HOST:PORT[/DB]")
+        let client = Client::open(url).map_err(|e| OpenError::RedisUrl {
+            shown: shown.clone(),
+            source: e,
         })?;
         let store = Self {
             client,
@@ -52,7 +53,7 @@ impl RedisStore {
         };
         store
             .run(|con| redis::cmd("PING").query::<String>(con))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| OpenError::Unreachable { source: e })?;
         // A managed server may refuse CONFIG: then its default is assumed.
         let said: Option<Vec<String>> = store
             .run(|con| {

@@ -6,7 +6,7 @@
 //! `[store] key_env` names (default `TOOLGATE_STORE_KEY`), else, for the embedded store,
 //! from a key file beside the database (`<path>.key`, made with mode 0600 on first start).
 
-use super::{Kind, StoreFault};
+use super::{Kind, OpenError, StoreFault};
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 use std::io::Write;
@@ -35,18 +35,22 @@ impl Sealer {
 
     /// Reads a key written as 64 hex digits; `source` names where it came from, for the
     /// error.
-    pub(crate) fn from_hex(text: &str, source: &str) -> Result<Self, String> {
-        let bytes = hex::decode(text.trim()).map_err(|e| {
-            format!("{source}: the store key must be 64 hex digits ({e}); make one with `openssl rand -hex 32`")
+    pub(crate) fn from_hex(text: &str, source: &str) -> Result<Self, OpenError> {
+        let bytes = hex::decode(text.trim()).map_err(|e| OpenError::KeyNotHex {
+            place: source.to_string(),
+            source: e,
         })?;
-        let key: [u8; 32] = bytes.try_into().map_err(|b: Vec<u8>| {
-            format!("{source}: the store key must be 32 bytes (64 hex digits), not {}; make one with `openssl rand -hex 32`", b.len())
-        })?;
+        let key: [u8; 32] = bytes
+            .try_into()
+            .map_err(|b: Vec<u8>| OpenError::KeyLength {
+                place: source.to_string(),
+                bytes: b.len(),
+            })?;
         Ok(Self::new(key))
     }
 
     /// The key in the variable `name`, if it is set (and not empty).
-    pub fn from_env(name: &str) -> Result<Option<Self>, String> {
+    pub fn from_env(name: &str) -> Result<Option<Self>, OpenError> {
         match std::env::var(name) {
             Ok(hex) if !hex.trim().is_empty() => Self::from_hex(&hex, name).map(Some),
             _ => Ok(None),
@@ -54,21 +58,22 @@ impl Sealer {
     }
 
     /// The key in `path`, made (random, mode 0600) if the file does not exist yet.
-    pub fn from_key_file(path: &Path) -> Result<Self, String> {
+    pub fn from_key_file(path: &Path) -> Result<Self, OpenError> {
         match std::fs::read_to_string(path) {
             Ok(text) => Self::from_hex(&text, &path.display().to_string()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let key: [u8; 32] = rand::random();
-                write_private(path, &hex::encode(key)).map_err(|e| {
-                    format!("cannot write the store key file {}: {e}", path.display())
+                write_private(path, &hex::encode(key)).map_err(|e| OpenError::KeyFileWrite {
+                    path: path.to_path_buf(),
+                    source: e,
                 })?;
                 tracing::info!(path = %path.display(), "made a new store key file");
                 Ok(Self::new(key))
             }
-            Err(e) => Err(format!(
-                "cannot read the store key file {}: {e}",
-                path.display()
-            )),
+            Err(e) => Err(OpenError::KeyFileRead {
+                path: path.to_path_buf(),
+                source: e,
+            }),
         }
     }
 
@@ -217,7 +222,9 @@ mod tests {
 
     #[test]
     fn a_malformed_key_says_how_to_make_one() {
-        let e = Sealer::from_hex("abc", "TOOLGATE_STORE_KEY").unwrap_err();
+        let e = Sealer::from_hex("abc", "TOOLGATE_STORE_KEY")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("64 hex digits") && e.contains("openssl rand -hex 32"),
             "{e}"

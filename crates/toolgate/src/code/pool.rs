@@ -7,7 +7,7 @@
 //! and waited for. With `pool_size = 0`, or when the pool is empty (a burst of runs), a run
 //! starts its own worker as before.
 
-use super::worker::{line_limit, Worker};
+use super::worker::{line_limit, Worker, WorkerError};
 use crate::config::code::CodeConfig;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -51,9 +51,9 @@ impl WorkerPool {
     }
 
     /// A worker for one run: a warm one if one is idle, else one started now.
-    pub fn take(&self) -> Result<Worker, String> {
+    pub fn take(&self) -> Result<Worker, WorkerError> {
         let Some(command) = &self.command else {
-            return Err("this gateway has no sandbox worker command".into());
+            return Err(WorkerError::NoCommand);
         };
         loop {
             let Some(mut w) = self.idle.lock().expect("pool").pop_front() else {
@@ -127,7 +127,7 @@ impl WorkerPool {
         futures::future::join_all(idle.into_iter().map(Worker::kill)).await;
     }
 
-    async fn start(&self, command: &[String]) -> Result<Worker, String> {
+    async fn start(&self, command: &[String]) -> Result<Worker, WorkerError> {
         let mut w = Worker::spawn(command, self.line_limit, Some(self.wake.clone()))?;
         match w.ready(READY_WITHIN).await {
             Ok(()) => Ok(w),

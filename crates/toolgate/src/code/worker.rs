@@ -66,12 +66,78 @@ pub fn line_limit(cfg: &crate::config::code::CodeConfig) -> usize {
     cfg.max_tool_result_bytes.max(MAX_RESULT_BYTES) + cfg.output_bytes + (64 << 10)
 }
 
+/// Why there is no worker for a run: it could not be started, or did not come up. The
+/// message becomes the run's `SandboxError`; a pool retries starting one with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// Code mode has no worker command configured.
+    #[error("this gateway has no sandbox worker command")]
+    NoCommand,
+    /// The worker command is empty.
+    #[error("the sandbox worker command is empty")]
+    EmptyCommand,
+    /// The process could not be started.
+    #[error("cannot start the sandbox worker {program:?}: {source}")]
+    Spawn {
+        /// The command's program.
+        program: String,
+        /// What starting it said.
+        source: std::io::Error,
+    },
+    /// The process came without its pipes.
+    #[error("the sandbox worker has no pipes")]
+    NoPipes,
+    /// It sent something other than `ready` first.
+    #[error("the sandbox worker spoke before its run: {0:?}")]
+    SpokeEarly(Box<ToGateway>),
+    /// It sent a line that is not a message.
+    #[error("the sandbox worker broke the protocol: {0}")]
+    Protocol(#[source] ProtocolError),
+    /// It exited before saying it was ready.
+    #[error("the sandbox worker exited at start ({0})")]
+    ExitedAtStart(std::process::ExitStatus),
+    /// It closed its output before saying it was ready.
+    #[error("the sandbox worker closed its output at start")]
+    ClosedAtStart,
+    /// It did not say it was ready in time.
+    #[error("the sandbox worker was not ready after {ms} ms")]
+    NotReady {
+        /// The wait, in milliseconds.
+        ms: u128,
+    },
+}
+
+impl WorkerError {
+    /// Whether starting another worker may succeed with nothing changed: this one broke
+    /// or was slow. A missing or unstartable command waits for the operator.
+    pub fn retryable(&self) -> bool {
+        !matches!(
+            self,
+            Self::NoCommand | Self::EmptyCommand | Self::Spawn { .. }
+        )
+    }
+}
+
+/// A worker's line that is not a message of the protocol.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    /// Longer than the line limit.
+    #[error("a message is longer than {max} bytes")]
+    TooLong {
+        /// The limit, in bytes.
+        max: usize,
+    },
+    /// Not a message (serde's words).
+    #[error("{0}")]
+    Parse(#[source] serde_json::Error),
+}
+
 /// A started worker process and its pipes, for exactly one run.
 pub struct Worker {
     child: Child,
     stdin: ChildStdin,
     /// What the worker writes, parsed line by line (a reader task feeds it).
-    messages: mpsc::Receiver<Result<ToGateway, String>>,
+    messages: mpsc::Receiver<Result<ToGateway, ProtocolError>>,
 }
 
 impl Worker {
@@ -81,9 +147,9 @@ impl Worker {
         command: &[String],
         max_line_bytes: usize,
         exited: Option<std::sync::Arc<Notify>>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, WorkerError> {
         let Some((program, args)) = command.split_first() else {
-            return Err("the sandbox worker command is empty".into());
+            return Err(WorkerError::EmptyCommand);
         };
         let mut child = Command::new(program)
             .args(args)
@@ -94,11 +160,14 @@ impl Worker {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("cannot start the sandbox worker {program:?}: {e}"))?;
+            .map_err(|e| WorkerError::Spawn {
+                program: program.clone(),
+                source: e,
+            })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err("the sandbox worker has no pipes".into());
+            return Err(WorkerError::NoPipes);
         };
         tokio::spawn(drain_stderr(stderr));
         let (tx, messages) = mpsc::channel(16);
@@ -116,21 +185,18 @@ impl Worker {
     }
 
     /// Waits (at most `limit`) for the worker to say it is ready for its run.
-    pub async fn ready(&mut self, limit: Duration) -> Result<(), String> {
+    pub async fn ready(&mut self, limit: Duration) -> Result<(), WorkerError> {
         match tokio::time::timeout(limit, self.messages.recv()).await {
             Ok(Some(Ok(ToGateway::Ready))) => Ok(()),
-            Ok(Some(Ok(other))) => Err(format!(
-                "the sandbox worker spoke before its run: {other:?}"
-            )),
-            Ok(Some(Err(e))) => Err(format!("the sandbox worker broke the protocol: {e}")),
+            Ok(Some(Ok(other))) => Err(WorkerError::SpokeEarly(Box::new(other))),
+            Ok(Some(Err(e))) => Err(WorkerError::Protocol(e)),
             Ok(None) => Err(match self.child.try_wait() {
-                Ok(Some(status)) => format!("the sandbox worker exited at start ({status})"),
-                _ => "the sandbox worker closed its output at start".into(),
+                Ok(Some(status)) => WorkerError::ExitedAtStart(status),
+                _ => WorkerError::ClosedAtStart,
             }),
-            Err(_) => Err(format!(
-                "the sandbox worker was not ready after {} ms",
-                limit.as_millis()
-            )),
+            Err(_) => Err(WorkerError::NotReady {
+                ms: limit.as_millis(),
+            }),
         }
     }
 
@@ -164,7 +230,7 @@ pub struct WorkerSettings {
 /// The worker is used up: killed if it has not exited by the end.
 pub async fn run<F, Fut>(
     settings: &WorkerSettings,
-    worker: Result<Worker, String>,
+    worker: Result<Worker, WorkerError>,
     run: &Run,
     handle: F,
 ) -> RunReport
@@ -189,7 +255,7 @@ where
     } = match worker {
         Ok(w) => w,
         Err(e) => {
-            report.error = Some(error(e));
+            report.error = Some(error(e.to_string()));
             return report;
         }
     };
@@ -265,7 +331,7 @@ where
                     break;
                 }
                 Some(Err(e)) => {
-                    report.error = Some(error(format!("the sandbox worker broke the protocol: {e}")));
+                    report.error = Some(error(WorkerError::Protocol(e).to_string()));
                     killed = true;
                     break;
                 }
@@ -362,7 +428,7 @@ fn refusal(id: u64, code: &str, message: String) -> CallAnswer {
 async fn read_messages(
     stdout: ChildStdout,
     max: usize,
-    tx: mpsc::Sender<Result<ToGateway, String>>,
+    tx: mpsc::Sender<Result<ToGateway, ProtocolError>>,
 ) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
@@ -380,12 +446,10 @@ async fn read_messages(
             return;
         }
         if line.last() != Some(&b'\n') && line.len() > max {
-            let _ = tx
-                .send(Err(format!("a message is longer than {max} bytes")))
-                .await;
+            let _ = tx.send(Err(ProtocolError::TooLong { max })).await;
             return;
         }
-        let msg = serde_json::from_slice::<ToGateway>(&line).map_err(|e| e.to_string());
+        let msg = serde_json::from_slice::<ToGateway>(&line).map_err(ProtocolError::Parse);
         let bad = msg.is_err();
         if tx.send(msg).await.is_err() || bad {
             return;

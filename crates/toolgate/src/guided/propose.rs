@@ -71,7 +71,7 @@ fn propose(
             crate::policy::audit::now_rfc3339()
         ),
     };
-    let folder = drafts::write(dir, &proposal, cfg.max_source_bytes)?;
+    let folder = drafts::write(dir, &proposal, cfg.max_source_bytes).map_err(|e| e.to_string())?;
     tracing::info!(skill = name, key = %caller.grant.name, "skill draft proposed: {}", folder.display());
     Ok(MetaResult::text(
         format!(

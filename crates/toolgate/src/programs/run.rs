@@ -194,6 +194,35 @@ pub(crate) async fn audited(
     }
 }
 
+/// Why a program did not start; the message is the model's (`execute_code: ...`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunRefused {
+    /// No worker command: built without code mode.
+    #[error("this gateway has no sandbox worker (it was built without the code-mode feature)")]
+    NoWorker,
+    /// The caller already runs as many programs as `code.max_runs_per_key` allows.
+    #[error("refused: {owner} already has {limit} programs running, the limit (code.max_runs_per_key = {limit}). Wait for one of them to finish, then try again; or do this step with execute.")]
+    PerKey {
+        /// The caller, as its limit names it (`Caller::limit_owner_label`).
+        owner: String,
+        /// `code.max_runs_per_key`.
+        limit: usize,
+    },
+    /// The gateway already runs `code.max_workers` programs.
+    #[error("refused: the gateway is running {limit} programs already, its limit (code.max_workers); try again shortly")]
+    Busy {
+        /// `code.max_workers`.
+        limit: usize,
+    },
+}
+
+impl RunRefused {
+    /// Whether the same run may start later: a slot frees when a run ends.
+    pub fn retryable(&self) -> bool {
+        !matches!(self, Self::NoWorker)
+    }
+}
+
 /// Runs a program in a new worker, its tool calls through `caller`'s gate. `Err` says why
 /// it could not start (no worker, too many runs).
 pub(crate) async fn run_program(
@@ -201,13 +230,10 @@ pub(crate) async fn run_program(
     owner: &Principal,
     caller: &Caller,
     program: &Program<'_>,
-) -> Result<RunReport, String> {
+) -> Result<RunReport, RunRefused> {
     let cfg = &engine.gw.config.code;
     let Some(_) = cfg.worker.as_deref() else {
-        return Err(
-            "this gateway has no sandbox worker (it was built without the code-mode feature)"
-                .into(),
-        );
+        return Err(RunRefused::NoWorker);
     };
     // Slots are the gateway's, per caller (its API key, else its session). A skill run by
     // a program shares its parent's slot: with one run allowed, taking another would
@@ -216,24 +242,18 @@ pub(crate) async fn run_program(
     let _slot = match program.depth {
         0 => Some(
             runs.take(&caller.limit_owner(), cfg.max_runs_per_key)
-                .ok_or_else(|| {
-                    format!(
-                        "refused: {} already has {} programs running, the limit (code.max_runs_per_key = {}). \
-                         Wait for one of them to finish, then try again; or do this step with execute.",
-                        caller.limit_owner_label(),
-                        cfg.max_runs_per_key,
-                        cfg.max_runs_per_key
-                    )
+                .ok_or_else(|| RunRefused::PerKey {
+                    owner: caller.limit_owner_label(),
+                    limit: cfg.max_runs_per_key,
                 })?,
         ),
         _ => None,
     };
     // Owners are "key:..." or "session:...": the empty one counts every run.
     let Some(_worker) = runs.take("", cfg.max_workers) else {
-        return Err(format!(
-            "refused: the gateway is running {} programs already, its limit (code.max_workers); try again shortly",
-            cfg.max_workers
-        ));
+        return Err(RunRefused::Busy {
+            limit: cfg.max_workers,
+        });
     };
     let (entries, allowed) = crate::code::tools_where(&engine.gw.catalog(), |t| {
         program
@@ -353,9 +373,9 @@ fn files(
             ),
         });
     };
-    let checked = paths::check(path).map_err(|message| CallFailure {
+    let checked = paths::check(path).map_err(|e| CallFailure {
         code: "invalid_arguments".into(),
-        message,
+        message: e.to_string(),
     })?;
     match checked.tree {
         Tree::Workspace => engine.workspace.request(owner, op, &checked, args, flows),

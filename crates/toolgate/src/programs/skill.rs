@@ -115,7 +115,7 @@ pub async fn execute(
             "unknown argument {:?} for a skill: it takes selectionId (or tool) and arguments (the skill's input)",
             if g.fields.is_some() { "fields" } else { "max_tokens" }
         )),
-        other => other,
+        other => other.map_err(String::from),
     };
     let given = match given {
         Ok(g) => g,
@@ -212,7 +212,7 @@ pub fn nested<'a>(
             Ok(r) => r,
             Err(e) => {
                 audit.end("refused", 0, None);
-                return Err(fail("limit", e));
+                return Err(fail("limit", e.to_string()));
             }
         };
         audit.end(&report.status, report.calls.len(), None);

@@ -3,6 +3,7 @@
 //! skills) or rejects (deletes) it. The gateway process writes drafts from what it kept of
 //! the run; nothing a program can reach writes here.
 
+use super::error::{DraftError, LoadError};
 use super::library::SkillSet;
 use super::manifest::{self, FrontMatter, Skill};
 use super::{is_skill_name, name_rule, DRAFTS_DIR, SKILL_JS, SKILL_MD};
@@ -29,29 +30,21 @@ pub fn drafts_dir(skills: &Path) -> PathBuf {
 
 /// Writes a draft; returns its folder. The draft is checked as a skill would be before
 /// anything is written, and it appears whole or not at all (written aside, then renamed).
-pub fn write(skills: &Path, p: &Proposal<'_>, max_source: usize) -> Result<PathBuf, String> {
+pub fn write(skills: &Path, p: &Proposal<'_>, max_source: usize) -> Result<PathBuf, DraftError> {
     if !is_skill_name(p.name) {
-        return Err(name_rule(p.name));
+        return Err(DraftError::Name(name_rule(p.name)));
     }
     if skills.join(p.name).exists() {
-        return Err(format!(
-            "a skill named {:?} is already approved: choose another name",
-            p.name
-        ));
+        return Err(DraftError::Approved(p.name.to_string()));
     }
     let drafts = drafts_dir(skills);
     let target = drafts.join(p.name);
     if target.exists() {
-        return Err(format!(
-            "a draft named {:?} already waits for review: choose another name",
-            p.name
-        ));
+        return Err(DraftError::Waiting(p.name.to_string()));
     }
     let waiting = list_drafts(skills).len();
     if waiting >= MAX_DRAFTS {
-        return Err(format!(
-            "{waiting} drafts already wait for an operator's review; propose again after they are approved or rejected"
-        ));
+        return Err(DraftError::TooMany(waiting));
     }
     let front = FrontMatter {
         name: p.name.to_string(),
@@ -61,31 +54,31 @@ pub fn write(skills: &Path, p: &Proposal<'_>, max_source: usize) -> Result<PathB
         license: None,
         metadata: None,
     };
-    let yaml = serde_yaml_ng::to_string(&front).map_err(|e| format!("front matter: {e}"))?;
+    let yaml = serde_yaml_ng::to_string(&front).map_err(DraftError::FrontMatter)?;
     let md = format!(
         "---\n{yaml}---\n# {name}\n\nA draft proposed by a model ({}). Review skill.js before approving: it runs with the\ncaller's authorization, calling only tools of the servers listed above.\n\n    toolgate skill approve {name}\n    toolgate skill reject {name}\n",
         p.provenance,
         name = p.name
     );
-    std::fs::create_dir_all(&drafts)
-        .map_err(|e| format!("cannot create {}: {e}", drafts.display()))?;
+    std::fs::create_dir_all(&drafts).map_err(|e| DraftError::CreateDir {
+        dir: drafts.clone(),
+        source: e,
+    })?;
     // Written aside under a dot folder (never listed), checked, then renamed into place.
     let aside = drafts.join(format!(".new-{}", toolgate_core::ids::random_hex(6)));
     let folder = aside.join(p.name);
     let result = std::fs::create_dir_all(&folder)
         .and_then(|()| std::fs::write(folder.join(SKILL_MD), &md))
         .and_then(|()| std::fs::write(folder.join(SKILL_JS), p.code))
-        .map_err(|e| format!("cannot write the draft: {e}"))
-        .and_then(|()| manifest::load(&folder, max_source))
-        .and_then(|_| {
-            std::fs::rename(&folder, &target).map_err(|e| format!("cannot write the draft: {e}"))
-        });
+        .map_err(DraftError::Write)
+        .and_then(|()| manifest::load(&folder, max_source).map_err(DraftError::Invalid))
+        .and_then(|_| std::fs::rename(&folder, &target).map_err(DraftError::Write));
     let _ = std::fs::remove_dir_all(&aside);
     result.map(|()| target)
 }
 
 /// Every draft folder's name and what loading it gives.
-pub fn list_drafts(skills: &Path) -> Vec<(String, Result<Skill, String>)> {
+pub fn list_drafts(skills: &Path) -> Vec<(String, Result<Skill, LoadError>)> {
     let drafts = drafts_dir(skills);
     let mut names: Vec<String> = std::fs::read_dir(&drafts)
         .into_iter()
@@ -112,41 +105,40 @@ pub fn list_approved(skills: &Path) -> SkillSet {
 
 /// The folder of draft `name`, refusing names that could point anywhere else and
 /// anything that is not a real folder (a symlink is refused).
-fn draft_folder(skills: &Path, name: &str) -> Result<PathBuf, String> {
+fn draft_folder(skills: &Path, name: &str) -> Result<PathBuf, DraftError> {
     if !is_skill_name(name) {
-        return Err(name_rule(name));
+        return Err(DraftError::Name(name_rule(name)));
     }
     let dir = drafts_dir(skills).join(name);
     match std::fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => Ok(dir),
-        Ok(_) => Err(format!("{} is not a folder", dir.display())),
-        Err(_) => Err(format!(
-            "no draft named {name:?} in {}",
-            drafts_dir(skills).display()
-        )),
+        Ok(_) => Err(DraftError::NotAFolder(dir)),
+        Err(_) => Err(DraftError::NoDraft {
+            name: name.to_string(),
+            drafts: drafts_dir(skills),
+        }),
     }
 }
 
 /// Moves draft `name` beside the served skills, after checking it loads; an approved
 /// skill of that name is never overwritten.
-pub fn approve(skills: &Path, name: &str, max_source: usize) -> Result<PathBuf, String> {
+pub fn approve(skills: &Path, name: &str, max_source: usize) -> Result<PathBuf, DraftError> {
     let from = draft_folder(skills, name)?;
-    manifest::load(&from, max_source).map_err(|e| format!("the draft does not load: {e}"))?;
+    manifest::load(&from, max_source).map_err(DraftError::DoesNotLoad)?;
     let to = skills.join(name);
     if std::fs::symlink_metadata(&to).is_ok() {
-        return Err(format!(
-            "{} already exists: an approved skill is never overwritten by a draft (remove it first, or reject the draft)",
-            to.display()
-        ));
+        return Err(DraftError::Exists(to));
     }
-    std::fs::rename(&from, &to).map_err(|e| format!("cannot move {}: {e}", from.display()))?;
+    if let Err(e) = std::fs::rename(&from, &to) {
+        return Err(DraftError::Move { from, source: e });
+    }
     Ok(to)
 }
 
 /// Deletes draft `name`.
-pub fn reject(skills: &Path, name: &str) -> Result<(), String> {
+pub fn reject(skills: &Path, name: &str) -> Result<(), DraftError> {
     let dir = draft_folder(skills, name)?;
-    std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot remove {}: {e}", dir.display()))
+    std::fs::remove_dir_all(&dir).map_err(|e| DraftError::Remove { dir, source: e })
 }
 
 #[cfg(test)]
@@ -187,6 +179,7 @@ mod tests {
         assert_eq!(names, vec![std::ffi::OsString::from("s1")]);
         assert!(write(dir, &proposal("s1", "return 2"), 1000)
             .unwrap_err()
+            .to_string()
             .contains("already waits"));
         assert!(write(dir, &proposal("big", &"x".repeat(2000)), 1000).is_err());
         assert!(!drafts_dir(dir).join("big").exists());
@@ -196,6 +189,7 @@ mod tests {
         assert_eq!(list_approved(dir).skills.len(), 1);
         assert!(write(dir, &proposal("s1", "return 3"), 1000)
             .unwrap_err()
+            .to_string()
             .contains("already approved"));
         // A hand-made draft of the same name is not approved over the served skill.
         std::fs::create_dir_all(drafts_dir(dir).join("s1")).unwrap();
@@ -207,6 +201,7 @@ mod tests {
         std::fs::write(drafts_dir(dir).join("s1").join(SKILL_JS), "return 'other'").unwrap();
         assert!(approve(dir, "s1", 1000)
             .unwrap_err()
+            .to_string()
             .contains("never overwritten"));
         assert_eq!(
             std::fs::read_to_string(dir.join("s1").join(SKILL_JS)).unwrap(),

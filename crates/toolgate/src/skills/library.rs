@@ -59,7 +59,7 @@ impl SkillSet {
                 Ok(s) => {
                     set.skills.insert(s.name.clone(), Arc::new(s));
                 }
-                Err(e) => set.errors.push(e),
+                Err(e) => set.errors.push(e.to_string()),
             }
         }
         set

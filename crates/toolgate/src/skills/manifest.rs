@@ -18,6 +18,7 @@
 //!
 //! Every error names the file and what to fix.
 
+use super::error::{LoadError, Problem, SchemaRefusal};
 use super::{is_skill_name, name_rule, SKILLS_SERVER, SKILL_JS, SKILL_MD};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -69,28 +70,25 @@ pub struct Skill {
 }
 
 /// Reads and checks the skill in `dir`; `max_source` is code mode's program size limit.
-pub fn load(dir: &Path, max_source: usize) -> Result<Skill, String> {
+pub fn load(dir: &Path, max_source: usize) -> Result<Skill, LoadError> {
     let folder = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     if !is_skill_name(&folder) {
-        return Err(format!("{}: {}", dir.display(), name_rule(&folder)));
+        return Err(LoadError::at(dir, Problem::FolderName(name_rule(&folder))));
     }
     let md_path = dir.join(SKILL_MD);
     let md = read_capped(&md_path, MAX_SKILL_MD_BYTES)?;
-    let (front, body) = split_front_matter(&md)
-        .ok_or_else(|| format!("{}: no front matter: start the file with a line `---`, then name, description, servers and input_schema, then a line `---`", md_path.display()))?;
+    let (front, body) =
+        split_front_matter(&md).ok_or_else(|| LoadError::at(&md_path, Problem::NoFrontMatter))?;
     let fm: FrontMatter = serde_yaml_ng::from_str(front)
-        .map_err(|e| format!("{}: front matter: {e}", md_path.display()))?;
+        .map_err(|e| LoadError::at(&md_path, Problem::FrontMatter(e)))?;
     let skill = check(fm, &folder, &md_path)?;
     let js_path = dir.join(SKILL_JS);
     let code = read_capped(&js_path, max_source as u64)?;
     if code.trim().is_empty() {
-        return Err(format!(
-            "{}: the program is empty: write the skill's JavaScript here",
-            js_path.display()
-        ));
+        return Err(LoadError::at(js_path, Problem::EmptyProgram));
     }
     Ok(Skill {
         code,
@@ -101,32 +99,28 @@ pub fn load(dir: &Path, max_source: usize) -> Result<Skill, String> {
 }
 
 /// The front matter checked against the folder it is in.
-fn check(fm: FrontMatter, folder: &str, file: &Path) -> Result<Skill, String> {
-    let at = file.display();
+fn check(fm: FrontMatter, folder: &str, file: &Path) -> Result<Skill, LoadError> {
+    let at = |problem| LoadError::at(file, problem);
     if fm.name != folder {
-        return Err(format!(
-            "{at}: name is {:?} but the folder is {folder:?}: make them the same",
-            fm.name
-        ));
+        return Err(at(Problem::NameMismatch {
+            name: fm.name,
+            folder: folder.to_string(),
+        }));
     }
     let description = fm.description.trim().to_string();
     if description.is_empty() || description.len() > MAX_DESCRIPTION {
-        return Err(format!(
-            "{at}: description must be 1 to {MAX_DESCRIPTION} characters (route finds the skill by it)"
-        ));
+        return Err(at(Problem::Description));
     }
     if fm.servers.len() > MAX_SERVERS {
-        return Err(format!("{at}: servers: at most {MAX_SERVERS}"));
+        return Err(at(Problem::TooManyServers));
     }
     for s in &fm.servers {
         if !toolgate_core::ids::is_simple_name(s) || s == SKILLS_SERVER {
-            return Err(format!(
-                "{at}: servers: {s:?} is not an upstream name (list the upstream servers the program calls)"
-            ));
+            return Err(at(Problem::Server(s.clone())));
         }
     }
     let input_schema = fm.input_schema.unwrap_or_else(|| json!({"type": "object"}));
-    check_schema(&input_schema).map_err(|e| format!("{at}: input_schema: {e}"))?;
+    check_schema(&input_schema).map_err(|e| at(Problem::InputSchema(e)))?;
     let mut servers = fm.servers;
     servers.sort();
     servers.dedup();
@@ -144,20 +138,17 @@ fn check(fm: FrontMatter, folder: &str, file: &Path) -> Result<Skill, String> {
 
 /// An input schema must describe an object (execute passes arguments, programs an object)
 /// and compile.
-pub fn check_schema(schema: &Value) -> Result<(), String> {
+pub fn check_schema(schema: &Value) -> Result<(), SchemaRefusal> {
     let Value::Object(o) = schema else {
-        return Err("must be a JSON Schema object, e.g. {type: object, properties: {...}}".into());
+        return Err(SchemaRefusal::NotAnObject);
     };
     match o.get("type") {
         None => {}
         Some(Value::String(t)) if t == "object" => {}
-        Some(other) => {
-            return Err(format!(
-                "type is {other}: a skill's input is an object; put the values in its properties"
-            ))
-        }
+        Some(other) => return Err(SchemaRefusal::NotObjectType(other.clone())),
     }
-    toolgate_core::exec::compile_schema(schema).map(drop)
+    toolgate_core::exec::compile_schema(schema)?;
+    Ok(())
 }
 
 /// The skill as a tool record of the server `skills`, so route indexes and ranks it like
@@ -194,19 +185,21 @@ pub fn split_front_matter(text: &str) -> Option<(&str, &str)> {
     None
 }
 
-fn read_capped(path: &Path, max: u64) -> Result<String, String> {
+fn read_capped(path: &Path, max: u64) -> Result<String, LoadError> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("{}: missing", path.display()),
-        _ => format!("{}: {e}", path.display()),
+        std::io::ErrorKind::NotFound => LoadError::at(path, Problem::Missing),
+        _ => LoadError::at(path, Problem::Read(e)),
     })?;
     if meta.len() > max {
-        return Err(format!(
-            "{}: {} bytes; the limit is {max}",
-            path.display(),
-            meta.len()
+        return Err(LoadError::at(
+            path,
+            Problem::TooLarge {
+                bytes: meta.len(),
+                limit: max,
+            },
         ));
     }
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::read_to_string(path).map_err(|e| LoadError::at(path, Problem::Read(e)))
 }
 
 #[cfg(test)]
@@ -253,7 +246,7 @@ mod tests {
             (".hidden", "---\nname: .hidden\ndescription: x\n---\n", ok_js, "not a skill name"),
         ] {
             let (_d, dir) = folder(name, md, js);
-            let e = load(&dir, 1000).unwrap_err();
+            let e = load(&dir, 1000).unwrap_err().to_string();
             assert!(e.contains(expect), "{md:?}: {e}");
             assert!(e.contains(&dir.display().to_string()), "names the file: {e}");
         }
@@ -262,7 +255,10 @@ mod tests {
             "---\nname: a\ndescription: x\n---\n",
             &"x".repeat(2000),
         );
-        assert!(load(&dir, 1000).unwrap_err().contains("limit is 1000"));
+        assert!(load(&dir, 1000)
+            .unwrap_err()
+            .to_string()
+            .contains("limit is 1000"));
     }
 
     #[test]

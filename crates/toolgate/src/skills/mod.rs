@@ -7,15 +7,19 @@
 //! - [`manifest`]: one skill folder read and checked (clear errors naming the file).
 //! - [`library`]: the skills folder, re-read when it changes; bad skills are reported, the
 //!   rest keep working.
+//! - `error`: why a skill folder did not load ([`LoadError`]), an input schema is refused
+//!   ([`SchemaRefusal`]) or a draft was not written, approved or rejected ([`DraftError`]).
 //! - [`drafts`]: skills models propose (written by the gateway, never by a program) wait
 //!   in `<skills_dir>/.drafts/` until an operator approves or rejects them.
 //!
 //! Running a skill is `programs::skill`; proposing one is `guided::propose`.
 
 pub mod drafts;
+mod error;
 pub mod library;
 pub mod manifest;
 
+pub use error::{DraftError, LoadError, Problem, SchemaRefusal};
 pub use library::{SkillLibrary, SkillSet};
 pub use manifest::Skill;
 

@@ -32,16 +32,40 @@ impl Checked {
     }
 }
 
+/// What a path looks like, said after a refusal of its shape.
+const SHAPE: &str = "paths look like ./workspace/name.csv or ./servers/<server>/<tool>.d.ts";
+
+/// Why a program's path is refused; the message says what is wrong (and, for its shape,
+/// what a path looks like). The program gets it as a `ToolError`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// Longer than `MAX_PATH_BYTES`.
+    #[error("the path is longer than {MAX_PATH_BYTES} bytes")]
+    TooLong,
+    /// A control character or a backslash.
+    #[error("{0:?} has a control character or a backslash; {SHAPE}")]
+    BadCharacter(String),
+    /// Neither tree.
+    #[error("{0:?} is outside ./workspace and ./servers; {SHAPE}")]
+    OutsideTrees(String),
+    /// A `..` component.
+    #[error("{0:?}: `..` is not allowed; a path cannot leave its folder")]
+    Parent(String),
+    /// A component longer than `MAX_NAME_BYTES` (its first 20 characters).
+    #[error("the name {0:?}... is longer than {MAX_NAME_BYTES} bytes")]
+    NameTooLong(String),
+    /// More than `MAX_DEPTH` components.
+    #[error("{0:?} is more than {MAX_DEPTH} folders deep")]
+    TooDeep(String),
+}
+
 /// Checks `path`; the error says what is wrong and what a path looks like.
-pub fn check(path: &str) -> Result<Checked, String> {
-    let shape = "paths look like ./workspace/name.csv or ./servers/<server>/<tool>.d.ts";
+pub fn check(path: &str) -> Result<Checked, PathError> {
     if path.len() > MAX_PATH_BYTES {
-        return Err(format!("the path is longer than {MAX_PATH_BYTES} bytes"));
+        return Err(PathError::TooLong);
     }
     if path.chars().any(|c| c.is_control() || c == '\\') {
-        return Err(format!(
-            "{path:?} has a control character or a backslash; {shape}"
-        ));
+        return Err(PathError::BadCharacter(path.to_string()));
     }
     let mut parts = path
         .trim_start_matches('/')
@@ -50,26 +74,18 @@ pub fn check(path: &str) -> Result<Checked, String> {
     let tree = match parts.next() {
         Some("workspace") => Tree::Workspace,
         Some("servers") => Tree::Servers,
-        _ => {
-            return Err(format!(
-                "{path:?} is outside ./workspace and ./servers; {shape}"
-            ))
-        }
+        _ => return Err(PathError::OutsideTrees(path.to_string())),
     };
     let parts: Vec<String> = parts.map(str::to_string).collect();
     if parts.iter().any(|p| p == "..") {
-        return Err(format!(
-            "{path:?}: `..` is not allowed; a path cannot leave its folder"
-        ));
+        return Err(PathError::Parent(path.to_string()));
     }
     if let Some(p) = parts.iter().find(|p| p.len() > MAX_NAME_BYTES) {
         let start: String = p.chars().take(20).collect();
-        return Err(format!(
-            "the name {start:?}... is longer than {MAX_NAME_BYTES} bytes"
-        ));
+        return Err(PathError::NameTooLong(start));
     }
     if parts.len() > MAX_DEPTH {
-        return Err(format!("{path:?} is more than {MAX_DEPTH} folders deep"));
+        return Err(PathError::TooDeep(path.to_string()));
     }
     Ok(Checked { tree, parts })
 }
