@@ -415,7 +415,7 @@ impl Policy {
             );
             // Nothing is read unrecorded.
             if let (Err(e), None) = (written, &refusal) {
-                return Err(unrecorded(&e));
+                return Err(unrecorded(&e.to_string()));
             }
         }
         refusal.map_or(Ok(()), Err)

@@ -3,7 +3,7 @@
 //! (a call whose start cannot be recorded does not run), then audited with its outcome.
 
 use super::approval::{self, Answer};
-use super::audit::{AuditLog, CallRecord, Verdict};
+use super::audit::{AuditLog, CallRecord, Verdict, WriteError};
 use super::{Caller, Policy, Refusal, RefusalKind, Tier};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -198,7 +198,7 @@ impl Permit {
     }
 
     /// Writes one record of this call; an error says why it could not be written.
-    fn record(&self, e: Entry<'_>) -> Result<(), String> {
+    fn record(&self, e: Entry<'_>) -> Result<(), WriteError> {
         let Entry {
             phase,
             verdict,

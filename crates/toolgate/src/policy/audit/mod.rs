@@ -19,6 +19,21 @@ use file::{chain_end, open_append, secret_file};
 pub use file::{now_rfc3339, secret_path};
 pub use run::RunRecord;
 
+/// Why a record could not be written: what it records must then not happen. The message
+/// is the file system's (the caller says it is the audit log's).
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The file could not be opened (its message with the reasons under it).
+    #[error("{0}")]
+    Open(String),
+    /// The line could not be written.
+    #[error("{0}")]
+    Write(#[source] std::io::Error),
+    /// The line was written but could not be synced to disk.
+    #[error("{0}")]
+    Sync(#[source] std::io::Error),
+}
+
 use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -267,7 +282,7 @@ impl AuditLog {
     /// Records a call. `sync` forces it to disk before returning (refused and destructive
     /// calls, whose record must exist before the client hears the answer). An error says why
     /// the record could not be written: what it records must then not happen.
-    pub fn call(&self, r: &CallRecord<'_>, sync: bool) -> Result<(), String> {
+    pub fn call(&self, r: &CallRecord<'_>, sync: bool) -> Result<(), WriteError> {
         let mut line = json!({
             "time": now_rfc3339(),
             "type": "call",
@@ -344,7 +359,7 @@ impl AuditLog {
 
     /// Records a request for resources or prompts: allowed, or refused with `refusal`
     /// (synced, as every refusal is). An error: the record could not be written.
-    pub fn access(&self, r: &AccessRecord<'_>, refusal: Option<&str>) -> Result<(), String> {
+    pub fn access(&self, r: &AccessRecord<'_>, refusal: Option<&str>) -> Result<(), WriteError> {
         let mut line = json!({
             "time": now_rfc3339(),
             "type": "access",
@@ -404,7 +419,7 @@ impl AuditLog {
     }
 
     /// Seals `line` into the chain and appends it.
-    fn write(&self, line: Value, sync: bool) -> Result<(), String> {
+    fn write(&self, line: Value, sync: bool) -> Result<(), WriteError> {
         let mut w = self.writer.lock().expect("audit log");
         self.roll_auth_window(&mut w);
         self.append(&mut w, line, sync)
@@ -421,12 +436,12 @@ impl AuditLog {
         }
     }
 
-    fn append(&self, w: &mut Writer, line: Value, sync: bool) -> Result<(), String> {
+    fn append(&self, w: &mut Writer, line: Value, sync: bool) -> Result<(), WriteError> {
         if w.generation != GENERATION.load(Ordering::SeqCst) || w.file.is_none() {
             w.generation = GENERATION.load(Ordering::SeqCst);
             let file = match open_append(&self.path) {
                 Ok(f) => f,
-                Err(e) => return Err(self.failed(w, format!("{e:#}"))),
+                Err(e) => return Err(self.failed(w, WriteError::Open(format!("{e:#}")))),
             };
             let fresh = file.metadata().is_ok_and(|m| m.len() == 0);
             w.file = Some(file);
@@ -446,7 +461,12 @@ impl AuditLog {
     }
 
     /// Seals `line` as the chain's next record and writes it to the open file.
-    fn seal_and_write(&self, w: &mut Writer, mut line: Value, sync: bool) -> Result<(), String> {
+    fn seal_and_write(
+        &self,
+        w: &mut Writer,
+        mut line: Value,
+        sync: bool,
+    ) -> Result<(), WriteError> {
         let o = line.as_object_mut().expect("records are objects");
         o.insert("seq".into(), json!(w.seq + 1));
         o.insert("prev".into(), json!(w.prev));
@@ -465,7 +485,7 @@ impl AuditLog {
         // A full line in one write on an O_APPEND file: no interleaving, no buffer to lose.
         if let Err(e) = file.write_all(text.as_bytes()) {
             w.torn = true;
-            return Err(self.failed(w, e.to_string()));
+            return Err(self.failed(w, WriteError::Write(e)));
         }
         // The line is in the file (readers see it) even if the sync below fails: the chain
         // moves on past it, or the next record would repeat its `seq`.
@@ -474,7 +494,7 @@ impl AuditLog {
         w.prev = tag;
         if sync {
             if let Err(e) = file.sync_data() {
-                return Err(self.failed(w, e.to_string()));
+                return Err(self.failed(w, WriteError::Sync(e)));
             }
         }
         if w.failure.take().is_some() {
@@ -483,11 +503,11 @@ impl AuditLog {
         Ok(())
     }
 
-    fn failed(&self, w: &mut Writer, e: String) -> String {
+    fn failed(&self, w: &mut Writer, e: WriteError) -> WriteError {
         if w.failure.is_none() {
             tracing::error!("cannot write the audit log {}: {e}", self.path.display());
         }
-        w.failure = Some(e.clone());
+        w.failure = Some(e.to_string());
         e
     }
 

@@ -25,7 +25,7 @@ pub struct RunRecord<'a> {
 impl AuditLog {
     /// Records that a run starts (synced: a program does not run unrecorded). An error
     /// says why the record could not be written.
-    pub fn run_start(&self, r: &RunRecord<'_>) -> Result<(), String> {
+    pub fn run_start(&self, r: &RunRecord<'_>) -> Result<(), super::WriteError> {
         self.write(line(r, "start"), true)
     }
 
