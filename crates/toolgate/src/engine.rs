@@ -57,6 +57,9 @@ pub struct Engine {
     pub learning: crate::learning::Learning,
 }
 
+/// How often the handle store purges what expired, whether or not calls come.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Engine {
     pub fn new(gw: Arc<Gateway>) -> Arc<Self> {
         let limits = StoreLimits {
@@ -96,6 +99,13 @@ impl Engine {
             gw,
         });
         engine.warm_index();
+        // Expired cursors and operations leave memory even when no call comes to purge them
+        // on access; the sweeper ends with the gateway (or when the engine is dropped).
+        if tokio::runtime::Handle::try_current().is_ok() {
+            engine
+                .store
+                .spawn_sweeper(SWEEP_EVERY, engine.gw.stopping());
+        }
         engine
     }
 
