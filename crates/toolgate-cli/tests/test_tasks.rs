@@ -63,6 +63,24 @@ async fn until_done(url: &str, id: &str, key: Option<&str>) -> Value {
     panic!("task {id} did not end within 15 s");
 }
 
+/// What the fixture counted as cancelled (`cf_test_cancelled_count`), polled for up to five
+/// seconds until it reads `want`.
+async fn cancelled_count(url: &str, want: &str) -> String {
+    let mut seen = String::new();
+    for _ in 0..50 {
+        let count = call(url, "cf_test_cancelled_count", json!({}), None).await;
+        seen = count["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        if seen == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    seen
+}
+
 fn task_id(answer: &Value) -> String {
     assert_eq!(answer["result"]["resultType"], "task", "a task: {answer}");
     answer["result"]["taskId"].as_str().unwrap().to_string()
@@ -137,18 +155,7 @@ async fn a_cancelled_task_cancels_its_upstream_call() {
     let done = until_done(&url, &id, None).await;
     assert_eq!(done["status"], "cancelled", "{done}");
     // The upstream saw the cancellation (the fixture counts what it was told to stop).
-    let mut seen = String::new();
-    for _ in 0..50 {
-        let count = call(&url, "cf_test_cancelled_count", json!({}), None).await;
-        seen = count["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        if seen == "1" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let seen = cancelled_count(&url, "1").await;
     assert_eq!(seen, "1", "the upstream call was cancelled");
     // Cancelling an ended task is acknowledged the same way.
     let ack = task_request(&url, "tasks/cancel", &id, None).await;
@@ -462,17 +469,6 @@ async fn an_upstream_with_tasks_of_its_own_is_followed_through_them() {
     let ack = task_request(&url, "tasks/cancel", &id, None).await;
     assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
     assert_eq!(until_done(&url, &id, None).await["status"], "cancelled");
-    let mut seen = String::new();
-    for _ in 0..50 {
-        let count = call(&url, "cf_test_cancelled_count", json!({}), None).await;
-        seen = count["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        if seen == "1" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let seen = cancelled_count(&url, "1").await;
     assert_eq!(seen, "1", "the upstream's task was cancelled");
 }
