@@ -8,6 +8,7 @@
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The methods rmcp reads into typed requests: one of these read as a custom request
 /// means its params did not fit. Only methods of every protocol era: the ones 2026-07-28
@@ -28,6 +29,7 @@ const TYPED: &[&str] = &[
 
 /// The error answer for one client message (a JSON-RPC text), or `None` when rmcp can be
 /// left to answer it. A batch (array) is refused: rmcp reads none.
+#[cfg(test)]
 pub(super) fn refusal(text: &[u8]) -> Option<Value> {
     check(text).err()
 }
@@ -299,6 +301,10 @@ pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStre
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 20);
     let (replies, mut pending) = tokio::sync::mpsc::unbounded_channel::<String>();
     let (stdin, mut out) = stdio();
+    // The ids of `initialize` and `tools/list` requests in flight: their answers get what
+    // a 2025-11-25 client reads about tasks (`augmented::amend`).
+    let amending = Arc::new(Amending::default());
+    let watched = amending.clone();
     tokio::spawn(async move {
         let mut stdin = BufReader::new(stdin);
         let mut line = Vec::new();
@@ -312,7 +318,21 @@ pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStre
             if text.is_empty() {
                 continue;
             }
-            if let Some(answer) = refusal(text) {
+            // A request of 2025-11-25's task form goes to rmcp under a name it hands on.
+            if let Some(renamed) = super::augmented::renamed(text) {
+                line = renamed;
+                line.push(b'\n');
+            }
+            let text = line.trim_ascii();
+            let checked = check(text);
+            if let Ok(Method {
+                name: Some(name),
+                id,
+            }) = &checked
+            {
+                watched.asked(name, id);
+            }
+            if let Err(answer) = checked {
                 // A line that is not JSON has no id to answer: skipped, as rmcp does.
                 if answer["error"]["code"] == -32700 {
                     tracing::warn!("stdio: skipped a line that is not JSON-RPC");
@@ -335,6 +355,9 @@ pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStre
             tokio::select! {
                 read = from_rmcp.read_until(b'\n', &mut line), if rmcp_open => {
                     rmcp_open = matches!(read, Ok(n) if n > 0);
+                    if let Some(amended) = amending.answered(&line) {
+                        line = amended;
+                    }
                     if !line.is_empty() && out.write_all(&line).await.is_err() {
                         break;
                     }
@@ -353,6 +376,62 @@ pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStre
         }
     });
     (rmcp_in, rmcp_out)
+}
+
+/// Which answers on stdout are amended for a 2025-11-25 client (see `checked_stdio`).
+#[derive(Default)]
+struct Amending {
+    /// Ids (as JSON text) of `initialize` and `tools/list` requests not answered yet.
+    ids: std::sync::Mutex<Vec<(String, &'static str)>>,
+    /// The session agreed on 2025-11-25 (its `initialize` answer said so).
+    agreed: std::sync::atomic::AtomicBool,
+}
+
+impl Amending {
+    /// A request went to rmcp: its id is watched if its answer may be amended.
+    fn asked(&self, method: &str, id: &Value) {
+        let method = match method {
+            "initialize" => "initialize",
+            "tools/list" => "tools/list",
+            _ => return,
+        };
+        let mut ids = self
+            .ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ids.push((id.to_string(), method));
+    }
+
+    /// `line` (one of rmcp's, with its newline) amended, when it answers a watched request.
+    fn answered(&self, line: &[u8]) -> Option<Vec<u8>> {
+        let amended = {
+            let mut ids = self
+                .ids
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if ids.is_empty() {
+                return None;
+            }
+            let mut message: Value = serde_json::from_slice(line).ok()?;
+            let id = message.get("id")?.to_string();
+            let at = ids.iter().position(|(watched, _)| *watched == id)?;
+            let (_, method) = ids.remove(at);
+            let agreed = std::sync::atomic::Ordering::Relaxed;
+            if method == "tools/list" && !self.agreed.load(agreed) {
+                return None;
+            }
+            if !super::augmented::amend(method, &mut message) {
+                return None;
+            }
+            if method == "initialize" {
+                self.agreed.store(true, agreed);
+            }
+            message
+        };
+        let mut text = serde_json::to_vec(&amended).ok()?;
+        text.push(b'\n');
+        Some(text)
+    }
 }
 
 fn error(id: Value, code: i32, message: String) -> Value {

@@ -204,6 +204,25 @@ impl ServerHandler for Session {
         super::tasks::update(self, &caller, &request.task_id, request.input_responses)
     }
 
+    /// The 2025-11-25 form of tasks, renamed by the frame layer (`augmented`); any other
+    /// custom method is unknown, as rmcp answers it.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        match request.method.strip_prefix(super::augmented::PREFIX) {
+            Some(method) => super::augmented::handle(self, method, request.params, context)
+                .await
+                .map(rmcp::model::CustomResult),
+            None => Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            )),
+        }
+    }
+
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,

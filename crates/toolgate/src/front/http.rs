@@ -205,6 +205,11 @@ async fn answer_broken_requests(
         Ok(bytes) => bytes,
         Err(answer) => return answer,
     };
+    // A request of 2025-11-25's task form goes to rmcp under a name it hands to the handler.
+    let bytes = match super::augmented::renamed(&bytes) {
+        Some(renamed) => axum::body::Bytes::from(renamed),
+        None => bytes,
+    };
     let method = match super::frames::check(&bytes) {
         Ok(method) => method,
         Err(answer) => {
@@ -216,9 +221,79 @@ async fn answer_broken_requests(
             return (status, axum::Json(answer)).into_response();
         }
     };
+    // What a 2025-11-25 client reads about tasks is added to these two answers.
+    let amend = match method.name.as_deref() {
+        Some("initialize") => Some("initialize"),
+        Some("tools/list") => (parts.headers.get("mcp-protocol-version"))
+            .is_some_and(|v| v.as_bytes() == super::augmented::VERSION.as_bytes())
+            .then_some("tools/list"),
+        _ => None,
+    };
     let mut req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
     req.extensions_mut().insert(method);
-    next.run(req).await
+    let response = next.run(req).await;
+    match amend {
+        Some(method) => amended(method, response).await,
+        None => response,
+    }
+}
+
+/// rmcp's answer to an `initialize` or a 2025-11-25 session's `tools/list`, with what
+/// `augmented::amend` adds: a JSON body, or an event stream of known length (a session's
+/// answer, ended). Any other answer (an error status, an open stream) as it is.
+async fn amended(method: &str, response: axum::response::Response) -> axum::response::Response {
+    use axum::http::header;
+    use axum::response::IntoResponse;
+    let kind = (response.headers().get(header::CONTENT_TYPE))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let json = kind.starts_with("application/json");
+    // A session's answer is a whole stream in one body, its length known.
+    let ended_stream = kind.starts_with("text/event-stream")
+        && (response.headers().contains_key(header::CONTENT_LENGTH)
+            || axum::body::HttpBody::size_hint(response.body())
+                .exact()
+                .is_some());
+    if !(json || ended_stream) || !response.status().is_success() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::warn!("an answer to {method} could not be read back: {e}");
+            return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+    };
+    let amend = |text: &str| {
+        let mut message = serde_json::from_str::<serde_json::Value>(text).ok()?;
+        super::augmented::amend(method, &mut message).then(|| message.to_string())
+    };
+    let changed = match json {
+        true => std::str::from_utf8(&bytes).ok().and_then(amend),
+        // Each `data:` line holding the answer, amended; the rest as it was.
+        false => std::str::from_utf8(&bytes).ok().and_then(|text| {
+            let mut changed = false;
+            let lines: Vec<String> = (text.split('\n'))
+                .map(|line| match line.strip_prefix("data: ").and_then(amend) {
+                    Some(amended) => {
+                        changed = true;
+                        format!("data: {amended}")
+                    }
+                    None => line.to_string(),
+                })
+                .collect();
+            changed.then(|| lines.join("\n"))
+        }),
+    };
+    let body = match changed {
+        Some(changed) => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            axum::body::Body::from(changed)
+        }
+        None => axum::body::Body::from(bytes),
+    };
+    axum::response::Response::from_parts(parts, body)
 }
 
 /// A request's body, up to `max_body` bytes: past it 413, and 408 when it comes too slowly

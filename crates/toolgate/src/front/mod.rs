@@ -9,6 +9,7 @@
 mod account;
 mod admin;
 mod approve;
+mod augmented;
 mod auth;
 mod auto;
 mod conn;

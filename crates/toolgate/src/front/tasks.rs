@@ -44,7 +44,7 @@ use toolgate_core::principal::Principal;
 pub(super) const IMMEDIATE: Duration = Duration::from_millis(250);
 
 /// The poll interval a task suggests.
-const POLL_MS: u64 = 500;
+pub(super) const POLL_MS: u64 = 500;
 
 /// Whether this request's client declared the tasks extension.
 pub(super) fn declared(context: &RequestContext<RoleServer>) -> bool {
@@ -62,47 +62,17 @@ pub(super) async fn call(
     request: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, McpError> {
-    let owner = caller.principal();
     let created = now();
     let mrtr = super::request::modern(context)
         .then(|| super::inputs::request_for(session.gw(), caller, &request, context))
         .transpose()?;
-    // The upstream's questions wait in the task's inbox for `tasks/update`.
-    let inbox = Arc::new(Inbox::default());
-    let relay = Arc::new(TaskRelay {
-        inbox: inbox.clone(),
-        declared: context.client_capabilities().unwrap_or_default(),
-        owner: owner.clone(),
-        mrtr,
-        phase: Mutex::new(Phase::Waiting),
-        made: Notify::new(),
-    });
-    let mut run_caller = caller.clone();
-    run_caller.relay = Some(relay.clone());
-    let (run_session, mut cx) = (session.clone(), context.clone());
-    let (name, args) = (
-        request.name.into_owned(),
-        request.arguments.unwrap_or_default(),
-    );
-    let closing = inbox.clone();
-    let started = session.engine.store.start(&owner, move |ct, _progress| {
-        // The operation's own token: the call outlives this request, and `tasks/cancel`
-        // (or the store's limits) cancels it, the upstream included.
-        cx.ct = ct;
-        async move {
-            let engine = &run_session.engine;
-            let result = direct::call_checked(engine, &name, args, &cx, &run_caller).await;
-            closing.close();
-            Ok::<_, String>(outcome_of(result?))
-        }
-    });
-    let op = match started {
-        Ok(op) => op,
+    let (op, relay) = match start(session, caller, request, context, mrtr) {
+        Ok(started) => started,
         // Too many running for this caller, or for the gateway: said as a tool error, as
         // execute says it.
         Err(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
     };
-    inboxes().insert(op.clone(), inbox);
+    let owner = caller.principal();
     let store = &session.engine.store;
     let waited = tokio::select! {
         waited = store.wait(&owner, &op, IMMEDIATE) => Some(waited),
@@ -134,6 +104,58 @@ pub(super) async fn call(
         }
         Some(Err(e)) => Err(McpError::internal_error(e.to_string(), None)),
     }
+}
+
+/// Starts `request` as an operation of the caller's principal: its upstream's questions
+/// wait in the task's inbox (for `tasks/update`, or for the 2025-11-25 form's
+/// `tasks/result`), and `mrtr` is a 2026-07-28 request's input for its upstream. Refused
+/// (as the tool error `execute` would give) when the caller or the gateway runs too many.
+pub(super) fn start(
+    session: &Session,
+    caller: &Caller,
+    request: CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+    mrtr: Option<MrtrRequest>,
+) -> Result<(String, Arc<TaskRelay>), StoreError> {
+    let owner = caller.principal();
+    // The upstream's questions wait in the task's inbox.
+    let inbox = Arc::new(Inbox::default());
+    let relay = Arc::new(TaskRelay {
+        inbox: inbox.clone(),
+        declared: context.client_capabilities().unwrap_or_default(),
+        owner: owner.clone(),
+        mrtr,
+        phase: Mutex::new(Phase::Waiting),
+        made: Notify::new(),
+    });
+    let mut run_caller = caller.clone();
+    run_caller.relay = Some(relay.clone());
+    let (run_session, mut cx) = (session.clone(), context.clone());
+    let (name, args) = (
+        request.name.into_owned(),
+        request.arguments.unwrap_or_default(),
+    );
+    let closing = inbox.clone();
+    let guided = session.surface() == super::Surface::Guided;
+    let started = session.engine.store.start(&owner, move |ct, _progress| {
+        // The operation's own token: the call outlives this request, and `tasks/cancel`
+        // (or the store's limits) cancels it, the upstream included.
+        cx.ct = ct;
+        async move {
+            let result = if guided {
+                Ok(run_session
+                    .call_surface(&name, args, &cx, &run_caller)
+                    .await)
+            } else {
+                direct::call_checked(&run_session.engine, &name, args, &cx, &run_caller).await
+            };
+            closing.close();
+            Ok::<_, String>(outcome_of(result?))
+        }
+    });
+    let op = started?;
+    inboxes().insert(op.clone(), inbox);
+    Ok((op, relay))
 }
 
 /// Guided `execute`'s answer to a client that declared tasks: an operation still running
@@ -259,6 +281,8 @@ struct InboxState {
     pending: BTreeMap<String, (Value, oneshot::Sender<Value>)>,
     /// Keys made so far (`elicitation-1`, ...).
     made: u64,
+    /// Keys of pending questions already handed to a client (2025-11-25's `tasks/result`).
+    sent: std::collections::BTreeSet<String>,
     /// The call ended: nothing more is asked.
     closed: bool,
 }
@@ -283,7 +307,9 @@ impl Inbox {
     }
 
     fn answer(&self, key: &str, answer: Value) {
-        if let Some((_, waiter)) = self.lock().pending.remove(key) {
+        let mut state = self.lock();
+        state.sent.remove(key);
+        if let Some((_, waiter)) = state.pending.remove(key) {
             let _ = waiter.send(answer);
         }
     }
@@ -323,6 +349,48 @@ fn inboxes() -> &'static Inboxes {
     &INBOXES
 }
 
+/// Whether task operation `op` waits for answers to its upstream's questions.
+pub(super) fn asking(op: &str) -> bool {
+    inboxes()
+        .get(op)
+        .is_some_and(|inbox| !inbox.lock().pending.is_empty())
+}
+
+/// The questions of task operation `op` not handed out before (each `{"method", "params"}`,
+/// by key), now handed out: the 2025-11-25 form asks them while `tasks/result` waits.
+pub(super) fn unsent_questions(op: &str) -> Vec<(String, Value)> {
+    let Some(inbox) = inboxes().get(op) else {
+        return Vec::new();
+    };
+    let mut state = inbox.lock();
+    let state = &mut *state;
+    let unsent: Vec<(String, Value)> = (state.pending.iter())
+        .filter(|(key, _)| !state.sent.contains(*key))
+        .map(|(key, (request, _))| (key.clone(), request.clone()))
+        .collect();
+    state.sent.extend(unsent.iter().map(|(key, _)| key.clone()));
+    unsent
+}
+
+/// The answer to question `key` of task operation `op`, for its upstream; `None`: the
+/// client could not answer it (the upstream is told so).
+pub(super) fn answer_question(op: &str, key: &str, answer: Option<Value>) {
+    let Some(inbox) = inboxes().get(op) else {
+        return;
+    };
+    match answer {
+        Some(answer) => inbox.answer(key, answer),
+        None => {
+            inbox.lock().pending.remove(key);
+        }
+    }
+}
+
+/// Task operation `op` was followed to its end: its inbox goes.
+pub(super) fn forget(op: &str) {
+    inboxes().remove(op);
+}
+
 /// The pending questions of task operation `op`, if it waits for any.
 fn asked(op: &str) -> Option<rmcp::model::InputRequests> {
     let inbox = inboxes().get(op)?;
@@ -339,7 +407,7 @@ fn asked(op: &str) -> Option<rmcp::model::InputRequests> {
 /// A task's client as its upstream call sees it: what the upstream asks goes to the task's
 /// inbox, all of a round at once, and is answered by `tasks/update`; before the client has
 /// its answer, an upstream's `input_required` is the client's to answer (MRTR).
-struct TaskRelay {
+pub(super) struct TaskRelay {
     inbox: Arc<Inbox>,
     /// The capabilities the task's client declared: only those are asked for.
     declared: rmcp::model::ClientCapabilities,
@@ -434,14 +502,14 @@ impl ClientRelay for TaskRelay {
 
 /// A task id: the operation's id and its creation time in milliseconds, so any replica can
 /// say when the task was made.
-fn task_id(op: &str, created_ms: u64) -> String {
+pub(super) fn task_id(op: &str, created_ms: u64) -> String {
     format!("{op}.{created_ms}")
 }
 
 /// The mark of a guided task's id.
 const GUIDED: &str = "g.";
 
-fn parse(id: &str) -> Result<(&str, u64), McpError> {
+pub(super) fn parse(id: &str) -> Result<(&str, u64), McpError> {
     let plain = id.strip_prefix(GUIDED).unwrap_or(id);
     plain
         .rsplit_once('.')
@@ -456,7 +524,7 @@ fn parse(id: &str) -> Result<(&str, u64), McpError> {
 }
 
 /// An unknown, expired or another caller's task: all `-32602`, none saying which.
-fn unknown(id: &str, e: &StoreError) -> McpError {
+pub(super) fn unknown(id: &str, e: &StoreError) -> McpError {
     let why = match e {
         StoreError::Expired { .. } => "it expired",
         _ => "it was not issued to this caller by this gateway, or was cleaned up",
@@ -481,12 +549,12 @@ fn task(id: &str, status: TaskStatus, created_ms: u64, session: &Session) -> Tas
         .with_poll_interval_ms(POLL_MS)
 }
 
-fn now() -> u64 {
+pub(super) fn now() -> u64 {
     let since = SystemTime::now().duration_since(UNIX_EPOCH);
     since.map_or(0, |d| d.as_millis() as u64)
 }
 
-fn rfc3339(ms: u64) -> String {
+pub(super) fn rfc3339(ms: u64) -> String {
     let t = chrono::DateTime::from_timestamp_millis(ms as i64).unwrap_or_default();
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
