@@ -3,7 +3,8 @@
 //! with `fixture --conformance` as a real upstream child process: the `initialize` answer
 //! declares the `tasks` capability and `tools/list` each tool's `execution.taskSupport`; a
 //! task-augmented call answers `{task}` at once; `tasks/result` waits for the call's own
-//! result; a cancelled task cancels its upstream call; and two replicas on one Redis serve
+//! result (on the guided surface, the meta-tool's answer); a cancelled task cancels its
+//! upstream call; and two replicas on one Redis serve
 //! each other's tasks. (The Python SDK's own client for this form is driven by
 //! tests/peers/test_tasks_2025.py.)
 
@@ -209,6 +210,19 @@ async fn a_2025_session_gets_tasks_it_follows_to_their_results() {
         .await;
     assert!(plain["result"]["task"].is_null(), "{plain}");
     assert!(text(&plain["result"]).contains("done"), "{plain}");
+
+    // On the guided surface, a meta-tool's call as a task ends with that tool's answer.
+    let (mut g, _) = Session::open(&format!("{}/guided", gw.url)).await;
+    let listed = g.request("tools/list", json!({})).await;
+    let route = (listed["result"]["tools"].as_array().unwrap().iter())
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .find(|n| n.ends_with("route"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    let id = g
+        .task(&route, json!({"task": "compute something slowly"}))
+        .await;
+    let done = g.request("tasks/result", json!({"taskId": id})).await;
+    assert!(text(&done["result"]).contains("slow_compute"), "{done}");
 }
 
 #[tokio::test]
