@@ -9,10 +9,10 @@
 //!
 //! rmcp reads only the 2026-07-28 form of tasks, so the frame layer does two things around it,
 //! on both fronts:
-//! - it renames a request of the 2025-11-25 form (a task-augmented `tools/call`;
-//!   `tasks/result`, `tasks/list`; and a `tasks/get` or `tasks/cancel` with no 2026-07-28
-//!   `_meta`) to a method under [`PREFIX`], which rmcp hands to `on_custom_request`, which
-//!   calls [`handle`];
+//! - in a session that agreed on 2025-11-25 (over HTTP its `MCP-Protocol-Version` header;
+//!   on stdio its `initialize` answer), it renames a request of that form (a task-augmented
+//!   `tools/call`, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`) to a method
+//!   under [`PREFIX`], which rmcp hands to `on_custom_request`, which calls [`handle`];
 //! - to rmcp's answers it adds what a 2025-11-25 client reads before it asks for a task
 //!   ([`amend`]): the server's `tasks` capability in `initialize`'s result, and each tool's
 //!   `execution.taskSupport` (`"optional"`) in `tools/list`'s.
@@ -50,26 +50,27 @@ fn capability() -> Value {
 }
 
 /// `text` with its method renamed when it is a request of the 2025-11-25 task form; `None`
-/// for every other message (left as it is).
+/// for every other message (left as it is). Called only for a session that agreed on
+/// 2025-11-25 (a 2026-07-28 client's `tasks/result` must stay unknown to rmcp).
 pub(super) fn renamed(text: &[u8]) -> Option<Vec<u8>> {
     // Every such request names a `task` key or a `tasks/` method; most messages name neither.
     if !text.windows(5).any(|w| w == b"\"task") {
         return None;
     }
     let mut message: Value = serde_json::from_slice(text).ok()?;
+    // A 2026-07-28 request names its revision in `_meta`: rmcp serves that era as it says
+    // (`tasks/result` and `tasks/list` unknown, `task` ignored).
+    let modern =
+        (message.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")).is_some();
     let method = message.get("method")?.as_str()?;
     let ours = match method {
         "tools/call" => message
             .pointer("/params/task")
             .is_some_and(Value::is_object),
-        "tasks/result" | "tasks/list" => true,
-        // A 2026-07-28 request names its revision in `_meta`; rmcp serves that form.
-        "tasks/get" | "tasks/cancel" => message
-            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-            .is_none(),
+        "tasks/result" | "tasks/list" | "tasks/get" | "tasks/cancel" => true,
         _ => false,
     };
-    if !ours || message.get("id").is_none() {
+    if modern || !ours || message.get("id").is_none() {
         return None;
     }
     message["method"] = json!(format!("{PREFIX}{method}"));
@@ -346,6 +347,8 @@ mod tests {
         assert_eq!(method(get), Some(format!("{PREFIX}tasks/get")));
         let modern = r#"{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"op-1.2","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
         assert_eq!(method(modern), None);
+        let modern_call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","task":{"ttl":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert_eq!(method(modern_call), None, "2026-07-28 ignores `task`");
         let result = r#"{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"x"}}"#;
         assert_eq!(method(result), Some(format!("{PREFIX}tasks/result")));
         let note = r#"{"jsonrpc":"2.0","method":"tasks/result","params":{"taskId":"x"}}"#;

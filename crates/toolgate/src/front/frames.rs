@@ -318,8 +318,10 @@ pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStre
             if text.is_empty() {
                 continue;
             }
-            // A request of 2025-11-25's task form goes to rmcp under a name it hands on.
-            if let Some(renamed) = super::augmented::renamed(text) {
+            // A request of 2025-11-25's task form (once the session agreed on that
+            // revision) goes to rmcp under a name it hands on.
+            let renamed = watched.agreed().then(|| super::augmented::renamed(text));
+            if let Some(renamed) = renamed.flatten() {
                 line = renamed;
                 line.push(b'\n');
             }
@@ -388,6 +390,11 @@ struct Amending {
 }
 
 impl Amending {
+    /// Whether the session agreed on 2025-11-25.
+    fn agreed(&self) -> bool {
+        self.agreed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// A request went to rmcp: its id is watched if its answer may be amended.
     fn asked(&self, method: &str, id: &Value) {
         let method = match method {

@@ -205,8 +205,11 @@ async fn answer_broken_requests(
         Ok(bytes) => bytes,
         Err(answer) => return answer,
     };
-    // A request of 2025-11-25's task form goes to rmcp under a name it hands to the handler.
-    let bytes = match super::augmented::renamed(&bytes) {
+    // A request of 2025-11-25's task form (in a session that agreed on that revision) goes
+    // to rmcp under a name it hands to the handler.
+    let agreed = (parts.headers.get("mcp-protocol-version"))
+        .is_some_and(|v| v.as_bytes() == super::augmented::VERSION.as_bytes());
+    let bytes = match agreed.then(|| super::augmented::renamed(&bytes)).flatten() {
         Some(renamed) => axum::body::Bytes::from(renamed),
         None => bytes,
     };
@@ -224,9 +227,7 @@ async fn answer_broken_requests(
     // What a 2025-11-25 client reads about tasks is added to these two answers.
     let amend = match method.name.as_deref() {
         Some("initialize") => Some("initialize"),
-        Some("tools/list") => (parts.headers.get("mcp-protocol-version"))
-            .is_some_and(|v| v.as_bytes() == super::augmented::VERSION.as_bytes())
-            .then_some("tools/list"),
+        Some("tools/list") => agreed.then_some("tools/list"),
         _ => None,
     };
     let mut req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
