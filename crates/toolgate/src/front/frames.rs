@@ -420,6 +420,10 @@ impl Amending {
                 return None;
             }
             let mut message: Value = serde_json::from_slice(line).ok()?;
+            // A request of the server's own may carry the same id: only answers count.
+            if message.get("method").is_some() {
+                return None;
+            }
             let id = message.get("id")?.to_string();
             let at = ids.iter().position(|(watched, _)| *watched == id)?;
             let (_, method) = ids.remove(at);
