@@ -115,6 +115,72 @@ pub(super) fn amend(method: &str, message: &mut Value) -> bool {
     }
 }
 
+/// Which of rmcp's answers on stdio are amended for a 2025-11-25 client
+/// (`frames::checked_stdio` tells it what went in and hands it what comes out).
+#[derive(Default)]
+pub(super) struct Amending {
+    /// Ids (as JSON text) of `initialize` and `tools/list` requests not answered yet.
+    ids: std::sync::Mutex<Vec<(String, &'static str)>>,
+    /// The session agreed on 2025-11-25 (its `initialize` answer said so).
+    agreed: std::sync::atomic::AtomicBool,
+}
+
+impl Amending {
+    /// Whether the session agreed on 2025-11-25.
+    pub(super) fn agreed(&self) -> bool {
+        self.agreed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A request went to rmcp: its id is watched if its answer may be amended.
+    pub(super) fn asked(&self, method: &str, id: &Value) {
+        let method = match method {
+            "initialize" => "initialize",
+            "tools/list" => "tools/list",
+            _ => return,
+        };
+        let mut ids = self
+            .ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ids.push((id.to_string(), method));
+    }
+
+    /// `line` (one of rmcp's, with its newline) amended, when it answers a watched request.
+    pub(super) fn answered(&self, line: &[u8]) -> Option<Vec<u8>> {
+        let amended = {
+            let mut ids = self
+                .ids
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if ids.is_empty() {
+                return None;
+            }
+            let mut message: Value = serde_json::from_slice(line).ok()?;
+            // A request of the server's own may carry the same id: only answers count.
+            if message.get("method").is_some() {
+                return None;
+            }
+            let id = message.get("id")?.to_string();
+            let at = ids.iter().position(|(watched, _)| *watched == id)?;
+            let (_, method) = ids.remove(at);
+            let agreed = std::sync::atomic::Ordering::Relaxed;
+            if method == "tools/list" && !self.agreed.load(agreed) {
+                return None;
+            }
+            if !amend(method, &mut message) {
+                return None;
+            }
+            if method == "initialize" {
+                self.agreed.store(true, agreed);
+            }
+            message
+        };
+        let mut text = serde_json::to_vec(&amended).ok()?;
+        text.push(b'\n');
+        Some(text)
+    }
+}
+
 /// Answers a renamed request (`method` without [`PREFIX`]).
 pub(super) async fn handle(
     session: &Session,

@@ -303,7 +303,7 @@ pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStre
     let (stdin, mut out) = stdio();
     // The ids of `initialize` and `tools/list` requests in flight: their answers get what
     // a 2025-11-25 client reads about tasks (`augmented::amend`).
-    let amending = Arc::new(Amending::default());
+    let amending = Arc::new(super::augmented::Amending::default());
     let watched = amending.clone();
     tokio::spawn(async move {
         let mut stdin = BufReader::new(stdin);
@@ -378,71 +378,6 @@ pub(super) fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStre
         }
     });
     (rmcp_in, rmcp_out)
-}
-
-/// Which answers on stdout are amended for a 2025-11-25 client (see `checked_stdio`).
-#[derive(Default)]
-struct Amending {
-    /// Ids (as JSON text) of `initialize` and `tools/list` requests not answered yet.
-    ids: std::sync::Mutex<Vec<(String, &'static str)>>,
-    /// The session agreed on 2025-11-25 (its `initialize` answer said so).
-    agreed: std::sync::atomic::AtomicBool,
-}
-
-impl Amending {
-    /// Whether the session agreed on 2025-11-25.
-    fn agreed(&self) -> bool {
-        self.agreed.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// A request went to rmcp: its id is watched if its answer may be amended.
-    fn asked(&self, method: &str, id: &Value) {
-        let method = match method {
-            "initialize" => "initialize",
-            "tools/list" => "tools/list",
-            _ => return,
-        };
-        let mut ids = self
-            .ids
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        ids.push((id.to_string(), method));
-    }
-
-    /// `line` (one of rmcp's, with its newline) amended, when it answers a watched request.
-    fn answered(&self, line: &[u8]) -> Option<Vec<u8>> {
-        let amended = {
-            let mut ids = self
-                .ids
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if ids.is_empty() {
-                return None;
-            }
-            let mut message: Value = serde_json::from_slice(line).ok()?;
-            // A request of the server's own may carry the same id: only answers count.
-            if message.get("method").is_some() {
-                return None;
-            }
-            let id = message.get("id")?.to_string();
-            let at = ids.iter().position(|(watched, _)| *watched == id)?;
-            let (_, method) = ids.remove(at);
-            let agreed = std::sync::atomic::Ordering::Relaxed;
-            if method == "tools/list" && !self.agreed.load(agreed) {
-                return None;
-            }
-            if !super::augmented::amend(method, &mut message) {
-                return None;
-            }
-            if method == "initialize" {
-                self.agreed.store(true, agreed);
-            }
-            message
-        };
-        let mut text = serde_json::to_vec(&amended).ok()?;
-        text.push(b'\n');
-        Some(text)
-    }
 }
 
 fn error(id: Value, code: i32, message: String) -> Value {
