@@ -29,7 +29,7 @@ struct Selection {
 }
 
 /// The application core: what every surface and the gate share (one per gateway).
-pub struct Engine {
+pub(crate) struct Engine {
     pub gw: Arc<Gateway>,
     /// The catalog the index was built from, and the index.
     index: Mutex<(Arc<Catalog>, Arc<dyn SnapshotIndex>)>,
@@ -61,7 +61,7 @@ pub struct Engine {
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Engine {
-    pub fn new(gw: Arc<Gateway>) -> Arc<Self> {
+    pub(crate) fn new(gw: Arc<Gateway>) -> Arc<Self> {
         let limits = StoreLimits {
             cursor_ttl: gw.config.guided.result_ttl,
             operation_ttl: gw.config.guided.result_ttl,
@@ -129,9 +129,39 @@ impl Engine {
         });
     }
 
+    /// The configuration the gateway runs with.
+    pub(crate) fn config(&self) -> &crate::config::Config {
+        &self.gw.config
+    }
+
+    /// Code mode's settings (`[code]`).
+    pub(crate) fn code_config(&self) -> &crate::config::code::CodeConfig {
+        &self.gw.config.code
+    }
+
+    /// Guided mode's settings (`[guided]`).
+    pub(crate) fn guided_config(&self) -> &crate::config::GuidedConfig {
+        &self.gw.config.guided
+    }
+
+    /// Direct mode's settings (`[direct]`).
+    pub(crate) fn direct_config(&self) -> &crate::config::DirectConfig {
+        &self.gw.config.direct
+    }
+
+    /// The prefix of the meta-tools' names (`gateway.meta_prefix`; empty: none).
+    pub(crate) fn meta_prefix(&self) -> &str {
+        &self.gw.config.gateway.meta_prefix
+    }
+
+    /// The gateway's Prometheus metrics.
+    pub(crate) fn metrics(&self) -> &toolgate_core::observe::Metrics {
+        &self.gw.observe.metrics
+    }
+
     /// Whether `caller` gets code mode (`code.enabled`, narrowed by `code.profiles` and
     /// `code.keys`); skills, being programs, follow it.
-    pub fn code_for(&self, caller: &crate::policy::Caller) -> bool {
+    pub(crate) fn code_for(&self, caller: &crate::policy::Caller) -> bool {
         self.gw
             .config
             .code
@@ -140,7 +170,7 @@ impl Engine {
 
     /// The route index for the current catalog and skills. When the catalog changed, only
     /// the servers whose tools changed are re-indexed; when the skills changed, only them.
-    pub fn index(&self) -> (Arc<Catalog>, Arc<dyn SnapshotIndex>) {
+    pub(crate) fn index(&self) -> (Arc<Catalog>, Arc<dyn SnapshotIndex>) {
         let catalog = self.gw.catalog();
         let skills = self.skills.current();
         let mut guard = self.index.lock().expect("index");
@@ -170,12 +200,12 @@ impl Engine {
 
     /// Tokens the current catalog costs as a plain tool list under the configured direct
     /// profile (OpenAI form, o200k), for `auto` mode.
-    pub fn direct_tokens(&self) -> usize {
+    pub(crate) fn direct_tokens(&self) -> usize {
         self.view(&self.gw.catalog()).tokens
     }
 
     /// `catalog` under the configured direct profile: built once per snapshot.
-    pub fn view(&self, catalog: &Arc<Catalog>) -> Arc<ProfileView> {
+    pub(crate) fn view(&self, catalog: &Arc<Catalog>) -> Arc<ProfileView> {
         let mut guard = self.view.lock().expect("view");
         if !Arc::ptr_eq(&guard.catalog, catalog) {
             let d = &self.gw.config.direct;
@@ -266,7 +296,7 @@ impl Engine {
     }
 
     /// The output budget for a tool: its configured budget, else the default.
-    pub fn budget_for(&self, tool: &ToolRecord) -> usize {
+    pub(crate) fn budget_for(&self, tool: &ToolRecord) -> usize {
         let g = &self.gw.config.guided;
         g.tool_budgets
             .get(&tool.id.to_string())

@@ -2,7 +2,7 @@
 //! whenever an upstream connects, drops, or changes its tool list.
 
 use crate::config::Config;
-use crate::upstream::{supervise, CallError, CallOptions, CallOutcome, Upstream, UpstreamStatus};
+use crate::upstream::{supervise, Upstream, UpstreamStatus};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use toolgate_core::call::{CallError, CallOptions, CallOutcome};
 use toolgate_core::catalog::{Catalog, ToolId, ToolInput, ToolRecord};
 
 /// A running gateway. Cheap to share (`Arc`); `shutdown` stops every upstream.
 pub struct Gateway {
+    /// The configuration it was started with.
     pub config: Config,
     /// Every configured upstream (disabled ones too, for status reports), by name.
     upstreams: BTreeMap<String, Arc<Upstream>>,
@@ -137,10 +139,12 @@ impl Gateway {
         self.catalog.subscribe()
     }
 
+    /// Every configured upstream (disabled ones too), in name order.
     pub fn upstreams(&self) -> impl Iterator<Item = &Arc<Upstream>> {
         self.upstreams.values()
     }
 
+    /// The upstream configured as `name`.
     pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
         self.upstreams.get(name)
     }
@@ -267,6 +271,7 @@ impl Gateway {
         self.drain.cutting()
     }
 
+    /// Stops every upstream (and their processes) and the tasks of the gateway.
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.tasks.wait().await;

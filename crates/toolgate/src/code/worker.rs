@@ -22,7 +22,7 @@ use toolgate_sandbox::protocol::{
 
 /// A tool call a program made.
 #[derive(Debug, Clone)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     pub server: String,
     pub tool: String,
     pub arguments: Value,
@@ -31,7 +31,7 @@ pub struct ToolCall {
 /// One call as the model sees it afterwards: `ok` is `None` for a call still running when
 /// the run ended (it may or may not have happened upstream).
 #[derive(Debug, Clone, PartialEq)]
-pub struct CallRecord {
+pub(crate) struct CallRecord {
     pub server: String,
     pub tool: String,
     pub ok: Option<bool>,
@@ -40,7 +40,7 @@ pub struct CallRecord {
 
 /// How a run ended, from the gateway's side.
 #[derive(Debug, Clone)]
-pub struct RunReport {
+pub(crate) struct RunReport {
     /// `ok`, `error`, `timeout` or `crashed`.
     pub status: String,
     pub result: Value,
@@ -58,11 +58,11 @@ pub struct RunReport {
 }
 
 /// The largest returned value a worker sends (what the model sees is cut far below).
-pub const MAX_RESULT_BYTES: usize = 1 << 20;
+pub(crate) const MAX_RESULT_BYTES: usize = 1 << 20;
 
 /// The longest line accepted from a worker under `cfg`: a tool call's arguments or the
 /// returned value, plus the console output, plus room for the envelope.
-pub fn line_limit(cfg: &crate::config::code::CodeConfig) -> usize {
+pub(crate) fn line_limit(cfg: &crate::config::code::CodeConfig) -> usize {
     cfg.max_tool_result_bytes.max(MAX_RESULT_BYTES) + cfg.output_bytes + (64 << 10)
 }
 
@@ -217,7 +217,7 @@ impl Worker {
 }
 
 /// Process-level settings of a run.
-pub struct WorkerSettings {
+pub(crate) struct WorkerSettings {
     /// The deadline plus the grace period: when the process is killed.
     pub kill_after: Duration,
     pub max_calls: u32,
@@ -228,7 +228,7 @@ pub struct WorkerSettings {
 
 /// Runs `run` in `worker` (or reports why there is none); `handle` answers each tool call.
 /// The worker is used up: killed if it has not exited by the end.
-pub async fn run<F, Fut>(
+pub(crate) async fn run<F, Fut>(
     settings: &WorkerSettings,
     worker: Result<Worker, WorkerError>,
     run: &Run,

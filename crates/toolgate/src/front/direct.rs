@@ -7,12 +7,12 @@ use crate::engine::Engine;
 use crate::gate::{self, Origin};
 use crate::policy::Caller;
 use crate::skills::Skill;
-use crate::upstream::{CallOptions, Progress};
 use rmcp::model::{CallToolResult, ProgressNotificationParam, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use tokio::sync::mpsc;
+use toolgate_core::call::{CallOptions, Progress};
 use toolgate_core::catalog::Catalog;
 
 /// The tools/list of the direct surface: the catalog under the configured profile (raw,

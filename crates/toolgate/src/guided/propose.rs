@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use toolgate_core::meta::args::ProposeArgs;
 use toolgate_core::principal::Principal;
 
-pub fn run(
+pub(crate) fn run(
     engine: &Engine,
     owner: &Principal,
     args: &Map<String, Value>,
@@ -30,7 +30,7 @@ fn propose(
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<MetaResult, String> {
-    let cfg = &engine.gw.config.code;
+    let cfg = engine.code_config();
     let Some(dir) = engine.skills.dir() else {
         return Err("skills are not configured on this gateway".into());
     };

@@ -24,6 +24,7 @@ use toolgate_route::{
 
 /// What route reads besides its arguments, all from one catalog snapshot.
 pub struct RouteContext<'a> {
+    /// The catalog snapshot route reads.
     pub catalog: &'a Catalog,
     /// The ranking over `catalog` (the BM25F `RouteIndex` by default).
     pub retriever: &'a dyn Retriever,
@@ -75,7 +76,7 @@ impl RouteContext<'_> {
 
 /// Answers one route call over what `caller`'s profile shows. Also returns the selected
 /// tool (for `expand_selected`).
-pub fn run(
+pub(crate) fn run(
     engine: &Engine,
     owner: &Principal,
     args: &Map<String, Value>,
@@ -113,11 +114,11 @@ pub fn run(
         catalog: &catalog,
         retriever: &visible,
         view: Some(&view),
-        threshold: engine.gw.config.guided.route_threshold,
-        meta_prefix: &engine.gw.config.gateway.meta_prefix,
+        threshold: engine.guided_config().route_threshold,
+        meta_prefix: engine.meta_prefix(),
         servers,
         shows: Some(&keep),
-        summaries: Some(&engine.gw.config.direct.slim),
+        summaries: Some(&engine.direct_config().slim),
         learned: Some(LearnedRoute {
             evidence: engine.learning.evidence(
                 task,

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use toolgate_core::principal::Principal;
 
 /// How long a 2026-07-28 client has to come back with the user's answer.
-pub const PENDING_TTL: Duration = Duration::from_secs(600);
+pub(crate) const PENDING_TTL: Duration = Duration::from_secs(600);
 /// Questions waiting for an answer, at most (the oldest go first).
 const MAX_PENDING: usize = 4096;
 
 /// How every approval `requestState` begins (the gateway's other MRTR handles do not).
-pub const STATE_PREFIX: &str = "ap-";
+pub(crate) const STATE_PREFIX: &str = "ap-";
 
 /// Approvals asked the 2026-07-28 way (MRTR): the `requestState` handed to the client
 /// names one, bound to the principal that asked and to the call's [`Question::binding`]
@@ -130,7 +130,7 @@ pub struct Question {
 }
 
 /// The question put to the user about `tool` called with `arguments`.
-pub fn question(
+pub(crate) fn question(
     tool: &str,
     key: &str,
     arguments: &serde_json::Map<String, serde_json::Value>,
@@ -183,7 +183,7 @@ fn fold(value: &serde_json::Value) -> String {
 }
 
 /// Canonical JSON: object keys sorted (by their UTF-8 bytes), no whitespace, at every level.
-pub fn canonical_json(v: &serde_json::Value) -> String {
+pub(crate) fn canonical_json(v: &serde_json::Value) -> String {
     let mut out = String::new();
     write_canonical(v, &mut out);
     out
@@ -220,13 +220,13 @@ fn write_canonical(v: &serde_json::Value, out: &mut String) {
 }
 
 /// Lower-case hex sha256 of `bytes`.
-pub fn digest_hex(bytes: &[u8]) -> String {
+pub(crate) fn digest_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
 /// The refusal the model sees when the answer was not an acceptance.
-pub fn refusal(tool: &str, answer: &Answer) -> String {
+pub(crate) fn refusal(tool: &str, answer: &Answer) -> String {
     match answer {
         Answer::Accepted => String::new(),
         Answer::Declined => format!("{tool} was not run: the user declined it."),

@@ -16,45 +16,45 @@
 //! - [`audit`]: the append-only JSON-lines trail.
 //! - [`config`]: the `[policy]` section of `toolgate.toml`.
 
-pub mod approval;
-pub mod audit;
-pub mod config;
-pub mod glob;
-pub mod keys;
-pub mod oauth;
-pub mod permit;
-pub mod profiles;
-pub mod refusal;
-pub mod tiers;
+pub(crate) mod approval;
+pub(crate) mod audit;
+pub(crate) mod config;
+pub(crate) mod glob;
+pub(crate) mod keys;
+pub(crate) mod oauth;
+pub(crate) mod permit;
+pub(crate) mod profiles;
+pub(crate) mod refusal;
+pub(crate) mod tiers;
 
-pub use config::PolicyConfig;
-pub use keys::{AuthRejection, Grant};
-pub use permit::Permit;
-pub use profiles::Profile;
-pub use refusal::{Refusal, RefusalKind};
-pub use tiers::Tier;
+pub(crate) use config::PolicyConfig;
+pub(crate) use keys::{AuthRejection, Grant};
+pub(crate) use permit::Permit;
+pub(crate) use profiles::Profile;
+pub(crate) use refusal::{Refusal, RefusalKind};
+pub(crate) use tiers::Tier;
 
 use approval::Approver;
 use audit::{AuditLog, Verdict};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use toolgate_core::catalog::{Catalog, CatalogEntry, ToolRecord};
-pub use toolgate_core::principal::Principal;
+pub(crate) use toolgate_core::principal::Principal;
 
 /// The identity local (stdio) sessions have when no `stdio_key` is configured.
-pub const LOCAL_IDENTITY: &str = "local";
+pub(crate) const LOCAL_IDENTITY: &str = "local";
 /// The identity HTTP sessions have when no keys are configured (open, loopback by default).
-pub const OPEN_IDENTITY: &str = "anonymous";
+pub(crate) const OPEN_IDENTITY: &str = "anonymous";
 
 /// What a scope or profile pattern must match to cover a whole server (its resources and
 /// prompts): `server/*`, taken literally.
-pub fn whole_server(server: &str) -> String {
+pub(crate) fn whole_server(server: &str) -> String {
     format!("{server}/*")
 }
 
 /// The policy of a running gateway.
 pub struct Policy {
-    pub config: PolicyConfig,
+    pub(crate) config: PolicyConfig,
     /// `None` when no audit path is configured.
     pub(crate) audit: Option<Arc<AuditLog>>,
     /// Set when the audit log is configured but cannot be opened: every call is then
@@ -69,10 +69,10 @@ pub struct Policy {
 /// Who is asking, through which surface, seeing which profile: one per request.
 #[derive(Clone)]
 pub struct Caller {
-    pub policy: Arc<Policy>,
-    pub session: String,
-    pub grant: Arc<Grant>,
-    pub profile: Option<Arc<Profile>>,
+    pub(crate) policy: Arc<Policy>,
+    pub(crate) session: String,
+    pub(crate) grant: Arc<Grant>,
+    pub(crate) profile: Option<Arc<Profile>>,
     /// `guided` or `direct`.
     pub surface: &'static str,
     /// How to ask this session's user (absent: no way to ask).
@@ -100,6 +100,7 @@ impl Caller {
         }
     }
 
+    /// The name of the profile the caller sees, if any.
     pub fn profile_name(&self) -> Option<&str> {
         self.profile.as_deref().map(|p| p.name.as_str())
     }
@@ -125,6 +126,7 @@ impl Caller {
         toolgate_core::call::OnBehalf::new(self.principal(), self.grant.token.clone())
     }
 
+    /// Who the caller acts for: the token's subject, else the key's identity.
     pub fn principal(&self) -> Principal {
         if let Some(subject) = &self.grant.subject {
             return subject.clone();
@@ -225,6 +227,7 @@ impl Policy {
         }
     }
 
+    /// The profile configured as `name`.
     pub fn profile(&self, name: &str) -> Option<Arc<Profile>> {
         self.config.profiles.get(name).cloned()
     }
@@ -245,12 +248,13 @@ impl Policy {
         })
     }
 
+    /// What the policy knows of `tool`: its tier, tags and hints (`[policy.tools]` over its annotations).
     pub fn facts(&self, tool: &ToolRecord) -> tiers::ToolFacts {
         tiers::facts(&self.config.tools, tool)
     }
 
     /// The one meaning of "destructive": the tool's tier, from the configured rules or
-    /// else its annotations (unannotated is destructive, see [`Tier::from_annotations`]).
+    /// else its annotations (unannotated is destructive, see `Tier::from_annotations`).
     /// Approval, keys and code mode all ask this.
     pub fn destructive(&self, tool: &ToolRecord) -> bool {
         self.facts(tool).tier == Tier::Destructive
@@ -266,7 +270,7 @@ impl Policy {
 
     /// Whether this caller's resources/list, resources/templates/list and prompts/list
     /// show `server`'s items: the profile covers the whole server. As with tools, the key
-    /// is not asked: reading is judged by [`Grant::missing_server`].
+    /// is not asked: reading is judged by `Grant::missing_server`.
     pub fn shows_server(&self, caller: &Caller, server: &str) -> bool {
         caller
             .profile
@@ -338,7 +342,7 @@ impl Policy {
     }
 
     /// The checks that need nobody's answer: the audit log works, the tool is not in
-    /// shadow, and the key's scopes and tier cover it. Approval is [`Permit::confirm`].
+    /// shadow, and the key's scopes and tier cover it. Approval is `Permit::confirm`.
     pub fn check(
         &self,
         caller: &Caller,

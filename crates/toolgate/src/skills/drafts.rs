@@ -15,15 +15,21 @@ pub const MAX_DRAFTS: usize = 100;
 
 /// A proposal, as `propose_skill` hands it over.
 pub struct Proposal<'a> {
+    /// The skill's name (its folder).
     pub name: &'a str,
+    /// What it does, for route and the operator.
     pub description: &'a str,
+    /// The upstreams its program calls.
     pub servers: Vec<String>,
+    /// Its input's JSON Schema.
     pub input_schema: Value,
+    /// The program (`skill.js`).
     pub code: &'a str,
     /// Where it came from (run id, key), for the operator reading it.
     pub provenance: String,
 }
 
+/// The folder where drafts wait, inside the skills folder.
 pub fn drafts_dir(skills: &Path) -> PathBuf {
     skills.join(DRAFTS_DIR)
 }

@@ -70,6 +70,7 @@ pub struct Verified {
 }
 
 impl Verified {
+    /// Whether no link is broken.
     pub fn intact(&self) -> bool {
         self.broken.is_empty()
     }

@@ -12,11 +12,11 @@
 //!   unknown `kid` at most every `jwks_refresh_min_secs`.
 //! - [`metadata`]: Protected Resource Metadata (RFC 9728) and the `WWW-Authenticate` answers.
 
-pub mod config;
-pub mod keys;
-pub mod metadata;
+pub(crate) mod config;
+pub(crate) mod keys;
+pub(crate) mod metadata;
 
-pub use config::OAuthConfig;
+pub(crate) use config::OAuthConfig;
 
 use super::keys::Grant;
 use jsonwebtoken::Validation;
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use toolgate_core::principal::Principal;
 
 /// A token longer than this is refused unread (a JWT with a few claims is under 2 KiB).
-pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// How long an introspection answer is reused (never past the token's own expiry).
 const INTROSPECTION_TTL: Duration = Duration::from_secs(30);
 /// How many introspection answers, and how many checked JWTs, are kept.
@@ -121,7 +121,7 @@ type Checked = (Arc<Grant>, SystemTime);
 
 /// Checks access tokens for one `[auth.oauth]`. Cheap to share (`Arc`).
 pub struct Verifier {
-    pub config: OAuthConfig,
+    pub(crate) config: OAuthConfig,
     keys: keys::KeyCache,
     http: reqwest::Client,
     introspected: Mutex<HashMap<[u8; 32], Introspected>>,
@@ -140,6 +140,7 @@ impl std::fmt::Debug for Verifier {
 }
 
 impl Verifier {
+    /// A verifier for `config`; the issuer's keys are fetched on the first token (or by [`Verifier::warm`]).
     pub fn new(config: OAuthConfig) -> Arc<Self> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
@@ -157,7 +158,7 @@ impl Verifier {
 
     /// Fetches the issuer's metadata and keys now (at start): a failure is reported, and
     /// tried again on the first token.
-    pub async fn warm(&self) -> Result<usize, String> {
+    pub async fn warm(&self) -> Result<usize, keys::FetchError> {
         self.keys.refresh(true).await
     }
 
@@ -409,7 +410,7 @@ fn header_alg(token: &str) -> Result<String, TokenRejection> {
 
 /// A claim's values as strings: a string (space-separated for `scope`), a list of strings,
 /// or a number or boolean as written.
-pub fn claim_values(claims: &Map<String, Value>, claim: &str) -> Vec<String> {
+pub(crate) fn claim_values(claims: &Map<String, Value>, claim: &str) -> Vec<String> {
     match claims.get(claim) {
         Some(Value::String(s)) if claim == "scope" => {
             s.split_whitespace().map(str::to_string).collect()
