@@ -30,31 +30,31 @@ struct Selection {
 
 /// The application core: what every surface and the gate share (one per gateway).
 pub(crate) struct Engine {
-    pub gw: Arc<Gateway>,
+    pub(crate) gw: Arc<Gateway>,
     /// The catalog the index was built from, and the index.
     index: Mutex<(Arc<Catalog>, Arc<dyn SnapshotIndex>)>,
     /// The skills the index holds (as tools of the server `skills`).
     indexed_skills: Mutex<Arc<crate::skills::SkillSet>>,
-    pub validators: Validators,
-    pub store: Arc<SessionStore>,
+    pub(crate) validators: Validators,
+    pub(crate) store: Arc<SessionStore>,
     selections: Mutex<HashMap<String, Selection>>,
     /// The current snapshot under the configured direct profile (direct `tools/list`,
     /// route's `full` detail, `auto` mode's cost), rebuilt when the snapshot changes.
     view: Mutex<Arc<ProfileView>>,
     /// Profiles, keys, approval and audit: consulted by route, execute and the front.
-    pub policy: Arc<crate::policy::Policy>,
+    pub(crate) policy: Arc<crate::policy::Policy>,
     /// PII tokens handed to the model (`code.pii`), per principal.
-    pub pii: Arc<crate::code::pii::Vault>,
+    pub(crate) pii: Arc<crate::code::pii::Vault>,
     /// Code mode's `state.get/set` values, per principal.
-    pub code_state: crate::code::state::StateStore,
+    pub(crate) code_state: crate::code::state::StateStore,
     /// Code mode's workspace files, per principal (`code.workspace`).
-    pub workspace: crate::code::workspace::Workspace,
+    pub(crate) workspace: crate::code::workspace::Workspace,
     /// The skills folder (`code.skills_dir`), re-read when it changes.
-    pub skills: crate::skills::SkillLibrary,
+    pub(crate) skills: crate::skills::SkillLibrary,
     /// Finished code-mode runs, so a model can propose one as a skill.
-    pub runs: crate::code::history::RunHistory,
+    pub(crate) runs: crate::code::history::RunHistory,
     /// What route learns from the models' choices (`[guided.learning]`).
-    pub learning: crate::learning::Learning,
+    pub(crate) learning: crate::learning::Learning,
 }
 
 /// How often the handle store purges what expired, whether or not calls come.

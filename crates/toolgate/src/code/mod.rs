@@ -81,19 +81,19 @@ pub(crate) fn tools_where(
 /// one caller cannot take every worker; the gateway holds one for all its sessions. The
 /// owner `""` is no caller's: it counts every run, for the gateway-wide worker limit.
 #[derive(Default)]
-pub struct RunSlots {
+pub(crate) struct RunSlots {
     running: Mutex<HashMap<String, usize>>,
 }
 
 /// A run's slot; given back when dropped.
-pub struct Slot<'a> {
+pub(crate) struct Slot<'a> {
     slots: &'a RunSlots,
     key: String,
 }
 
 impl RunSlots {
     /// A slot for `key`, unless it already has `max` runs going.
-    pub fn take(&self, key: &str, max: usize) -> Option<Slot<'_>> {
+    pub(crate) fn take(&self, key: &str, max: usize) -> Option<Slot<'_>> {
         let mut running = self.running.lock().expect("run slots");
         let n = running.entry(key.to_string()).or_default();
         if *n >= max {
@@ -107,7 +107,7 @@ impl RunSlots {
     }
 
     /// Runs in progress, every key together (for `/metrics`).
-    pub fn running_total(&self) -> usize {
+    pub(crate) fn running_total(&self) -> usize {
         self.running.lock().expect("run slots").values().sum()
     }
 }

@@ -166,7 +166,7 @@ pub struct KeyEntry {
 /// Why a request's credentials were not accepted (a 401, or what the token's
 /// [`TokenRejection`](super::oauth::TokenRejection) says).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AuthRejection {
+pub(crate) enum AuthRejection {
     /// No `Authorization: Bearer` header; `oauth` when access tokens are accepted too.
     Missing {
         oauth: bool,

@@ -81,7 +81,7 @@ impl UpstreamStatus {
     }
 
     /// True once the first attempt has ended either way (for the startup wait).
-    pub fn settled(&self) -> bool {
+    pub(crate) fn settled(&self) -> bool {
         !matches!(self, Self::Starting)
     }
 }
@@ -130,7 +130,7 @@ struct State {
 }
 
 impl Upstream {
-    pub fn new(config: UpstreamConfig) -> Arc<Self> {
+    pub(crate) fn new(config: UpstreamConfig) -> Arc<Self> {
         let status = if config.enabled {
             UpstreamStatus::Starting
         } else {
@@ -174,12 +174,12 @@ impl Upstream {
 
     /// True for a user-delegated upstream (`grant = "token_exchange"`): its calls act for
     /// the caller, over the caller's own session.
-    pub fn acts_for_callers(&self) -> bool {
+    pub(crate) fn acts_for_callers(&self) -> bool {
         self.delegated.is_some()
     }
 
     /// The state store where `toolgate auth login` keeps this upstream's tokens.
-    pub fn use_store(&self, store: Arc<dyn toolgate_core::store::Store>) {
+    pub(crate) fn use_store(&self, store: Arc<dyn toolgate_core::store::Store>) {
         if let Some(t) = &self.token {
             t.use_store(store);
         }
@@ -213,7 +213,7 @@ impl Upstream {
     }
 
     /// A receiver that sees a new value whenever status or tools change.
-    pub fn watch(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub(crate) fn watch(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changed.subscribe()
     }
 

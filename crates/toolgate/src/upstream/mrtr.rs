@@ -37,14 +37,14 @@ pub(crate) use toolgate_core::call::{MrtrRequest, Resumed};
 
 /// `requestState` handles handed to 2026-07-28 clients, by handle.
 #[derive(Default)]
-pub struct PendingInputs {
+pub(crate) struct PendingInputs {
     pending: Mutex<HashMap<String, (Principal, Resumed, Instant)>>,
 }
 
 impl PendingInputs {
     /// Remembers the upstream call `resumed` for `owner`; returns the handle (128 random
     /// bits), which is the only thing the client sees.
-    pub fn remember(&self, owner: &Principal, resumed: Resumed) -> String {
+    pub(crate) fn remember(&self, owner: &Principal, resumed: Resumed) -> String {
         let handle = format!("{HANDLE_PREFIX}{:032x}", rand::random::<u128>());
         let mut pending = self.pending.lock().expect("pending inputs");
         pending.retain(|_, (_, _, at)| at.elapsed() < PENDING_TTL);
@@ -63,7 +63,7 @@ impl PendingInputs {
 
     /// Takes the call `handle` names, if `owner` was given it and it is fresh: good for one
     /// retry. A foreign try leaves it for its owner.
-    pub fn take(&self, owner: &Principal, handle: &str) -> Result<Resumed, StateRefused> {
+    pub(crate) fn take(&self, owner: &Principal, handle: &str) -> Result<Resumed, StateRefused> {
         let mut pending = self.pending.lock().expect("pending inputs");
         match pending.get(handle) {
             Some((o, _, _)) if o != owner => Err(StateRefused::Foreign),
@@ -79,7 +79,7 @@ impl PendingInputs {
 
 /// Why a `requestState` handle was not honoured; the message is what the client reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum StateRefused {
+pub(crate) enum StateRefused {
     /// Another principal's handle (the front audits the try; the handle stays its owner's).
     #[error("the requestState was issued to another caller")]
     Foreign,
@@ -101,7 +101,7 @@ pub enum StateRefused {
 /// own value in each (the running call and where its next question arrives); this store
 /// only owns, expires and hands them back once.
 #[derive(Default)]
-pub struct ParkedCalls {
+pub(crate) struct ParkedCalls {
     parked: Mutex<HashMap<String, (Principal, Parked, Instant)>>,
 }
 
@@ -114,7 +114,7 @@ pub(crate) const PARKED_PREFIX: &str = "pk-";
 impl ParkedCalls {
     /// Parks `call` for `owner`; returns its handle. Expired ones are dropped here (their
     /// upstream request then fails, which ends the call).
-    pub fn park(&self, owner: &Principal, call: Parked) -> String {
+    pub(crate) fn park(&self, owner: &Principal, call: Parked) -> String {
         let handle = format!("{PARKED_PREFIX}{:032x}", rand::random::<u128>());
         let mut parked = self.parked.lock().expect("parked calls");
         parked.retain(|_, (_, _, at)| at.elapsed() < PENDING_TTL);
@@ -133,7 +133,7 @@ impl ParkedCalls {
 
     /// Takes the call `handle` names if `owner` parked it; a foreign try leaves it parked
     /// for its owner.
-    pub fn take(&self, owner: &Principal, handle: &str) -> Result<Parked, StateRefused> {
+    pub(crate) fn take(&self, owner: &Principal, handle: &str) -> Result<Parked, StateRefused> {
         let mut parked = self.parked.lock().expect("parked calls");
         match parked.get(handle) {
             Some((o, _, _)) if o != owner => Err(StateRefused::Foreign),

@@ -50,7 +50,7 @@ impl Subject {
 
 /// Why a token was not accepted. The messages say what to do and never repeat the token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TokenRejection {
+pub(crate) enum TokenRejection {
     #[error("the access token is not a token this gateway can read ({0}): get one from the authorization server")]
     Malformed(String),
     #[error("the access token is longer than {MAX_TOKEN_BYTES} bytes")]
@@ -85,7 +85,7 @@ pub enum TokenRejection {
 
 impl TokenRejection {
     /// The RFC 6750 error code for `WWW-Authenticate`.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             TokenRejection::InsufficientScope(_) => "insufficient_scope",
             TokenRejection::Unavailable(_) => "temporarily_unavailable",
@@ -95,7 +95,7 @@ impl TokenRejection {
 
     /// The HTTP status: 403 for a missing scope, 503 when the issuer could not be asked, 401
     /// (the client gets or refreshes a token) otherwise.
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             TokenRejection::InsufficientScope(_) => 403,
             TokenRejection::Unavailable(_) => 503,
@@ -106,7 +106,7 @@ impl TokenRejection {
 
 /// A token that passed: who it is for, until when, and its claims.
 #[derive(Debug, Clone)]
-pub struct Verified {
+pub(crate) struct Verified {
     pub subject: Subject,
     pub expires: SystemTime,
     pub scopes: Vec<String>,
@@ -164,7 +164,7 @@ impl Verifier {
 
     /// Checks `token` and maps it to a grant. A JWT checked before is not checked again
     /// until it expires (its signature, issuer, audience and scopes cannot have changed).
-    pub async fn authenticate(&self, token: &str) -> Result<Arc<Grant>, TokenRejection> {
+    pub(crate) async fn authenticate(&self, token: &str) -> Result<Arc<Grant>, TokenRejection> {
         use sha2::{Digest, Sha256};
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = SystemTime::now();
@@ -196,7 +196,7 @@ impl Verifier {
     /// The grant of a verified token: the first `[[auth.oauth.map]]` rule that matches its
     /// claims, else `[auth.oauth.default]`. The grant keeps `token`, for an upstream that
     /// exchanges it (RFC 8693) for one of its own.
-    pub fn grant(&self, v: &Verified, token: &str) -> Arc<Grant> {
+    pub(crate) fn grant(&self, v: &Verified, token: &str) -> Arc<Grant> {
         let mapping = (self.config.rules.iter())
             .find(|r| {
                 claim_values(&v.claims, &r.claim)
@@ -208,7 +208,7 @@ impl Verifier {
     }
 
     /// Checks a token: signature, issuer, audience, time, the required scopes.
-    pub async fn verify(&self, token: &str) -> Result<Verified, TokenRejection> {
+    pub(crate) async fn verify(&self, token: &str) -> Result<Verified, TokenRejection> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(TokenRejection::TooLarge);
         }
