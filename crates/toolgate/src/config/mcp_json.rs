@@ -93,7 +93,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config> {
 }
 
 /// `parse` as if run in `folder`.
-pub fn parse_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Config> {
+pub(crate) fn parse_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Config> {
     let Imported { servers, warnings } = read_in(text, file, folder)?;
     let mut upstreams = BTreeMap::new();
     for (key, name, raw) in servers {
@@ -125,7 +125,7 @@ pub struct Imported {
     pub warnings: Vec<String>,
 }
 
-/// [`parse_in`]'s reading, without the validation.
+/// `parse_in`'s reading, without the validation.
 pub fn read_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Imported> {
     let f = file.display();
     let parsed: File = serde_json::from_str(text).map_err(|e| {

@@ -18,7 +18,7 @@ use serde::Deserialize;
 /// The variable naming the collector when `[telemetry] endpoint` is absent.
 pub const ENDPOINT_VAR: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 /// The variable naming the service when `[telemetry] service_name` is absent.
-pub const SERVICE_VAR: &str = "OTEL_SERVICE_NAME";
+pub(crate) const SERVICE_VAR: &str = "OTEL_SERVICE_NAME";
 
 /// `[telemetry]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -33,7 +33,7 @@ pub(crate) struct RawTelemetry {
 pub struct TelemetryConfig {
     /// The OTLP/HTTP base URL from the file; `None`: [`ENDPOINT_VAR`] decides.
     pub endpoint: Option<String>,
-    /// `service.name`; `None`: [`SERVICE_VAR`], else `toolgate`.
+    /// `service.name`; `None`: `OTEL_SERVICE_NAME`, else `toolgate`.
     pub service_name: Option<String>,
 }
 

@@ -23,12 +23,12 @@ use toolgate_sandbox::protocol::ToolEntry;
 
 mod code;
 mod messages;
-pub use code::{code_surface_tokens, oracle_program};
+pub(crate) use code::code_surface_tokens;
 use messages::Loop;
-pub use messages::{assistant_call, result_content, tool_message, user_message};
+pub(crate) use messages::{result_content, tool_message, user_message};
 
 /// The oracle, as the report states it.
-pub const ORACLE: &str = "For each expected tool, in the order the query file lists them: \
+pub(crate) const ORACLE: &str = "For each expected tool, in the order the query file lists them: \
 direct: one request, answered with a call of that tool. Guided: one request answered with \
 route {task: the task text}; if route did not select that tool, one more request answered \
 with route {task: \"server/name\"} (both route answers are real, from toolgate's route code \
@@ -172,7 +172,7 @@ pub struct SimReport {
     pub detail: &'static str,
     /// What a route answer puts in the model's context.
     pub result_form: ResultForm,
-    /// The oracle agent's rule ([`ORACLE`]).
+    /// The oracle agent's rule (`ORACLE`).
     pub oracle: &'static str,
     /// What every request of each loop carries before any message: the direct
     /// definitions; the guided meta-tools plus the instructions (system message).
@@ -192,7 +192,7 @@ pub struct SimReport {
 
 /// Tokens of the guided surface per request: the meta-tools (OpenAI form) and the
 /// instructions as a system message.
-pub fn guided_surface_tokens(enc: Encoding, prefix: &str) -> usize {
+pub(crate) fn guided_surface_tokens(enc: Encoding, prefix: &str) -> usize {
     super::report::meta_tool_tokens(enc, prefix)
         + enc.count_json(&json!({"role": "system", "content": INSTRUCTIONS}))
 }

@@ -11,10 +11,10 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Drafts waiting at most: past this, proposals are refused until an operator catches up.
-pub const MAX_DRAFTS: usize = 100;
+pub(crate) const MAX_DRAFTS: usize = 100;
 
 /// A proposal, as `propose_skill` hands it over.
-pub struct Proposal<'a> {
+pub(crate) struct Proposal<'a> {
     /// The skill's name (its folder).
     pub name: &'a str,
     /// What it does, for route and the operator.
@@ -36,7 +36,11 @@ pub fn drafts_dir(skills: &Path) -> PathBuf {
 
 /// Writes a draft; returns its folder. The draft is checked as a skill would be before
 /// anything is written, and it appears whole or not at all (written aside, then renamed).
-pub fn write(skills: &Path, p: &Proposal<'_>, max_source: usize) -> Result<PathBuf, DraftError> {
+pub(crate) fn write(
+    skills: &Path,
+    p: &Proposal<'_>,
+    max_source: usize,
+) -> Result<PathBuf, DraftError> {
     if !is_skill_name(p.name) {
         return Err(DraftError::Name(name_rule(p.name)));
     }
