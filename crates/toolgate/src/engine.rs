@@ -35,7 +35,7 @@ pub(crate) struct Engine {
     index: Mutex<(Arc<Catalog>, Arc<dyn SnapshotIndex>)>,
     /// The skills the index holds (as tools of the server `skills`).
     indexed_skills: Mutex<Arc<crate::skills::SkillSet>>,
-    pub(crate) validators: Validators,
+    validators: Validators,
     pub(crate) store: Arc<SessionStore>,
     selections: Mutex<HashMap<String, Selection>>,
     /// The current snapshot under the configured direct profile (direct `tools/list`,
@@ -44,17 +44,17 @@ pub(crate) struct Engine {
     /// Profiles, keys, approval and audit: consulted by route, execute and the front.
     pub(crate) policy: Arc<crate::policy::Policy>,
     /// PII tokens handed to the model (`code.pii`), per principal.
-    pub(crate) pii: Arc<crate::code::pii::Vault>,
+    pii: Arc<crate::code::pii::Vault>,
     /// Code mode's `state.get/set` values, per principal.
-    pub(crate) code_state: crate::code::state::StateStore,
+    code_state: crate::code::state::StateStore,
     /// Code mode's workspace files, per principal (`code.workspace`).
-    pub(crate) workspace: crate::code::workspace::Workspace,
+    workspace: crate::code::workspace::Workspace,
     /// The skills folder (`code.skills_dir`), re-read when it changes.
-    pub(crate) skills: crate::skills::SkillLibrary,
+    skills: crate::skills::SkillLibrary,
     /// Finished code-mode runs, so a model can propose one as a skill.
-    pub(crate) runs: crate::code::history::RunHistory,
+    runs: crate::code::history::RunHistory,
     /// What route learns from the models' choices (`[guided.learning]`).
-    pub(crate) learning: crate::learning::Learning,
+    learning: crate::learning::Learning,
 }
 
 /// How often the handle store purges what expired, whether or not calls come.
@@ -127,6 +127,41 @@ impl Engine {
             })
             .await;
         });
+    }
+
+    /// The compiled validators of the tools' full input schemas.
+    pub(crate) fn validators(&self) -> &Validators {
+        &self.validators
+    }
+
+    /// PII tokens handed to the model (`code.pii`), per principal.
+    pub(crate) fn pii(&self) -> &Arc<crate::code::pii::Vault> {
+        &self.pii
+    }
+
+    /// Code mode's `state.get/set` values, per principal.
+    pub(crate) fn code_state(&self) -> &crate::code::state::StateStore {
+        &self.code_state
+    }
+
+    /// Code mode's workspace files, per principal (`code.workspace`).
+    pub(crate) fn workspace(&self) -> &crate::code::workspace::Workspace {
+        &self.workspace
+    }
+
+    /// The skills folder (`code.skills_dir`).
+    pub(crate) fn skills(&self) -> &crate::skills::SkillLibrary {
+        &self.skills
+    }
+
+    /// Finished code-mode runs, kept for `propose_skill`.
+    pub(crate) fn runs(&self) -> &crate::code::history::RunHistory {
+        &self.runs
+    }
+
+    /// What route learns from the models' choices (`[guided.learning]`).
+    pub(crate) fn learning(&self) -> &crate::learning::Learning {
+        &self.learning
     }
 
     /// The configuration the gateway runs with.

@@ -106,7 +106,7 @@ pub(crate) fn data(engine: &Engine) -> Value {
 
 /// What route learned: how many examples, and the newest (who taught which tool what).
 fn learned(engine: &Engine) -> Value {
-    let (total, recent) = engine.learning.recent(LEARNED_EXAMPLES);
+    let (total, recent) = engine.learning().recent(LEARNED_EXAMPLES);
     json!({"total": total, "recent": recent})
 }
 

@@ -249,7 +249,7 @@ impl FastLane {
         use crate::guided::surface::{CONTINUE, EXECUTE, ROUTE};
         let engine = &self.engine;
         // Skills run as programs: they may take a while and are left to rmcp's transport.
-        let skills = engine.skills.configured();
+        let skills = engine.skills().configured();
         match mode {
             Mode::Direct => !(skills && name.starts_with(crate::skills::SKILLS_SERVER)),
             Mode::Guided => {

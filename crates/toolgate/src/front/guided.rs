@@ -26,7 +26,7 @@ pub(super) struct GuidedState {
 pub(super) fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
     let gw = &session.engine.gw;
     let code = session.engine.code_for(caller);
-    let skills = code && session.engine.skills.configured();
+    let skills = code && session.engine.skills().configured();
     let mut tools: Vec<Tool> = session_tools(&gw.config.gateway.meta_prefix, code, skills)
         .iter()
         .map(tool_from)
@@ -108,7 +108,7 @@ pub(super) async fn call(
             result
         }
         DESCRIBE_TOOLS if engine.code_for(caller) => describe::run(engine, &args, caller),
-        PROPOSE_SKILL if engine.code_for(caller) && engine.skills.configured() => {
+        PROPOSE_SKILL if engine.code_for(caller) && engine.skills().configured() => {
             propose::run(engine, id, &args, caller)
         }
         _ => {

@@ -189,7 +189,7 @@ impl Session {
 
     /// The guided standing rule, with code mode's (and skills') when `code` is on.
     fn instructions(&self, code: bool) -> String {
-        crate::guided::surface::instructions(code, self.engine.skills.configured())
+        crate::guided::surface::instructions(code, self.engine.skills().configured())
     }
 
     /// The session's surface; `auto` before initialize counts as guided.

@@ -203,7 +203,7 @@ fn validate(
     arguments: Map<String, Value>,
 ) -> Result<Map<String, Value>, Refusal> {
     let value = Value::Object(arguments);
-    let checked = engine.validators.validate(tool, &value);
+    let checked = engine.validators().validate(tool, &value);
     let Value::Object(arguments) = value else {
         unreachable!("wrapped from a map above")
     };

@@ -41,7 +41,7 @@ pub(super) fn inbound(
             }
             None => Decision::Restore,
         };
-    match engine.pii.restore_with(owner, &mut value, &mut decide) {
+    match engine.pii().restore_with(owner, &mut value, &mut decide) {
         Ok(()) => {}
         Err(RestoreError::Token(e)) => {
             let message = engine.refused(caller, "piiToken", &e.message.clone(), e);

@@ -56,7 +56,7 @@ pub(crate) async fn run(
     };
     let relay = caller.relay.clone();
     let code = engine.code_config();
-    let pii = (code.pii).then(|| (engine.pii.clone(), code.pii_fields.clone(), owner.clone()));
+    let pii = (code.pii).then(|| (engine.pii().clone(), code.pii_fields.clone(), owner.clone()));
     let server = tool.id.server.clone();
     let started = engine.store.start(owner, move |ct, progress| async move {
         let opts = CallOptions {
@@ -99,7 +99,7 @@ pub(crate) async fn run(
         let profile = caller.profile_name().unwrap_or_default();
         if let Some(ex) =
             engine
-                .learning
+                .learning()
                 .succeeded(selection.as_deref(), &tool.id, owner.as_str(), profile)
         {
             let id = tool.id.to_string();

@@ -31,7 +31,7 @@ fn propose(
     caller: &Caller,
 ) -> Result<MetaResult, String> {
     let cfg = engine.code_config();
-    let Some(dir) = engine.skills.dir() else {
+    let Some(dir) = engine.skills().dir() else {
         return Err("skills are not configured on this gateway".into());
     };
     let given: ProposeArgs = toolgate_core::meta::args::parse(args)?;
@@ -50,8 +50,8 @@ fn propose(
             s
         }
     };
-    let run =
-        (engine.runs.get(owner, run_id)).map_err(|r| engine.refused(caller, "runId", run_id, r))?;
+    let run = (engine.runs().get(owner, run_id))
+        .map_err(|r| engine.refused(caller, "runId", run_id, r))?;
     if run.status != "ok" {
         return Err(format!(
             "run {run_id:?} ended with status {}: propose a run that succeeded",

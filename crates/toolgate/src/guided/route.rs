@@ -120,12 +120,12 @@ pub(crate) fn run(
         shows: Some(&keep),
         summaries: Some(&engine.direct_config().slim),
         learned: Some(LearnedRoute {
-            evidence: engine.learning.evidence(
+            evidence: engine.learning().evidence(
                 task,
                 owner.as_str(),
                 caller.profile_name().unwrap_or_default(),
             ),
-            settings: engine.learning.settings(),
+            settings: engine.learning().settings(),
             destructive: &destructive,
         }),
     };
@@ -137,7 +137,7 @@ pub(crate) fn run(
             Some("clarify") => {
                 for c in s["candidates"].as_array().into_iter().flatten() {
                     if let Some(sel) = c["selectionId"].as_str() {
-                        engine.learning.offered(sel, task, owner.as_str());
+                        engine.learning().offered(sel, task, owner.as_str());
                     }
                 }
             }
@@ -152,7 +152,7 @@ pub(crate) fn run(
                         Some(format!("{}/{}", t["server"].as_str()?, t["name"].as_str()?))
                     })
                     .collect();
-                engine.learning.browsed(owner.as_str(), task, tools);
+                engine.learning().browsed(owner.as_str(), task, tools);
             }
             _ => {}
         }

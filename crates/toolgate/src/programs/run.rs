@@ -61,7 +61,7 @@ pub(crate) async fn run(
         .collect();
     servers.sort();
     servers.dedup();
-    let run_id = engine.runs.record(
+    let run_id = engine.runs().record(
         owner,
         &caller.grant.name,
         &program.code,
@@ -99,7 +99,7 @@ pub(crate) fn restore_input(
         }
     };
     engine
-        .pii
+        .pii()
         .restore_with(owner, input, &mut keep_covered)
         .map_err(|e| match e {
             crate::code::pii::RestoreError::Token(r) => r,
@@ -129,7 +129,7 @@ pub(crate) fn show(engine: &Engine, owner: &Principal, mut report: RunReport) ->
     if cfg.pii {
         // Only what leaves for the model is tokenized; inside the run values stayed real.
         // Each token remembers which servers' results held its value (for flow rules).
-        let (pii, from) = (&engine.pii, &report.origins);
+        let (pii, from) = (engine.pii(), &report.origins);
         pii.tokenize_from(owner, &mut report.result, &cfg.pii_fields, from);
         // Console lines too, `pii_fields` included where a line is JSON.
         for line in &mut report.logs {
@@ -319,7 +319,7 @@ pub(crate) async fn run_program(
                 Some(op) => files(engine, tree, owner.as_str(), op, &c.arguments, flows),
                 None => state(engine, owner, &c.tool, c.arguments, flows),
             }
-        } else if c.server == SKILLS_SERVER && engine.skills.configured() {
+        } else if c.server == SKILLS_SERVER && engine.skills().configured() {
             let parent = &gate.flows;
             super::skill::nested(engine, owner, caller, c, gate.deadline, depth + 1, parent).await
         } else {
@@ -345,7 +345,7 @@ fn state(
     use crate::code::flows::{unwrap_state, wrap_state};
     let Some(flows) = flows else {
         return engine
-            .code_state
+            .code_state()
             .request(owner, op, &args)
             .map(|v| unwrap_state(v).0);
     };
@@ -355,7 +355,7 @@ fn state(
             *value = wrap_state(value.take(), &carried);
         }
     }
-    let (value, carried) = unwrap_state(engine.code_state.request(owner, op, &args)?);
+    let (value, carried) = unwrap_state(engine.code_state().request(owner, op, &args)?);
     flows.adopt(carried);
     Ok(value)
 }
@@ -382,7 +382,7 @@ fn files(
         message: e.to_string(),
     })?;
     match checked.tree {
-        Tree::Workspace => engine.workspace.request(owner, op, &checked, args, flows),
+        Tree::Workspace => engine.workspace().request(owner, op, &checked, args, flows),
         Tree::Servers => tree.request(op, &checked),
     }
 }

@@ -31,7 +31,7 @@ pub(crate) const MAX_DEPTH: u32 = 2;
 
 /// The skills this caller is offered: those whose servers are all connected and shown.
 pub(crate) fn offered(engine: &Engine, caller: &Caller, catalog: &Catalog) -> Vec<Arc<Skill>> {
-    let set = engine.skills.current();
+    let set = engine.skills().current();
     if set.skills.is_empty() || !engine.code_for(caller) {
         return Vec::new();
     }
@@ -45,7 +45,7 @@ pub(crate) fn offered(engine: &Engine, caller: &Caller, catalog: &Catalog) -> Ve
 
 /// The skill `name`, if this caller is offered it; else what to do.
 pub(crate) fn find(engine: &Engine, caller: &Caller, name: &str) -> Result<Arc<Skill>, String> {
-    let set = engine.skills.current();
+    let set = engine.skills().current();
     if !engine.code_for(caller) {
         return Err(
             "skills are programs, and code mode is not enabled for this key or profile: \
@@ -85,7 +85,7 @@ pub(crate) fn target(
     owner: &Principal,
     args: &Map<String, Value>,
 ) -> Option<String> {
-    if !engine.skills.configured() {
+    if !engine.skills().configured() {
         return None;
     }
     if let Some(Value::String(sel)) = args.get("selectionId") {
@@ -272,7 +272,7 @@ fn check_input(
     record: &ToolRecord,
     input: &Value,
 ) -> Result<(), ValidationReport> {
-    engine.validators.validate(record, input).map(drop)
+    engine.validators().validate(record, input).map(drop)
 }
 
 /// The TypeScript a program needs to run the skill (route's `detail: "typescript"`).
