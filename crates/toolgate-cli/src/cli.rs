@@ -82,7 +82,7 @@ fn worker_threads(command: &Command) -> usize {
     };
     (configured.and_then(|c| c.gateway.worker_threads))
         .or_else(from_env)
-        .unwrap_or_else(toolgate::config::default_workers)
+        .unwrap_or_else(toolgate::default_workers)
 }
 
 pub(crate) fn run() -> ExitCode {

@@ -16,7 +16,7 @@ const ADMIN: &str = "tg_admin_key_for_the_browser";
 const READER: &str = "tg_reader_key_for_the_browser";
 
 fn hash(key: &str) -> String {
-    let h = toolgate::policy::keys::hash_key(key);
+    let h = toolgate::hash_key(key);
     format!(
         "sha256:{}",
         h.iter().map(|b| format!("{b:02x}")).collect::<String>()

@@ -271,7 +271,7 @@ async fn a_skill_whose_servers_the_profile_hides_is_not_offered() {
 }
 
 fn key_hash(key: &str) -> String {
-    let h = toolgate::policy::keys::hash_key(key);
+    let h = toolgate::hash_key(key);
     format!(
         "sha256:{}",
         h.iter().map(|b| format!("{b:02x}")).collect::<String>()

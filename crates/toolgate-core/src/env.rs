@@ -1,11 +1,46 @@
 //! `${ENV_VAR}` substitution in configuration values, so secrets never need to be inline.
 
-use anyhow::{bail, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Why a `${NAME}` in a configuration value could not be replaced. Each message names the
+/// file and the key, and says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    /// A `${` with no `}` after it.
+    #[error("{}: {key}: unclosed \"${{\" in {value:?}: write ${{NAME}}, or $${{ for a literal", .file.display())]
+    Unclosed {
+        /// The configuration file.
+        file: PathBuf,
+        /// The key whose value it is.
+        key: String,
+        /// The value as written.
+        value: String,
+    },
+    /// What is between `${` and `}` is not a variable's name.
+    #[error("{}: {key}: {name:?} is not an environment variable name", .file.display())]
+    BadName {
+        /// The configuration file.
+        file: PathBuf,
+        /// The key whose value it is.
+        key: String,
+        /// What stands where the name should.
+        name: String,
+    },
+    /// The variable is not set.
+    #[error("{}: {key} uses ${{{name}}}, but the environment variable {name} is not set: export it before starting toolgate", .file.display())]
+    Unset {
+        /// The configuration file.
+        file: PathBuf,
+        /// The key whose value it is.
+        key: String,
+        /// The variable.
+        name: String,
+    },
+}
 
 /// Replaces every `${NAME}` in `value` with the environment variable NAME. `$${` escapes a
 /// literal `${`. A missing variable is an error naming the file, the key and the variable.
-pub fn substitute(value: &str, file: &Path, key: &str) -> Result<String> {
+pub fn substitute(value: &str, file: &Path, key: &str) -> Result<String, EnvError> {
     substitute_with(value, file, key, |name| std::env::var(name).ok())
 }
 
@@ -15,7 +50,7 @@ pub(crate) fn substitute_with(
     file: &Path,
     key: &str,
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<String> {
+) -> Result<String, EnvError> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(pos) = rest.find("${") {
@@ -28,28 +63,32 @@ pub(crate) fn substitute_with(
         out.push_str(&rest[..pos]);
         let after = &rest[pos + 2..];
         let Some(end) = after.find('}') else {
-            bail!(
-                "{}: {key}: unclosed \"${{\" in {value:?}: write ${{NAME}}, or $${{ for a literal",
-                file.display()
-            );
+            return Err(EnvError::Unclosed {
+                file: file.to_path_buf(),
+                key: key.to_string(),
+                value: value.to_string(),
+            });
         };
         let name = &after[..end];
         let valid = !name.is_empty()
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             && !name.starts_with(|c: char| c.is_ascii_digit());
         if !valid {
-            bail!(
-                "{}: {key}: {name:?} is not an environment variable name",
-                file.display()
-            );
+            return Err(EnvError::BadName {
+                file: file.to_path_buf(),
+                key: key.to_string(),
+                name: name.to_string(),
+            });
         }
         match lookup(name) {
             Some(v) => out.push_str(&v),
-            None => bail!(
-                "{}: {key} uses ${{{name}}}, but the environment variable {name} is not set: \
-                 export it before starting toolgate",
-                file.display()
-            ),
+            None => {
+                return Err(EnvError::Unset {
+                    file: file.to_path_buf(),
+                    key: key.to_string(),
+                    name: name.to_string(),
+                })
+            }
         }
         rest = &after[end + 1..];
     }

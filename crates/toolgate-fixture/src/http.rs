@@ -65,7 +65,7 @@ pub async fn serve_listener(
             .layer(axum::middleware::from_fn_with_state(server, restore_layer))
     };
     tracing::info!(%local, "serving Streamable HTTP at /mcp");
-    // Each write goes out at once: see `toolgate::front::http::set_nodelay` for the 40 ms
+    // Each write goes out at once: see `set_nodelay` in toolgate's `front/http.rs` for the 40 ms
     // a streamed answer otherwise waits on a keep-alive connection.
     let listener = listener.tap_io(|stream| {
         if let Err(e) = stream.set_nodelay(true) {

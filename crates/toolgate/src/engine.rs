@@ -29,39 +29,39 @@ struct Selection {
 }
 
 /// The application core: what every surface and the gate share (one per gateway).
-pub struct Engine {
-    pub gw: Arc<Gateway>,
+pub(crate) struct Engine {
+    pub(crate) gw: Arc<Gateway>,
     /// The catalog the index was built from, and the index.
     index: Mutex<(Arc<Catalog>, Arc<dyn SnapshotIndex>)>,
     /// The skills the index holds (as tools of the server `skills`).
     indexed_skills: Mutex<Arc<crate::skills::SkillSet>>,
-    pub validators: Validators,
-    pub store: Arc<SessionStore>,
+    validators: Validators,
+    pub(crate) store: Arc<SessionStore>,
     selections: Mutex<HashMap<String, Selection>>,
     /// The current snapshot under the configured direct profile (direct `tools/list`,
     /// route's `full` detail, `auto` mode's cost), rebuilt when the snapshot changes.
     view: Mutex<Arc<ProfileView>>,
     /// Profiles, keys, approval and audit: consulted by route, execute and the front.
-    pub policy: Arc<crate::policy::Policy>,
+    pub(crate) policy: Arc<crate::policy::Policy>,
     /// PII tokens handed to the model (`code.pii`), per principal.
-    pub pii: Arc<crate::code::pii::Vault>,
+    pii: Arc<crate::code::pii::Vault>,
     /// Code mode's `state.get/set` values, per principal.
-    pub code_state: crate::code::state::StateStore,
+    code_state: crate::code::state::StateStore,
     /// Code mode's workspace files, per principal (`code.workspace`).
-    pub workspace: crate::code::workspace::Workspace,
+    workspace: crate::code::workspace::Workspace,
     /// The skills folder (`code.skills_dir`), re-read when it changes.
-    pub skills: crate::skills::SkillLibrary,
+    skills: crate::skills::SkillLibrary,
     /// Finished code-mode runs, so a model can propose one as a skill.
-    pub runs: crate::code::history::RunHistory,
+    runs: crate::code::history::RunHistory,
     /// What route learns from the models' choices (`[guided.learning]`).
-    pub learning: crate::learning::Learning,
+    learning: crate::learning::Learning,
 }
 
 /// How often the handle store purges what expired, whether or not calls come.
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Engine {
-    pub fn new(gw: Arc<Gateway>) -> Arc<Self> {
+    pub(crate) fn new(gw: Arc<Gateway>) -> Arc<Self> {
         let limits = StoreLimits {
             cursor_ttl: gw.config.guided.result_ttl,
             operation_ttl: gw.config.guided.result_ttl,
@@ -129,9 +129,74 @@ impl Engine {
         });
     }
 
+    /// The compiled validators of the tools' full input schemas.
+    pub(crate) fn validators(&self) -> &Validators {
+        &self.validators
+    }
+
+    /// PII tokens handed to the model (`code.pii`), per principal.
+    pub(crate) fn pii(&self) -> &Arc<crate::code::pii::Vault> {
+        &self.pii
+    }
+
+    /// Code mode's `state.get/set` values, per principal.
+    pub(crate) fn code_state(&self) -> &crate::code::state::StateStore {
+        &self.code_state
+    }
+
+    /// Code mode's workspace files, per principal (`code.workspace`).
+    pub(crate) fn workspace(&self) -> &crate::code::workspace::Workspace {
+        &self.workspace
+    }
+
+    /// The skills folder (`code.skills_dir`).
+    pub(crate) fn skills(&self) -> &crate::skills::SkillLibrary {
+        &self.skills
+    }
+
+    /// Finished code-mode runs, kept for `propose_skill`.
+    pub(crate) fn runs(&self) -> &crate::code::history::RunHistory {
+        &self.runs
+    }
+
+    /// What route learns from the models' choices (`[guided.learning]`).
+    pub(crate) fn learning(&self) -> &crate::learning::Learning {
+        &self.learning
+    }
+
+    /// The configuration the gateway runs with.
+    pub(crate) fn config(&self) -> &crate::config::Config {
+        &self.gw.config
+    }
+
+    /// Code mode's settings (`[code]`).
+    pub(crate) fn code_config(&self) -> &crate::config::code::CodeConfig {
+        &self.gw.config.code
+    }
+
+    /// Guided mode's settings (`[guided]`).
+    pub(crate) fn guided_config(&self) -> &crate::config::GuidedConfig {
+        &self.gw.config.guided
+    }
+
+    /// Direct mode's settings (`[direct]`).
+    pub(crate) fn direct_config(&self) -> &crate::config::DirectConfig {
+        &self.gw.config.direct
+    }
+
+    /// The prefix of the meta-tools' names (`gateway.meta_prefix`; empty: none).
+    pub(crate) fn meta_prefix(&self) -> &str {
+        &self.gw.config.gateway.meta_prefix
+    }
+
+    /// The gateway's Prometheus metrics.
+    pub(crate) fn metrics(&self) -> &toolgate_core::observe::Metrics {
+        &self.gw.observe.metrics
+    }
+
     /// Whether `caller` gets code mode (`code.enabled`, narrowed by `code.profiles` and
     /// `code.keys`); skills, being programs, follow it.
-    pub fn code_for(&self, caller: &crate::policy::Caller) -> bool {
+    pub(crate) fn code_for(&self, caller: &crate::policy::Caller) -> bool {
         self.gw
             .config
             .code
@@ -140,7 +205,7 @@ impl Engine {
 
     /// The route index for the current catalog and skills. When the catalog changed, only
     /// the servers whose tools changed are re-indexed; when the skills changed, only them.
-    pub fn index(&self) -> (Arc<Catalog>, Arc<dyn SnapshotIndex>) {
+    pub(crate) fn index(&self) -> (Arc<Catalog>, Arc<dyn SnapshotIndex>) {
         let catalog = self.gw.catalog();
         let skills = self.skills.current();
         let mut guard = self.index.lock().expect("index");
@@ -170,12 +235,12 @@ impl Engine {
 
     /// Tokens the current catalog costs as a plain tool list under the configured direct
     /// profile (OpenAI form, o200k), for `auto` mode.
-    pub fn direct_tokens(&self) -> usize {
+    pub(crate) fn direct_tokens(&self) -> usize {
         self.view(&self.gw.catalog()).tokens
     }
 
     /// `catalog` under the configured direct profile: built once per snapshot.
-    pub fn view(&self, catalog: &Arc<Catalog>) -> Arc<ProfileView> {
+    pub(crate) fn view(&self, catalog: &Arc<Catalog>) -> Arc<ProfileView> {
         let mut guard = self.view.lock().expect("view");
         if !Arc::ptr_eq(&guard.catalog, catalog) {
             let d = &self.gw.config.direct;
@@ -266,7 +331,7 @@ impl Engine {
     }
 
     /// The output budget for a tool: its configured budget, else the default.
-    pub fn budget_for(&self, tool: &ToolRecord) -> usize {
+    pub(crate) fn budget_for(&self, tool: &ToolRecord) -> usize {
         let g = &self.gw.config.guided;
         g.tool_budgets
             .get(&tool.id.to_string())

@@ -2,7 +2,7 @@
 //! whenever an upstream connects, drops, or changes its tool list.
 
 use crate::config::Config;
-use crate::upstream::{supervise, CallError, CallOptions, CallOutcome, Upstream, UpstreamStatus};
+use crate::upstream::{supervise, Upstream, UpstreamStatus};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use toolgate_core::call::{CallError, CallOptions, CallOutcome};
 use toolgate_core::catalog::{Catalog, ToolId, ToolInput, ToolRecord};
 
 /// A running gateway. Cheap to share (`Arc`); `shutdown` stops every upstream.
 pub struct Gateway {
+    /// The configuration it was started with.
     pub config: Config,
     /// Every configured upstream (disabled ones too, for status reports), by name.
     upstreams: BTreeMap<String, Arc<Upstream>>,
@@ -28,10 +30,10 @@ pub struct Gateway {
     settled: std::sync::atomic::AtomicBool,
     /// Code mode's runs in progress per caller (API key, else session) and in total: one
     /// count for the whole gateway, whichever front, transport or endpoint a run came from.
-    pub code_runs: crate::code::RunSlots,
+    pub(crate) code_runs: crate::code::RunSlots,
     /// Code mode's sandbox workers, `code.pool_size` of them started ahead and waiting;
     /// shutdown kills the waiting ones.
-    pub code_workers: Arc<crate::code::pool::WorkerPool>,
+    pub(crate) code_workers: Arc<crate::code::pool::WorkerPool>,
     /// Tool calls in flight, for a bounded drain at shutdown (`drain`).
     pub drain: toolgate_core::drain::Drain,
     /// The configuration warnings last logged (`config_warnings`), so each is logged once
@@ -39,14 +41,14 @@ pub struct Gateway {
     warned: std::sync::Mutex<Vec<String>>,
     /// The `requestState` handles given to 2026-07-28 clients for upstream calls that
     /// answered `input_required` (see `upstream::mrtr`); any front may take one back.
-    pub inputs: crate::upstream::mrtr::PendingInputs,
+    pub(crate) inputs: crate::upstream::mrtr::PendingInputs,
     /// Calls whose older upstream asked a 2026-07-28 client something, held open until
     /// the client's retry brings the answer (see `front/inputs.rs`).
-    pub parked: crate::upstream::mrtr::ParkedCalls,
+    pub(crate) parked: crate::upstream::mrtr::ParkedCalls,
     /// Metrics, each session's token count, recent route decisions (`/metrics`, `/ui`).
-    pub observe: toolgate_core::observe::Observer,
+    pub(crate) observe: toolgate_core::observe::Observer,
     /// Where handles outlive the process (`[store]`); `None`: memory only.
-    pub durable: Option<Arc<dyn toolgate_core::store::Store>>,
+    pub(crate) durable: Option<Arc<dyn toolgate_core::store::Store>>,
 }
 
 impl Gateway {
@@ -133,14 +135,16 @@ impl Gateway {
     }
 
     /// A receiver woken whenever the catalog changes.
-    pub fn subscribe(&self) -> watch::Receiver<Arc<Catalog>> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Arc<Catalog>> {
         self.catalog.subscribe()
     }
 
+    /// Every configured upstream (disabled ones too), in name order.
     pub fn upstreams(&self) -> impl Iterator<Item = &Arc<Upstream>> {
         self.upstreams.values()
     }
 
+    /// The upstream configured as `name`.
     pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
         self.upstreams.get(name)
     }
@@ -216,7 +220,7 @@ impl Gateway {
     /// [`Gateway::call`] for a client's call on `surface` (guided, direct, code), counted
     /// in the metrics: its outcome, the upstream's time, and the gateway's own time since
     /// `since` (when the call path began: resolution, policy, validation, approval).
-    pub async fn call_as(
+    pub(crate) async fn call_as(
         &self,
         surface: &'static str,
         since: Instant,
@@ -244,7 +248,7 @@ impl Gateway {
     /// When `name` looks like a tool of an upstream that is not connected right now (it
     /// carries that upstream's prefix or `server/`), the error to give instead of
     /// "unknown tool": the upstream is down or restarting, and the call can be retried.
-    pub fn unavailable_for(&self, name: &str) -> Option<CallError> {
+    pub(crate) fn unavailable_for(&self, name: &str) -> Option<CallError> {
         self.upstreams.values().find_map(|up| {
             let status = up.status();
             let ours = name.starts_with(&format!("{}_", up.config.prefix))
@@ -263,10 +267,11 @@ impl Gateway {
     /// Fired when a shutdown cuts the calls still running (the end of the drain's grace,
     /// or the gateway stopping): they are lost with the process, not failed, so the durable
     /// store keeps them as running and a restarted gateway reports them lost.
-    pub fn stopping(&self) -> CancellationToken {
+    pub(crate) fn stopping(&self) -> CancellationToken {
         self.drain.cutting()
     }
 
+    /// Stops every upstream (and their processes) and the tasks of the gateway.
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.tasks.wait().await;

@@ -12,8 +12,8 @@ use toolgate_core::store::{Kind, Lookup, Record, Store};
 use toolgate_route::{Evidence, Learned, LearnedExample, LearningMode, LearningSettings};
 
 /// The id and owner of the learned set's one record in the store.
-pub const RECORD_ID: &str = "route";
-pub const RECORD_OWNER: &str = "toolgate";
+pub(crate) const RECORD_ID: &str = "route";
+pub(crate) const RECORD_OWNER: &str = "toolgate";
 /// Offers kept at most (oldest dropped first) and how long one can teach.
 const MAX_OFFERS: usize = 10_000;
 const OFFER_TTL: Duration = Duration::from_secs(3600);
@@ -23,7 +23,7 @@ const RECORD_TTL: Duration = Duration::from_secs(3650 * 86_400);
 const RELOAD_EVERY: Duration = Duration::from_secs(2);
 
 /// The engine's learning state.
-pub struct Learning {
+pub(crate) struct Learning {
     settings: LearningSettings,
     store: Option<Arc<dyn Store>>,
     /// `offer:<selectionId>` -> the task whose clarification offered it.
@@ -35,7 +35,7 @@ pub struct Learning {
 }
 
 impl Learning {
-    pub fn new(settings: LearningSettings, store: Option<Arc<dyn Store>>) -> Self {
+    pub(crate) fn new(settings: LearningSettings, store: Option<Arc<dyn Store>>) -> Self {
         let mut learned = Learned::new(settings.clone());
         if let Some(s) = &store {
             learned.replace(load(s.as_ref()));
@@ -49,13 +49,13 @@ impl Learning {
         }
     }
 
-    pub fn settings(&self) -> &LearningSettings {
+    pub(crate) fn settings(&self) -> &LearningSettings {
         &self.settings
     }
 
     /// Notes that a clarification for `task` offered `selection` to `owner`. With a shared
     /// store the offer is kept there too, so the replica that runs the call learns from it.
-    pub fn offered(&self, selection: &str, task: &str, owner: &str) {
+    pub(crate) fn offered(&self, selection: &str, task: &str, owner: &str) {
         if self.settings.mode == LearningMode::Off {
             return;
         }
@@ -66,7 +66,7 @@ impl Learning {
     /// Notes that `owner` browsed for `task` (`detail: "names"`, or a "nothing fits"
     /// answer) and was shown `tools` (`server/name`): the next successful call of one of
     /// them within the offer window teaches, as an answered question does.
-    pub fn browsed(&self, owner: &str, task: &str, tools: Vec<String>) {
+    pub(crate) fn browsed(&self, owner: &str, task: &str, tools: Vec<String>) {
         if self.settings.mode == LearningMode::Off || task.trim().is_empty() || tools.is_empty() {
             return;
         }
@@ -78,7 +78,7 @@ impl Learning {
     }
 
     /// What the learned examples say about `task` for this caller.
-    pub fn evidence(&self, task: &str, principal: &str, profile: &str) -> Evidence {
+    pub(crate) fn evidence(&self, task: &str, principal: &str, profile: &str) -> Evidence {
         if self.settings.mode == LearningMode::Off {
             return Evidence::default();
         }
@@ -95,7 +95,7 @@ impl Learning {
     }
 
     /// How many examples are kept, and the newest `n` (oldest first), for the dashboard.
-    pub fn recent(&self, n: usize) -> (usize, Vec<LearnedExample>) {
+    pub(crate) fn recent(&self, n: usize) -> (usize, Vec<LearnedExample>) {
         let set = self.read();
         let all = set.0.examples();
         (all.len(), all[all.len().saturating_sub(n)..].to_vec())
@@ -104,7 +104,7 @@ impl Learning {
     /// A call of `tool` (chosen by `selection`, or by its name) succeeded: when a
     /// clarification offered that selection, or the caller's last browse listed the tool,
     /// that task is a learned example of `tool`. Returns the example kept.
-    pub fn succeeded(
+    pub(crate) fn succeeded(
         &self,
         selection: Option<&str>,
         tool: &ToolId,

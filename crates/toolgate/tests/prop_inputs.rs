@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use std::path::Path;
-use toolgate::config::Config;
+use toolgate::Config;
 use toolgate_core::catalog::{ToolId, ToolRecord};
 
 fn cases(n: u32) -> ProptestConfig {
@@ -150,7 +150,7 @@ proptest! {
     fn mcp_servers_json_is_imported_or_refused(servers in prop::collection::vec(("[a-z]{1,6}", json_value()), 0..4), wrap in any::<bool>()) {
         let servers: Map<String, Value> = servers.into_iter().collect();
         let doc = if wrap { json!({"mcpServers": servers}) } else { json!({"servers": servers}) };
-        match toolgate::config::mcp_json::parse(&doc.to_string(), Path::new("prop.json")) {
+        match toolgate::mcp_json::parse(&doc.to_string(), Path::new("prop.json")) {
             // A refusal names the file, so the user knows which one to fix.
             Err(e) => {
                 let msg = format!("{e:#}");
@@ -206,7 +206,7 @@ proptest! {
     /// email address is left in the tokenized text.
     #[test]
     fn pii_tokens_restore_exactly(user in "[a-z]{1,8}", domain in "[a-z]{2,8}", noise in ".{0,40}") {
-        let vault = toolgate::code::pii::Vault::default();
+        let vault = toolgate::pii::Vault::default();
         let owner = toolgate_core::principal::Principal::key("k");
         let email = format!("{user}@{domain}.com");
         let original = json!({"note": format!("{noise} write to {email} today"), "n": [email.clone(), 1]});

@@ -3,7 +3,7 @@
 //! their meaning or are the operator's own.
 
 use serde_json::{json, Value};
-use toolgate::guided::route::{respond, RouteContext};
+use toolgate::surface::{respond, RouteContext};
 use toolgate_core::catalog::parse_catalog;
 use toolgate_core::catalog::Catalog;
 use toolgate_route::shape::{SlimOptions, ToolOverride};

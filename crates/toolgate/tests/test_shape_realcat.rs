@@ -5,9 +5,9 @@ mod support;
 
 use serde_json::Value;
 use support::instances::instance;
-use toolgate::measure::{LintReport, TokenReport};
+use toolgate::{LintReport, TokenReport};
 use toolgate_core::catalog::{load_catalog_file, Catalog};
-use toolgate_route::shape::{listing, Encoding, Profile, SurfaceOptions};
+use toolgate_route::shape::{listing, Encoding, ShapeProfile, SurfaceOptions};
 
 /// realcat, or `None` when the shared datasets are missing (outside CI).
 fn realcat() -> Option<Catalog> {
@@ -25,8 +25,8 @@ fn validator(schema: &Value) -> jsonschema::Validator {
 fn slim_and_local_accept_what_the_original_accepts() {
     let Some(catalog) = realcat() else { return };
     let opts = SurfaceOptions::default();
-    let slim = listing(&catalog, Profile::Slim, &opts);
-    let local = listing(&catalog, Profile::Local, &opts);
+    let slim = listing(&catalog, ShapeProfile::Slim, &opts);
+    let local = listing(&catalog, ShapeProfile::Local, &opts);
     let mut checked = 0;
     for ((record, s), l) in catalog.tools().iter().zip(&slim).zip(&local) {
         assert_eq!(record.id, s.id);
@@ -62,13 +62,13 @@ fn slim_and_local_accept_what_the_original_accepts() {
 fn local_profile_lints_clean_and_raw_does_not() {
     let Some(catalog) = realcat() else { return };
     let opts = SurfaceOptions::default();
-    let local = LintReport::build(&catalog, Profile::Local, &opts);
+    let local = LintReport::build(&catalog, ShapeProfile::Local, &opts);
     assert!(
         local.findings.is_empty(),
         "{:#?}",
         &local.findings[..local.findings.len().min(5)]
     );
-    let raw = LintReport::build(&catalog, Profile::Raw, &opts);
+    let raw = LintReport::build(&catalog, ShapeProfile::Raw, &opts);
     assert!(!raw.findings.is_empty());
     assert_eq!(raw.counts.values().sum::<usize>(), raw.findings.len());
 }
@@ -77,8 +77,7 @@ fn local_profile_lints_clean_and_raw_does_not() {
 fn token_totals_are_the_sum_of_rows() {
     let Some(catalog) = realcat() else { return };
     let r = TokenReport::build(&catalog, Encoding::O200k, &SurfaceOptions::default());
-    let sum =
-        |f: fn(&toolgate::measure::ServerRow) -> usize| r.servers.iter().map(f).sum::<usize>();
+    let sum = |f: fn(&toolgate::ServerRow) -> usize| r.servers.iter().map(f).sum::<usize>();
     assert_eq!(r.totals.direct, sum(|s| s.direct.openai));
     assert_eq!(r.totals.slim, sum(|s| s.slim.openai));
     assert_eq!(r.totals.local, sum(|s| s.local.openai));

@@ -4,9 +4,9 @@ mod support;
 
 use serde_json::{json, Value};
 use std::sync::Arc;
-use toolgate::guided::route::{respond, RouteContext};
-use toolgate::guided::surface::{code_tools, meta_tools, CODE_INSTRUCTIONS, INSTRUCTIONS};
-use toolgate::measure::simulate::{selection_id, simulate, simulate_task, SimOptions};
+use toolgate::simulate::{selection_id, simulate, simulate_task, SimOptions};
+use toolgate::surface::{code_tools, meta_tools, CODE_INSTRUCTIONS, INSTRUCTIONS};
+use toolgate::surface::{respond, RouteContext};
 use toolgate_core::catalog::{
     load_catalog_file, load_queries_file, Catalog, CatalogEntry, LabelledQuery,
 };
@@ -205,8 +205,8 @@ fn tiny_case_by_hand() {
             &json!({"role": "system", "content": format!("{INSTRUCTIONS}{CODE_INSTRUCTIONS}")})
                 .to_string(),
         );
-    let (entries, _) = toolgate::code::tools_for(&catalog);
-    let described = toolgate::guided::describe::describe(
+    let (entries, _) = toolgate::surface::tools_for(&catalog);
+    let described = toolgate::surface::describe(
         &catalog,
         &entries,
         &["wx/alerts", "wx/forecast"],

@@ -1,12 +1,12 @@
 //! `toolgate audit verify`: checks the audit log's hash chain, so an edited, deleted or
-//! inserted record is found (see `toolgate::policy::audit::chain`).
+//! inserted record is found (see `toolgate::audit::chain`).
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use toolgate::config::Config;
-use toolgate::policy::audit::{chain, secret_path};
+use toolgate::audit::{chain, secret_path};
+use toolgate::Config;
 
 #[derive(Subcommand)]
 pub(crate) enum AuditCommand {

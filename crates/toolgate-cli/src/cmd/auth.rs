@@ -9,9 +9,9 @@ use super::common::ConfigArgs;
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use std::time::Duration;
-use toolgate::config::upstream::OAuthGrant;
-use toolgate::config::Transport;
-use toolgate::upstream::oauth;
+use toolgate::oauth;
+use toolgate::OAuthGrant;
+use toolgate::Transport;
 
 #[derive(Subcommand)]
 pub(crate) enum AuthCommand {
@@ -105,7 +105,7 @@ fn logout(args: LogoutArgs) -> Result<bool> {
     let Some(store) = super::serve::open_store(&config, false)? else {
         bail!("the state is in memory: no login is kept");
     };
-    oauth::forget(store.as_ref(), &args.upstream).map_err(|e| anyhow!(e))?;
+    oauth::forget(store.as_ref(), &args.upstream).map_err(|e| anyhow!("{e}"))?;
     println!("The login for {} is forgotten.", args.upstream);
     Ok(true)
 }

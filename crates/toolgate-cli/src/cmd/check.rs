@@ -6,7 +6,7 @@ use super::common::ConfigArgs;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
-use toolgate::upstream::UpstreamStatus;
+use toolgate::UpstreamStatus;
 
 #[derive(Args, Debug)]
 pub(crate) struct CheckArgs {
@@ -60,8 +60,8 @@ pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
     // Upstreams that log in (`toolgate auth login`) find their tokens in the state store;
     // an embedded store the running gateway holds is left alone (those upstreams then say so).
     let logins = config.upstreams.values().any(|u| {
-        matches!(&u.transport, toolgate::config::Transport::Http { oauth: Some(o), .. }
-            if o.grant == toolgate::config::upstream::OAuthGrant::AuthorizationCode)
+        matches!(&u.transport, toolgate::Transport::Http { oauth: Some(o), .. }
+            if o.grant == toolgate::OAuthGrant::AuthorizationCode)
     });
     let durable = if logins {
         match super::serve::open_store(&config, false) {
@@ -81,7 +81,7 @@ pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
     // The issuer: its metadata and keys fetched as `serve` will fetch them.
     if let Some(o) = oauth {
         let issuer = o.issuer.clone();
-        let (ok, detail) = match toolgate::policy::oauth::Verifier::new(o).warm().await {
+        let (ok, detail) = match toolgate::oauth::Verifier::new(o).warm().await {
             Ok(n) => (
                 true,
                 format!("issuer {issuer}: reachable, {n} signing keys"),
@@ -153,7 +153,7 @@ pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
     println!("{}", if args.json { &store.1 } else { &store.0 });
     // Skills: a bad one is skipped by the gateway (the rest keep working); reported here.
     if let Some(dir) = &config_skills {
-        let set = toolgate::skills::SkillSet::scan(dir, max_source);
+        let set = toolgate::skill::SkillSet::scan(dir, max_source);
         if args.json {
             for name in set.skills.keys() {
                 println!("{}", json!({"skill": name, "status": "ready"}));
@@ -180,8 +180,8 @@ pub(crate) async fn run(args: CheckArgs) -> Result<bool> {
 /// Where `serve` over HTTP keeps its state with this configuration, as a line for people
 /// and as a JSON line: the embedded database's file is per configuration, so this is how a
 /// user finds it.
-fn store_line(config: &toolgate::config::Config) -> (String, String) {
-    use toolgate::config::store::StoreBackend;
+fn store_line(config: &toolgate::Config) -> (String, String) {
+    use toolgate::StoreBackend;
     let store = &config.store;
     match store.backend_for(false) {
         StoreBackend::Memory => (

@@ -5,8 +5,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolgate::config::{Config, Transport, UpstreamConfig, DEFAULT_CONFIG_FILE};
-use toolgate::gateway::Gateway;
+use toolgate::Gateway;
+use toolgate::{Config, Transport, UpstreamConfig, DEFAULT_CONFIG_FILE};
 
 /// Where the upstreams come from.
 #[derive(Args, Debug, Clone, Default)]
@@ -89,7 +89,7 @@ pub(crate) fn demo_config() -> Result<Config> {
                 enabled: true,
                 connect_timeout: std::time::Duration::from_secs(10),
                 call_timeout: std::time::Duration::from_secs(60),
-                max_message_bytes: toolgate::config::DEFAULT_MAX_MESSAGE_BYTES,
+                max_message_bytes: toolgate::DEFAULT_MAX_MESSAGE_BYTES,
                 protocol: Default::default(),
                 prefix: server.clone(),
                 rename: Default::default(),

@@ -7,9 +7,10 @@ use clap::Args;
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::time::Duration;
-use toolgate::config::Config;
-use toolgate::gateway::Gateway;
-use toolgate::upstream::{CallOptions, UpstreamStatus};
+use toolgate::Config;
+use toolgate::Gateway;
+use toolgate::UpstreamStatus;
+use toolgate_core::call::CallOptions;
 
 #[derive(Args, Debug)]
 pub(crate) struct ConformanceClientArgs {

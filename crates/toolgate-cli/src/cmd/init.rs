@@ -8,8 +8,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use toolgate::config::upstream::RawUpstream;
-use toolgate::config::Config;
+use toolgate::Config;
+use toolgate::RawUpstream;
 
 #[derive(Args, Debug)]
 pub(crate) struct InitArgs {
@@ -91,6 +91,8 @@ pub(crate) fn run(args: InitArgs) -> Result<bool> {
             true
         }
         Err(e) => {
+            // Through anyhow, so `{:#}` also says what reading the file said.
+            let e = anyhow::Error::from(e);
             println!("  to fix before serving: {e:#}");
             false
         }
@@ -161,7 +163,7 @@ fn import(
 
 /// A client's server name as an upstream name (letters, digits, `_`, `-`, `.`; at most 48).
 fn toolgate_name(name: &str, from: &str, warnings: &mut Vec<String>) -> String {
-    if toolgate::config::is_simple_name(name) {
+    if toolgate::is_simple_name(name) {
         return name.to_string();
     }
     let mut fixed: String = name

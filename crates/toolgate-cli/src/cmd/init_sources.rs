@@ -3,13 +3,13 @@
 //! Cursor (`.cursor/mcp.json` here, then `~/.cursor/mcp.json`), VS Code (`.vscode/mcp.json`,
 //! then the user's `mcp.json` or `settings.json` `"mcp"`), Codex (`$CODEX_HOME/config.toml`,
 //! default `~/.codex`, `[mcp_servers.NAME]`). JSON files go through the mcpServers import
-//! (`toolgate::config::mcp_json`); VS Code's files may hold comments and trailing commas,
+//! (`toolgate::mcp_json`); VS Code's files may hold comments and trailing commas,
 //! and Codex's TOML is translated to the same entries first.
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
-use toolgate::config::mcp_json::{self, Imported};
+use toolgate::mcp_json::{self, Imported};
 
 /// The clients `--from` names.
 pub(crate) const CLIENTS: &[&str] = &["claude", "cursor", "vscode", "codex"];
@@ -123,7 +123,7 @@ pub(crate) fn read(source: &Source, here: &Path) -> Result<Option<Imported>> {
         // E.g. Claude Code's state file before any server was added.
         return Ok(None);
     }
-    mcp_json::read_in(&json, path, Some(here)).map(Some)
+    Ok(mcp_json::read_in(&json, path, Some(here)).map(Some)?)
 }
 
 /// Codex's `[mcp_servers.NAME]` tables as mcpServers entries: `command`, `args`, `env`,

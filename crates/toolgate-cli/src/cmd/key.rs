@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
-use toolgate::policy::keys::new_key;
+use toolgate::new_key;
 
 #[derive(Subcommand)]
 pub(crate) enum KeyCommand {
@@ -23,7 +23,7 @@ pub(crate) fn run(cmd: KeyCommand) -> Result<()> {
 }
 
 fn new(name: &str) -> Result<()> {
-    if !toolgate::config::is_simple_name(name) {
+    if !toolgate::is_simple_name(name) {
         bail!("key name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.'");
     }
     let (key, hash) = new_key();

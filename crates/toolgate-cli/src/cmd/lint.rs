@@ -8,8 +8,8 @@ use anyhow::{anyhow, Result};
 use clap::Args as ClapArgs;
 use std::io::Write;
 use std::path::PathBuf;
-use toolgate::measure::LintReport;
-use toolgate_route::shape::{listing, Profile};
+use toolgate::LintReport;
+use toolgate_route::shape::{listing, ShapeProfile};
 
 #[derive(ClapArgs)]
 pub(crate) struct Args {
@@ -41,8 +41,10 @@ pub(crate) struct Args {
 pub(crate) async fn run(args: Args) -> Result<()> {
     let (catalog, config) = super::tokens::load(&args.catalog, &args.source).await?;
     let profile = match &args.profile {
-        Some(p) => Profile::parse(p).ok_or_else(|| anyhow!("unknown profile"))?,
-        None => config.as_ref().map_or(Profile::Raw, |c| c.direct.profile),
+        Some(p) => ShapeProfile::parse(p).ok_or_else(|| anyhow!("unknown profile"))?,
+        None => config
+            .as_ref()
+            .map_or(ShapeProfile::Raw, |c| c.direct.profile),
     };
     let opts = super::tokens::options(&args.options, config.as_ref())?;
     let mut out = std::io::stdout().lock();
@@ -92,10 +94,10 @@ pub(crate) async fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn profile_name(p: Profile) -> &'static str {
+fn profile_name(p: ShapeProfile) -> &'static str {
     match p {
-        Profile::Raw => "raw",
-        Profile::Slim => "slim",
-        Profile::Local => "local",
+        ShapeProfile::Raw => "raw",
+        ShapeProfile::Slim => "slim",
+        ShapeProfile::Local => "local",
     }
 }

@@ -12,7 +12,7 @@ use serde_json::json;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolgate::learning;
+use toolgate::route_learning as learning;
 use toolgate_core::store::Store;
 use toolgate_route::{Learned, LearnedExample};
 

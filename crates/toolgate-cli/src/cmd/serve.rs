@@ -6,9 +6,9 @@ use clap::Args;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use toolgate::config::Mode;
-use toolgate::gateway::Gateway;
-use toolgate::upstream::UpstreamStatus;
+use toolgate::Gateway;
+use toolgate::Mode;
+use toolgate::UpstreamStatus;
 
 #[derive(Args, Debug)]
 pub(crate) struct ServeArgs {
@@ -46,31 +46,31 @@ pub(crate) async fn run(args: ServeArgs) -> Result<()> {
     served
 }
 
-async fn serve(args: ServeArgs, mut config: toolgate::config::Config) -> Result<()> {
+async fn serve(args: ServeArgs, mut config: toolgate::Config) -> Result<()> {
     set_sandbox_worker(&mut config)?;
     if let Some(mode) = args.mode {
         config.gateway.mode = mode;
     }
     apply_identity(&mut config, args.profile, args.key)?;
-    toolgate::policy::Policy::preflight(&config.policy)?;
+    toolgate::Policy::preflight(&config.policy)?;
     let stop = CancellationToken::new();
     spawn_signal_handler(stop.clone());
     // A grandchild that leaves its upstream's process group (`setsid`) is reparented
     // here when its parent exits, and killed with what is left at shutdown.
-    toolgate::upstream::adopt_orphans();
+    toolgate::adopt_orphans();
     if args.stdio {
         let durable = open_store(&config, args.stdio)?;
         let gw = Gateway::start_with_store(config, durable);
         let mode = gw.config.gateway.mode;
-        let serving = toolgate::front::serve_stdio(gw.clone(), mode);
+        let serving = toolgate::serve_stdio(gw.clone(), mode);
         let mut serving = std::pin::pin!(serving);
         let served = tokio::select! {
             r = &mut serving => r,
             _ = stop.cancelled() => drain_stdio(&gw, serving).await,
         };
         gw.shutdown().await;
-        toolgate::upstream::kill_orphans();
-        toolgate::policy::audit::flush_all();
+        toolgate::kill_orphans();
+        toolgate::audit::flush_all();
         return served;
     }
     let addr: SocketAddr = match args.http.as_deref() {
@@ -106,12 +106,12 @@ async fn serve(args: ServeArgs, mut config: toolgate::config::Config) -> Result<
             print_banner(&gw, local);
         })
     };
-    let served = toolgate::front::serve_http(listener, gw.clone(), stop.clone()).await;
+    let served = toolgate::serve_http(listener, gw.clone(), stop.clone()).await;
     banner.abort();
     gw.shutdown().await;
     tracing::info!("shutting down: upstreams stopped");
-    toolgate::upstream::kill_orphans();
-    toolgate::policy::audit::flush_all();
+    toolgate::kill_orphans();
+    toolgate::audit::flush_all();
     served
 }
 
@@ -137,10 +137,10 @@ async fn drain_stdio(
 /// The `[store]` in force: nothing for memory, else the embedded database opened now, so
 /// a store that cannot be used stops the command before anything is served.
 pub(crate) fn open_store(
-    config: &toolgate::config::Config,
+    config: &toolgate::Config,
     stdio: bool,
 ) -> Result<Option<Arc<dyn toolgate_core::store::Store>>> {
-    use toolgate::config::store::StoreBackend;
+    use toolgate::StoreBackend;
     let store = &config.store;
     match store.backend_for(stdio) {
         StoreBackend::Memory => Ok(None),
@@ -177,7 +177,7 @@ pub(crate) fn open_store(
 /// `--profile` and `--key` for stdio: checked against the configuration here, so a typo
 /// stops the command instead of silently serving everything.
 fn apply_identity(
-    config: &mut toolgate::config::Config,
+    config: &mut toolgate::Config,
     profile: Option<String>,
     key: Option<String>,
 ) -> Result<()> {
@@ -275,7 +275,7 @@ fn print_banner(gw: &Arc<Gateway>, addr: SocketAddr) {
 
 /// Code mode runs programs in this binary's `sandbox-worker` subcommand unless
 /// `code.worker` names another command.
-fn set_sandbox_worker(config: &mut toolgate::config::Config) -> Result<()> {
+fn set_sandbox_worker(config: &mut toolgate::Config) -> Result<()> {
     if config.code.worker.is_some() {
         return Ok(());
     }
@@ -304,7 +304,7 @@ fn spawn_signal_handler(stop: CancellationToken) {
                 _ = term.recv() => break,
                 _ = hup.recv() => {
                     tracing::info!("SIGHUP: reopening the audit log");
-                    toolgate::policy::audit::reopen_all();
+                    toolgate::audit::reopen_all();
                 }
             }
         }

@@ -5,11 +5,11 @@ use anyhow::{anyhow, Result};
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolgate::config::Config;
-use toolgate::guided::schema_view::Detail;
-use toolgate::measure::simulate::{simulate, ResultForm, SimOptions, SimReport};
+use toolgate::simulate::{simulate, ResultForm, SimOptions, SimReport};
+use toolgate::surface::Detail;
+use toolgate::Config;
 use toolgate_core::catalog::{load_queries_file, Catalog};
-use toolgate_route::shape::{Encoding, Profile, SurfaceOptions};
+use toolgate_route::shape::{Encoding, ShapeProfile, SurfaceOptions};
 
 #[derive(ClapArgs)]
 pub(crate) struct SimArgs {
@@ -41,8 +41,8 @@ pub(crate) fn run(
     let path = args.simulate.as_ref().expect("--simulate given");
     let tasks = load_queries_file(path)?;
     let profile = match &args.profile {
-        Some(p) => Profile::parse(p).ok_or_else(|| anyhow!("unknown profile {p}"))?,
-        None => config.map_or(Profile::Raw, |c| c.direct.profile),
+        Some(p) => ShapeProfile::parse(p).ok_or_else(|| anyhow!("unknown profile {p}"))?,
+        None => config.map_or(ShapeProfile::Raw, |c| c.direct.profile),
     };
     let opts = SimOptions {
         encoding,

@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 use std::path::PathBuf;
-use toolgate::skills::drafts;
+use toolgate::skill::drafts;
 
 #[derive(Subcommand)]
 pub(crate) enum SkillCommand {
@@ -129,8 +129,8 @@ fn list(dir: &std::path::Path, as_json: bool) -> Result<bool> {
 }
 
 fn show(dir: &std::path::Path, name: &str) -> Result<()> {
-    if !toolgate::skills::is_skill_name(name) {
-        bail!("{}", toolgate::skills::name_rule(name));
+    if !toolgate::skill::is_skill_name(name) {
+        bail!("{}", toolgate::skill::name_rule(name));
     }
     let approved = dir.join(name);
     let draft = drafts::drafts_dir(dir).join(name);
@@ -142,7 +142,7 @@ fn show(dir: &std::path::Path, name: &str) -> Result<()> {
         bail!("no skill or draft named {name:?} in {}", dir.display());
     };
     println!("# {name} ({status}, {})", folder.display());
-    for file in [toolgate::skills::SKILL_MD, toolgate::skills::SKILL_JS] {
+    for file in [toolgate::skill::SKILL_MD, toolgate::skill::SKILL_JS] {
         let text = std::fs::read_to_string(folder.join(file))
             .unwrap_or_else(|e| format!("(cannot read: {e})"));
         println!("\n== {file} ==\n{}", text.trim_end());

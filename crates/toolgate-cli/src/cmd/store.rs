@@ -8,7 +8,7 @@ use super::common::ConfigArgs;
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
-use toolgate::config::store::StoreBackend;
+use toolgate::StoreBackend;
 use toolgate_core::store::{key_file, Sealer};
 
 #[derive(Subcommand)]

@@ -4,7 +4,7 @@
 //! (target `toolgate`, info and above) are exported, whatever `RUST_LOG` says of logs.
 
 use anyhow::Result;
-use toolgate::config::telemetry::TelemetryConfig;
+use toolgate::telemetry::TelemetryConfig;
 
 /// What must be flushed at shutdown.
 pub(crate) struct Telemetry {
@@ -50,7 +50,7 @@ pub(crate) fn init(default: &str, config: &TelemetryConfig) -> Result<Telemetry>
         // The file's endpoint is refused when the configuration is validated; the variable
         // may be meant for other programs.
         let _ = registry.try_init();
-        tracing::warn!("{}={endpoint} is set but this toolgate was built without span export: build it with `--features otel` to export spans", toolgate::config::telemetry::ENDPOINT_VAR);
+        tracing::warn!("{}={endpoint} is set but this toolgate was built without span export: build it with `--features otel` to export spans", toolgate::telemetry::ENDPOINT_VAR);
         Ok(Telemetry {})
     }
 }

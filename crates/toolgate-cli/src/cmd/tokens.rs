@@ -6,9 +6,9 @@ use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolgate::config::Config;
-use toolgate::measure::TokenReport;
-use toolgate::upstream::UpstreamStatus;
+use toolgate::Config;
+use toolgate::TokenReport;
+use toolgate::UpstreamStatus;
 use toolgate_core::catalog::{load_catalog_file, Catalog};
 use toolgate_route::shape::{Encoding, SurfaceOptions};
 
@@ -105,8 +105,8 @@ fn profile_view(catalog: &Catalog, name: &str, config: &Config) -> Result<Catalo
             known.join(", ")
         )
     })?;
-    let policy = toolgate::policy::Policy::new(&policy);
-    let caller = toolgate::policy::Caller::offline(policy.clone(), Some(profile));
+    let policy = toolgate::Policy::new(&policy);
+    let caller = toolgate::Caller::offline(policy.clone(), Some(profile));
     Ok(policy.view(&caller, catalog))
 }
 
@@ -134,7 +134,7 @@ pub(crate) async fn run(args: Args) -> Result<()> {
     let skills = config.as_ref().is_some_and(|c| c.code.skills_dir.is_some());
     let report = TokenReport::build_with(&catalog, enc, &opts, skills);
     if let Some(path) = &args.html {
-        let page = toolgate::front::dashboard::static_page(&report);
+        let page = toolgate::dashboard_page(&report);
         std::fs::write(path, page)
             .with_context(|| format!("--html: cannot write {}", path.display()))?;
         eprintln!("toolgate: wrote the catalog view to {}", path.display());

@@ -41,13 +41,11 @@ pub(crate) async fn run(args: ToolsArgs) -> Result<bool> {
     // Upstreams that are not up have no tools to list; say so rather than omit them.
     for up in gw.upstreams() {
         let status = up.status();
-        if up.tools().is_empty()
-            && !matches!(status, toolgate::upstream::UpstreamStatus::Ready { .. })
-        {
+        if up.tools().is_empty() && !matches!(status, toolgate::UpstreamStatus::Ready { .. }) {
             let detail = match &status {
-                toolgate::upstream::UpstreamStatus::Retrying { error, .. } => error.clone(),
-                toolgate::upstream::UpstreamStatus::Starting => "still connecting".into(),
-                toolgate::upstream::UpstreamStatus::Disabled => "enabled = false".into(),
+                toolgate::UpstreamStatus::Retrying { error, .. } => error.clone(),
+                toolgate::UpstreamStatus::Starting => "still connecting".into(),
+                toolgate::UpstreamStatus::Disabled => "enabled = false".into(),
                 _ => String::new(),
             };
             all_ok &= !up.config.enabled;

@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 use std::time::SystemTime;
-use toolgate::code::workspace::{paths, Workspace};
+use toolgate::workspace::{paths, Workspace};
 
 #[derive(Subcommand)]
 pub(crate) enum WorkspaceCommand {

@@ -46,7 +46,7 @@ pub fn policy_catalog() -> Value {
 }
 
 pub fn hash(key: &str) -> String {
-    format!("sha256:{}", hex(&toolgate::policy::keys::hash_key(key)))
+    format!("sha256:{}", hex(&toolgate::hash_key(key)))
 }
 
 fn hex(bytes: &[u8]) -> String {

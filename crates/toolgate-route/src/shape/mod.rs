@@ -3,7 +3,7 @@
 //!
 //! Everything here works on a `Catalog` snapshot and returns new objects; the catalog
 //! keeps every tool as its upstream sent it, for validation and calls. The modules below
-//! are private; what other crates name is re-exported here ([`Encoding`], [`Profile`],
+//! are private; what other crates name is re-exported here ([`Encoding`], [`ShapeProfile`],
 //! [`SlimOptions`], [`LocalOptions`], [`listing`], [`lint_schema`], [`ProfileView`], ...).
 //!
 //! - `tokens`: BPE counts (o200k, cl100k) and the OpenAI / MCP definition forms.
@@ -35,10 +35,12 @@ pub use view::ProfileView;
 use serde::{Deserialize, Serialize};
 use toolgate_core::catalog::Catalog;
 
-/// Which rendering of the plain tool list.
+/// Which rendering of the plain tool list (`[direct] profile`; not a policy profile, which
+/// says which tools a role sees).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Profile {
+// `expecting`: a wrong type in `[direct] profile` reads as it did before the rename.
+#[serde(rename_all = "snake_case", expecting = "enum Profile")]
+pub enum ShapeProfile {
     /// Every tool object as its upstream sent it (only the name is the exposed one).
     #[default]
     Raw,
@@ -48,13 +50,13 @@ pub enum Profile {
     Local,
 }
 
-impl Profile {
+impl ShapeProfile {
     /// The profile a configuration word names (`raw` or `direct`, `slim`, `local`).
     pub fn parse(s: &str) -> Option<Self> {
         match s {
-            "raw" | "direct" => Some(Profile::Raw),
-            "slim" => Some(Profile::Slim),
-            "local" => Some(Profile::Local),
+            "raw" | "direct" => Some(ShapeProfile::Raw),
+            "slim" => Some(ShapeProfile::Slim),
+            "local" => Some(ShapeProfile::Local),
             _ => None,
         }
     }
@@ -73,9 +75,9 @@ pub struct SurfaceOptions {
 }
 
 /// The tool list a profile shows, in catalog order.
-pub fn listing(catalog: &Catalog, profile: Profile, opts: &SurfaceOptions) -> Vec<ShapedTool> {
+pub fn listing(catalog: &Catalog, profile: ShapeProfile, opts: &SurfaceOptions) -> Vec<ShapedTool> {
     match profile {
-        Profile::Raw => catalog
+        ShapeProfile::Raw => catalog
             .tools()
             .iter()
             .map(|r| ShapedTool {
@@ -83,8 +85,8 @@ pub fn listing(catalog: &Catalog, profile: Profile, opts: &SurfaceOptions) -> Ve
                 tool: tokens::mcp_form_of_tool(&r.exposed, &r.tool),
             })
             .collect(),
-        Profile::Slim => slim_catalog(catalog, &opts.slim),
-        Profile::Local => slim_catalog(catalog, &opts.slim)
+        ShapeProfile::Slim => slim_catalog(catalog, &opts.slim),
+        ShapeProfile::Local => slim_catalog(catalog, &opts.slim)
             .into_iter()
             .map(|mut t| {
                 if let Some(s) = t.tool.get("inputSchema") {

@@ -2,7 +2,7 @@
 //! and looked up by tool (direct `tools/list`, route's `full` detail, `auto` mode's cost).
 
 use super::tokens::{openai_form_of_tool, Encoding};
-use super::{listing, Profile, ShapedTool, SurfaceOptions};
+use super::{listing, ShapeProfile, ShapedTool, SurfaceOptions};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ pub struct ProfileView {
     /// The snapshot this was built from (callers compare it by pointer to reuse the view).
     pub catalog: Arc<Catalog>,
     /// The profile it shows.
-    pub profile: Profile,
+    pub profile: ShapeProfile,
     /// Every tool in catalog order, as the profile shows it.
     pub tools: Vec<ShapedTool>,
     /// (server, name) -> index into `tools`.
@@ -25,7 +25,7 @@ pub struct ProfileView {
 
 impl ProfileView {
     /// The listing of `catalog` under `profile`, with its cost.
-    pub fn build(catalog: Arc<Catalog>, profile: Profile, opts: &SurfaceOptions) -> Self {
+    pub fn build(catalog: Arc<Catalog>, profile: ShapeProfile, opts: &SurfaceOptions) -> Self {
         let tools = listing(&catalog, profile, opts);
         let by_id = tools
             .iter()
@@ -74,8 +74,8 @@ mod tests {
             tool: tool.as_object().unwrap().clone(),
         }]));
         let opts = SurfaceOptions::default();
-        let raw = ProfileView::build(catalog.clone(), Profile::Raw, &opts);
-        let slim = ProfileView::build(catalog, Profile::Slim, &opts);
+        let raw = ProfileView::build(catalog.clone(), ShapeProfile::Raw, &opts);
+        let slim = ProfileView::build(catalog, ShapeProfile::Slim, &opts);
         let id = ToolId::new("s", "t");
         assert!(raw.input_schema(&id).unwrap().get("$schema").is_some());
         assert!(slim.input_schema(&id).unwrap().get("$schema").is_none());

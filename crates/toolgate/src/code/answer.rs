@@ -12,7 +12,7 @@ use toolgate_core::meta::MetaResult;
 /// Room kept for the status line, the call list and the JSON around them.
 const FRAME_BYTES: usize = 512;
 
-pub fn render(report: RunReport, output_bytes: usize) -> MetaResult {
+pub(crate) fn render(report: RunReport, output_bytes: usize) -> MetaResult {
     let calls: Vec<Value> = report
         .calls
         .iter()

@@ -21,7 +21,7 @@ use std::sync::Mutex;
 
 /// The first rule that forbids sending a `class` value from `origins` to `server`, as
 /// the message a refusal carries (`what` names the value, e.g. a token).
-pub fn forbidden(
+pub(crate) fn forbidden(
     rules: &[FlowRule],
     class: &str,
     origins: &BTreeSet<String>,
@@ -250,7 +250,7 @@ impl RunFlows {
 }
 
 /// A state value with what it carries, as the state store keeps it (see [`unwrap_state`]).
-pub fn wrap_state(value: Value, carried: &[Carried]) -> Value {
+pub(crate) fn wrap_state(value: Value, carried: &[Carried]) -> Value {
     if carried.is_empty() || value.is_null() {
         return value;
     }
@@ -258,7 +258,7 @@ pub fn wrap_state(value: Value, carried: &[Carried]) -> Value {
 }
 
 /// A stored state value and the values it carries.
-pub fn unwrap_state(stored: Value) -> (Value, Vec<Carried>) {
+pub(crate) fn unwrap_state(stored: Value) -> (Value, Vec<Carried>) {
     match stored {
         Value::Object(mut o) if o.len() == 2 && o.contains_key(STATE_CARRIED) => {
             let carried = o

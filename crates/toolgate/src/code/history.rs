@@ -13,15 +13,15 @@ use toolgate_core::principal::{Principal, Refused};
 use toolgate_core::store::{Kind, Lookup, Record, Store};
 
 /// How long a finished run can be proposed.
-pub const RUN_TTL: Duration = Duration::from_secs(3600);
+pub(crate) const RUN_TTL: Duration = Duration::from_secs(3600);
 /// Runs kept per principal (the oldest go first).
-pub const MAX_PER_OWNER: usize = 20;
+pub(crate) const MAX_PER_OWNER: usize = 20;
 /// Runs kept over all principals.
-pub const MAX_RUNS: usize = 2000;
+pub(crate) const MAX_RUNS: usize = 2000;
 
 /// What is kept of one run.
 #[derive(Debug, Clone)]
-pub struct FinishedRun {
+pub(crate) struct FinishedRun {
     pub owner: Principal,
     /// The program, fences stripped, as the worker ran it.
     pub code: String,
@@ -35,7 +35,7 @@ pub struct FinishedRun {
 }
 
 #[derive(Default)]
-pub struct RunHistory {
+pub(crate) struct RunHistory {
     runs: Mutex<HashMap<String, FinishedRun>>,
     /// Where runs are also kept, if configured.
     durable: Option<Arc<dyn Store>>,
@@ -45,7 +45,7 @@ pub struct RunHistory {
 type StoredRun = (String, String, Vec<String>, String);
 
 impl RunHistory {
-    pub fn new(durable: Option<Arc<dyn Store>>) -> Self {
+    pub(crate) fn new(durable: Option<Arc<dyn Store>>) -> Self {
         Self {
             runs: Mutex::default(),
             durable,
@@ -113,7 +113,7 @@ impl RunHistory {
     }
 
     /// Keeps a finished run; returns its id.
-    pub fn record(
+    pub(crate) fn record(
         &self,
         owner: &Principal,
         key: &str,
@@ -161,7 +161,7 @@ impl RunHistory {
     }
 
     /// The run `id` if `owner` made it and it has not expired; else what to do.
-    pub fn get(&self, owner: &Principal, id: &str) -> Result<FinishedRun, Refused> {
+    pub(crate) fn get(&self, owner: &Principal, id: &str) -> Result<FinishedRun, Refused> {
         let runs = self.runs.lock().expect("runs");
         if !runs.contains_key(id) {
             drop(runs);

@@ -19,20 +19,20 @@
 //! program or a skill (above the gate and the engine, which take these services) is
 //! the `programs` module.
 
-pub mod answer;
-pub mod flows;
-pub mod history;
-pub mod names;
-pub mod pii;
-pub mod pool;
-pub mod state;
-pub mod tree;
-pub mod typescript;
-pub mod worker;
-pub mod workspace;
+pub(crate) mod answer;
+pub(crate) mod flows;
+pub(crate) mod history;
+pub(crate) mod names;
+pub(crate) mod pii;
+pub(crate) mod pool;
+pub(crate) mod state;
+pub(crate) mod tree;
+pub(crate) mod typescript;
+pub(crate) mod worker;
+pub(crate) mod workspace;
 
 /// `text` on one line (whitespace collapsed), cut to at most `max` bytes with an ellipsis.
-pub fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.len() <= max {
         return line;
@@ -51,15 +51,16 @@ use toolgate_sandbox::protocol::ToolEntry;
 
 /// The `tools` layout of a run and the records behind it: every tool in `catalog` (the
 /// policy module narrows this to what the caller may use).
-pub type ToolSet = (Vec<ToolEntry>, HashMap<(String, String), Arc<ToolRecord>>);
+pub(crate) type ToolSet = (Vec<ToolEntry>, HashMap<(String, String), Arc<ToolRecord>>);
 
+/// Every tool of `catalog` as a run lays them out (`tools.<server>.<tool>`), and the records behind them.
 pub fn tools_for(catalog: &Catalog) -> ToolSet {
     tools_where(catalog, |_| true)
 }
 
 /// Like [`tools_for`], holding only the tools `keep` lets through (what the caller's key
 /// may call), so a program cannot even name the rest.
-pub fn tools_where(
+pub(crate) fn tools_where(
     catalog: &Catalog,
     keep: impl Fn(&toolgate_core::catalog::ToolRecord) -> bool,
 ) -> ToolSet {
@@ -80,19 +81,19 @@ pub fn tools_where(
 /// one caller cannot take every worker; the gateway holds one for all its sessions. The
 /// owner `""` is no caller's: it counts every run, for the gateway-wide worker limit.
 #[derive(Default)]
-pub struct RunSlots {
+pub(crate) struct RunSlots {
     running: Mutex<HashMap<String, usize>>,
 }
 
 /// A run's slot; given back when dropped.
-pub struct Slot<'a> {
+pub(crate) struct Slot<'a> {
     slots: &'a RunSlots,
     key: String,
 }
 
 impl RunSlots {
     /// A slot for `key`, unless it already has `max` runs going.
-    pub fn take(&self, key: &str, max: usize) -> Option<Slot<'_>> {
+    pub(crate) fn take(&self, key: &str, max: usize) -> Option<Slot<'_>> {
         let mut running = self.running.lock().expect("run slots");
         let n = running.entry(key.to_string()).or_default();
         if *n >= max {
@@ -106,7 +107,7 @@ impl RunSlots {
     }
 
     /// Runs in progress, every key together (for `/metrics`).
-    pub fn running_total(&self) -> usize {
+    pub(crate) fn running_total(&self) -> usize {
         self.running.lock().expect("run slots").values().sum()
     }
 }
@@ -124,7 +125,7 @@ impl Drop for Slot<'_> {
 }
 
 /// The program without the markdown fence a model may have put around it.
-pub fn strip_fences(code: &str) -> &str {
+pub(crate) fn strip_fences(code: &str) -> &str {
     let t = code.trim();
     match t.strip_prefix("```") {
         Some(rest) => {

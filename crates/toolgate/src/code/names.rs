@@ -66,7 +66,7 @@ const RESERVED: &[&str] = &[
 const OBJECT_KEYS: &[&str] = &["__proto__", "constructor", "prototype"];
 
 /// `name` as an identifier, before collisions are resolved.
-pub fn ident(name: &str) -> String {
+pub(crate) fn ident(name: &str) -> String {
     let mut s: String = name
         .chars()
         .map(|c| {
@@ -112,7 +112,7 @@ fn unique<'a>(
 }
 
 /// The `tools` layout for these (server, tool) pairs, in their order.
-pub fn assign(pairs: &[(String, String)]) -> Vec<ToolEntry> {
+pub(crate) fn assign(pairs: &[(String, String)]) -> Vec<ToolEntry> {
     let servers = unique(pairs.iter().map(|(s, _)| s.as_str()), &["call"]);
     let mut by_server: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (s, t) in pairs {

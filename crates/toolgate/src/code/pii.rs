@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use toolgate_core::principal::{Principal, Refused};
 
 /// How long a token can be passed back.
-pub const TOKEN_TTL: Duration = Duration::from_secs(3600);
+pub(crate) const TOKEN_TTL: Duration = Duration::from_secs(3600);
 /// Tokens kept at most, over all principals (the oldest go first).
 const MAX_TOKENS: usize = 100_000;
 
@@ -56,13 +56,13 @@ struct Entry {
 
 /// PII values seen in a run's tool results, each with the servers whose results held it;
 /// keyed by the value's [`canonical`] form, so `Ada@Example.org` is `ada@example.org`.
-pub type Origins = HashMap<String, BTreeSet<String>>;
+pub(crate) type Origins = HashMap<String, BTreeSet<String>>;
 
 /// A PII value as flow rules compare it: an e-mail in lower case, a phone or card
 /// number its digits, an IBAN its letters and digits in lower case, anything else
 /// (`code.pii_fields` values) in lower case with its spaces collapsed. What a rule author
 /// means by "the same value": another case or other separators do not make another one.
-pub fn canonical(class: &str, value: &str) -> String {
+pub(crate) fn canonical(class: &str, value: &str) -> String {
     match class {
         "EMAIL" => value.trim().to_lowercase(),
         "PHONE" | "CARD" => value.chars().filter(char::is_ascii_digit).collect(),
@@ -107,7 +107,7 @@ impl std::fmt::Display for RestoreError {
 }
 
 /// The PII in `v` as (class, value) pairs: what [`Vault::tokenize`] would replace.
-pub fn found(v: &Value, fields: &[String]) -> Vec<(&'static str, String)> {
+pub(crate) fn found(v: &Value, fields: &[String]) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     collect(v, fields, &mut out);
     out
@@ -213,6 +213,7 @@ impl Vault {
         self.tokenize_text_from(owner, text, &Origins::new())
     }
 
+    /// PII in `text` replaced by tokens, each token remembering the servers in `origins` as where its value came from.
     pub fn tokenize_text_from(&self, owner: &Principal, text: &str, origins: &Origins) -> String {
         let mut out = text.to_string();
         for (kind, re) in PATTERNS.iter() {

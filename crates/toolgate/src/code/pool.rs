@@ -21,7 +21,7 @@ const READY_WITHIN: Duration = Duration::from_secs(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The gateway's source of sandbox workers.
-pub struct WorkerPool {
+pub(crate) struct WorkerPool {
     /// The worker command; `None` when code mode has no worker (nothing is started).
     command: Option<Vec<String>>,
     /// Idle workers to keep.
@@ -35,7 +35,7 @@ pub struct WorkerPool {
 }
 
 impl WorkerPool {
-    pub fn new(cfg: &CodeConfig) -> Arc<Self> {
+    pub(crate) fn new(cfg: &CodeConfig) -> Arc<Self> {
         Arc::new(Self {
             command: cfg.worker.clone().filter(|_| cfg.enabled),
             size: cfg.pool_size,
@@ -46,12 +46,12 @@ impl WorkerPool {
     }
 
     /// Whether the filler has anything to do (code mode on, a worker command, a size).
-    pub fn keeps_workers(&self) -> bool {
+    pub(crate) fn keeps_workers(&self) -> bool {
         self.command.is_some() && self.size > 0
     }
 
     /// A worker for one run: a warm one if one is idle, else one started now.
-    pub fn take(&self) -> Result<Worker, WorkerError> {
+    pub(crate) fn take(&self) -> Result<Worker, WorkerError> {
         let Some(command) = &self.command else {
             return Err(WorkerError::NoCommand);
         };
@@ -72,12 +72,12 @@ impl WorkerPool {
     }
 
     /// Idle workers now (for tests and reports).
-    pub fn idle(&self) -> usize {
+    pub(crate) fn idle(&self) -> usize {
         self.idle.lock().expect("pool").len()
     }
 
     /// Keeps `size` workers idle until `stop` is cancelled, then kills every idle worker.
-    pub async fn keep_filled(self: Arc<Self>, stop: CancellationToken) {
+    pub(crate) async fn keep_filled(self: Arc<Self>, stop: CancellationToken) {
         let Some(command) = self.command.clone().filter(|_| self.size > 0) else {
             return;
         };

@@ -15,10 +15,10 @@ use toolgate_core::store::{Kind, Lookup, Record, Store};
 use toolgate_sandbox::protocol::CallFailure;
 
 /// A value unused this long is forgotten.
-pub const STATE_TTL: Duration = Duration::from_secs(3600);
+pub(crate) const STATE_TTL: Duration = Duration::from_secs(3600);
 /// Largest value (as JSON) and most keys per principal.
-pub const MAX_VALUE_BYTES: usize = 64 << 10;
-pub const MAX_KEYS: usize = 64;
+pub(crate) const MAX_VALUE_BYTES: usize = 64 << 10;
+pub(crate) const MAX_KEYS: usize = 64;
 /// Longest key.
 const MAX_KEY_BYTES: usize = 128;
 
@@ -27,7 +27,7 @@ type Values = HashMap<String, (Value, Instant)>;
 
 /// Every principal's state.
 #[derive(Default)]
-pub struct StateStore {
+pub(crate) struct StateStore {
     /// Owner -> its values (with a durable store: the keys this process set, for the bound).
     owners: Mutex<HashMap<Principal, Values>>,
     /// Where values live when configured; `None`: in `owners`.
@@ -56,7 +56,7 @@ fn fail(message: String) -> CallFailure {
 
 impl StateStore {
     /// Values kept in `durable` if given, else in memory.
-    pub fn new(durable: Option<Arc<dyn Store>>) -> Self {
+    pub(crate) fn new(durable: Option<Arc<dyn Store>>) -> Self {
         Self {
             owners: Mutex::default(),
             durable,
@@ -64,7 +64,12 @@ impl StateStore {
     }
 
     /// Answers `state.get` (`op` "get") or `state.set` ("set"); `args` is `{key, value?}`.
-    pub fn request(&self, owner: &Principal, op: &str, args: &Value) -> Result<Value, CallFailure> {
+    pub(crate) fn request(
+        &self,
+        owner: &Principal,
+        op: &str,
+        args: &Value,
+    ) -> Result<Value, CallFailure> {
         let key = match args.get("key").and_then(Value::as_str) {
             Some(k) if !k.is_empty() && k.len() <= MAX_KEY_BYTES => k,
             _ => {

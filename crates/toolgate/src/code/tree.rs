@@ -13,17 +13,17 @@ use toolgate_core::catalog::ToolRecord;
 use toolgate_sandbox::protocol::{CallFailure, ToolEntry};
 
 /// The extension of a tool's file.
-pub const EXT: &str = ".d.ts";
+pub(crate) const EXT: &str = ".d.ts";
 
 /// server -> tool name -> (entry, record), in name order.
 #[derive(Default)]
-pub struct ToolTree {
+pub(crate) struct ToolTree {
     servers: BTreeMap<String, BTreeMap<String, (ToolEntry, Arc<ToolRecord>)>>,
 }
 
 impl ToolTree {
     /// The tree of `tools` (each with its run entry) that `shows` lets through.
-    pub fn new<'a>(
+    pub(crate) fn new<'a>(
         tools: impl IntoIterator<Item = (&'a ToolEntry, &'a Arc<ToolRecord>)>,
         shows: impl Fn(&ToolRecord) -> bool,
     ) -> Self {
@@ -40,7 +40,7 @@ impl ToolTree {
     }
 
     /// Answers `fs.readdir` or `fs.readFile` on a `./servers` path; the tree is read-only.
-    pub fn request(&self, op: &str, path: &Checked) -> Result<Value, CallFailure> {
+    pub(crate) fn request(&self, op: &str, path: &Checked) -> Result<Value, CallFailure> {
         let shown = format!("./servers/{}", path.rel());
         let missing = || {
             fail(

@@ -21,7 +21,7 @@ const MAX_CHARS: usize = 6_000;
 const MAX_ENUM: usize = 40;
 
 /// Declarations for these tools, grouped by server as `declare namespace tools.<server>`.
-pub fn declare(tools: &[(ToolEntry, &ToolRecord)]) -> String {
+pub(crate) fn declare(tools: &[(ToolEntry, &ToolRecord)]) -> String {
     let mut by_server: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (entry, record) in tools {
         by_server
@@ -45,7 +45,7 @@ pub fn declare(tools: &[(ToolEntry, &ToolRecord)]) -> String {
 }
 
 /// The declaration of one catalog tool, named as a run over `catalog` would name it.
-pub fn declare_tool(catalog: &toolgate_core::catalog::Catalog, tool: &ToolRecord) -> String {
+pub(crate) fn declare_tool(catalog: &toolgate_core::catalog::Catalog, tool: &ToolRecord) -> String {
     let (entries, _) = super::tools_for(catalog);
     match entries
         .iter()
@@ -57,7 +57,7 @@ pub fn declare_tool(catalog: &toolgate_core::catalog::Catalog, tool: &ToolRecord
 }
 
 /// Just the input type, `type <Name>Args = ...` (where only the schema is at hand).
-pub fn input_type(name: &str, schema: &Value) -> String {
+pub(crate) fn input_type(name: &str, schema: &Value) -> String {
     let prefix = pascal(&super::names::ident(name));
     let root = ts_root(schema);
     let mut ts = Ts::new(prefix.clone());
@@ -72,7 +72,7 @@ pub fn input_type(name: &str, schema: &Value) -> String {
 
 /// One tool: its named types, then `function <tool>(args: Input): Promise<Output>` with
 /// the description as a doc comment.
-pub fn declare_one(entry: &ToolEntry, record: &ToolRecord) -> String {
+pub(crate) fn declare_one(entry: &ToolEntry, record: &ToolRecord) -> String {
     let prefix = pascal(&entry.tool_ident);
     let root = ts_root(record.input_schema());
     let mut ts = Ts::new(prefix.clone());

@@ -22,7 +22,7 @@ use toolgate_sandbox::protocol::{
 
 /// A tool call a program made.
 #[derive(Debug, Clone)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     pub server: String,
     pub tool: String,
     pub arguments: Value,
@@ -31,7 +31,7 @@ pub struct ToolCall {
 /// One call as the model sees it afterwards: `ok` is `None` for a call still running when
 /// the run ended (it may or may not have happened upstream).
 #[derive(Debug, Clone, PartialEq)]
-pub struct CallRecord {
+pub(crate) struct CallRecord {
     pub server: String,
     pub tool: String,
     pub ok: Option<bool>,
@@ -40,7 +40,7 @@ pub struct CallRecord {
 
 /// How a run ended, from the gateway's side.
 #[derive(Debug, Clone)]
-pub struct RunReport {
+pub(crate) struct RunReport {
     /// `ok`, `error`, `timeout` or `crashed`.
     pub status: String,
     pub result: Value,
@@ -58,18 +58,18 @@ pub struct RunReport {
 }
 
 /// The largest returned value a worker sends (what the model sees is cut far below).
-pub const MAX_RESULT_BYTES: usize = 1 << 20;
+pub(crate) const MAX_RESULT_BYTES: usize = 1 << 20;
 
 /// The longest line accepted from a worker under `cfg`: a tool call's arguments or the
 /// returned value, plus the console output, plus room for the envelope.
-pub fn line_limit(cfg: &crate::config::code::CodeConfig) -> usize {
+pub(crate) fn line_limit(cfg: &crate::config::code::CodeConfig) -> usize {
     cfg.max_tool_result_bytes.max(MAX_RESULT_BYTES) + cfg.output_bytes + (64 << 10)
 }
 
 /// Why there is no worker for a run: it could not be started, or did not come up. The
 /// message becomes the run's `SandboxError`; a pool retries starting one with backoff.
 #[derive(Debug, thiserror::Error)]
-pub enum WorkerError {
+pub(crate) enum WorkerError {
     /// Code mode has no worker command configured.
     #[error("this gateway has no sandbox worker command")]
     NoCommand,
@@ -110,7 +110,11 @@ pub enum WorkerError {
 impl WorkerError {
     /// Whether starting another worker may succeed with nothing changed: this one broke
     /// or was slow. A missing or unstartable command waits for the operator.
-    pub fn retryable(&self) -> bool {
+    #[expect(
+        dead_code,
+        reason = "the kind a caller or metric reads (as StoreFault::retryable); none reads it yet"
+    )]
+    pub(crate) fn retryable(&self) -> bool {
         !matches!(
             self,
             Self::NoCommand | Self::EmptyCommand | Self::Spawn { .. }
@@ -120,7 +124,7 @@ impl WorkerError {
 
 /// A worker's line that is not a message of the protocol.
 #[derive(Debug, thiserror::Error)]
-pub enum ProtocolError {
+pub(crate) enum ProtocolError {
     /// Longer than the line limit.
     #[error("a message is longer than {max} bytes")]
     TooLong {
@@ -133,7 +137,7 @@ pub enum ProtocolError {
 }
 
 /// A started worker process and its pipes, for exactly one run.
-pub struct Worker {
+pub(crate) struct Worker {
     child: Child,
     stdin: ChildStdin,
     /// What the worker writes, parsed line by line (a reader task feeds it).
@@ -143,7 +147,7 @@ pub struct Worker {
 impl Worker {
     /// Starts `command` with an empty environment in `/`. `exited` is notified when the
     /// worker's stdout closes (it exited or was killed), so a pool can replace it.
-    pub fn spawn(
+    pub(crate) fn spawn(
         command: &[String],
         max_line_bytes: usize,
         exited: Option<std::sync::Arc<Notify>>,
@@ -185,7 +189,7 @@ impl Worker {
     }
 
     /// Waits (at most `limit`) for the worker to say it is ready for its run.
-    pub async fn ready(&mut self, limit: Duration) -> Result<(), WorkerError> {
+    pub(crate) async fn ready(&mut self, limit: Duration) -> Result<(), WorkerError> {
         match tokio::time::timeout(limit, self.messages.recv()).await {
             Ok(Some(Ok(ToGateway::Ready))) => Ok(()),
             Ok(Some(Ok(other))) => Err(WorkerError::SpokeEarly(Box::new(other))),
@@ -201,23 +205,23 @@ impl Worker {
     }
 
     /// Still running and still able to take a run.
-    pub fn alive(&mut self) -> bool {
+    pub(crate) fn alive(&mut self) -> bool {
         !self.messages.is_closed() && matches!(self.child.try_wait(), Ok(None))
     }
 
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.id()
     }
 
     /// Kills the process and waits (bounded) until it is gone.
-    pub async fn kill(mut self) {
+    pub(crate) async fn kill(mut self) {
         let _ = self.child.start_kill();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
     }
 }
 
 /// Process-level settings of a run.
-pub struct WorkerSettings {
+pub(crate) struct WorkerSettings {
     /// The deadline plus the grace period: when the process is killed.
     pub kill_after: Duration,
     pub max_calls: u32,
@@ -228,7 +232,7 @@ pub struct WorkerSettings {
 
 /// Runs `run` in `worker` (or reports why there is none); `handle` answers each tool call.
 /// The worker is used up: killed if it has not exited by the end.
-pub async fn run<F, Fut>(
+pub(crate) async fn run<F, Fut>(
     settings: &WorkerSettings,
     worker: Result<Worker, WorkerError>,
     run: &Run,

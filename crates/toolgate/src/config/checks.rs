@@ -5,7 +5,7 @@
 //! judged once they connect: `Gateway::config_warnings`.
 
 use super::Config;
-use anyhow::{bail, Result};
+use super::{invalid, Result};
 use std::collections::BTreeMap;
 
 impl Config {
@@ -20,13 +20,13 @@ impl Config {
             for (tool, name) in renames {
                 let key = format!("upstreams.{}.rename.{tool:?}", up.name);
                 if !toolgate_core::catalog::names::is_valid(name) {
-                    bail!(
+                    invalid!(
                         "{file}: {key} = {name:?} is not a valid tool name: use 1 to 64 letters, \
                          digits, '_' or '-' (what model APIs accept)"
                     );
                 }
                 if let Some(other) = wanted.insert(name, key.clone()) {
-                    bail!(
+                    invalid!(
                         "{file}: {other} and {key} both ask for the name {name:?}: give each tool its own name"
                     );
                 }
@@ -52,7 +52,7 @@ impl Config {
                         format!("upstreams.{n}.prefix = {:?}", u.prefix)
                     }
                 };
-                bail!(
+                invalid!(
                     "{file}: {} and {} give their tools the same name prefix: set a different \
                      `prefix` on one of them",
                     shown(other),

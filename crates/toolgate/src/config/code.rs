@@ -26,8 +26,8 @@
 
 use super::code_flows::{FlowRule, RawFlow};
 use super::code_workspace::RawWorkspace;
-pub use super::code_workspace::WorkspaceConfig;
-use anyhow::{bail, Result};
+pub(crate) use super::code_workspace::WorkspaceConfig;
+use super::{invalid, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -123,11 +123,11 @@ impl Default for CodeConfig {
 
 /// Address space a worker needs besides the heap: the mapped binary and libraries, the
 /// main stack and the allocator's arenas (measured: the worker runs in under 64 MiB).
-pub const ADDRESS_SPACE_OVERHEAD_MIB: u64 = 192;
+pub(crate) const ADDRESS_SPACE_OVERHEAD_MIB: u64 = 192;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawCode {
+pub(crate) struct RawCode {
     #[serde(default)]
     pub enabled: bool,
     pub worker: Option<Vec<String>>,
@@ -164,11 +164,11 @@ pub struct RawCode {
 
 impl RawCode {
     /// `servers`: the configured upstreams (flow rules name them).
-    pub fn validate(self, file: &Path, servers: &[&str]) -> Result<CodeConfig> {
+    pub(crate) fn validate(self, file: &Path, servers: &[&str]) -> Result<CodeConfig> {
         let d = CodeConfig::default();
         let within = |key: &str, v: u64, lo: u64, hi: u64| -> Result<u64> {
             if !(lo..=hi).contains(&v) {
-                bail!("{}: code.{key} = {v}: use {lo} to {hi}", file.display());
+                invalid!("{}: code.{key} = {v}: use {lo} to {hi}", file.display());
             }
             Ok(v)
         };
@@ -182,7 +182,7 @@ impl RawCode {
         )?;
         if let Some(w) = &self.worker {
             if w.first().is_none_or(|c| c.trim().is_empty()) {
-                bail!(
+                invalid!(
                     "{}: code.worker is empty: give the command and its arguments",
                     file.display()
                 );
@@ -190,14 +190,14 @@ impl RawCode {
         }
         for t in &self.allow_destructive {
             if !t.contains('/') {
-                bail!(
+                invalid!(
                     "{}: code.allow_destructive entry {t:?}: write \"server/tool\"",
                     file.display()
                 );
             }
         }
         let runs_per_key = match (self.max_runs_per_key, self.max_runs_per_session) {
-            (Some(_), Some(_)) => bail!(
+            (Some(_), Some(_)) => invalid!(
                 "{}: code.max_runs_per_session is the old name of code.max_runs_per_key: keep only max_runs_per_key",
                 file.display()
             ),
@@ -215,7 +215,7 @@ impl RawCode {
             .as_ref()
             .is_some_and(|d| d.as_os_str().is_empty())
         {
-            bail!(
+            invalid!(
                 "{}: code.skills_dir is empty: name a folder (relative to this file), or remove the key",
                 file.display()
             );
@@ -298,7 +298,7 @@ mod tests {
     use std::path::Path;
     use std::time::Duration;
 
-    fn parse(s: &str) -> anyhow::Result<Config> {
+    fn parse(s: &str) -> crate::config::Result<Config> {
         Config::from_toml_str(s, Path::new("toolgate.toml"))
     }
 

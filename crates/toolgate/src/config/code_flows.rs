@@ -12,13 +12,13 @@
 //!
 //! With both `classes` and `from`, a token must match both; at least one is required.
 
-use anyhow::{bail, Result};
+use super::{invalid, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The PII classes a rule may name, as tokens spell them (`[[EMAIL:...]]`).
-pub const PII_CLASSES: [&str; 5] = ["EMAIL", "PHONE", "IBAN", "CARD", "FIELD"];
+pub(crate) const PII_CLASSES: [&str; 5] = ["EMAIL", "PHONE", "IBAN", "CARD", "FIELD"];
 
 /// One validated rule.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +42,7 @@ impl FlowRule {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawFlow {
+pub(crate) struct RawFlow {
     #[serde(default)]
     pub classes: Vec<String>,
     #[serde(default)]
@@ -51,7 +51,7 @@ pub struct RawFlow {
 }
 
 /// Validates every rule; `servers` are the configured upstreams' names.
-pub fn validate(
+pub(crate) fn validate(
     raw: BTreeMap<String, RawFlow>,
     file: &Path,
     pii: bool,
@@ -59,27 +59,27 @@ pub fn validate(
 ) -> Result<Vec<FlowRule>> {
     let f = file.display();
     if !raw.is_empty() && !pii {
-        bail!("{f}: code.flows needs code.pii = true: flow rules apply to PII tokens, which only exist with pii on");
+        invalid!("{f}: code.flows needs code.pii = true: flow rules apply to PII tokens, which only exist with pii on");
     }
     let mut rules = Vec::new();
     for (name, r) in raw {
         let Some(to) = r.to else {
-            bail!("{f}: code.flows.{name}.to is missing: list the servers that may receive these values (or [] for none)");
+            invalid!("{f}: code.flows.{name}.to is missing: list the servers that may receive these values (or [] for none)");
         };
         if r.classes.is_empty() && r.from.is_empty() {
-            bail!("{f}: code.flows.{name}: set classes (PII classes), from (servers), or both, to say which tokens the rule covers");
+            invalid!("{f}: code.flows.{name}: set classes (PII classes), from (servers), or both, to say which tokens the rule covers");
         }
         let mut classes = Vec::new();
         for c in &r.classes {
             let up = c.to_ascii_uppercase();
             if !PII_CLASSES.contains(&up.as_str()) {
-                bail!("{f}: code.flows.{name}.classes: {c:?} is not a PII class: use email, phone, iban, card or field");
+                invalid!("{f}: code.flows.{name}.classes: {c:?} is not a PII class: use email, phone, iban, card or field");
             }
             classes.push(up);
         }
         for (key, list) in [("from", &r.from), ("to", &to)] {
             if let Some(s) = list.iter().find(|s| !servers.contains(&s.as_str())) {
-                bail!("{f}: code.flows.{name}.{key}: {s:?} is not an upstream: name one of [upstreams]");
+                invalid!("{f}: code.flows.{name}.{key}: {s:?} is not an upstream: name one of [upstreams]");
             }
         }
         rules.push(FlowRule {
@@ -99,7 +99,7 @@ mod tests {
 
     const UPS: &str = "[upstreams.crm]\ncommand = \"x\"\n[upstreams.mail]\ncommand = \"x\"\n";
 
-    fn parse(s: &str) -> anyhow::Result<Config> {
+    fn parse(s: &str) -> crate::config::Result<Config> {
         Config::from_toml_str(&format!("{UPS}{s}"), Path::new("toolgate.toml"))
     }
 

@@ -10,7 +10,7 @@
 //! expiry_hours = 168           # a file not written for this long is forgotten (7 days)
 //! ```
 
-use anyhow::{bail, Result};
+use super::{invalid, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -43,7 +43,7 @@ impl Default for WorkspaceConfig {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawWorkspace {
+pub(crate) struct RawWorkspace {
     pub dir: Option<PathBuf>,
     pub max_files: Option<u64>,
     pub max_bytes: Option<u64>,
@@ -52,12 +52,16 @@ pub struct RawWorkspace {
 }
 
 impl RawWorkspace {
-    pub fn validate(self, file: &Path, max_tool_result_bytes: usize) -> Result<WorkspaceConfig> {
+    pub(crate) fn validate(
+        self,
+        file: &Path,
+        max_tool_result_bytes: usize,
+    ) -> Result<WorkspaceConfig> {
         let d = WorkspaceConfig::default();
         let within = |key: &str, v: Option<u64>, default: u64, lo: u64, hi: u64| -> Result<u64> {
             let v = v.unwrap_or(default);
             if !(lo..=hi).contains(&v) {
-                bail!(
+                invalid!(
                     "{}: code.workspace.{key} = {v}: use {lo} to {hi}",
                     file.display()
                 );
@@ -65,7 +69,7 @@ impl RawWorkspace {
             Ok(v)
         };
         if self.dir.as_ref().is_some_and(|d| d.as_os_str().is_empty()) {
-            bail!(
+            invalid!(
                 "{}: code.workspace.dir is empty: name a folder (relative to this file), or remove the key to keep files in memory",
                 file.display()
             );
@@ -79,7 +83,7 @@ impl RawWorkspace {
         )?;
         let max_bytes = within("max_bytes", self.max_bytes, d.max_bytes, 1, 1 << 40)?;
         if max_file_bytes > max_bytes {
-            bail!(
+            invalid!(
                 "{}: code.workspace.max_file_bytes ({max_file_bytes}) is larger than code.workspace.max_bytes ({max_bytes}): lower it or raise max_bytes",
                 file.display()
             );
@@ -107,7 +111,7 @@ mod tests {
     use crate::config::Config;
     use std::path::Path;
 
-    fn parse(s: &str) -> anyhow::Result<Config> {
+    fn parse(s: &str) -> crate::config::Result<Config> {
         Config::from_toml_str(s, Path::new("/etc/toolgate/toolgate.toml"))
     }
 

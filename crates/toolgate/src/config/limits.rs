@@ -16,7 +16,7 @@
 //! shutdown_grace_secs = 10       # SIGTERM: calls in flight may finish within this
 //! ```
 
-use anyhow::{bail, Result};
+use super::{invalid, Result};
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
@@ -77,7 +77,7 @@ impl Default for Limits {
 /// `[gateway.limits]` as written; every key optional.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawLimits {
+pub(crate) struct RawLimits {
     pub header_timeout_secs: Option<f64>,
     pub body_timeout_secs: Option<f64>,
     pub idle_timeout_secs: Option<f64>,
@@ -91,13 +91,13 @@ pub struct RawLimits {
 }
 
 impl RawLimits {
-    pub fn validate(self, file: &Path) -> Result<Limits> {
+    pub(crate) fn validate(self, file: &Path) -> Result<Limits> {
         let d = Limits::default();
         let secs = |key: &str, v: Option<f64>, default: Duration, max: f64| -> Result<Duration> {
             match v {
                 None => Ok(default),
                 Some(s) if s.is_finite() && s > 0.0 && s <= max => Ok(Duration::from_secs_f64(s)),
-                Some(s) => bail!(
+                Some(s) => invalid!(
                     "{}: gateway.limits.{key} = {s}: use a number of seconds above 0 and at most {max} (default {})",
                     file.display(),
                     default.as_secs_f64()
@@ -108,7 +108,7 @@ impl RawLimits {
             match v {
                 None => Ok(default),
                 Some(n) if (1..=max).contains(&n) => Ok(n as usize),
-                Some(n) => bail!(
+                Some(n) => invalid!(
                     "{}: gateway.limits.{key} = {n}: use a number from 1 to {max} (default {default})",
                     file.display()
                 ),
@@ -178,7 +178,7 @@ impl RawLimits {
                 limits.max_connections_per_client =
                     limits.max_connections_per_client.min(limits.max_connections)
             }
-            Some(_) if limits.max_connections_per_client > limits.max_connections => bail!(
+            Some(_) if limits.max_connections_per_client > limits.max_connections => invalid!(
                 "{}: gateway.limits.max_connections_per_client = {} is above max_connections = {}: lower it or raise max_connections",
                 file.display(),
                 limits.max_connections_per_client,
@@ -187,7 +187,7 @@ impl RawLimits {
             Some(_) => {}
         }
         if limits.max_sessions_per_principal > limits.max_sessions {
-            bail!(
+            invalid!(
                 "{}: gateway.limits.max_sessions_per_principal = {} is above max_sessions = {}: lower it or raise max_sessions",
                 file.display(),
                 limits.max_sessions_per_principal,
@@ -203,7 +203,8 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Limits> {
-        let raw: RawLimits = toml::from_str(text)?;
+        let raw: RawLimits = toml::from_str(text)
+            .map_err(|e| crate::config::ConfigError::from_reader(e.to_string()))?;
         raw.validate(Path::new("t.toml"))
     }
 

@@ -4,8 +4,8 @@
 //! Each entry is `{command, args, env, cwd}` or `{url, type, headers}`; `type` may be
 //! `stdio`, `http`, `streamable-http` or `sse` (the legacy HTTP+SSE transport).
 
+use super::{invalid, ConfigError, Result};
 use super::{upstream::RawUpstream, Config, GatewayConfig};
-use anyhow::{anyhow, bail, Result};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -93,7 +93,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config> {
 }
 
 /// `parse` as if run in `folder`.
-pub fn parse_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Config> {
+pub(crate) fn parse_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Config> {
     let Imported { servers, warnings } = read_in(text, file, folder)?;
     let mut upstreams = BTreeMap::new();
     for (key, name, raw) in servers {
@@ -125,11 +125,12 @@ pub struct Imported {
     pub warnings: Vec<String>,
 }
 
-/// [`parse_in`]'s reading, without the validation.
+/// `parse_in`'s reading, without the validation.
 pub fn read_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Imported> {
     let f = file.display();
-    let parsed: File = serde_json::from_str(text)
-        .map_err(|e| anyhow!("{f}: {}", super::human_serde(&e.to_string())))?;
+    let parsed: File = serde_json::from_str(text).map_err(|e| {
+        ConfigError::from_reader(format!("{f}: {}", super::human_serde(&e.to_string())))
+    })?;
     let mut warnings = Vec::new();
     let mut entries: Vec<(String, String, serde_json::Value)> = Vec::new();
     let top = match (parsed.mcp_servers, parsed.servers) {
@@ -173,7 +174,7 @@ pub fn read_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Importe
         ));
     }
     if entries.is_empty() && elsewhere == 0 {
-        bail!(
+        invalid!(
             "{f}: no \"mcpServers\" (or VS Code \"servers\") object found: is this an MCP client configuration file?"
         );
     }
@@ -192,10 +193,14 @@ pub fn read_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Importe
                 ));
             }
         }
-        let s: McpServer = serde_json::from_value(value)
-            .map_err(|e| anyhow!("{f}: {key}: {}", super::human_serde(&e.to_string())))?;
+        let s: McpServer = serde_json::from_value(value).map_err(|e| {
+            ConfigError::from_reader(format!(
+                "{f}: {key}: {}",
+                super::human_serde(&e.to_string())
+            ))
+        })?;
         if s.env_file.is_some() {
-            bail!("{f}: {key}.envFile is not supported: put the variables in \"env\" as \"${{VAR}}\" references");
+            invalid!("{f}: {key}.envFile is not supported: put the variables in \"env\" as \"${{VAR}}\" references");
         }
         let transport = match s.kind.as_deref() {
             None => None,
@@ -205,7 +210,7 @@ pub fn read_in(text: &str, file: &Path, folder: Option<&Path>) -> Result<Importe
             }
             Some("sse") => Some("sse"),
             Some(other) => {
-                bail!("{f}: {key}.type {other:?}: use \"stdio\", \"http\" or \"sse\"")
+                invalid!("{f}: {key}.type {other:?}: use \"stdio\", \"http\" or \"sse\"")
             }
         };
         let raw = RawUpstream {

@@ -6,28 +6,30 @@
 //! Every error names the file, the key and what to do about it.
 
 mod checks;
-pub mod code;
-pub mod code_flows;
-pub mod code_workspace;
-pub mod limits;
+pub(crate) mod code;
+pub(crate) mod code_flows;
+pub(crate) mod code_workspace;
+pub(crate) mod limits;
 pub mod mcp_json;
-pub mod raw;
+pub(crate) mod raw;
 #[cfg(test)]
 mod raw_tests;
-pub mod store;
+pub(crate) mod store;
 pub mod telemetry;
-pub mod upstream;
+pub(crate) mod upstream;
 
-use anyhow::{bail, Context, Result};
+pub use crate::config_error::ConfigError;
+pub(crate) use crate::config_error::{invalid, Result};
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use toolgate_route::shape::{LocalOptions, Profile, SlimOptions, SurfaceOptions};
+use toolgate_route::shape::{LocalOptions, ShapeProfile, SlimOptions, SurfaceOptions};
 
 /// The HTTP address `toolgate serve` listens on when none is configured.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8377";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8377";
 /// The configuration file read when `--config` is not given (if it exists).
 pub const DEFAULT_CONFIG_FILE: &str = "toolgate.toml";
 
@@ -72,7 +74,9 @@ impl std::str::FromStr for Mode {
 pub struct Config {
     /// Where the configuration came from (for messages); `None` for the embedded demo.
     pub source: Option<PathBuf>,
+    /// `[gateway]`: where and how the gateway serves.
     pub gateway: GatewayConfig,
+    /// `[guided]`: route, execute and continue.
     pub guided: GuidedConfig,
     /// What direct mode (and route's `full` detail) shows of each tool.
     pub direct: DirectConfig,
@@ -173,7 +177,7 @@ impl Default for GuidedConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DirectConfig {
     /// raw (as the upstreams sent it), slim, or local (slim plus the grammar-safe rewrite).
-    pub profile: Profile,
+    pub profile: ShapeProfile,
     /// `[direct.slim]`; also used by `local`, and its per-tool `name`s rename tools everywhere.
     pub slim: SlimOptions,
     /// `[direct.local]`.
@@ -184,12 +188,12 @@ pub struct DirectConfig {
 }
 
 /// `direct.max_result_tokens` unless configured.
-pub const DIRECT_MAX_RESULT_TOKENS: usize = 25_000;
+pub(crate) const DIRECT_MAX_RESULT_TOKENS: usize = 25_000;
 
 impl Default for DirectConfig {
     fn default() -> Self {
         Self {
-            profile: Profile::default(),
+            profile: ShapeProfile::default(),
             slim: SlimOptions::default(),
             local: LocalOptions::default(),
             max_result_tokens: DIRECT_MAX_RESULT_TOKENS,
@@ -213,7 +217,9 @@ impl DirectConfig {
 pub enum Transport {
     /// A child process speaking MCP over stdin/stdout.
     Stdio {
+        /// The program to start (after `${VAR}` substitution).
         command: String,
+        /// Its arguments.
         args: Vec<String>,
         /// Set for the child on top of its minimal environment.
         env: BTreeMap<String, String>,
@@ -221,13 +227,16 @@ pub enum Transport {
         /// ones (`upstream::environment::BASE`); nothing else of the gateway's
         /// environment reaches it.
         inherit_env: Vec<String>,
+        /// Its working directory (default: the gateway's).
         cwd: Option<PathBuf>,
     },
     /// An HTTP endpoint: Streamable HTTP, or the legacy HTTP+SSE transport.
     Http {
+        /// The endpoint's URL.
         url: String,
         /// `upstreams.NAME.transport`: which HTTP transport the server speaks.
         style: HttpStyle,
+        /// Headers sent with every request (e.g. `Authorization`).
         headers: BTreeMap<String, String>,
         /// `[upstreams.NAME.oauth]`: the gateway's own token for this server.
         oauth: Option<upstream::UpstreamOAuth>,
@@ -253,7 +262,9 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// One upstream server.
 #[derive(Debug, Clone)]
 pub struct UpstreamConfig {
+    /// The name it is configured under (`[upstreams.NAME]`), the prefix of its tools' exposed names.
     pub name: String,
+    /// How to reach it.
     pub transport: Transport,
     /// A disabled upstream is kept in the configuration but never started.
     pub enabled: bool,
@@ -305,19 +316,23 @@ impl Config {
 
     /// Reads a toolgate TOML file.
     pub fn from_toml_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read configuration file {}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::read(
+                format!("cannot read configuration file {}", path.display()),
+                e,
+            )
+        })?;
         Self::from_toml_str(&text, path)
     }
 
     /// Parses toolgate TOML; `path` is used in messages only.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<Self> {
         let raw: raw::RawConfig = toml::from_str(text).map_err(|e| {
-            anyhow::anyhow!(
+            ConfigError::from_reader(format!(
                 "{}: {}",
                 path.display(),
                 human_serde(e.to_string().trim_end()).replace('\n', "\n  ")
-            )
+            ))
         })?;
         let config = raw.validate(path)?;
         config.check_names()?;
@@ -327,7 +342,7 @@ impl Config {
     /// Reads an `mcpServers` JSON file (Claude Desktop, Claude Code `.mcp.json`, Cursor, VS Code).
     pub fn from_mcp_json_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+            .map_err(|e| ConfigError::read(format!("cannot read {}", path.display()), e))?;
         mcp_json::parse(&text, path)
     }
 
@@ -337,12 +352,12 @@ impl Config {
         let other_name = other.source_name();
         for (name, up) in other.upstreams {
             if self.code.skills_dir.is_some() && name == crate::skills::SKILLS_SERVER {
-                bail!(
+                invalid!(
                     "upstream {name:?} in {other_name}: that name is reserved for skills while code.skills_dir is set: rename it"
                 );
             }
             if self.upstreams.contains_key(&name) {
-                bail!(
+                invalid!(
                     "upstream {name:?} is defined in {} and in {}: rename one of them",
                     self.source_name(),
                     other
@@ -357,6 +372,7 @@ impl Config {
         self.check_names()
     }
 
+    /// The configuration's file for messages, or "the built-in demo".
     pub fn source_name(&self) -> String {
         self.source
             .as_deref()
@@ -402,7 +418,7 @@ impl Default for GatewayConfig {
 
 /// `path` from a configuration key, relative to the configuration file's folder (absolute
 /// paths as they are), so the gateway finds it from any working directory.
-pub fn relative_to_config(file: &Path, path: &Path) -> PathBuf {
+pub(crate) fn relative_to_config(file: &Path, path: &Path) -> PathBuf {
     match file.parent() {
         Some(base) if path.is_relative() => base.join(path),
         _ => path.to_path_buf(),
@@ -414,7 +430,7 @@ pub use toolgate_core::ids::is_simple_name;
 /// An upstream name is a config key, a log field and a name prefix: keep it simple.
 pub(crate) fn check_upstream_name(name: &str, file: &Path) -> Result<()> {
     if !is_simple_name(name) {
-        bail!(
+        invalid!(
             "{}: upstream name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.'",
             file.display()
         );

@@ -24,19 +24,19 @@
 //! description_max = 300
 //! ```
 
+use super::{invalid, ConfigError, Result};
 use super::{Config, DirectConfig, GatewayConfig, GuidedConfig, Mode};
-use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use toolgate_route::shape::{LocalOptions, Profile, SlimOptions};
+use toolgate_route::shape::{LocalOptions, ShapeProfile, SlimOptions};
 use toolgate_route::RouteExamples;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawConfig {
+pub(crate) struct RawConfig {
     #[serde(default)]
     pub gateway: RawGateway,
     #[serde(default)]
@@ -64,8 +64,8 @@ pub struct RawConfig {
 /// `[direct]`: the profile and its options (unknown keys refused at every level).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawDirect {
-    pub profile: Option<Profile>,
+pub(crate) struct RawDirect {
+    pub profile: Option<ShapeProfile>,
     pub slim: Option<SlimOptions>,
     pub local: Option<LocalOptions>,
     /// A direct call's result past this many tokens is cut (default 25,000).
@@ -78,7 +78,7 @@ impl RawDirect {
         let local = self.local.unwrap_or_default();
         let f = file.display();
         if !(0.0..=1.0).contains(&slim.boilerplate_min_share) {
-            bail!(
+            invalid!(
                 "{f}: direct.slim.boilerplate_min_share = {}: use a number from 0 to 1",
                 slim.boilerplate_min_share
             );
@@ -88,18 +88,18 @@ impl RawDirect {
             (slim.property_description_max, "property_description_max"),
         ] {
             if key < 20 {
-                bail!("{f}: direct.slim.{what} = {key}: use at least 20 characters");
+                invalid!("{f}: direct.slim.{what} = {key}: use at least 20 characters");
             }
         }
         for (key, o) in &slim.tools {
             if let Some(name) = &o.name {
                 if !toolgate_core::catalog::names::is_valid(name) {
-                    bail!("{f}: direct.slim.tools.{key:?}.name = {name:?}: use 1 to 64 letters, digits, '_' or '-'");
+                    invalid!("{f}: direct.slim.tools.{key:?}.name = {name:?}: use 1 to 64 letters, digits, '_' or '-'");
                 }
             }
         }
         if local.max_union < 2 {
-            bail!(
+            invalid!(
                 "{f}: direct.local.max_union = {}: use at least 2",
                 local.max_union
             );
@@ -108,7 +108,9 @@ impl RawDirect {
             .max_result_tokens
             .unwrap_or(super::DIRECT_MAX_RESULT_TOKENS);
         if max_result_tokens < 200 {
-            bail!("{f}: direct.max_result_tokens = {max_result_tokens}: use at least 200 tokens");
+            invalid!(
+                "{f}: direct.max_result_tokens = {max_result_tokens}: use at least 200 tokens"
+            );
         }
         Ok(DirectConfig {
             profile: self.profile.unwrap_or_default(),
@@ -124,7 +126,7 @@ impl RawDirect {
 fn model_dir(file: &Path, dir: &Path) -> Result<PathBuf> {
     let full = super::relative_to_config(file, dir);
     if !cfg!(feature = "embed") {
-        bail!(
+        invalid!(
             "{}: guided.route_model is set, but this toolgate was built without the `embed` \
              feature: build it with `cargo build --release -p toolgate-cli --features embed`, \
              or remove the key",
@@ -133,7 +135,7 @@ fn model_dir(file: &Path, dir: &Path) -> Result<PathBuf> {
     }
     for name in ["config.json", "tokenizer.json", "model.safetensors"] {
         if !full.join(name).is_file() {
-            bail!(
+            invalid!(
                 "{}: guided.route_model = {:?}: {} is missing; fetch the model with \
                  scripts/fetch-embed-model.sh DIR and give the folder it prints",
                 file.display(),
@@ -148,12 +150,15 @@ fn model_dir(file: &Path, dir: &Path) -> Result<PathBuf> {
 /// `guided.route_examples`: a labelled query file, relative to the config file's folder.
 fn load_examples(file: &Path, path: &Path) -> Result<RouteExamples> {
     let full = super::relative_to_config(file, path);
-    let queries = toolgate_core::catalog::load_queries_file(&full).with_context(|| {
-        format!(
-            "{}: guided.route_examples = {:?}: give a file of JSON lines \
-             {{\"query\": \"...\", \"expected\": [\"server/tool\"]}} (relative to the config file)",
-            file.display(),
-            path.display()
+    let queries = toolgate_core::catalog::load_queries_file(&full).map_err(|e| {
+        ConfigError::read(
+            format!(
+                "{}: guided.route_examples = {:?}: give a file of JSON lines \
+                 {{\"query\": \"...\", \"expected\": [\"server/tool\"]}} (relative to the config file)",
+                file.display(),
+                path.display()
+            ),
+            e,
         )
     })?;
     Ok(RouteExamples::from_queries(&queries))
@@ -161,7 +166,7 @@ fn load_examples(file: &Path, path: &Path) -> Result<RouteExamples> {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawGuided {
+pub(crate) struct RawGuided {
     pub budget_tokens: Option<usize>,
     #[serde(default)]
     pub tool_budgets: HashMap<String, usize>,
@@ -183,7 +188,7 @@ pub struct RawGuided {
 /// `[guided.learning]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawLearning {
+pub(crate) struct RawLearning {
     pub mode: Option<toolgate_route::LearningMode>,
     pub min_agreement: Option<usize>,
     pub max_per_tool: Option<usize>,
@@ -195,7 +200,7 @@ impl RawLearning {
     fn validate(self, file: &Path) -> Result<toolgate_route::LearningSettings> {
         let d = toolgate_route::LearningSettings::default();
         let positive = |v: Option<usize>, default: usize, key: &str| match v {
-            Some(0) => bail!(
+            Some(0) => invalid!(
                 "{}: guided.learning.{key} = 0: use at least 1",
                 file.display()
             ),
@@ -203,7 +208,7 @@ impl RawLearning {
             None => Ok(default),
         };
         let expiry_ms = match self.expiry_days {
-            Some(days) if !(days > 0.0 && days <= 3650.0) => bail!(
+            Some(days) if !(days > 0.0 && days <= 3650.0) => invalid!(
                 "{}: guided.learning.expiry_days = {days}: use a number of days above 0 and at most 3650",
                 file.display()
             ),
@@ -229,19 +234,19 @@ impl RawGuided {
         let d = GuidedConfig::default();
         let budget = self.budget_tokens.unwrap_or(d.budget_tokens);
         if budget < 200 {
-            bail!(
+            invalid!(
                 "{}: guided.budget_tokens = {budget}: use at least 200",
                 file.display()
             );
         }
         for (k, v) in &self.tool_budgets {
             if !k.contains('/') || *v < 200 {
-                bail!("{}: guided.tool_budgets.{k:?} = {v}: keys are \"server/tool\", values at least 200", file.display());
+                invalid!("{}: guided.tool_budgets.{k:?} = {v}: keys are \"server/tool\", values at least 200", file.display());
             }
         }
         for p in &self.pinned {
             if !p.contains('/') {
-                bail!(
+                invalid!(
                     "{}: guided.pinned entry {p:?}: write \"server/tool\"",
                     file.display()
                 );
@@ -260,13 +265,13 @@ impl RawGuided {
         };
         let threshold = self.route_threshold.unwrap_or(default_threshold);
         if !(0.0..=1.0).contains(&threshold) {
-            bail!(
+            invalid!(
                 "{}: guided.route_threshold = {threshold}: use a number from 0 to 1",
                 file.display()
             );
         }
         if let Some(b) = self.session_budget_tokens.filter(|b| *b < 1000) {
-            bail!(
+            invalid!(
                 "{}: guided.session_budget_tokens = {b}: use at least 1000 (tokens a session may be sent before its answers shrink), or leave it out for no budget",
                 file.display()
             );
@@ -298,7 +303,7 @@ impl RawGuided {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawGateway {
+pub(crate) struct RawGateway {
     pub listen: Option<String>,
     pub mode: Option<Mode>,
     pub auto_threshold_tokens: Option<usize>,
@@ -321,7 +326,7 @@ pub struct RawGateway {
 pub(super) fn secs(v: Option<f64>, default: f64, file: &Path, key: &str) -> Result<Duration> {
     let v = v.unwrap_or(default);
     if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
-        bail!(
+        invalid!(
             "{}: {key} = {v}: use a number of seconds above 0 and at most 86400",
             file.display()
         );
@@ -330,20 +335,20 @@ pub(super) fn secs(v: Option<f64>, default: f64, file: &Path, key: &str) -> Resu
 }
 
 impl RawConfig {
-    pub fn validate(self, file: &Path) -> Result<Config> {
+    pub(crate) fn validate(self, file: &Path) -> Result<Config> {
         let defaults = GatewayConfig::default();
         let g = self.gateway;
         let listen = match g.listen {
             Some(l) => l.parse().map_err(|_| {
-                anyhow::anyhow!(
+                ConfigError::Invalid(format!(
                     "{}: gateway.listen = {l:?} is not an address: write IP:PORT, e.g. \"127.0.0.1:8377\"",
                     file.display()
-                )
+                ))
             })?,
             None => defaults.listen,
         };
         if g.worker_threads == Some(0) {
-            bail!(
+            invalid!(
                 "{}: gateway.worker_threads = 0: write 1 or more, or leave it out (one fewer than the machine's cores, at least 1)",
                 file.display()
             );
@@ -373,7 +378,7 @@ impl RawConfig {
         let servers: Vec<&str> = upstreams.keys().map(String::as_str).collect();
         let code = self.code.validate(file, &servers)?;
         if code.skills_dir.is_some() && upstreams.contains_key(crate::skills::SKILLS_SERVER) {
-            bail!(
+            invalid!(
                 "{}: upstreams.{}: that name is reserved for skills while code.skills_dir is set: rename the upstream",
                 file.display(),
                 crate::skills::SKILLS_SERVER
@@ -385,7 +390,7 @@ impl RawConfig {
         }
         for p in &code.profiles {
             if !policy.profiles.contains_key(p) {
-                bail!(
+                invalid!(
                     "{}: code.profiles: {p:?} is not a profile: define [policy.profiles.{p}] or remove it from the list",
                     file.display()
                 );
@@ -393,7 +398,7 @@ impl RawConfig {
         }
         for k in &code.keys {
             if policy.key(k).is_none() {
-                bail!(
+                invalid!(
                     "{}: code.keys: {k:?} is not a key: define [policy.keys.{k}] or remove it from the list",
                     file.display()
                 );

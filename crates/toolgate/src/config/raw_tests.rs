@@ -3,7 +3,7 @@
 use super::*;
 use std::path::Path;
 use std::time::Duration;
-use toolgate_route::shape::{Profile, SlimOptions};
+use toolgate_route::shape::{ShapeProfile, SlimOptions};
 
 fn parse(s: &str) -> Result<Config> {
     Config::from_toml_str(s, Path::new("toolgate.toml"))
@@ -193,7 +193,7 @@ fn an_upstreams_transport_names_the_http_style_and_fits_its_kind() {
 #[test]
 fn direct_profile_and_options() {
     let c = parse("").unwrap();
-    assert_eq!(c.direct.profile, Profile::Raw);
+    assert_eq!(c.direct.profile, ShapeProfile::Raw);
     assert_eq!(c.direct.slim, SlimOptions::default());
     let c = parse(
         "[direct]\nprofile = \"local\"\n[direct.slim]\ndescription_max = 300\n\
@@ -201,7 +201,7 @@ fn direct_profile_and_options() {
          [direct.local]\nmax_bound = 16\n",
     )
     .unwrap();
-    assert_eq!(c.direct.profile, Profile::Local);
+    assert_eq!(c.direct.profile, ShapeProfile::Local);
     assert_eq!(c.direct.slim.description_max, 300);
     assert_eq!(c.direct.slim.property_description_max, 200, "defaults kept");
     assert_eq!(

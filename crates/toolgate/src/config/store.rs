@@ -14,7 +14,7 @@
 //!                                #   (<path>.key, 0600); redis refuses to start
 //! ```
 
-use anyhow::{bail, Result};
+use super::{invalid, Result};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
@@ -45,7 +45,7 @@ pub struct StoreConfig {
     pub key_env: String,
 }
 
-pub const DEFAULT_KEY_ENV: &str = "TOOLGATE_STORE_KEY";
+pub(crate) const DEFAULT_KEY_ENV: &str = "TOOLGATE_STORE_KEY";
 
 impl Default for StoreConfig {
     fn default() -> Self {
@@ -84,7 +84,7 @@ impl StoreConfig {
 /// `~/.local/state/toolgate/<state_folder>/state.redb`: each configuration its own
 /// database, so gateways of different configurations run side by side (one embedded
 /// store serves one process).
-pub fn default_path(source: Option<&Path>, listen: SocketAddr) -> Result<PathBuf> {
+pub(crate) fn default_path(source: Option<&Path>, listen: SocketAddr) -> Result<PathBuf> {
     Ok(state_home()?
         .join("toolgate")
         .join(state_folder(source, listen))
@@ -95,7 +95,7 @@ pub fn default_path(source: Option<&Path>, listen: SocketAddr) -> Result<PathBuf
 /// SHA-256 of its canonical path (`toolgate-3f2a9c1e`: readable, and the same from any
 /// working directory); with no file (the built-in demo), `demo-` and the listen address
 /// (`demo-127.0.0.1-8377`).
-pub fn state_folder(source: Option<&Path>, listen: SocketAddr) -> String {
+pub(crate) fn state_folder(source: Option<&Path>, listen: SocketAddr) -> String {
     let Some(file) = source else {
         let ip = listen.ip().to_string().replace(':', "_");
         return format!("demo-{ip}-{}", listen.port());
@@ -126,7 +126,7 @@ fn state_home() -> Result<PathBuf> {
         Some(dir) => PathBuf::from(dir),
         None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
             Some(home) => PathBuf::from(home).join(".local/state"),
-            None => bail!(
+            None => invalid!(
                 "no state folder for the store: neither XDG_STATE_HOME nor HOME is set; set [store] path, or backend = \"memory\""
             ),
         },
@@ -135,7 +135,7 @@ fn state_home() -> Result<PathBuf> {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawStore {
+pub(crate) struct RawStore {
     pub backend: Option<String>,
     pub path: Option<PathBuf>,
     pub url: Option<String>,
@@ -143,40 +143,40 @@ pub struct RawStore {
 }
 
 impl RawStore {
-    pub fn validate(self, file: &Path) -> Result<StoreConfig> {
+    pub(crate) fn validate(self, file: &Path) -> Result<StoreConfig> {
         let f = file.display();
         let backend = match self.backend.as_deref() {
             None => None,
             Some("memory") => Some(StoreBackend::Memory),
             Some("embedded") => Some(StoreBackend::Embedded),
             Some("redis") if cfg!(feature = "redis") => Some(StoreBackend::Redis),
-            Some("redis") => bail!(
+            Some("redis") => invalid!(
                 "{f}: store.backend = \"redis\": this toolgate was built without the `redis` feature; rebuild with it, or use \"embedded\""
             ),
-            Some(other) => bail!(
+            Some(other) => invalid!(
                 "{f}: store.backend = {other:?}: use \"memory\", \"embedded\" or \"redis\""
             ),
         };
         match (&self.url, backend) {
-            (None, Some(StoreBackend::Redis)) => bail!(
+            (None, Some(StoreBackend::Redis)) => invalid!(
                 "{f}: store.backend = \"redis\" needs store.url, e.g. url = \"redis://127.0.0.1:6379\""
             ),
-            (Some(_), b) if b != Some(StoreBackend::Redis) => bail!(
+            (Some(_), b) if b != Some(StoreBackend::Redis) => invalid!(
                 "{f}: store.url is only for backend = \"redis\": set that, or remove url"
             ),
-            (Some(u), _) if !(u.starts_with("redis://") || u.starts_with("valkey://") || u.starts_with("redis+unix://")) => bail!(
+            (Some(u), _) if !(u.starts_with("redis://") || u.starts_with("valkey://") || u.starts_with("redis+unix://")) => invalid!(
                 "{f}: store.url = {u:?}: write redis://HOST:PORT[/DB] (TLS is not built in)"
             ),
             _ => {}
         }
         if self.path.is_some() && backend == Some(StoreBackend::Redis) {
-            bail!("{f}: store.path is for backend = \"embedded\"; a redis store lives at store.url: remove path");
+            invalid!("{f}: store.path is for backend = \"embedded\"; a redis store lives at store.url: remove path");
         }
         if self.path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
-            bail!("{f}: store.path is empty: name the database file (relative to this file), or remove the key for the default");
+            invalid!("{f}: store.path is empty: name the database file (relative to this file), or remove the key for the default");
         }
         if self.path.is_some() && backend == Some(StoreBackend::Memory) {
-            bail!("{f}: store.path is set but store.backend = \"memory\" keeps nothing on disk: remove path, or use backend = \"embedded\"");
+            invalid!("{f}: store.path is set but store.backend = \"memory\" keeps nothing on disk: remove path, or use backend = \"embedded\"");
         }
         let key_env = self.key_env.unwrap_or_else(|| DEFAULT_KEY_ENV.into());
         if key_env.is_empty()
@@ -184,7 +184,7 @@ impl RawStore {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_')
         {
-            bail!("{f}: store.key_env = {key_env:?}: name an environment variable (letters, digits, _), e.g. \"TOOLGATE_STORE_KEY\"");
+            invalid!("{f}: store.key_env = {key_env:?}: name an environment variable (letters, digits, _), e.g. \"TOOLGATE_STORE_KEY\"");
         }
         Ok(StoreConfig {
             backend,
@@ -200,7 +200,8 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<StoreConfig> {
-        let raw: RawStore = toml::from_str(text)?;
+        let raw: RawStore = toml::from_str(text)
+            .map_err(|e| crate::config::ConfigError::from_reader(e.to_string()))?;
         raw.validate(Path::new("/etc/tg/toolgate.toml"))
     }
 

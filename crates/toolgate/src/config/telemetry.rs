@@ -12,20 +12,20 @@
 //! Export needs a build with `--features otel`; without it a configured `endpoint` is an
 //! error (and the variable alone a warning, as it may be meant for other processes).
 
-use anyhow::{bail, Result};
+use super::{invalid, Result};
 use serde::Deserialize;
 
 /// The variable naming the collector when `[telemetry] endpoint` is absent.
 pub const ENDPOINT_VAR: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 /// The variable naming the service when `[telemetry] service_name` is absent.
-pub const SERVICE_VAR: &str = "OTEL_SERVICE_NAME";
+pub(crate) const SERVICE_VAR: &str = "OTEL_SERVICE_NAME";
 
 /// `[telemetry]` as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawTelemetry {
-    pub endpoint: Option<String>,
-    pub service_name: Option<String>,
+pub(crate) struct RawTelemetry {
+    pub(crate) endpoint: Option<String>,
+    pub(crate) service_name: Option<String>,
 }
 
 /// `[telemetry]`, validated (the variables are read when the exporter starts).
@@ -33,7 +33,7 @@ pub struct RawTelemetry {
 pub struct TelemetryConfig {
     /// The OTLP/HTTP base URL from the file; `None`: [`ENDPOINT_VAR`] decides.
     pub endpoint: Option<String>,
-    /// `service.name`; `None`: [`SERVICE_VAR`], else `toolgate`.
+    /// `service.name`; `None`: `OTEL_SERVICE_NAME`, else `toolgate`.
     pub service_name: Option<String>,
 }
 
@@ -41,14 +41,14 @@ impl RawTelemetry {
     pub(super) fn validate(self) -> Result<TelemetryConfig> {
         if let Some(e) = &self.endpoint {
             if !(e.starts_with("http://") || e.starts_with("https://")) {
-                bail!("telemetry.endpoint {e:?} is not an OTLP/HTTP URL: write e.g. \"http://127.0.0.1:4318\"");
+                invalid!("telemetry.endpoint {e:?} is not an OTLP/HTTP URL: write e.g. \"http://127.0.0.1:4318\"");
             }
             if !cfg!(feature = "otel") {
-                bail!("telemetry.endpoint is set but this toolgate was built without span export: build it with `--features otel` (cargo install --path crates/toolgate-cli --features otel), or remove [telemetry]");
+                invalid!("telemetry.endpoint is set but this toolgate was built without span export: build it with `--features otel` (cargo install --path crates/toolgate-cli --features otel), or remove [telemetry]");
             }
         }
         if self.service_name.as_deref().is_some_and(str::is_empty) {
-            bail!("telemetry.service_name is empty: name the service (e.g. \"toolgate\") or remove the key");
+            invalid!("telemetry.service_name is empty: name the service (e.g. \"toolgate\") or remove the key");
         }
         Ok(TelemetryConfig {
             endpoint: self.endpoint,

@@ -3,38 +3,50 @@
 
 use super::raw::secs;
 use super::{check_upstream_name, HttpStyle, Transport, UpstreamConfig};
-use anyhow::{bail, Result};
+use super::{invalid, Result};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use toolgate_core::env::substitute;
 
+/// `[upstreams.NAME]` as written (also what `toolgate init` writes).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawUpstream {
+    /// The program of a stdio upstream.
     pub command: Option<String>,
+    /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
+    /// Variables set for it (`${VAR}` references allowed).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Variables of the gateway's environment to pass to the child besides the minimal set.
     #[serde(default)]
     pub inherit_env: Vec<String>,
+    /// Its working directory, relative to the configuration file.
     pub cwd: Option<PathBuf>,
+    /// The URL of an HTTP upstream.
     pub url: Option<String>,
     /// `"stdio"`, `"streamable-http"` or `"sse"` (the legacy HTTP+SSE transport); by default
     /// `command` means stdio and `url` Streamable HTTP, falling back to HTTP+SSE.
     pub transport: Option<String>,
+    /// Headers sent with every request to it.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// `false` keeps it configured but never started.
     pub enabled: Option<bool>,
+    /// Seconds to connect, initialize and list the tools.
     pub connect_timeout_secs: Option<f64>,
+    /// Seconds a tool call may take.
     pub call_timeout_secs: Option<f64>,
     /// The largest message accepted from the upstream, in bytes (default 16 MiB).
     pub max_message_bytes: Option<u64>,
     /// Which era to speak to a server that speaks both: `auto`, `2026-07-28`, `2025-11-25`.
     pub protocol: Option<String>,
+    /// The prefix of its tools' exposed names (default: its name).
     pub prefix: Option<String>,
+    /// Exposed names by upstream tool name.
     #[serde(default)]
     pub rename: HashMap<String, String>,
     /// `[upstreams.NAME.oauth]`: the gateway gets its own access token for this server.
@@ -83,19 +95,19 @@ impl RawUpstreamOAuth {
             None | Some("client_credentials") => OAuthGrant::ClientCredentials,
             Some("authorization_code") => OAuthGrant::AuthorizationCode,
             Some("token_exchange") => OAuthGrant::TokenExchange,
-            Some(other) => bail!(
+            Some(other) => invalid!(
                 "{f}: {key}.grant = {other:?}: use \"client_credentials\" (the gateway's own client), \"authorization_code\" (an operator logs in once with `toolgate auth login`) or \"token_exchange\" (each caller's access token exchanged for one of this server, RFC 8693)"
             ),
         };
         if self.audience.is_some() && grant != OAuthGrant::TokenExchange {
-            bail!("{f}: {key}.audience applies to grant = \"token_exchange\" only (for the other grants the token's audience is `resource`)");
+            invalid!("{f}: {key}.audience applies to grant = \"token_exchange\" only (for the other grants the token's audience is `resource`)");
         }
         let endpoint = match (self.issuer, self.token_url) {
-            (Some(_), Some(_)) => bail!(
+            (Some(_), Some(_)) => invalid!(
                 "{f}: {key} has both `issuer` and `token_url`: keep one (the token endpoint is discovered from the issuer)"
             ),
             (None, None) if grant == OAuthGrant::AuthorizationCode => None,
-            (None, None) => bail!(
+            (None, None) => invalid!(
                 "{f}: {key} needs `issuer` (its token endpoint is discovered) or `token_url`"
             ),
             (Some(i), None) => Some(TokenEndpoint::Issuer(substitute(&i, file, &format!("{key}.issuer"))?)),
@@ -112,10 +124,10 @@ impl RawUpstreamOAuth {
         if grant != OAuthGrant::AuthorizationCode
             && (client_id.is_none() || client_secret.is_none())
         {
-            bail!("{f}: {key} needs `client_id` and `client_secret`: the client the authorization server registered for the gateway");
+            invalid!("{f}: {key} needs `client_id` and `client_secret`: the client the authorization server registered for the gateway");
         }
         if client_secret.is_some() && client_id.is_none() {
-            bail!("{f}: {key}.client_secret without `client_id`: name the client too");
+            invalid!("{f}: {key}.client_secret without `client_id`: name the client too");
         }
         Ok(UpstreamOAuth {
             grant,
@@ -190,7 +202,7 @@ fn message_bytes(v: Option<u64>, file: &Path, key: &str) -> Result<usize> {
         return Ok(super::DEFAULT_MAX_MESSAGE_BYTES);
     };
     if !(1024..=1 << 30).contains(&v) {
-        bail!(
+        invalid!(
             "{}: {key}.max_message_bytes = {v}: use a number of bytes from 1024 to 1073741824 (default 16777216, 16 MiB)",
             file.display()
         );
@@ -205,7 +217,7 @@ fn protocol(v: Option<&str>, file: &Path, key: &str) -> Result<super::UpstreamPr
         None | Some("auto") => P::Auto,
         Some("2026-07-28") => P::Modern,
         Some("2025-11-25") => P::Legacy,
-        Some(other) => bail!(
+        Some(other) => invalid!(
             "{}: {key}.protocol = {other:?}: use \"auto\" (initialize, then server/discover if refused), \"2026-07-28\" (server/discover first) or \"2025-11-25\" (initialize only)",
             file.display()
         ),
@@ -217,30 +229,30 @@ impl RawUpstream {
     pub fn validate(self, name: &str, file: &Path, key: &str) -> Result<UpstreamConfig> {
         check_upstream_name(name, file)?;
         let transport = match (self.command, self.url) {
-            (Some(_), Some(_)) => bail!(
+            (Some(_), Some(_)) => invalid!(
                 "{}: {key} has both `command` and `url`: keep `command` for a local process or `url` for an HTTP server",
                 file.display()
             ),
-            (None, None) => bail!(
+            (None, None) => invalid!(
                 "{}: {key} needs `command` (a local process speaking MCP on stdio) or `url` (an HTTP endpoint: Streamable HTTP, or HTTP+SSE with transport = \"sse\")",
                 file.display()
             ),
             (Some(command), None) => {
                 if let Some(t) = self.transport.as_deref().filter(|t| *t != "stdio") {
-                    bail!(
+                    invalid!(
                         "{}: {key}.transport = {t:?} with `command`: a local process speaks stdio; for an HTTP server set `url` instead of `command`",
                         file.display()
                     );
                 }
                 if !self.headers.is_empty() {
-                    bail!("{}: {key}.headers only applies to `url` upstreams", file.display());
+                    invalid!("{}: {key}.headers only applies to `url` upstreams", file.display());
                 }
                 if self.oauth.is_some() {
-                    bail!("{}: {key}.oauth only applies to `url` upstreams (a local process gets its credentials from `env`)", file.display());
+                    invalid!("{}: {key}.oauth only applies to `url` upstreams (a local process gets its credentials from `env`)", file.display());
                 }
                 let command = substitute(&command, file, &format!("{key}.command"))?;
                 if command.trim().is_empty() {
-                    bail!("{}: {key}.command is empty", file.display());
+                    invalid!("{}: {key}.command is empty", file.display());
                 }
                 let mut args = Vec::new();
                 for (i, a) in self.args.iter().enumerate() {
@@ -260,7 +272,7 @@ impl RawUpstream {
                 };
                 for name in &self.inherit_env {
                     if name.is_empty() || name.contains('=') || name.contains('\0') {
-                        bail!(
+                        invalid!(
                             "{}: {key}.inherit_env: {name:?} is not a variable name: list names such as \"AWS_PROFILE\"",
                             file.display()
                         );
@@ -280,7 +292,7 @@ impl RawUpstream {
                     || !self.inherit_env.is_empty()
                     || self.cwd.is_some()
                 {
-                    bail!(
+                    invalid!(
                         "{}: {key}: `args`, `env`, `inherit_env` and `cwd` only apply to `command` upstreams",
                         file.display()
                     );
@@ -289,14 +301,14 @@ impl RawUpstream {
                     None => HttpStyle::Auto,
                     Some("streamable-http" | "http") => HttpStyle::Streamable,
                     Some("sse") => HttpStyle::Sse,
-                    Some(other) => bail!(
+                    Some(other) => invalid!(
                         "{}: {key}.transport = {other:?}: use \"streamable-http\" or \"sse\" (the legacy HTTP+SSE transport of 2024-11-05), or leave it out to try Streamable HTTP and fall back to HTTP+SSE",
                         file.display()
                     ),
                 };
                 let url = substitute(&url, file, &format!("{key}.url"))?;
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    bail!(
+                    invalid!(
                         "{}: {key}.url = {url:?}: use an http:// or https:// URL of an MCP endpoint (Streamable HTTP, or HTTP+SSE's event stream)",
                         file.display()
                     );
@@ -304,22 +316,22 @@ impl RawUpstream {
                 let mut headers = BTreeMap::new();
                 for (k, v) in &self.headers {
                     if http::HeaderName::from_bytes(k.as_bytes()).is_err() {
-                        bail!("{}: {key}.headers: {k:?} is not a valid header name", file.display());
+                        invalid!("{}: {key}.headers: {k:?} is not a valid header name", file.display());
                     }
                     let v = substitute(v, file, &format!("{key}.headers.{k}"))?;
                     if http::HeaderValue::from_str(&v).is_err() {
-                        bail!("{}: {key}.headers.{k}: the value is not a valid header value", file.display());
+                        invalid!("{}: {key}.headers.{k}: the value is not a valid header value", file.display());
                     }
                     headers.insert(k.clone(), v);
                 }
                 let oauth = match self.oauth {
                     Some(o) => {
                         if headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
-                            bail!("{}: {key} has both `oauth` and an Authorization header: keep one", file.display());
+                            invalid!("{}: {key} has both `oauth` and an Authorization header: keep one", file.display());
                         }
                         let o = o.validate(&url, file, &format!("{key}.oauth"))?;
                         if o.grant == OAuthGrant::TokenExchange && style == HttpStyle::Sse {
-                            bail!("{}: {key}.oauth.grant = \"token_exchange\" needs a Streamable HTTP server (each caller gets a session of its own): leave `transport` out or set \"streamable-http\"", file.display());
+                            invalid!("{}: {key}.oauth.grant = \"token_exchange\" needs a Streamable HTTP server (each caller gets a session of its own): leave `transport` out or set \"streamable-http\"", file.display());
                         }
                         Some(o)
                     }

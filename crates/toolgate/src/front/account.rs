@@ -85,7 +85,7 @@ impl Session {
     ) -> Turn {
         use crate::guided::surface::{CONTINUE, EXECUTE, EXECUTE_CODE, ROUTE};
         let account = self.account(context, caller);
-        let bare = name.strip_prefix(self.engine.gw.config.gateway.meta_prefix.as_str());
+        let bare = name.strip_prefix(self.engine.meta_prefix());
         let guided = self.surface() == super::Surface::Guided;
         let meta = [ROUTE, EXECUTE, CONTINUE, EXECUTE_CODE]
             .into_iter()

@@ -148,7 +148,7 @@ async fn metrics(State(admin): State<Admin>, headers: axum::http::HeaderMap) -> 
     let state = snapshot(&admin.engine);
     // Every answer already sent is counted before the counts are read.
     admin.engine.gw.observe.tally.settle();
-    let m = &admin.engine.gw.observe.metrics;
+    let m = admin.engine.metrics();
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let (kind, text) = match accept.is_some_and(|a| a.contains("application/openmetrics-text")) {
         true => (

@@ -1,8 +1,8 @@
 //! Conversions between toolgate's JSON values and rmcp's types, at the server edge.
 
-use crate::upstream::CallOutcome;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::{Map, Value};
+use toolgate_core::call::CallOutcome;
 
 /// An MCP Tool object (as JSON) under the name clients should see.
 pub(super) fn tool_named(tool: &Map<String, Value>, name: &str) -> Option<Tool> {

@@ -25,7 +25,7 @@ const LEARNED_EXAMPLES: usize = 100;
 const AUDIT_TAIL_BYTES: u64 = 256 * 1024;
 
 /// The page, with `inline` data (a static file) or fetching `/ui/data` (live).
-pub fn page(inline: Option<&Value>) -> String {
+pub(crate) fn page(inline: Option<&Value>) -> String {
     let data = match inline {
         Some(v) => script_safe(&v.to_string()),
         None => "null".into(),
@@ -68,7 +68,7 @@ fn catalog_report(engine: &Engine) -> Arc<Value> {
 }
 
 /// Everything the live page draws.
-pub fn data(engine: &Engine) -> Value {
+pub(crate) fn data(engine: &Engine) -> Value {
     let gw = &engine.gw;
     let upstreams: Vec<Value> = gw
         .upstreams()
@@ -106,7 +106,7 @@ pub fn data(engine: &Engine) -> Value {
 
 /// What route learned: how many examples, and the newest (who taught which tool what).
 fn learned(engine: &Engine) -> Value {
-    let (total, recent) = engine.learning.recent(LEARNED_EXAMPLES);
+    let (total, recent) = engine.learning().recent(LEARNED_EXAMPLES);
     json!({"total": total, "recent": recent})
 }
 

@@ -7,12 +7,12 @@ use crate::engine::Engine;
 use crate::gate::{self, Origin};
 use crate::policy::Caller;
 use crate::skills::Skill;
-use crate::upstream::{CallOptions, Progress};
 use rmcp::model::{CallToolResult, ProgressNotificationParam, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use tokio::sync::mpsc;
+use toolgate_core::call::{CallOptions, Progress};
 use toolgate_core::catalog::Catalog;
 
 /// The tools/list of the direct surface: the catalog under the configured profile (raw,
@@ -78,7 +78,7 @@ pub(super) fn skill_tools(engine: &Engine, caller: &Caller) -> Vec<Tool> {
 /// The skill a direct tools/call names, when this caller is offered it and no upstream
 /// tool has that name.
 pub(super) fn skill_named(engine: &Engine, caller: &Caller, name: &str) -> Option<Arc<Skill>> {
-    if !engine.skills.configured() || !name.starts_with(crate::skills::SKILLS_SERVER) {
+    if !engine.skills().configured() || !name.starts_with(crate::skills::SKILLS_SERVER) {
         return None;
     }
     let catalog = engine.gw.catalog();
@@ -169,7 +169,7 @@ pub(super) async fn call_checked(
                 let code = &gw.config.code;
                 if code.pii {
                     let fields = &code.pii_fields;
-                    gate::outbound(&engine.pii, fields, &owner, &tool.id.server, &mut outcome);
+                    gate::outbound(engine.pii(), fields, &owner, &tool.id.server, &mut outcome);
                 }
                 let budget = gate::direct_budget(engine, tool);
                 Ok(result_from(gate::bound(outcome, budget, tool)))

@@ -118,7 +118,7 @@ impl FastLane {
             endpoints,
             hosts: hosts.iter().filter_map(|h| allowed_authority(h)).collect(),
             policy: engine.policy.clone(),
-            max_body: engine.gw.config.gateway.max_body_bytes,
+            max_body: engine.config().gateway.max_body_bytes,
             peer: service.peer().clone(),
             _service: service,
             engine,
@@ -152,7 +152,7 @@ impl FastLane {
             return Err(Request::from_parts(parts, Body::from(bytes)));
         };
         parts.extensions.insert(grant);
-        self.engine.gw.observe.metrics.fast_lane();
+        self.engine.metrics().fast_lane();
         Ok(self.answer(endpoint, call, parts).await)
     }
 
@@ -249,16 +249,16 @@ impl FastLane {
         use crate::guided::surface::{CONTINUE, EXECUTE, ROUTE};
         let engine = &self.engine;
         // Skills run as programs: they may take a while and are left to rmcp's transport.
-        let skills = engine.skills.configured();
+        let skills = engine.skills().configured();
         match mode {
             Mode::Direct => !(skills && name.starts_with(crate::skills::SKILLS_SERVER)),
             Mode::Guided => {
-                let prefix = engine.gw.config.gateway.meta_prefix.as_str();
+                let prefix = engine.meta_prefix();
                 match name.strip_prefix(prefix) {
                     Some(EXECUTE) => !skills,
                     Some(CONTINUE) => true,
                     // A selection that expands the tool list announces it.
-                    Some(ROUTE) => !engine.gw.config.guided.expand_selected,
+                    Some(ROUTE) => !engine.guided_config().expand_selected,
                     _ => false,
                 }
             }

@@ -26,7 +26,7 @@ pub(super) struct GuidedState {
 pub(super) fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
     let gw = &session.engine.gw;
     let code = session.engine.code_for(caller);
-    let skills = code && session.engine.skills.configured();
+    let skills = code && session.engine.skills().configured();
     let mut tools: Vec<Tool> = session_tools(&gw.config.gateway.meta_prefix, code, skills)
         .iter()
         .map(tool_from)
@@ -61,7 +61,7 @@ pub(super) async fn call(
     caller: &Caller,
 ) -> CallToolResult {
     let engine = &session.engine;
-    let prefix = engine.gw.config.gateway.meta_prefix.as_str();
+    let prefix = engine.meta_prefix();
     let bare = name.strip_prefix(prefix).unwrap_or(name);
     // Handles belong to the caller's principal, not to this session (see `principal`).
     let id = &caller.principal();
@@ -78,7 +78,7 @@ pub(super) async fn call(
             let (result, selected) = span.in_scope(|| route::run(engine, id, &args, caller));
             trace::record_meta(&span, result.is_error, result.structured.as_ref());
             audit_route(caller, &args, &result);
-            if let (Some(tool), true) = (selected, engine.gw.config.guided.expand_selected) {
+            if let (Some(tool), true) = (selected, engine.guided_config().expand_selected) {
                 let added = session
                     .state
                     .guided
@@ -108,7 +108,7 @@ pub(super) async fn call(
             result
         }
         DESCRIBE_TOOLS if engine.code_for(caller) => describe::run(engine, &args, caller),
-        PROPOSE_SKILL if engine.code_for(caller) && engine.skills.configured() => {
+        PROPOSE_SKILL if engine.code_for(caller) && engine.skills().configured() => {
             propose::run(engine, id, &args, caller)
         }
         _ => {

@@ -13,7 +13,7 @@ use super::relay::{Asked, SessionRelay};
 use crate::gateway::Gateway;
 use crate::policy::approval::STATE_PREFIX as APPROVAL_STATE;
 use crate::policy::Caller;
-use crate::upstream::mrtr::{input_key, MrtrRequest, Resumed};
+use crate::upstream::mrtr::{input_key, MrtrRequest, Resumed, StateRefused};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputRequiredResult};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
@@ -65,10 +65,10 @@ pub(super) fn request_for(
 /// that is unknown, altered, used, expired or another principal's (that one audited).
 pub(super) fn resume(gw: &Gateway, caller: &Caller, state: &str) -> Result<Resumed, McpError> {
     gw.inputs.take(&caller.principal(), state).map_err(|e| {
-        if e.contains("another caller") {
+        if e == StateRefused::Foreign {
             caller.policy.audit_foreign(caller, "requestState", state);
         }
-        McpError::invalid_params(e, None)
+        McpError::invalid_params(e.to_string(), None)
     })
 }
 
@@ -206,10 +206,10 @@ pub(super) async fn resume_parked(
     serving: &CancellationToken,
 ) -> Result<Outcome, McpError> {
     let parked = gw.parked.take(&caller.principal(), state).map_err(|e| {
-        if e.contains("another caller") {
+        if e == StateRefused::Foreign {
             caller.policy.audit_foreign(caller, "requestState", state);
         }
-        McpError::invalid_params(e, None)
+        McpError::invalid_params(e.to_string(), None)
     })?;
     let call = parked
         .downcast::<ParkedCall>()

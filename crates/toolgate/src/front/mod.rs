@@ -14,7 +14,7 @@ mod auth;
 mod auto;
 mod conn;
 mod convert;
-pub mod dashboard;
+pub(crate) mod dashboard;
 mod direct;
 mod fast;
 mod frames;
@@ -50,14 +50,14 @@ pub(super) const PANICKED: &str =
 
 /// The surface a session actually gets (`auto` is resolved when the session starts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Surface {
+pub(crate) enum Surface {
     Guided,
     Direct,
 }
 
 /// One client session's handler.
 #[derive(Clone)]
-pub struct Session {
+pub(crate) struct Session {
     engine: Arc<Engine>,
     /// The configured mode; `auto` is resolved at initialize.
     mode: Mode,
@@ -99,13 +99,13 @@ impl Drop for SessionState {
     fn drop(&mut self) {
         resources::release(self.engine.gw.clone(), &self.subs);
         if self.counted.get().is_some() {
-            self.engine.gw.observe.metrics.session_closed();
+            self.engine.metrics().session_closed();
         }
     }
 }
 
 impl Session {
-    pub fn new(engine: Arc<Engine>, mode: Mode) -> Self {
+    pub(crate) fn new(engine: Arc<Engine>, mode: Mode) -> Self {
         let closed = CancellationToken::new();
         let surface = OnceLock::new();
         match mode {
@@ -134,7 +134,7 @@ impl Session {
     }
 
     /// This session sees `profile` whatever its key says.
-    pub fn with_profile(mut self, profile: Option<Arc<Profile>>) -> Self {
+    pub(crate) fn with_profile(mut self, profile: Option<Arc<Profile>>) -> Self {
         self.profile = profile;
         self
     }
@@ -190,11 +190,11 @@ impl Session {
 
     /// The guided standing rule, with code mode's (and skills') when `code` is on.
     fn instructions(&self, code: bool) -> String {
-        crate::guided::surface::instructions(code, self.engine.skills.configured())
+        crate::guided::surface::instructions(code, self.engine.skills().configured())
     }
 
     /// The session's surface; `auto` before initialize counts as guided.
-    pub fn surface(&self) -> Surface {
+    pub(crate) fn surface(&self) -> Surface {
         self.state.surface.get().copied().unwrap_or(Surface::Guided)
     }
 

@@ -8,7 +8,7 @@
 
 use crate::gateway::Gateway;
 use crate::upstream::mrtr::MrtrRequest;
-use crate::upstream::{ClientRelay, Notice, RelayKind};
+use crate::upstream::Notice;
 use futures::future::BoxFuture;
 use rmcp::model::{ClientResult, GetExtensions, RequestId, ServerNotification, ServerRequest};
 use rmcp::service::{OriginatingRequestId, Peer, RequestContext, RoleServer};
@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
+use toolgate_core::call::{ClientRelay, RelayKind};
 use toolgate_core::principal::Principal;
 
 /// One client session, for an upstream's requests while that session's call is in flight.

@@ -5,11 +5,11 @@
 
 use super::{approve, direct, Session, Surface};
 use crate::policy::Caller;
-use crate::upstream::RelayKind;
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ProtocolVersion};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use std::sync::Arc;
+use toolgate_core::call::RelayKind;
 
 impl Session {
     /// The caller, if it is the principal that opened this session. A request presenting

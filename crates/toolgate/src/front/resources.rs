@@ -310,7 +310,8 @@ pub(super) fn try_owner(
     server: &str,
     target: &str,
 ) -> Result<(), McpError> {
-    (caller.policy.access(caller, method, server, target)).map_err(|why| refused(why, target))
+    (caller.policy.access(caller, method, server, target))
+        .map_err(|why| refused(why.to_string(), target))
 }
 
 /// A refused request for a resource: a JSON-RPC error whose message says what is missing.

@@ -6,12 +6,12 @@
 //! (`guided::execute::shaped_answer`); programs are bounded by `code.max_tool_result_bytes`.
 
 use crate::engine::Engine;
-use crate::upstream::CallOutcome;
+use toolgate_core::call::CallOutcome;
 use toolgate_core::catalog::ToolRecord;
 use toolgate_route::shape::Encoding;
 
 /// The budget of a direct call of `tool`, in o200k tokens.
-pub fn direct_budget(engine: &Engine, tool: &ToolRecord) -> usize {
+pub(crate) fn direct_budget(engine: &Engine, tool: &ToolRecord) -> usize {
     let configured = engine
         .gw
         .config
@@ -20,13 +20,13 @@ pub fn direct_budget(engine: &Engine, tool: &ToolRecord) -> usize {
         .get(&tool.id.to_string());
     configured
         .copied()
-        .unwrap_or(engine.gw.config.direct.max_result_tokens)
+        .unwrap_or(engine.direct_config().max_result_tokens)
 }
 
 /// `outcome` within `budget` tokens: whole when it fits, else its first page and a note.
 /// A result whose bytes fit is returned as it is, uncounted; a larger one is counted off
 /// the async worker (`exec::off_async_worker`), where counting a long text holds up no other call.
-pub fn bound(outcome: CallOutcome, budget: usize, tool: &ToolRecord) -> CallOutcome {
+pub(crate) fn bound(outcome: CallOutcome, budget: usize, tool: &ToolRecord) -> CallOutcome {
     if toolgate_core::exec::fits_uncounted(&outcome, budget) {
         return outcome;
     }

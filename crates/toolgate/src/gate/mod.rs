@@ -25,26 +25,26 @@
 
 mod bound;
 mod pii;
-pub mod program;
+pub(crate) mod program;
 mod run;
 
-pub use bound::{bound, direct_budget};
-pub use pii::{outbound, tokenize_line};
-pub use run::{start_run, RunAudit};
+pub(crate) use bound::{bound, direct_budget};
+pub(crate) use pii::{outbound, tokenize_line};
+pub(crate) use run::{start_run, RunAudit};
 
 use crate::engine::Engine;
 use crate::gateway::Gateway;
 use crate::policy::{Caller, Permit};
-pub use crate::policy::{Refusal, RefusalKind};
-use crate::upstream::{CallError, CallOptions, CallOutcome};
+pub(crate) use crate::policy::{Refusal, RefusalKind};
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use toolgate_core::call::{CallError, CallOptions, CallOutcome};
 use toolgate_core::catalog::ToolRecord;
 use toolgate_core::principal::Principal;
 use tracing::{field::Empty, Instrument, Span};
 
 /// Where a call comes from, for the checks that differ by path.
-pub enum Origin {
+pub(crate) enum Origin {
     /// A call the client made (execute, direct, pinned, expanded): the user may approve.
     Client,
     /// A program's call. `flow` is the refusal the run's flow tracking found for these
@@ -54,7 +54,7 @@ pub enum Origin {
 
 /// How a call ended, as [`finished`] is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Refused before any upstream saw it.
     Refused(RefusalKind),
     /// The upstream answered.
@@ -66,7 +66,7 @@ pub enum Outcome {
 }
 
 /// A call that passed every check: the only way to reach an upstream.
-pub struct Admitted {
+pub(crate) struct Admitted {
     permit: Permit,
     gw: Arc<Gateway>,
     tool: Arc<ToolRecord>,
@@ -82,7 +82,7 @@ pub struct Admitted {
 
 /// Judges one call (see the module's list for the order). `arguments` is the one value
 /// that is checked and then sent. Every refusal is audited before it is returned.
-pub async fn admit(
+pub(crate) async fn admit(
     engine: &Engine,
     caller: &Caller,
     owner: &Principal,
@@ -104,7 +104,7 @@ pub async fn admit(
     match &admitted {
         Err(refusal) => {
             span.record("toolgate.outcome", refusal.code());
-            engine.gw.observe.metrics.refused(surface, refusal.code());
+            engine.metrics().refused(surface, refusal.code());
             finished(caller.surface, tool, Outcome::Refused(refusal.kind));
         }
         Ok(_) => drop(span.record("toolgate.outcome", "admitted")),
@@ -115,7 +115,7 @@ pub async fn admit(
 /// A call that reached no tool: no tool of that name is visible to `caller`, or its
 /// server is down. Audited and counted as refused (`not_visible`) on `surface`, as a
 /// refusal by [`admit`] is; nothing ran.
-pub fn unavailable(
+pub(crate) fn unavailable(
     engine: &Engine,
     caller: &Caller,
     surface: &'static str,
@@ -124,7 +124,7 @@ pub fn unavailable(
 ) {
     engine.policy.audit_unavailable(caller, name, reason);
     let code = RefusalKind::NotVisible.code();
-    engine.gw.observe.metrics.refused(surface, code);
+    engine.metrics().refused(surface, code);
 }
 
 /// The metrics' and spans' surface: a program's calls count as code mode's.
@@ -150,7 +150,7 @@ async fn checks(
     let mut permit = policy.in_scope(|| engine.policy.check(caller, tool, &arguments))?;
     if let Origin::Program { flow } = origin {
         let name = tool.id.to_string();
-        let allowed = &engine.gw.config.code.allow_destructive;
+        let allowed = &engine.code_config().allow_destructive;
         if permit.destructive() && !allowed.contains(&name) {
             return Err(permit.refuse(Refusal::new(
                 RefusalKind::ApprovalRequired,
@@ -203,7 +203,7 @@ fn validate(
     arguments: Map<String, Value>,
 ) -> Result<Map<String, Value>, Refusal> {
     let value = Value::Object(arguments);
-    let checked = engine.validators.validate(tool, &value);
+    let checked = engine.validators().validate(tool, &value);
     let Value::Object(arguments) = value else {
         unreachable!("wrapped from a map above")
     };
@@ -225,7 +225,7 @@ fn validate(
 
 impl Admitted {
     /// Calls the upstream with the admitted arguments, and audits how it went.
-    pub async fn run(mut self, mut opts: CallOptions) -> Result<CallOutcome, CallError> {
+    pub(crate) async fn run(mut self, mut opts: CallOptions) -> Result<CallOutcome, CallError> {
         let exchanged = (self.on_behalf.as_ref()).map(|o| o.exchange.clone());
         opts.on_behalf = self.on_behalf.take();
         let (gw, since) = (&self.gw, self.since);
@@ -251,22 +251,18 @@ impl Admitted {
         finished(self.surface, &self.tool, outcome);
         result
     }
-
-    pub fn tool(&self) -> &Arc<ToolRecord> {
-        &self.tool
-    }
 }
 
 /// A call finished with `outcome`: refused by [`admit`], or run by [`Admitted::run`].
 /// Every call of every path ends here exactly once (the audit record is written by the
 /// permit before); metrics belong here.
-pub fn finished(surface: &str, tool: &ToolRecord, outcome: Outcome) {
+pub(crate) fn finished(surface: &str, tool: &ToolRecord, outcome: Outcome) {
     tracing::debug!(surface, tool = %tool.id, ?outcome, "call finished");
 }
 
 /// Whether `caller`'s key may call `tool` (scopes and tier): what a program's `tools`
 /// object holds. The gate asks the same again at each call.
-pub fn permitted(caller: &Caller, tool: &ToolRecord) -> bool {
+pub(crate) fn permitted(caller: &Caller, tool: &ToolRecord) -> bool {
     let tier = caller.policy.facts(tool).tier;
     (caller.grant)
         .missing_permission(&tool.id.to_string(), tier)
@@ -276,13 +272,13 @@ pub fn permitted(caller: &Caller, tool: &ToolRecord) -> bool {
 /// Whether `describe_tools`, a program's `./servers` tree or route may show `tool` to
 /// `caller`: the key may call it and the profile shows it. A hidden tool is never
 /// described, whatever the key allows.
-pub fn describable(caller: &Caller, tool: &ToolRecord) -> bool {
+pub(crate) fn describable(caller: &Caller, tool: &ToolRecord) -> bool {
     permitted(caller, tool) && caller.policy.shows(caller, tool)
 }
 
 /// The structured part of a refusal's answer: its code (the same as in the audit
 /// record), the tool, and any detail (the validation report).
-pub fn refusal_json(refusal: &Refusal, tool: &str) -> Value {
+pub(crate) fn refusal_json(refusal: &Refusal, tool: &str) -> Value {
     let mut v = serde_json::json!({"error": refusal.code(), "tool": tool});
     if let Some(detail) = &refusal.detail {
         let key = match refusal.kind {

@@ -7,9 +7,9 @@ use super::{Refusal, RefusalKind};
 use crate::code::pii::{self, Decision, Origins, RestoreError, Vault};
 use crate::engine::Engine;
 use crate::policy::Caller;
-use crate::upstream::CallOutcome;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
+use toolgate_core::call::CallOutcome;
 use toolgate_core::principal::Principal;
 
 /// The arguments with `owner`'s tokens put back (when PII is configured).
@@ -20,7 +20,7 @@ pub(super) fn inbound(
     tool: &toolgate_core::catalog::ToolRecord,
     arguments: Map<String, Value>,
 ) -> Result<Map<String, Value>, Refusal> {
-    let code = &engine.gw.config.code;
+    let code = engine.code_config();
     if !code.pii {
         return Ok(arguments);
     }
@@ -41,7 +41,7 @@ pub(super) fn inbound(
             }
             None => Decision::Restore,
         };
-    match engine.pii.restore_with(owner, &mut value, &mut decide) {
+    match engine.pii().restore_with(owner, &mut value, &mut decide) {
         Ok(()) => {}
         Err(RestoreError::Token(e)) => {
             let message = engine.refused(caller, "piiToken", &e.message.clone(), e);
@@ -60,7 +60,7 @@ pub(super) fn inbound(
 /// Tokenizes the PII in a result of `server`'s for `owner`: the structured part and
 /// every text block, the values of `fields` (`code.pii_fields`) whole. Call it only when
 /// PII is configured (`code.pii`).
-pub fn outbound(
+pub(crate) fn outbound(
     vault: &Vault,
     fields: &[String],
     owner: &Principal,
@@ -95,7 +95,7 @@ pub fn outbound(
 /// PII in one line of text tokenized: a line that is JSON (an object or a list) has the
 /// values of `fields` tokenized whole, as a result's would be; any line has its e-mails,
 /// phone numbers, IBANs and cards tokenized.
-pub fn tokenize_line(
+pub(crate) fn tokenize_line(
     vault: &Vault,
     owner: &Principal,
     text: &str,

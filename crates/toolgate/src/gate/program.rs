@@ -8,17 +8,17 @@ use crate::code::worker::ToolCall;
 use crate::engine::Engine;
 use crate::gate::{self, Origin, Refusal, RefusalKind};
 use crate::policy::Caller;
-use crate::upstream::{CallError, CallOptions, CallOutcome};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use toolgate_core::call::{CallError, CallOptions, CallOutcome};
 use toolgate_core::catalog::ToolRecord;
 use toolgate_core::principal::Principal;
 use toolgate_sandbox::protocol::CallFailure;
 
 /// The tools one run may call and the state every call checks.
-pub struct Gate<'a> {
+pub(crate) struct Gate<'a> {
     pub engine: &'a Engine,
     pub owner: &'a Principal,
     /// Who runs the program: every call is authorized for this caller's key, as execute's are.
@@ -58,7 +58,7 @@ fn refused(refusal: Refusal) -> CallFailure {
 
 impl Gate<'_> {
     /// One of the program's `tools.*` calls, in its own `program.call` span.
-    pub async fn call(&self, call: ToolCall) -> Result<Value, CallFailure> {
+    pub(crate) async fn call(&self, call: ToolCall) -> Result<Value, CallFailure> {
         let span = tracing::info_span!(
             "program.call",
             "toolgate.surface" = "code",
@@ -98,7 +98,7 @@ impl Gate<'_> {
                 ),
             ));
         };
-        let config = &self.engine.gw.config.code;
+        let config = self.engine.code_config();
         let name = tool.id.to_string();
         // A value an earlier result of this run held, going where a flow rule forbids
         // (refused by the gate after the policy, so it is audited like any refusal).
@@ -166,7 +166,7 @@ impl Gate<'_> {
 
 /// What a program receives: `structuredContent`, else the JSON of a lone text block,
 /// else the text; content with no text at all comes as the content blocks.
-pub fn value_of(outcome: CallOutcome) -> Value {
+pub(crate) fn value_of(outcome: CallOutcome) -> Value {
     if let Some(sc) = outcome.structured_content {
         return sc;
     }

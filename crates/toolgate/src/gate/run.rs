@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// A started run; [`RunAudit::end`] records how it ended (dropped unended: `abandoned`,
 /// e.g. the client cancelled it).
-pub struct RunAudit {
+pub(crate) struct RunAudit {
     caller: Caller,
     kind: &'static str,
     skill: Option<String>,
@@ -21,7 +21,7 @@ pub struct RunAudit {
 /// Starts the audit of a run of `kind` (`execute_code` or `skill`) for `caller`, and
 /// returns the caller its calls are made as (the same, with the run's id). A run whose
 /// start cannot be recorded does not run.
-pub fn start_run(
+pub(crate) fn start_run(
     caller: &Caller,
     kind: &'static str,
     skill: Option<&str>,
@@ -62,14 +62,9 @@ impl RunAudit {
         }
     }
 
-    /// The run's id, as its calls' records carry it.
-    pub fn id(&self) -> &str {
-        self.caller.run.as_deref().unwrap_or_default()
-    }
-
     /// Records the end: `status` (`ok`, `error`, `timeout`, `crashed`, or why it could not
     /// start), how many tool calls it made, and the `runId` the model was given, if any.
-    pub fn end(mut self, status: &str, calls: usize, run_id: Option<&str>) {
+    pub(crate) fn end(mut self, status: &str, calls: usize, run_id: Option<&str>) {
         self.ended = true;
         if let Some(log) = &self.caller.policy.audit {
             log.run_end(&self.record(), status, calls, run_id);

@@ -21,7 +21,7 @@ use toolgate_route::Retriever;
 use toolgate_sandbox::protocol::ToolEntry;
 
 /// Most tools described as TypeScript in one call.
-pub const MAX_TOOLS: usize = 20;
+pub(crate) const MAX_TOOLS: usize = 20;
 /// Most tools listed by name or summary in one call.
 const MAX_LISTED: usize = 100;
 /// Tools a search, and a server's listing, return unless `limit` says otherwise.
@@ -30,7 +30,7 @@ const SERVER_LIMIT: usize = 50;
 /// Longest one-line summary of a tool.
 const SUMMARY_BYTES: usize = 160;
 
-pub fn run(engine: &Engine, args: &Map<String, Value>, caller: &Caller) -> MetaResult {
+pub(crate) fn run(engine: &Engine, args: &Map<String, Value>, caller: &Caller) -> MetaResult {
     match answer(engine, args, caller) {
         Ok(r) => r,
         Err(e) => MetaResult::error(format!("describe_tools: {e}")),

@@ -5,10 +5,10 @@ use super::resume::answer_status;
 use super::{Engine, MetaResult};
 use crate::gate::{self, Origin, Refusal, RefusalKind};
 use crate::policy::Caller;
-use crate::upstream::{CallOptions, CallOutcome};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use toolgate_core::call::{CallOptions, CallOutcome};
 use toolgate_core::catalog::ToolRecord;
 use toolgate_core::exec::{shape, Shaped};
 use toolgate_core::meta::args::ExecuteArgs;
@@ -17,7 +17,7 @@ use toolgate_route::shape::Encoding;
 
 /// Runs one execute call. `cancel` is the client's cancellation of this request. The
 /// caller's permission is checked (whatever the profile shows) before validation and call.
-pub async fn run(
+pub(crate) async fn run(
     engine: &Engine,
     owner: &Principal,
     args: &Map<String, Value>,
@@ -55,8 +55,8 @@ pub async fn run(
         Err(refusal) => return refused(&refusal, &tool),
     };
     let relay = caller.relay.clone();
-    let code = &engine.gw.config.code;
-    let pii = (code.pii).then(|| (engine.pii.clone(), code.pii_fields.clone(), owner.clone()));
+    let code = engine.code_config();
+    let pii = (code.pii).then(|| (engine.pii().clone(), code.pii_fields.clone(), owner.clone()));
     let server = tool.id.server.clone();
     let started = engine.store.start(owner, move |ct, progress| async move {
         let opts = CallOptions {
@@ -77,7 +77,7 @@ pub async fn run(
         Ok(op) => op,
         Err(e) => return MetaResult::error(format!("execute: {e}")),
     };
-    let wait = engine.gw.config.guided.wait;
+    let wait = engine.guided_config().wait;
     let status = tokio::select! {
         s = engine.store.wait(owner, &op, wait) => s,
         _ = cancel.cancelled() => engine.store.cancel(owner, &op),
@@ -99,7 +99,7 @@ pub async fn run(
         let profile = caller.profile_name().unwrap_or_default();
         if let Some(ex) =
             engine
-                .learning
+                .learning()
                 .succeeded(selection.as_deref(), &tool.id, owner.as_str(), profile)
         {
             let id = tool.id.to_string();
@@ -184,7 +184,7 @@ fn parse(
 }
 
 /// Shapes a finished call for the model: fields, budget, and a cursor for the rest.
-pub fn shaped_answer(
+pub(crate) fn shaped_answer(
     engine: &Engine,
     owner: &Principal,
     outcome: CallOutcome,

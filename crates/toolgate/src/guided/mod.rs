@@ -6,13 +6,13 @@
 //! `execute_code` (a thin call of `programs::run`) and [`describe`] (`describe_tools`);
 //! with skills, [`propose`] (`propose_skill`). Running programs and skills is `programs`'.
 
-pub mod describe;
-pub mod execute;
-pub mod propose;
-pub mod resume;
-pub mod route;
-pub mod schema_view;
-pub mod surface;
+pub(crate) mod describe;
+pub(crate) mod execute;
+pub(crate) mod propose;
+pub(crate) mod resume;
+pub(crate) mod route;
+pub(crate) mod schema_view;
+pub(crate) mod surface;
 
-pub use crate::engine::Engine;
-pub use toolgate_core::meta::MetaResult;
+pub(crate) use crate::engine::Engine;
+pub(crate) use toolgate_core::meta::MetaResult;

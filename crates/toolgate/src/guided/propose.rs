@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use toolgate_core::meta::args::ProposeArgs;
 use toolgate_core::principal::Principal;
 
-pub fn run(
+pub(crate) fn run(
     engine: &Engine,
     owner: &Principal,
     args: &Map<String, Value>,
@@ -30,8 +30,8 @@ fn propose(
     args: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<MetaResult, String> {
-    let cfg = &engine.gw.config.code;
-    let Some(dir) = engine.skills.dir() else {
+    let cfg = engine.code_config();
+    let Some(dir) = engine.skills().dir() else {
         return Err("skills are not configured on this gateway".into());
     };
     let given: ProposeArgs = toolgate_core::meta::args::parse(args)?;
@@ -50,8 +50,8 @@ fn propose(
             s
         }
     };
-    let run =
-        (engine.runs.get(owner, run_id)).map_err(|r| engine.refused(caller, "runId", run_id, r))?;
+    let run = (engine.runs().get(owner, run_id))
+        .map_err(|r| engine.refused(caller, "runId", run_id, r))?;
     if run.status != "ok" {
         return Err(format!(
             "run {run_id:?} ended with status {}: propose a run that succeeded",

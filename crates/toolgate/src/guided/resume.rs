@@ -4,9 +4,9 @@
 use super::execute::shaped_answer;
 use super::{Engine, MetaResult};
 use crate::policy::Caller;
-use crate::upstream::CallOutcome;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
+use toolgate_core::call::CallOutcome;
 use toolgate_core::exec::{OperationStatus, StoreError};
 use toolgate_core::meta::args::ContinueArgs;
 use toolgate_core::principal::Principal;
@@ -14,7 +14,7 @@ use toolgate_core::principal::Principal;
 /// How long `continue {operationId}` waits for the operation before reporting progress.
 const POLL_WAIT: Duration = Duration::from_secs(5);
 
-pub async fn run(
+pub(crate) async fn run(
     engine: &Engine,
     owner: &Principal,
     args: &Map<String, Value>,
@@ -44,7 +44,7 @@ pub async fn run(
             if let Err(e) = &status {
                 audit_foreign(engine, caller, e);
             }
-            let budget = engine.gw.config.guided.budget_tokens;
+            let budget = engine.guided_config().budget_tokens;
             answer_status(engine, owner, op, status, &None, budget)
         }
         (Some(_), Some(_)) => {
@@ -94,7 +94,7 @@ fn store_error(e: StoreError) -> MetaResult {
 }
 
 /// The answer for an operation's status, shared by execute (after its wait) and continue.
-pub fn answer_status(
+pub(crate) fn answer_status(
     engine: &Engine,
     owner: &Principal,
     op: &str,

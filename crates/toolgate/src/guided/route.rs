@@ -24,6 +24,7 @@ use toolgate_route::{
 
 /// What route reads besides its arguments, all from one catalog snapshot.
 pub struct RouteContext<'a> {
+    /// The catalog snapshot route reads.
     pub catalog: &'a Catalog,
     /// The ranking over `catalog` (the BM25F `RouteIndex` by default).
     pub retriever: &'a dyn Retriever,
@@ -75,7 +76,7 @@ impl RouteContext<'_> {
 
 /// Answers one route call over what `caller`'s profile shows. Also returns the selected
 /// tool (for `expand_selected`).
-pub fn run(
+pub(crate) fn run(
     engine: &Engine,
     owner: &Principal,
     args: &Map<String, Value>,
@@ -113,18 +114,18 @@ pub fn run(
         catalog: &catalog,
         retriever: &visible,
         view: Some(&view),
-        threshold: engine.gw.config.guided.route_threshold,
-        meta_prefix: &engine.gw.config.gateway.meta_prefix,
+        threshold: engine.guided_config().route_threshold,
+        meta_prefix: engine.meta_prefix(),
         servers,
         shows: Some(&keep),
-        summaries: Some(&engine.gw.config.direct.slim),
+        summaries: Some(&engine.direct_config().slim),
         learned: Some(LearnedRoute {
-            evidence: engine.learning.evidence(
+            evidence: engine.learning().evidence(
                 task,
                 owner.as_str(),
                 caller.profile_name().unwrap_or_default(),
             ),
-            settings: engine.learning.settings(),
+            settings: engine.learning().settings(),
             destructive: &destructive,
         }),
     };
@@ -136,7 +137,7 @@ pub fn run(
             Some("clarify") => {
                 for c in s["candidates"].as_array().into_iter().flatten() {
                     if let Some(sel) = c["selectionId"].as_str() {
-                        engine.learning.offered(sel, task, owner.as_str());
+                        engine.learning().offered(sel, task, owner.as_str());
                     }
                 }
             }
@@ -151,7 +152,7 @@ pub fn run(
                         Some(format!("{}/{}", t["server"].as_str()?, t["name"].as_str()?))
                     })
                     .collect();
-                engine.learning.browsed(owner.as_str(), task, tools);
+                engine.learning().browsed(owner.as_str(), task, tools);
             }
             _ => {}
         }

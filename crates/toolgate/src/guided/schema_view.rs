@@ -6,14 +6,18 @@ use serde_json::{json, Map, Value};
 /// The detail levels route accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detail {
+    /// Each argument's name, type and whether it is required.
     Summary,
+    /// A one-line signature (`name(a: string, b?: number)`) and each argument's description, shortened.
     Signature,
+    /// The whole input schema.
     Full,
     /// A TypeScript declaration, for code mode.
     TypeScript,
 }
 
 impl Detail {
+    /// The level a word names (`summary`, `signature`, `full`, `typescript`).
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "summary" => Some(Self::Summary),
@@ -26,7 +30,7 @@ impl Detail {
 }
 
 /// A short type name for a property schema: `string`, `integer[]`, `"a"|"b"`, `object`.
-pub fn type_name(schema: &Value) -> String {
+pub(crate) fn type_name(schema: &Value) -> String {
     let Some(o) = schema.as_object() else {
         return "any".into();
     };
@@ -79,7 +83,7 @@ fn short(text: &str, max: usize) -> String {
 }
 
 /// The input schema at the requested detail.
-pub fn render(name: &str, schema: &Value, detail: Detail) -> Value {
+pub(crate) fn render(name: &str, schema: &Value, detail: Detail) -> Value {
     match detail {
         Detail::Full => schema.clone(),
         Detail::TypeScript => {
@@ -125,7 +129,7 @@ pub fn render(name: &str, schema: &Value, detail: Detail) -> Value {
 }
 
 /// `{required field: "<type>"}`: the arguments skeleton in route's nextCall.
-pub fn placeholders(schema: &Value) -> Value {
+pub(crate) fn placeholders(schema: &Value) -> Value {
     let (props, required) = properties(schema);
     let mut out = Map::new();
     for r in required {

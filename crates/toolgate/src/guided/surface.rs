@@ -12,18 +12,18 @@ asks a question, pick a candidate (or ask the user) and run that candidate's nex
 result carries nextCursor or operationId, call continue with it to get the rest.";
 
 /// Meta-tool names without a prefix.
-pub const ROUTE: &str = "route";
-pub const EXECUTE: &str = "execute";
-pub const CONTINUE: &str = "continue";
-pub const EXECUTE_CODE: &str = "execute_code";
-pub const DESCRIBE_TOOLS: &str = "describe_tools";
-pub const PROPOSE_SKILL: &str = "propose_skill";
+pub(crate) const ROUTE: &str = "route";
+pub(crate) const EXECUTE: &str = "execute";
+pub(crate) const CONTINUE: &str = "continue";
+pub(crate) const EXECUTE_CODE: &str = "execute_code";
+pub(crate) const DESCRIBE_TOOLS: &str = "describe_tools";
+pub(crate) const PROPOSE_SKILL: &str = "propose_skill";
 
 /// The tool `_meta` key asking Claude Code to list a tool in the model's first request
 /// (its schema and description) instead of deferring it behind its own tool search, which
 /// it does by default for every MCP tool: a model that sees only a deferred `route` has to
 /// search before it can follow the guided surface.
-pub const ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
+pub(crate) const ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
 
 /// Added to the standing rule when code mode is on.
 pub const CODE_INSTRUCTIONS: &str = " When a task chains several tools or handles large data, \
@@ -31,13 +31,13 @@ describe_tools the tools route found and run a JavaScript program with execute_c
 is `await tools.<server>.<tool>(args)`; only what the program returns or logs comes back.";
 
 /// Added to the standing rule when skills are configured.
-pub const SKILL_INSTRUCTIONS: &str = " Route also finds skills (reviewed programs, server \
+pub(crate) const SKILL_INSTRUCTIONS: &str = " Route also finds skills (reviewed programs, server \
 `skills`): run one with execute, or from a program with `await skills.run(name, input)`. When \
 a program worked and would help again, propose_skill saves it as a draft for an operator to review.";
 
 /// The standing rule a guided session gets: with code mode's sentence when `code` is on,
 /// and skills' when they are configured too.
-pub fn instructions(code: bool, skills: bool) -> String {
+pub(crate) fn instructions(code: bool, skills: bool) -> String {
     let mut text = INSTRUCTIONS.to_string();
     if code {
         text.push_str(CODE_INSTRUCTIONS);
@@ -51,7 +51,7 @@ pub fn instructions(code: bool, skills: bool) -> String {
 /// The meta-tools a guided session lists (before pinned and expanded tools): the three,
 /// code mode's two when `code` is on, and `propose_skill` when skills are configured too.
 /// The front lists exactly these, and `toolgate tokens` counts exactly these.
-pub fn session_tools(prefix: &str, code: bool, skills: bool) -> Vec<Value> {
+pub(crate) fn session_tools(prefix: &str, code: bool, skills: bool) -> Vec<Value> {
     let mut tools = meta_tools(prefix);
     if code {
         tools.extend(code_tools(prefix));
@@ -63,7 +63,7 @@ pub fn session_tools(prefix: &str, code: bool, skills: bool) -> Vec<Value> {
 }
 
 /// The `propose_skill` meta-tool (listed when code mode and skills are on).
-pub fn skill_tools(prefix: &str) -> Vec<Value> {
+pub(crate) fn skill_tools(prefix: &str) -> Vec<Value> {
     vec![json!({
         "name": format!("{prefix}{PROPOSE_SKILL}"),
         "description": "Propose a finished execute_code run (its runId) as a reusable skill. It is saved as a draft and cannot be used until an operator approves it. The program reads its parameters from `input`.",

@@ -3,7 +3,7 @@
 //! whole-task simulation, direct against guided and code mode, with an oracle agent
 //! ([`simulate`]).
 
-pub mod report;
+pub(crate) mod report;
 pub mod simulate;
 
 pub use report::{Finding, LintReport, ServerRow, SurfaceTotals, TokenReport};

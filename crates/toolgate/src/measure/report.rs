@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use toolgate_core::catalog::Catalog;
 use toolgate_route::shape::{lint_schema, Rule};
-use toolgate_route::shape::{listing, Profile, SurfaceOptions};
+use toolgate_route::shape::{listing, ShapeProfile, SurfaceOptions};
 use toolgate_route::shape::{openai_form, Encoding, FormTokens};
 
 /// Token totals of the four surfaces in one form.
@@ -59,12 +59,15 @@ pub struct Largest {
 /// One server's tools under each listing surface.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ServerRow {
+    /// The server's name.
     pub server: String,
     /// How many of the catalog's tools this server has.
     pub tools: usize,
     /// Sums over the server's tools, per surface, in both forms.
     pub direct: FormTokens,
+    /// Under the slim profile.
     pub slim: FormTokens,
+    /// Under the local profile.
     pub local: FormTokens,
     /// Where a server's cost concentrates: the first tool to look at when slimming.
     pub largest: Largest,
@@ -73,10 +76,15 @@ pub struct ServerRow {
 /// One tool's definition cost under each listing surface (OpenAI form).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ToolRow {
+    /// The server's name.
     pub server: String,
+    /// The tool's upstream name.
     pub tool: String,
+    /// Tokens as its upstream wrote it.
     pub direct: usize,
+    /// Tokens under the slim profile.
     pub slim: usize,
+    /// Tokens under the local profile.
     pub local: usize,
 }
 
@@ -93,23 +101,28 @@ pub struct TokenReport {
     pub servers: Vec<ServerRow>,
     /// One row per tool, in catalog order (the dashboard's per-tool view).
     pub tool_rows: Vec<ToolRow>,
+    /// What each surface costs, OpenAI form.
     pub totals: SurfaceTotals,
+    /// What each surface costs, MCP `tools/list` form.
     pub totals_mcp: SurfaceTotals,
     /// Per cent saved against direct, OpenAI form.
     pub savings: BTreeMap<&'static str, f64>,
     /// The guided surface's parts: meta-tool definitions and instructions (OpenAI form).
     pub guided_tools: usize,
+    /// The guided instructions (system message).
     pub guided_instructions: usize,
     /// The code-mode surface's parts, the same way; `code_skills` says whether skills
     /// were counted in (a configuration with `code.skills_dir`).
     pub code_tools: usize,
+    /// The code-mode instructions.
     pub code_instructions: usize,
+    /// Whether skills were counted in the code-mode surface.
     pub code_skills: bool,
 }
 
 /// A code-mode session's surface: its tools' tokens (OpenAI form, MCP form) and its
 /// instructions' text. The report's code column and the simulation both count this.
-pub fn code_surface(enc: Encoding, prefix: &str, skills: bool) -> (usize, usize, String) {
+pub(crate) fn code_surface(enc: Encoding, prefix: &str, skills: bool) -> (usize, usize, String) {
     let tools = crate::guided::surface::session_tools(prefix, true, skills);
     let mcp = tools.iter().map(|t| enc.count_json(t)).sum();
     (
@@ -132,9 +145,9 @@ impl TokenReport {
         opts: &SurfaceOptions,
         skills: bool,
     ) -> Self {
-        let raw = listing(catalog, Profile::Raw, opts);
-        let slim = listing(catalog, Profile::Slim, opts);
-        let local = listing(catalog, Profile::Local, opts);
+        let raw = listing(catalog, ShapeProfile::Raw, opts);
+        let slim = listing(catalog, ShapeProfile::Slim, opts);
+        let local = listing(catalog, ShapeProfile::Local, opts);
         let mut rows: BTreeMap<String, ServerRow> = BTreeMap::new();
         let mut tool_rows = Vec::with_capacity(raw.len());
         for ((r, s), l) in raw.iter().zip(&slim).zip(&local) {
@@ -213,11 +226,15 @@ impl TokenReport {
 /// One lint finding, located.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
+    /// The server's name.
     pub server: String,
+    /// The tool's upstream name.
     pub tool: String,
     /// JSON pointer into the tool's input schema (as the profile shows it).
     pub pointer: String,
+    /// The rule that found it.
     pub rule: Rule,
+    /// What is wrong, in words.
     pub why: String,
 }
 
@@ -226,16 +243,20 @@ pub struct Finding {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LintReport {
     /// Which schemas were checked.
-    pub profile: Profile,
+    pub profile: ShapeProfile,
     /// Tools checked, and how many of them had at least one finding.
     pub tools: usize,
+    /// Tools with at least one finding.
     pub tools_with_findings: usize,
+    /// Findings by rule id (every rule, zeros included).
     pub counts: BTreeMap<&'static str, usize>,
+    /// Every finding, in catalog order.
     pub findings: Vec<Finding>,
 }
 
 impl LintReport {
-    pub fn build(catalog: &Catalog, profile: Profile, opts: &SurfaceOptions) -> Self {
+    /// Lints every tool of `catalog` as `profile` shows it.
+    pub fn build(catalog: &Catalog, profile: ShapeProfile, opts: &SurfaceOptions) -> Self {
         let mut findings = Vec::new();
         let mut tools_with_findings = 0;
         for t in listing(catalog, profile, opts) {
@@ -268,7 +289,7 @@ impl LintReport {
 
 /// Tokens of the guided meta-tool definitions in OpenAI `tools` form (what the token
 /// report and the whole-task simulation both charge per request).
-pub fn meta_tool_tokens(enc: Encoding, prefix: &str) -> usize {
+pub(crate) fn meta_tool_tokens(enc: Encoding, prefix: &str) -> usize {
     definition_tokens(enc, &meta_tools(prefix))
 }
 

@@ -2,7 +2,7 @@
 //! always picks the expected tools runs each task three ways, and every request of each
 //! loop is counted.
 //!
-//! Requests are OpenAI chat requests: the `tools` array (OpenAI form, as in [`super::report`]),
+//! Requests are OpenAI chat requests: the `tools` array (OpenAI form, as in `report`),
 //! then the messages, each counted as its compact JSON. Tool results are left out of every
 //! loop; route's and describe_tools' answers are not tool results of the task, so they are in.
 
@@ -17,18 +17,18 @@ use std::sync::Arc;
 use toolgate_core::catalog::{Catalog, LabelledQuery, ToolId, ToolRecord};
 use toolgate_route::shape::ProfileView;
 use toolgate_route::shape::{openai_form_of_tool, Encoding};
-use toolgate_route::shape::{Profile, SurfaceOptions};
+use toolgate_route::shape::{ShapeProfile, SurfaceOptions};
 use toolgate_route::RouteIndex;
 use toolgate_sandbox::protocol::ToolEntry;
 
 mod code;
 mod messages;
-pub use code::{code_surface_tokens, oracle_program};
+pub(crate) use code::code_surface_tokens;
 use messages::Loop;
-pub use messages::{assistant_call, result_content, tool_message, user_message};
+pub(crate) use messages::{result_content, tool_message, user_message};
 
 /// The oracle, as the report states it.
-pub const ORACLE: &str = "For each expected tool, in the order the query file lists them: \
+pub(crate) const ORACLE: &str = "For each expected tool, in the order the query file lists them: \
 direct: one request, answered with a call of that tool. Guided: one request answered with \
 route {task: the task text}; if route did not select that tool, one more request answered \
 with route {task: \"server/name\"} (both route answers are real, from toolgate's route code \
@@ -47,9 +47,10 @@ reach the model at all (only what the program returns does, and that is left out
 /// How to simulate.
 #[derive(Debug, Clone)]
 pub struct SimOptions {
+    /// The tokenizer counted with.
     pub encoding: Encoding,
     /// What the direct loop sends, and what route's `full` detail shows.
-    pub profile: Profile,
+    pub profile: ShapeProfile,
     /// Slim and local options, and the meta-tool prefix.
     pub surface: SurfaceOptions,
     /// The detail the oracle asks route for (`signature`, route's default, is not sent).
@@ -67,7 +68,7 @@ impl Default for SimOptions {
     fn default() -> Self {
         Self {
             encoding: Encoding::O200k,
-            profile: Profile::Raw,
+            profile: ShapeProfile::Raw,
             surface: SurfaceOptions::default(),
             detail: Detail::Signature,
             threshold: toolgate_route::DEFAULT_THRESHOLD,
@@ -97,6 +98,7 @@ pub struct SimRow {
     pub tools: usize,
     /// Input tokens summed over every request of each loop.
     pub direct: usize,
+    /// Input tokens of the guided loop.
     pub guided: usize,
     /// The code-mode loop: describe_tools, execute_code, final answer.
     pub code: usize,
@@ -104,8 +106,11 @@ pub struct SimRow {
     pub ratio: f64,
     /// code / direct.
     pub code_ratio: f64,
+    /// Requests of the direct loop.
     pub direct_requests: usize,
+    /// Requests of the guided loop.
     pub guided_requests: usize,
+    /// Requests of the code loop.
     pub code_requests: usize,
     /// Route calls; those beyond one per tool are the second route by exact name.
     pub routes: usize,
@@ -118,8 +123,11 @@ pub struct SimRow {
 /// Sums over every task.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SimTotals {
+    /// Input tokens of the direct loop, over every task.
     pub direct: usize,
+    /// Input tokens of the guided loop, over every task.
     pub guided: usize,
+    /// Input tokens of the code loop, over every task.
     pub code: usize,
     /// guided / direct.
     pub ratio: f64,
@@ -132,44 +140,59 @@ pub struct SimTotals {
 /// The spread of per-task ratios.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct RatioStats {
+    /// The smallest guided / direct ratio.
     pub min: f64,
+    /// The median guided / direct ratio.
     pub median: f64,
+    /// The largest guided / direct ratio.
     pub max: f64,
     /// Tasks where guided costs at least as much as direct.
     pub guided_not_cheaper: usize,
     /// The median of code / direct, and tasks where code costs at least as much as direct,
     /// and at least as much as guided.
     pub code_median: f64,
+    /// Tasks where code costs at least as much as direct.
     pub code_not_cheaper: usize,
+    /// Tasks where code costs at least as much as guided.
     pub code_not_cheaper_than_guided: usize,
     /// Tool steps, and how many route selected from the task text alone.
     pub steps: usize,
+    /// Steps where route selected from the task text alone.
     pub first_route_selected: usize,
 }
 
 /// The whole simulation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimReport {
+    /// The tokenizer counted with.
     pub encoding: &'static str,
-    pub profile: Profile,
+    /// What the direct loop sends.
+    pub profile: ShapeProfile,
+    /// The detail the oracle asks route for.
     pub detail: &'static str,
+    /// What a route answer puts in the model's context.
     pub result_form: ResultForm,
+    /// The oracle agent's rule (`ORACLE`).
     pub oracle: &'static str,
     /// What every request of each loop carries before any message: the direct
     /// definitions; the guided meta-tools plus the instructions (system message).
     pub direct_definitions: usize,
+    /// Tokens of the guided surface per request (meta-tools and instructions).
     pub guided_surface: usize,
     /// The guided surface with code mode on: the meta-tools plus execute_code and
     /// describe_tools, and the instructions with the code-mode sentence.
     pub code_surface: usize,
+    /// One row per task, in the query file's order.
     pub tasks: Vec<SimRow>,
+    /// Sums over every task.
     pub totals: SimTotals,
+    /// The spread of the per-task ratios.
     pub stats: RatioStats,
 }
 
 /// Tokens of the guided surface per request: the meta-tools (OpenAI form) and the
 /// instructions as a system message.
-pub fn guided_surface_tokens(enc: Encoding, prefix: &str) -> usize {
+pub(crate) fn guided_surface_tokens(enc: Encoding, prefix: &str) -> usize {
     super::report::meta_tool_tokens(enc, prefix)
         + enc.count_json(&json!({"role": "system", "content": INSTRUCTIONS}))
 }
@@ -273,12 +296,17 @@ fn detail_name(d: Detail) -> &'static str {
 
 /// What one task's two loops said, beside the row.
 pub struct TaskLoops {
+    /// The direct loop's messages.
     pub direct: Vec<Value>,
+    /// The guided loop's messages.
     pub guided: Vec<Value>,
+    /// The code loop's messages.
     pub code: Vec<Value>,
     /// Per-request tokens of each loop.
     pub direct_requests: Vec<usize>,
+    /// Per-request tokens of the guided loop.
     pub guided_requests: Vec<usize>,
+    /// Per-request tokens of the code loop.
     pub code_requests: Vec<usize>,
     /// Steps where the route with the task text selected the expected tool.
     pub first_selected: usize,

@@ -9,25 +9,25 @@ use std::time::{Duration, Instant};
 use toolgate_core::principal::Principal;
 
 /// How long a 2026-07-28 client has to come back with the user's answer.
-pub const PENDING_TTL: Duration = Duration::from_secs(600);
+pub(crate) const PENDING_TTL: Duration = Duration::from_secs(600);
 /// Questions waiting for an answer, at most (the oldest go first).
 const MAX_PENDING: usize = 4096;
 
 /// How every approval `requestState` begins (the gateway's other MRTR handles do not).
-pub const STATE_PREFIX: &str = "ap-";
+pub(crate) const STATE_PREFIX: &str = "ap-";
 
 /// Approvals asked the 2026-07-28 way (MRTR): the `requestState` handed to the client
 /// names one, bound to the principal that asked and to the call's [`Question::binding`]
 /// (the tool and the sha256 of its exact arguments); the retry that brings the answer
 /// takes it, once, so one approval runs one call with exactly the arguments shown.
 #[derive(Default)]
-pub struct PendingApprovals {
+pub(crate) struct PendingApprovals {
     asked: Mutex<HashMap<String, (Principal, String, Instant)>>,
 }
 
 /// Why an approval's `requestState` was not honoured.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NotTaken {
+pub(crate) enum NotTaken {
     /// Another principal's: left to its owner, and audited as `foreign`.
     Foreign(String),
     /// Unknown, used, expired, or issued for another call (the owner's own).
@@ -44,7 +44,7 @@ impl std::fmt::Display for NotTaken {
 
 impl PendingApprovals {
     /// Remembers `binding` for `owner`; returns the opaque `requestState` (128 bits).
-    pub fn ask(&self, owner: &Principal, binding: &str) -> String {
+    pub(crate) fn ask(&self, owner: &Principal, binding: &str) -> String {
         let state = format!("{STATE_PREFIX}{:032x}", rand::random::<u128>());
         let mut asked = self.asked.lock().expect("pending approvals");
         asked.retain(|_, (_, _, at)| at.elapsed() < PENDING_TTL);
@@ -66,7 +66,7 @@ impl PendingApprovals {
 
     /// Refuses `state` when another principal asked under it (the state stays its
     /// owner's): checked before anything else of the call, so it is audited as `foreign`.
-    pub fn check_owner(&self, owner: &Principal, state: &str) -> Result<(), NotTaken> {
+    pub(crate) fn check_owner(&self, owner: &Principal, state: &str) -> Result<(), NotTaken> {
         let asked = self.asked.lock().expect("pending approvals");
         match asked.get(state) {
             Some((o, _, _)) if o != owner => Err(NotTaken::Foreign(
@@ -79,7 +79,12 @@ impl PendingApprovals {
     /// Takes the approval `state` names if `owner` asked under it for exactly `binding`
     /// and it is still fresh. The owner's state is taken either way (good for one retry);
     /// another principal's is left to its owner.
-    pub fn take(&self, owner: &Principal, state: &str, binding: &str) -> Result<(), NotTaken> {
+    pub(crate) fn take(
+        &self,
+        owner: &Principal,
+        state: &str,
+        binding: &str,
+    ) -> Result<(), NotTaken> {
         self.check_owner(owner, state)?;
         let entry = self.asked.lock().expect("pending approvals").remove(state);
         match entry {
@@ -97,7 +102,7 @@ impl PendingApprovals {
 
 /// What the user answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     Accepted,
     Declined,
     Cancelled,
@@ -111,7 +116,7 @@ pub enum Answer {
 }
 
 /// Asks the user of one session to confirm something.
-pub trait Approver: Send + Sync {
+pub(crate) trait Approver: Send + Sync {
     fn ask(&self, question: Question) -> BoxFuture<'_, Answer>;
 }
 
@@ -121,7 +126,7 @@ const SHOWN_CHARS: usize = 160;
 
 /// One approval question: the text shown, and what an answer to it binds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Question {
+pub(crate) struct Question {
     /// Every argument shown (long values folded), and the binding's digest.
     pub text: String,
     /// The tool and the sha256 of its arguments' canonical JSON: a retry's approval
@@ -130,7 +135,7 @@ pub struct Question {
 }
 
 /// The question put to the user about `tool` called with `arguments`.
-pub fn question(
+pub(crate) fn question(
     tool: &str,
     key: &str,
     arguments: &serde_json::Map<String, serde_json::Value>,
@@ -183,7 +188,7 @@ fn fold(value: &serde_json::Value) -> String {
 }
 
 /// Canonical JSON: object keys sorted (by their UTF-8 bytes), no whitespace, at every level.
-pub fn canonical_json(v: &serde_json::Value) -> String {
+pub(crate) fn canonical_json(v: &serde_json::Value) -> String {
     let mut out = String::new();
     write_canonical(v, &mut out);
     out
@@ -220,13 +225,13 @@ fn write_canonical(v: &serde_json::Value, out: &mut String) {
 }
 
 /// Lower-case hex sha256 of `bytes`.
-pub fn digest_hex(bytes: &[u8]) -> String {
+pub(crate) fn digest_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
 /// The refusal the model sees when the answer was not an acceptance.
-pub fn refusal(tool: &str, answer: &Answer) -> String {
+pub(crate) fn refusal(tool: &str, answer: &Answer) -> String {
     match answer {
         Answer::Accepted => String::new(),
         Answer::Declined => format!("{tool} was not run: the user declined it."),

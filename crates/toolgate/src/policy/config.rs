@@ -39,7 +39,7 @@ use super::glob::{Glob, PatternList};
 use super::keys::{parse_hash, Grant, KeyEntry, HASH_PREFIX};
 use super::profiles::Profile;
 use super::tiers::{Tier, ToolRule, HINTS};
-use anyhow::{bail, Result};
+use crate::config_error::{invalid, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,7 +47,7 @@ use std::sync::Arc;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPolicy {
+pub(crate) struct RawPolicy {
     pub default_profile: Option<String>,
     pub contact: Option<String>,
     #[serde(default)]
@@ -66,7 +66,7 @@ pub struct RawPolicy {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawAudit {
+pub(crate) struct RawAudit {
     pub path: Option<PathBuf>,
     #[serde(default)]
     pub arguments: bool,
@@ -76,7 +76,7 @@ pub struct RawAudit {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawToolRule {
+pub(crate) struct RawToolRule {
     pub tier: Option<Tier>,
     #[serde(default)]
     pub tags: Vec<String>,
@@ -85,7 +85,7 @@ pub struct RawToolRule {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawProfile {
+pub(crate) struct RawProfile {
     #[serde(default)]
     pub tools: Vec<String>,
     #[serde(default)]
@@ -98,7 +98,7 @@ pub struct RawProfile {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawKey {
+pub(crate) struct RawKey {
     pub hash: Option<String>,
     pub scopes: Option<Vec<String>>,
     pub tier: Option<Tier>,
@@ -141,7 +141,7 @@ impl PolicyConfig {
 /// Profile and key names appear in URLs and logs: keep them simple.
 fn check_name(kind: &str, name: &str, file: &Path) -> Result<()> {
     if !toolgate_core::ids::is_simple_name(name) {
-        bail!(
+        invalid!(
             "{}: {kind} name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.'",
             file.display()
         );
@@ -150,14 +150,14 @@ fn check_name(kind: &str, name: &str, file: &Path) -> Result<()> {
 }
 
 impl RawPolicy {
-    pub fn validate(self, file: &Path) -> Result<PolicyConfig> {
+    pub(crate) fn validate(self, file: &Path) -> Result<PolicyConfig> {
         let f = file.display();
         let audit_secret = match &self.audit.secret {
             None => None,
             Some(s) => {
                 let s = toolgate_core::env::substitute(s, file, "policy.audit.secret")?;
                 if s.len() < 16 {
-                    bail!("{f}: policy.audit.secret is {} characters: use at least 16 (e.g. `openssl rand -hex 32`), or leave it out to have one made beside the log", s.len());
+                    invalid!("{f}: policy.audit.secret is {} characters: use at least 16 (e.g. `openssl rand -hex 32`), or leave it out to have one made beside the log", s.len());
                 }
                 Some(s)
             }
@@ -165,7 +165,7 @@ impl RawPolicy {
         let mut tools = Vec::new();
         for (pattern, r) in self.tools {
             if !pattern.contains('/') && pattern != "*" {
-                bail!("{f}: policy.tools.{pattern:?}: write \"server/tool\" (globs allowed, e.g. \"github/*\")");
+                invalid!("{f}: policy.tools.{pattern:?}: write \"server/tool\" (globs allowed, e.g. \"github/*\")");
             }
             tools.push(ToolRule {
                 pattern: Glob::new(&pattern),
@@ -180,7 +180,7 @@ impl RawPolicy {
             for a in &p.annotations {
                 let bare = a.strip_prefix('!').unwrap_or(a);
                 if !HINTS.contains(&bare) {
-                    bail!(
+                    invalid!(
                         "{f}: policy.profiles.{name}.annotations: {a:?} is not an annotation hint: use {} (prefix \"!\" to exclude)",
                         HINTS.join(", ")
                     );
@@ -189,7 +189,7 @@ impl RawPolicy {
             for t in &p.tools {
                 let bare = t.strip_prefix('!').unwrap_or(t);
                 if !bare.contains('/') && bare != "*" {
-                    bail!("{f}: policy.profiles.{name}.tools: {t:?}: write \"server/tool\" globs, e.g. \"github/*\" or \"!github/delete_*\"");
+                    invalid!("{f}: policy.profiles.{name}.tools: {t:?}: write \"server/tool\" globs, e.g. \"github/*\" or \"!github/delete_*\"");
                 }
             }
             profiles.insert(
@@ -217,7 +217,7 @@ impl RawPolicy {
         ] {
             if let Some(p) = value {
                 if !profiles.contains_key(p) {
-                    bail!("{f}: policy.{setting}: {}", known(p));
+                    invalid!("{f}: policy.{setting}: {}", known(p));
                 }
             }
         }
@@ -226,24 +226,24 @@ impl RawPolicy {
             check_name("key", &name, file)?;
             let key = format!("policy.keys.{name}");
             let Some(hash_text) = k.hash else {
-                bail!("{f}: {key} needs `hash`: run `toolgate key new {name}` and paste the line it prints");
+                invalid!("{f}: {key} needs `hash`: run `toolgate key new {name}` and paste the line it prints");
             };
             let Some(hash) = parse_hash(&hash_text) else {
-                bail!("{f}: {key}.hash is not a SHA-256 hash: write \"{HASH_PREFIX}<64 hex digits>\" as printed by `toolgate key new {name}` (never the key itself)");
+                invalid!("{f}: {key}.hash is not a SHA-256 hash: write \"{HASH_PREFIX}<64 hex digits>\" as printed by `toolgate key new {name}` (never the key itself)");
             };
             let Some(scopes) = k.scopes else {
-                bail!("{f}: {key} needs `scopes`: the server/tool globs it may call, e.g. [\"github/*\"] (or [\"*\"] for every tool)");
+                invalid!("{f}: {key} needs `scopes`: the server/tool globs it may call, e.g. [\"github/*\"] (or [\"*\"] for every tool)");
             };
             if scopes.is_empty() {
-                bail!("{f}: {key}.scopes is empty, so the key could call nothing: list globs such as \"github/*\", or set revoked = true");
+                invalid!("{f}: {key}.scopes is empty, so the key could call nothing: list globs such as \"github/*\", or set revoked = true");
             }
             if let Some(p) = &k.profile {
                 if !profiles.contains_key(p) {
-                    bail!("{f}: {key}.profile: {}", known(p));
+                    invalid!("{f}: {key}.profile: {}", known(p));
                 }
             }
             if let Some(other) = keys.iter().find(|e: &&KeyEntry| e.hash == hash) {
-                bail!("{f}: {key}.hash is the same as policy.keys.{}.hash: give each key its own (toolgate key new)", other.grant.name);
+                invalid!("{f}: {key}.hash is the same as policy.keys.{}.hash: give each key its own (toolgate key new)", other.grant.name);
             }
             keys.push(KeyEntry {
                 hash,
@@ -282,7 +282,7 @@ impl RawPolicy {
         };
         if let Some(k) = &config.stdio_key {
             if config.key(k).is_none() {
-                bail!("{f}: policy.stdio_key = {k:?}: no [policy.keys.{k}] is defined");
+                invalid!("{f}: policy.stdio_key = {k:?}: no [policy.keys.{k}] is defined");
             }
         }
         Ok(config)
@@ -294,7 +294,7 @@ mod tests {
     use crate::config::Config;
     use std::path::Path;
 
-    fn parse(s: &str) -> anyhow::Result<Config> {
+    fn parse(s: &str) -> crate::config_error::Result<Config> {
         Config::from_toml_str(s, Path::new("toolgate.toml"))
     }
 

@@ -11,13 +11,13 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 /// What every key starts with, so a leaked one is recognisable (secret scanners, logs).
-pub const KEY_PREFIX: &str = "tg_";
+pub(crate) const KEY_PREFIX: &str = "tg_";
 /// How a hash is written in the configuration.
-pub const HASH_PREFIX: &str = "sha256:";
+pub(crate) const HASH_PREFIX: &str = "sha256:";
 /// The scope that opens `/metrics` and `/ui` (written as it is in a key's `scopes`).
-pub const ADMIN_SCOPE: &str = "admin";
+pub(crate) const ADMIN_SCOPE: &str = "admin";
 /// The name of the grant a request has when it authenticated as nothing.
-pub const UNAUTHENTICATED: &str = "unauthenticated";
+pub(crate) const UNAUTHENTICATED: &str = "unauthenticated";
 
 /// Who is calling and what they may do: a configured key, or the implicit identity of a
 /// gateway with no keys (stdio, or HTTP without keys on loopback).
@@ -166,7 +166,7 @@ pub struct KeyEntry {
 /// Why a request's credentials were not accepted (a 401, or what the token's
 /// [`TokenRejection`](super::oauth::TokenRejection) says).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AuthRejection {
+pub(crate) enum AuthRejection {
     /// No `Authorization: Bearer` header; `oauth` when access tokens are accepted too.
     Missing {
         oauth: bool,
@@ -202,7 +202,10 @@ impl std::fmt::Display for AuthRejection {
 
 /// Finds the key whose hash matches `presented`. Every configured hash is compared, in
 /// constant time, so the answer's timing says nothing about which key came close.
-pub fn authenticate(keys: &[KeyEntry], presented: &str) -> Result<Arc<Grant>, AuthRejection> {
+pub(crate) fn authenticate(
+    keys: &[KeyEntry],
+    presented: &str,
+) -> Result<Arc<Grant>, AuthRejection> {
     let digest = hash_key(presented);
     let mut found: Option<&KeyEntry> = None;
     for k in keys {
@@ -223,14 +226,14 @@ pub fn hash_key(key: &str) -> [u8; 32] {
 }
 
 /// Parses `sha256:<64 hex digits>` (the prefix is optional).
-pub fn parse_hash(text: &str) -> Option<[u8; 32]> {
+pub(crate) fn parse_hash(text: &str) -> Option<[u8; 32]> {
     let hex_part = text.strip_prefix(HASH_PREFIX).unwrap_or(text);
     let bytes = hex::decode(hex_part).ok()?;
     bytes.try_into().ok()
 }
 
 /// Equality whose running time depends only on the length, never on where bytes differ.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -246,7 +249,7 @@ pub fn new_key() -> (String, String) {
 }
 
 /// The `Authorization: Bearer` token of a header value, if it is one.
-pub fn bearer(header: &str) -> Option<&str> {
+pub(crate) fn bearer(header: &str) -> Option<&str> {
     let (scheme, token) = header.trim().split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")

@@ -16,73 +16,92 @@
 //! - [`audit`]: the append-only JSON-lines trail.
 //! - [`config`]: the `[policy]` section of `toolgate.toml`.
 
-pub mod approval;
-pub mod audit;
-pub mod config;
-pub mod glob;
-pub mod keys;
-pub mod oauth;
-pub mod permit;
-pub mod profiles;
-pub mod refusal;
-pub mod tiers;
+pub(crate) mod approval;
+pub(crate) mod audit;
+pub(crate) mod config;
+pub(crate) mod glob;
+pub(crate) mod keys;
+pub(crate) mod oauth;
+pub(crate) mod permit;
+pub(crate) mod profiles;
+pub(crate) mod refusal;
+pub(crate) mod tiers;
 
-pub use config::PolicyConfig;
-pub use keys::{AuthRejection, Grant};
-pub use permit::Permit;
-pub use profiles::Profile;
-pub use refusal::{Refusal, RefusalKind};
-pub use tiers::Tier;
+pub(crate) use config::PolicyConfig;
+pub(crate) use keys::{AuthRejection, Grant};
+pub(crate) use permit::Permit;
+pub(crate) use profiles::Profile;
+pub(crate) use refusal::{Refusal, RefusalKind};
+pub(crate) use tiers::Tier;
 
 use approval::Approver;
 use audit::{AuditLog, Verdict};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use toolgate_core::catalog::{Catalog, CatalogEntry, ToolRecord};
-pub use toolgate_core::principal::Principal;
+pub(crate) use toolgate_core::principal::Principal;
 
 /// The identity local (stdio) sessions have when no `stdio_key` is configured.
-pub const LOCAL_IDENTITY: &str = "local";
+pub(crate) const LOCAL_IDENTITY: &str = "local";
 /// The identity HTTP sessions have when no keys are configured (open, loopback by default).
-pub const OPEN_IDENTITY: &str = "anonymous";
+pub(crate) const OPEN_IDENTITY: &str = "anonymous";
 
 /// What a scope or profile pattern must match to cover a whole server (its resources and
 /// prompts): `server/*`, taken literally.
-pub fn whole_server(server: &str) -> String {
+pub(crate) fn whole_server(server: &str) -> String {
     format!("{server}/*")
+}
+
+/// Why a request for a server's resources or prompts was refused ([`Policy::access`]); the
+/// message is what the client reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum AccessRefused {
+    /// The audit log cannot be written, and nothing is read unrecorded.
+    #[error("{method} {target:?} was refused: the audit log cannot be written ({reason}); ask the gateway's administrator")]
+    Unrecorded {
+        /// The request's method.
+        method: String,
+        /// The URI or prompt name asked for.
+        target: String,
+        /// Why the log cannot be written.
+        reason: String,
+    },
+    /// The key's scopes do not cover the whole server (what is missing, and whom to ask).
+    #[error("{0}")]
+    Scope(String),
 }
 
 /// The policy of a running gateway.
 pub struct Policy {
-    pub config: PolicyConfig,
+    pub(crate) config: PolicyConfig,
     /// `None` when no audit path is configured.
     pub(crate) audit: Option<Arc<AuditLog>>,
     /// Set when the audit log is configured but cannot be opened: every call is then
     /// refused, since calls must not run unrecorded.
     audit_broken: Option<String>,
     /// Approvals asked of 2026-07-28 clients, waiting for the retry that answers them.
-    pub approvals: approval::PendingApprovals,
+    pub(crate) approvals: approval::PendingApprovals,
     /// Checks access tokens when `[auth.oauth]` is configured.
-    pub oauth: Option<Arc<oauth::Verifier>>,
+    pub(crate) oauth: Option<Arc<oauth::Verifier>>,
 }
 
 /// Who is asking, through which surface, seeing which profile: one per request.
 #[derive(Clone)]
 pub struct Caller {
-    pub policy: Arc<Policy>,
-    pub session: String,
-    pub grant: Arc<Grant>,
-    pub profile: Option<Arc<Profile>>,
+    pub(crate) policy: Arc<Policy>,
+    pub(crate) session: String,
+    pub(crate) grant: Arc<Grant>,
+    pub(crate) profile: Option<Arc<Profile>>,
     /// `guided` or `direct`.
-    pub surface: &'static str,
+    pub(crate) surface: &'static str,
     /// How to ask this session's user (absent: no way to ask).
-    pub approver: Option<Arc<dyn Approver>>,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
     /// Where an upstream's sampling, elicitation and roots requests during this caller's
     /// calls go: this session's client (absent: outside any session).
-    pub relay: Option<Arc<dyn toolgate_core::call::ClientRelay>>,
+    pub(crate) relay: Option<Arc<dyn toolgate_core::call::ClientRelay>>,
     /// The program run (`execute_code`, a skill) this caller's calls are made from: their
     /// audit records carry it as `run`, linking them to the run's own records.
-    pub run: Option<Arc<str>>,
+    pub(crate) run: Option<Arc<str>>,
 }
 
 impl Caller {
@@ -100,14 +119,15 @@ impl Caller {
         }
     }
 
-    pub fn profile_name(&self) -> Option<&str> {
+    /// The name of the profile the caller sees, if any.
+    pub(crate) fn profile_name(&self) -> Option<&str> {
         self.profile.as_deref().map(|p| p.name.as_str())
     }
 
     /// Whom a per-caller limit counts against: the configured API key this caller
     /// presented (over all its sessions, stdio and HTTP), else this session alone (no keys
     /// configured, or a stdio session without `stdio_key`). The two forms cannot collide.
-    pub fn limit_owner(&self) -> String {
+    pub(crate) fn limit_owner(&self) -> String {
         if let Some(subject) = &self.grant.subject {
             return subject.as_str().to_string();
         }
@@ -121,11 +141,12 @@ impl Caller {
     /// API key it presented, else the gateway's local identity (see [`Principal`]).
     /// Whom this caller's upstream requests act for, with the access token it presented
     /// (a user-delegated upstream exchanges it; no other upstream reads it).
-    pub fn on_behalf(&self) -> toolgate_core::call::OnBehalf {
+    pub(crate) fn on_behalf(&self) -> toolgate_core::call::OnBehalf {
         toolgate_core::call::OnBehalf::new(self.principal(), self.grant.token.clone())
     }
 
-    pub fn principal(&self) -> Principal {
+    /// Who the caller acts for: the token's subject, else the key's identity.
+    pub(crate) fn principal(&self) -> Principal {
         if let Some(subject) = &self.grant.subject {
             return subject.clone();
         }
@@ -137,7 +158,7 @@ impl Caller {
     }
 
     /// How a per-caller limit's owner is named in a message to the model.
-    pub fn limit_owner_label(&self) -> String {
+    pub(crate) fn limit_owner_label(&self) -> String {
         match self.limit_owner().split_once(':') {
             Some(("key", name)) => format!("API key {name:?} (over all its sessions)"),
             Some(("sub", _)) => format!("{} (over all their sessions)", self.principal().label()),
@@ -182,13 +203,13 @@ impl Policy {
     }
 
     /// Whether HTTP requests must present a key or an access token.
-    pub fn requires_keys(&self) -> bool {
+    pub(crate) fn requires_keys(&self) -> bool {
         !self.config.keys.is_empty() || self.oauth.is_some()
     }
 
     /// The grant for an HTTP request's `Authorization` header: a configured API key, else
     /// an access token `[auth.oauth]` accepts.
-    pub async fn authenticate(
+    pub(crate) async fn authenticate(
         &self,
         authorization: Option<&str>,
     ) -> Result<Arc<Grant>, AuthRejection> {
@@ -213,7 +234,7 @@ impl Policy {
     }
 
     /// The identity of stdio sessions: `stdio_key` if configured, else full local access.
-    pub fn stdio_grant(&self) -> Arc<Grant> {
+    pub(crate) fn stdio_grant(&self) -> Arc<Grant> {
         match self
             .config
             .stdio_key
@@ -225,13 +246,14 @@ impl Policy {
         }
     }
 
-    pub fn profile(&self, name: &str) -> Option<Arc<Profile>> {
+    /// The profile configured as `name`.
+    pub(crate) fn profile(&self, name: &str) -> Option<Arc<Profile>> {
         self.config.profiles.get(name).cloned()
     }
 
     /// The profile a session sees: one named explicitly (HTTP path, `--profile`), else
     /// the key's, else the configured default, else none (every tool).
-    pub fn profile_for(
+    pub(crate) fn profile_for(
         &self,
         explicit: Option<&Arc<Profile>>,
         grant: &Grant,
@@ -245,19 +267,20 @@ impl Policy {
         })
     }
 
-    pub fn facts(&self, tool: &ToolRecord) -> tiers::ToolFacts {
+    /// What the policy knows of `tool`: its tier, tags and hints (`[policy.tools]` over its annotations).
+    pub(crate) fn facts(&self, tool: &ToolRecord) -> tiers::ToolFacts {
         tiers::facts(&self.config.tools, tool)
     }
 
     /// The one meaning of "destructive": the tool's tier, from the configured rules or
-    /// else its annotations (unannotated is destructive, see [`Tier::from_annotations`]).
+    /// else its annotations (unannotated is destructive, see `Tier::from_annotations`).
     /// Approval, keys and code mode all ask this.
-    pub fn destructive(&self, tool: &ToolRecord) -> bool {
+    pub(crate) fn destructive(&self, tool: &ToolRecord) -> bool {
         self.facts(tool).tier == Tier::Destructive
     }
 
     /// Whether route may name `tool` for this caller (shadow tools included).
-    pub fn shows(&self, caller: &Caller, tool: &ToolRecord) -> bool {
+    pub(crate) fn shows(&self, caller: &Caller, tool: &ToolRecord) -> bool {
         match &caller.profile {
             None => true,
             Some(p) => p.shows(tool, &self.facts(tool)),
@@ -266,8 +289,8 @@ impl Policy {
 
     /// Whether this caller's resources/list, resources/templates/list and prompts/list
     /// show `server`'s items: the profile covers the whole server. As with tools, the key
-    /// is not asked: reading is judged by [`Grant::missing_server`].
-    pub fn shows_server(&self, caller: &Caller, server: &str) -> bool {
+    /// is not asked: reading is judged by `Grant::missing_server`.
+    pub(crate) fn shows_server(&self, caller: &Caller, server: &str) -> bool {
         caller
             .profile
             .as_ref()
@@ -276,7 +299,7 @@ impl Policy {
 
     /// Whether `tool` belongs in this caller's tools/list: shown, and not a shadow tool
     /// (listing what cannot run would only invite failing calls).
-    pub fn lists(&self, caller: &Caller, tool: &ToolRecord) -> bool {
+    pub(crate) fn lists(&self, caller: &Caller, tool: &ToolRecord) -> bool {
         let facts = self.facts(tool);
         !facts.shadow
             && caller
@@ -286,7 +309,7 @@ impl Policy {
     }
 
     /// The servers with a tool this caller is shown, sorted: a hidden server is not named.
-    pub fn servers<'c>(&self, caller: &Caller, catalog: &'c Catalog) -> Vec<&'c str> {
+    pub(crate) fn servers<'c>(&self, caller: &Caller, catalog: &'c Catalog) -> Vec<&'c str> {
         let mut s: Vec<&str> = catalog
             .tools()
             .iter()
@@ -313,7 +336,7 @@ impl Policy {
     }
 
     /// What this caller's direct tools/list costs (OpenAI form, o200k), for `auto` mode.
-    pub fn listing_tokens(&self, caller: &Caller, catalog: &Catalog) -> usize {
+    pub(crate) fn listing_tokens(&self, caller: &Caller, catalog: &Catalog) -> usize {
         let tools: Vec<Value> = catalog
             .tools()
             .iter()
@@ -323,23 +346,9 @@ impl Policy {
         toolgate_route::shape::Encoding::O200k.count_json(&Value::Array(tools))
     }
 
-    /// Judges one call before any upstream sees it: shadow, scope and tier, then approval
-    /// for destructive calls. A refusal is audited (and synced) before it is returned, as a
-    /// message for the model that says what is missing.
-    pub async fn authorize(
-        &self,
-        caller: &Caller,
-        tool: &ToolRecord,
-        arguments: &Map<String, Value>,
-    ) -> Result<Permit, Refusal> {
-        let mut permit = self.check(caller, tool, arguments)?;
-        permit.confirm(caller).await?;
-        Ok(permit)
-    }
-
     /// The checks that need nobody's answer: the audit log works, the tool is not in
-    /// shadow, and the key's scopes and tier cover it. Approval is [`Permit::confirm`].
-    pub fn check(
+    /// shadow, and the key's scopes and tier cover it. Approval is `Permit::confirm`.
+    pub(crate) fn check(
         &self,
         caller: &Caller,
         tool: &ToolRecord,
@@ -380,17 +389,17 @@ impl Policy {
     /// `resources/subscribe`, `prompts/get` or `completion/complete`; `target` the URI or
     /// prompt name): the audit log works and the key's scopes cover the whole server. Both
     /// outcomes are audited; a refusal is synced and comes back as the message to show.
-    pub fn access(
+    pub(crate) fn access(
         &self,
         caller: &Caller,
         method: &str,
         server: &str,
         target: &str,
-    ) -> Result<(), String> {
-        let unrecorded = |e: &str| {
-            format!(
-                "{method} {target:?} was refused: the audit log cannot be written ({e}); ask the gateway's administrator"
-            )
+    ) -> Result<(), AccessRefused> {
+        let unrecorded = |e: &str| AccessRefused::Unrecorded {
+            method: method.to_string(),
+            target: target.to_string(),
+            reason: e.to_string(),
         };
         if let Some(e) = &self.audit_broken {
             return Err(unrecorded(e));
@@ -399,7 +408,7 @@ impl Policy {
             let who = (self.config.contact.as_deref())
                 .map(|c| format!(" To widen the key, ask {c}."))
                 .unwrap_or_default();
-            format!("{missing}.{who}")
+            AccessRefused::Scope(format!("{missing}.{who}"))
         });
         if let Some(log) = &self.audit {
             let written = log.access(
@@ -411,7 +420,7 @@ impl Policy {
                     server,
                     target,
                 },
-                refusal.as_deref(),
+                refusal.as_ref().map(|r| r.to_string()).as_deref(),
             );
             // Nothing is read unrecorded.
             if let (Err(e), None) = (written, &refusal) {
@@ -423,7 +432,7 @@ impl Policy {
 
     /// Audits a call that reached no tool: no tool of that name is visible, or its server is
     /// down. `name` is what the caller asked for; nothing was run.
-    pub fn audit_unavailable(&self, caller: &Caller, name: &str, reason: &str) {
+    pub(crate) fn audit_unavailable(&self, caller: &Caller, name: &str, reason: &str) {
         let Some(log) = &self.audit else { return };
         let (server, tool) = name.split_once('/').unwrap_or(("", name));
         let _ = log.call(
@@ -458,7 +467,7 @@ impl Policy {
     /// Audits (and logs, redacted) a handle of another principal that `caller` presented:
     /// `handle` says what kind (`cursor`, `operation`, `selectionId`, `piiToken`, `runId`),
     /// `text` is the handle as presented. The refusal itself is the caller's to answer.
-    pub fn audit_foreign(&self, caller: &Caller, handle: &str, text: &str) {
+    pub(crate) fn audit_foreign(&self, caller: &Caller, handle: &str, text: &str) {
         let principal = caller.principal();
         tracing::warn!(
             principal = %principal,
@@ -479,7 +488,7 @@ impl Policy {
     }
 
     /// Audits a request turned away for its key.
-    pub fn audit_rejected_key(&self, rejection: &AuthRejection, path: &str) {
+    pub(crate) fn audit_rejected_key(&self, rejection: &AuthRejection, path: &str) {
         if let Some(log) = &self.audit {
             let key = match rejection {
                 AuthRejection::Revoked(name) => Some(name.as_str()),
@@ -490,7 +499,7 @@ impl Policy {
     }
 
     /// Audits a route decision (`select` with the tool, or `clarify` with the candidates).
-    pub fn audit_route(
+    pub(crate) fn audit_route(
         &self,
         caller: &Caller,
         task: &str,

@@ -12,7 +12,7 @@ use toolgate_core::call::{CallError, CallOutcome};
 use toolgate_core::catalog::ToolRecord;
 
 /// A call the checks let through; `finish` records how it went.
-pub struct Permit {
+pub(crate) struct Permit {
     audit: Option<Arc<AuditLog>>,
     /// Ask before destructive calls (the key's setting, else the global one).
     needs_approval: bool,
@@ -82,14 +82,14 @@ impl Permit {
 
     /// The upstream acts for the caller and exchanged (or reused) a token for this call:
     /// the `end` record says so.
-    pub fn note_exchange(&mut self, how: toolgate_core::call::Exchange) {
+    pub(crate) fn note_exchange(&mut self, how: toolgate_core::call::Exchange) {
         self.upstream_token = Some(how.as_str());
     }
 
     /// Audits a refusal (synced: it must be on disk before the answer) and returns it.
     /// A refusal of a permitted call (invalid arguments, a token, a flow rule) is recorded
     /// as before, `allowed` with outcome `not_run`; every record carries the refusal's code.
-    pub fn refuse(&self, refusal: Refusal) -> Refusal {
+    pub(crate) fn refuse(&self, refusal: Refusal) -> Refusal {
         let verdict = refusal.kind.verdict();
         let code = Some(refusal.code());
         // Refused either way; a record that cannot be written is logged by the audit log.
@@ -116,7 +116,7 @@ impl Permit {
     /// user and waits; anything but an acceptance (a decline, a dismissal, a client that
     /// cannot ask) is a refusal. Then writes the call's `start` record: a call that cannot be
     /// recorded does not run.
-    pub async fn confirm(&mut self, caller: &Caller) -> Result<(), Refusal> {
+    pub(crate) async fn confirm(&mut self, caller: &Caller) -> Result<(), Refusal> {
         self.approve(caller).await?;
         self.started = Instant::now();
         let reason = self.hidden_reason();
@@ -161,7 +161,7 @@ impl Permit {
 
     /// Audits the finished call: outcome, latency and result tokens (o200k). Destructive
     /// calls are synced to disk before the caller answers.
-    pub fn finish(mut self, result: &Result<CallOutcome, CallError>) {
+    pub(crate) fn finish(mut self, result: &Result<CallOutcome, CallError>) {
         self.open = false;
         // Without an audit log nothing reads the figures: the token count (a BPE pass over
         // the whole result) is not made on the request path for nothing.
@@ -193,7 +193,7 @@ impl Permit {
     }
 
     /// Whether the call is destructive (its tier), as approval judges it.
-    pub fn destructive(&self) -> bool {
+    pub(crate) fn destructive(&self) -> bool {
         self.tier == Tier::Destructive
     }
 

@@ -45,7 +45,7 @@ impl Profile {
 /// A retriever that only finds what a predicate lets through: route over a profile's view.
 /// Ranking asks the full index for enough extra results to cover every hidden tool, so the
 /// `k` visible ones returned are exactly the `k` best visible ones.
-pub struct Visible<'a, R: ?Sized> {
+pub(crate) struct Visible<'a, R: ?Sized> {
     pub inner: &'a R,
     pub keep: &'a (dyn Fn(&ToolRecord) -> bool + Send + Sync),
     /// How many tools the predicate hides in the catalog the index was built from.

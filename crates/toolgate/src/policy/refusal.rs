@@ -78,14 +78,14 @@ impl RefusalKind {
 /// One refusal: its kind, the sentence for the model (what is wrong, what to do), and
 /// any structured detail (the validation report of invalid arguments).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub kind: RefusalKind,
     pub message: String,
     pub detail: Option<Value>,
 }
 
 impl Refusal {
-    pub fn new(kind: RefusalKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: RefusalKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
@@ -93,13 +93,13 @@ impl Refusal {
         }
     }
 
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         self.kind.code()
     }
 
     /// The audit record's `error` of a permitted call that was not run (the short forms
     /// the trail has always had); other refusals are recorded with their message.
-    pub fn not_run_reason(&self) -> String {
+    pub(crate) fn not_run_reason(&self) -> String {
         match self.kind {
             RefusalKind::InvalidArguments => "invalid arguments".into(),
             RefusalKind::PiiToken => "unknown or foreign PII token".into(),

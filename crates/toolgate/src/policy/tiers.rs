@@ -61,7 +61,7 @@ pub struct ToolFacts {
 
 /// Merges every rule that matches `tool`: tags add up; for tier and shadow the most
 /// specific pattern that sets them wins (an exact name beats `server/*`).
-pub fn facts(rules: &[ToolRule], tool: &ToolRecord) -> ToolFacts {
+pub(crate) fn facts(rules: &[ToolRule], tool: &ToolRecord) -> ToolFacts {
     let id = tool.id.to_string();
     let mut matching: Vec<&ToolRule> = rules.iter().filter(|r| r.pattern.matches(&id)).collect();
     matching.sort_by_key(|r| std::cmp::Reverse(r.pattern.specificity()));
@@ -83,7 +83,7 @@ pub fn facts(rules: &[ToolRule], tool: &ToolRecord) -> ToolFacts {
 
 /// The annotation hints that hold for `tool`, with MCP's defaults for absent ones
 /// (destructive and open-world unless said otherwise).
-pub fn hints(tool: &ToolRecord) -> Vec<&'static str> {
+pub(crate) fn hints(tool: &ToolRecord) -> Vec<&'static str> {
     let read_only = tool.annotation("readOnlyHint") == Some(true);
     let mut out = Vec::new();
     if read_only {
@@ -102,7 +102,7 @@ pub fn hints(tool: &ToolRecord) -> Vec<&'static str> {
 }
 
 /// The hint names a profile may select by.
-pub const HINTS: [&str; 4] = [
+pub(crate) const HINTS: [&str; 4] = [
     "readOnlyHint",
     "destructiveHint",
     "idempotentHint",

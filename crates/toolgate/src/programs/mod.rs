@@ -10,5 +10,5 @@
 //! handlers are thin calls of it. The services a run uses (workers, PII vault, state,
 //! workspace, history) are `crate::code`'s.
 
-pub mod run;
-pub mod skill;
+pub(crate) mod run;
+pub(crate) mod skill;

@@ -21,14 +21,14 @@ use toolgate_sandbox::protocol::{CallFailure, Limits, Run, STATE_SERVER};
 /// QuickJS stack: deep recursion throws a RangeError well before the thread's 8 MiB.
 const STACK_BYTES: usize = 1 << 20;
 
-pub async fn run(
+pub(crate) async fn run(
     engine: &Engine,
     owner: &Principal,
     args: &Map<String, Value>,
     cancel: CancellationToken,
     caller: &Caller,
 ) -> MetaResult {
-    let cfg = &engine.gw.config.code;
+    let cfg = engine.code_config();
     let (code, mut input, timeout, max_calls) = match parse(engine, args) {
         Ok(r) => r,
         Err(e) => return MetaResult::error(format!("execute_code: {e}")),
@@ -61,7 +61,7 @@ pub async fn run(
         .collect();
     servers.sort();
     servers.dedup();
-    let run_id = engine.runs.record(
+    let run_id = engine.runs().record(
         owner,
         &caller.grant.name,
         &program.code,
@@ -89,7 +89,7 @@ pub(crate) fn restore_input(
     owner: &Principal,
     input: &mut Value,
 ) -> Result<(), toolgate_core::principal::Refused> {
-    let rules = &engine.gw.config.code.flows;
+    let rules = &engine.code_config().flows;
     let mut keep_covered = |_: &str, class: &str, origins: &std::collections::BTreeSet<String>| {
         let origins: Vec<String> = origins.iter().cloned().collect();
         if rules.iter().any(|r| r.covers(class, &origins)) {
@@ -99,7 +99,7 @@ pub(crate) fn restore_input(
         }
     };
     engine
-        .pii
+        .pii()
         .restore_with(owner, input, &mut keep_covered)
         .map_err(|e| match e {
             crate::code::pii::RestoreError::Token(r) => r,
@@ -125,11 +125,11 @@ pub(crate) struct Program<'a> {
 
 /// What leaves a run for the model: PII tokenized (when configured), within the budget.
 pub(crate) fn show(engine: &Engine, owner: &Principal, mut report: RunReport) -> MetaResult {
-    let cfg = &engine.gw.config.code;
+    let cfg = engine.code_config();
     if cfg.pii {
         // Only what leaves for the model is tokenized; inside the run values stayed real.
         // Each token remembers which servers' results held its value (for flow rules).
-        let (pii, from) = (&engine.pii, &report.origins);
+        let (pii, from) = (engine.pii(), &report.origins);
         pii.tokenize_from(owner, &mut report.result, &cfg.pii_fields, from);
         // Console lines too, `pii_fields` included where a line is JSON.
         for line in &mut report.logs {
@@ -196,7 +196,7 @@ pub(crate) async fn audited(
 
 /// Why a program did not start; the message is the model's (`execute_code: ...`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RunRefused {
+pub(crate) enum RunRefused {
     /// No worker command: built without code mode.
     #[error("this gateway has no sandbox worker (it was built without the code-mode feature)")]
     NoWorker,
@@ -218,7 +218,11 @@ pub enum RunRefused {
 
 impl RunRefused {
     /// Whether the same run may start later: a slot frees when a run ends.
-    pub fn retryable(&self) -> bool {
+    #[expect(
+        dead_code,
+        reason = "the kind a caller or metric reads (as StoreFault::retryable); none reads it yet"
+    )]
+    pub(crate) fn retryable(&self) -> bool {
         !matches!(self, Self::NoWorker)
     }
 }
@@ -231,7 +235,7 @@ pub(crate) async fn run_program(
     caller: &Caller,
     program: &Program<'_>,
 ) -> Result<RunReport, RunRefused> {
-    let cfg = &engine.gw.config.code;
+    let cfg = engine.code_config();
     let Some(_) = cfg.worker.as_deref() else {
         return Err(RunRefused::NoWorker);
     };
@@ -315,7 +319,7 @@ pub(crate) async fn run_program(
                 Some(op) => files(engine, tree, owner.as_str(), op, &c.arguments, flows),
                 None => state(engine, owner, &c.tool, c.arguments, flows),
             }
-        } else if c.server == SKILLS_SERVER && engine.skills.configured() {
+        } else if c.server == SKILLS_SERVER && engine.skills().configured() {
             let parent = &gate.flows;
             super::skill::nested(engine, owner, caller, c, gate.deadline, depth + 1, parent).await
         } else {
@@ -341,7 +345,7 @@ fn state(
     use crate::code::flows::{unwrap_state, wrap_state};
     let Some(flows) = flows else {
         return engine
-            .code_state
+            .code_state()
             .request(owner, op, &args)
             .map(|v| unwrap_state(v).0);
     };
@@ -351,7 +355,7 @@ fn state(
             *value = wrap_state(value.take(), &carried);
         }
     }
-    let (value, carried) = unwrap_state(engine.code_state.request(owner, op, &args)?);
+    let (value, carried) = unwrap_state(engine.code_state().request(owner, op, &args)?);
     flows.adopt(carried);
     Ok(value)
 }
@@ -378,7 +382,7 @@ fn files(
         message: e.to_string(),
     })?;
     match checked.tree {
-        Tree::Workspace => engine.workspace.request(owner, op, &checked, args, flows),
+        Tree::Workspace => engine.workspace().request(owner, op, &checked, args, flows),
         Tree::Servers => tree.request(op, &checked),
     }
 }
@@ -386,7 +390,7 @@ fn files(
 type Parsed = (String, Value, Duration, u32);
 
 fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
-    let cfg = &engine.gw.config.code;
+    let cfg = engine.code_config();
     let given: ExecuteCodeArgs = toolgate_core::meta::args::parse(args)?;
     let code = strip_fences(&given.code);
     if code.is_empty() {

@@ -27,11 +27,11 @@ use toolgate_core::principal::Principal;
 use toolgate_sandbox::protocol::CallFailure;
 
 /// How deep skills may run skills (a program the model wrote is depth 0).
-pub const MAX_DEPTH: u32 = 2;
+pub(crate) const MAX_DEPTH: u32 = 2;
 
 /// The skills this caller is offered: those whose servers are all connected and shown.
-pub fn offered(engine: &Engine, caller: &Caller, catalog: &Catalog) -> Vec<Arc<Skill>> {
-    let set = engine.skills.current();
+pub(crate) fn offered(engine: &Engine, caller: &Caller, catalog: &Catalog) -> Vec<Arc<Skill>> {
+    let set = engine.skills().current();
     if set.skills.is_empty() || !engine.code_for(caller) {
         return Vec::new();
     }
@@ -44,8 +44,8 @@ pub fn offered(engine: &Engine, caller: &Caller, catalog: &Catalog) -> Vec<Arc<S
 }
 
 /// The skill `name`, if this caller is offered it; else what to do.
-pub fn find(engine: &Engine, caller: &Caller, name: &str) -> Result<Arc<Skill>, String> {
-    let set = engine.skills.current();
+pub(crate) fn find(engine: &Engine, caller: &Caller, name: &str) -> Result<Arc<Skill>, String> {
+    let set = engine.skills().current();
     if !engine.code_for(caller) {
         return Err(
             "skills are programs, and code mode is not enabled for this key or profile: \
@@ -80,8 +80,12 @@ pub fn find(engine: &Engine, caller: &Caller, name: &str) -> Result<Arc<Skill>, 
 }
 
 /// The skill an execute call names, if it names one.
-pub fn target(engine: &Engine, owner: &Principal, args: &Map<String, Value>) -> Option<String> {
-    if !engine.skills.configured() {
+pub(crate) fn target(
+    engine: &Engine,
+    owner: &Principal,
+    args: &Map<String, Value>,
+) -> Option<String> {
+    if !engine.skills().configured() {
         return None;
     }
     if let Some(Value::String(sel)) = args.get("selectionId") {
@@ -100,7 +104,7 @@ pub fn target(engine: &Engine, owner: &Principal, args: &Map<String, Value>) -> 
 }
 
 /// execute of a skill: `arguments` is its input.
-pub async fn execute(
+pub(crate) async fn execute(
     engine: &Engine,
     owner: &Principal,
     name: &str,
@@ -108,7 +112,7 @@ pub async fn execute(
     cancel: CancellationToken,
     caller: &Caller,
 ) -> MetaResult {
-    let cfg = &engine.gw.config.code;
+    let cfg = engine.code_config();
     // A skill takes execute's arguments, less the result shaping (its answer is a run's).
     let given = match toolgate_core::meta::args::parse::<ExecuteArgs>(args) {
         Ok(g) if g.fields.is_some() || g.max_tokens.is_some() => Err(format!(
@@ -164,7 +168,7 @@ pub async fn execute(
 
 /// `skills.run(name, input)` from a program: a nested run with what is left of the
 /// parent's time; its value is the program's, its failure a ToolError.
-pub fn nested<'a>(
+pub(crate) fn nested<'a>(
     engine: &'a Engine,
     owner: &'a Principal,
     caller: &'a Caller,
@@ -189,7 +193,7 @@ pub fn nested<'a>(
         let id = skill.record.id.to_string();
         check_input(engine, &skill.record, &call.arguments)
             .map_err(|r| fail("invalid_arguments", r.to_text(&id)))?;
-        let cfg = &engine.gw.config.code;
+        let cfg = engine.code_config();
         let left = deadline.saturating_duration_since(Instant::now());
         if left < Duration::from_millis(50) {
             return Err(fail("timeout", format!("no time left to run {id}")));
@@ -268,11 +272,11 @@ fn check_input(
     record: &ToolRecord,
     input: &Value,
 ) -> Result<(), ValidationReport> {
-    engine.validators.validate(record, input).map(drop)
+    engine.validators().validate(record, input).map(drop)
 }
 
 /// The TypeScript a program needs to run the skill (route's `detail: "typescript"`).
-pub fn declare(record: &ToolRecord) -> String {
+pub(crate) fn declare(record: &ToolRecord) -> String {
     let name = &record.id.name;
     let types = crate::code::typescript::input_type(name, record.input_schema());
     let args = types

@@ -11,26 +11,36 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Drafts waiting at most: past this, proposals are refused until an operator catches up.
-pub const MAX_DRAFTS: usize = 100;
+pub(crate) const MAX_DRAFTS: usize = 100;
 
 /// A proposal, as `propose_skill` hands it over.
-pub struct Proposal<'a> {
+pub(crate) struct Proposal<'a> {
+    /// The skill's name (its folder).
     pub name: &'a str,
+    /// What it does, for route and the operator.
     pub description: &'a str,
+    /// The upstreams its program calls.
     pub servers: Vec<String>,
+    /// Its input's JSON Schema.
     pub input_schema: Value,
+    /// The program (`skill.js`).
     pub code: &'a str,
     /// Where it came from (run id, key), for the operator reading it.
     pub provenance: String,
 }
 
+/// The folder where drafts wait, inside the skills folder.
 pub fn drafts_dir(skills: &Path) -> PathBuf {
     skills.join(DRAFTS_DIR)
 }
 
 /// Writes a draft; returns its folder. The draft is checked as a skill would be before
 /// anything is written, and it appears whole or not at all (written aside, then renamed).
-pub fn write(skills: &Path, p: &Proposal<'_>, max_source: usize) -> Result<PathBuf, DraftError> {
+pub(crate) fn write(
+    skills: &Path,
+    p: &Proposal<'_>,
+    max_source: usize,
+) -> Result<PathBuf, DraftError> {
     if !is_skill_name(p.name) {
         return Err(DraftError::Name(name_rule(p.name)));
     }

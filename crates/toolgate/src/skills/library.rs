@@ -14,15 +14,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How often the folder is looked at for changes, at most.
-pub const RECHECK: Duration = Duration::from_millis(500);
+pub(crate) const RECHECK: Duration = Duration::from_millis(500);
 /// Skills read from one folder at most (the rest are reported).
-pub const MAX_SKILLS: usize = 1000;
+pub(crate) const MAX_SKILLS: usize = 1000;
 
 /// The skills of one folder at one moment: the good ones by name, and an error for each
 /// bad one (the file and what to fix).
 #[derive(Debug, Default)]
 pub struct SkillSet {
+    /// The skills that loaded, by name.
     pub skills: BTreeMap<String, Arc<Skill>>,
+    /// One message per skill that did not (the file and what to fix).
     pub errors: Vec<String>,
 }
 
@@ -65,6 +67,7 @@ impl SkillSet {
         set
     }
 
+    /// The skill named `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<Skill>> {
         self.skills.get(name)
     }
@@ -96,7 +99,7 @@ fn fingerprint(dir: &Path) -> Fingerprint {
 }
 
 /// The skills folder of a running gateway.
-pub struct SkillLibrary {
+pub(crate) struct SkillLibrary {
     /// `None`: no skills configured (or code mode off); the set stays empty.
     dir: Option<PathBuf>,
     /// Code mode's program size limit, applied to `skill.js`.
@@ -111,7 +114,7 @@ struct State {
 }
 
 impl SkillLibrary {
-    pub fn new(dir: Option<PathBuf>, max_source: usize) -> Self {
+    pub(crate) fn new(dir: Option<PathBuf>, max_source: usize) -> Self {
         Self {
             dir,
             max_source,
@@ -124,16 +127,16 @@ impl SkillLibrary {
     }
 
     /// Whether skills are configured at all.
-    pub fn configured(&self) -> bool {
+    pub(crate) fn configured(&self) -> bool {
         self.dir.is_some()
     }
 
-    pub fn dir(&self) -> Option<&Path> {
+    pub(crate) fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }
 
     /// The current skills; the same `Arc` until the folder changes.
-    pub fn current(&self) -> Arc<SkillSet> {
+    pub(crate) fn current(&self) -> Arc<SkillSet> {
         let Some(dir) = &self.dir else {
             return self.state.lock().expect("skills").set.clone();
         };

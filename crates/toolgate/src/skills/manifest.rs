@@ -27,16 +27,16 @@ use std::sync::Arc;
 use toolgate_core::catalog::{ToolId, ToolRecord};
 
 /// The largest SKILL.md read.
-pub const MAX_SKILL_MD_BYTES: u64 = 64 << 10;
+pub(crate) const MAX_SKILL_MD_BYTES: u64 = 64 << 10;
 /// The longest description (route ranks by it; the model reads it).
-pub const MAX_DESCRIPTION: usize = 1024;
+pub(crate) const MAX_DESCRIPTION: usize = 1024;
 /// Servers one skill may name.
-pub const MAX_SERVERS: usize = 16;
+pub(crate) const MAX_SERVERS: usize = 16;
 
 /// The front matter of a SKILL.md.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FrontMatter {
+pub(crate) struct FrontMatter {
     pub name: String,
     pub description: String,
     /// The upstream servers the skill's program calls; it is offered only to callers who
@@ -56,21 +56,26 @@ pub struct FrontMatter {
 /// A loaded, checked skill.
 #[derive(Debug, Clone)]
 pub struct Skill {
+    /// Its name (the folder's).
     pub name: String,
+    /// What it does (the front matter's `description`).
     pub description: String,
+    /// The upstreams its program may call.
     pub servers: Vec<String>,
+    /// Its input's JSON Schema.
     pub input_schema: Value,
     /// `skill.js`.
     pub code: String,
     /// The markdown after the front matter.
     pub body: String,
+    /// Its folder.
     pub dir: PathBuf,
     /// The skill as route sees it: a tool of the server `skills`.
     pub record: Arc<ToolRecord>,
 }
 
 /// Reads and checks the skill in `dir`; `max_source` is code mode's program size limit.
-pub fn load(dir: &Path, max_source: usize) -> Result<Skill, LoadError> {
+pub(crate) fn load(dir: &Path, max_source: usize) -> Result<Skill, LoadError> {
     let folder = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -138,7 +143,7 @@ fn check(fm: FrontMatter, folder: &str, file: &Path) -> Result<Skill, LoadError>
 
 /// An input schema must describe an object (execute passes arguments, programs an object)
 /// and compile.
-pub fn check_schema(schema: &Value) -> Result<(), SchemaRefusal> {
+pub(crate) fn check_schema(schema: &Value) -> Result<(), SchemaRefusal> {
     let Value::Object(o) = schema else {
         return Err(SchemaRefusal::NotAnObject);
     };
@@ -153,7 +158,7 @@ pub fn check_schema(schema: &Value) -> Result<(), SchemaRefusal> {
 
 /// The skill as a tool record of the server `skills`, so route indexes and ranks it like
 /// any tool (name, description, parameters).
-pub fn record(name: &str, description: &str, input_schema: &Value) -> ToolRecord {
+pub(crate) fn record(name: &str, description: &str, input_schema: &Value) -> ToolRecord {
     let mut tool = Map::new();
     tool.insert("name".into(), json!(name));
     tool.insert("description".into(), json!(description));
@@ -170,7 +175,7 @@ pub fn record(name: &str, description: &str, input_schema: &Value) -> ToolRecord
 }
 
 /// `(front matter, body)` of a file that starts with a `---` line; `None` when it does not.
-pub fn split_front_matter(text: &str) -> Option<(&str, &str)> {
+pub(crate) fn split_front_matter(text: &str) -> Option<(&str, &str)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text
         .strip_prefix("---\n")

@@ -16,20 +16,22 @@
 
 pub mod drafts;
 mod error;
-pub mod library;
-pub mod manifest;
+pub(crate) mod library;
+pub(crate) mod manifest;
 
 pub use error::{DraftError, LoadError, Problem, SchemaRefusal};
-pub use library::{SkillLibrary, SkillSet};
+pub(crate) use library::SkillLibrary;
+pub use library::SkillSet;
 pub use manifest::Skill;
 
 /// The server name skills are found under (`skills/<name>`); no upstream may take it while
 /// skills are configured.
-pub const SKILLS_SERVER: &str = toolgate_sandbox::protocol::SKILLS_SERVER;
+pub(crate) const SKILLS_SERVER: &str = toolgate_sandbox::protocol::SKILLS_SERVER;
 /// Where drafts wait, inside the skills folder (a dot name: never a skill).
-pub const DRAFTS_DIR: &str = ".drafts";
+pub(crate) const DRAFTS_DIR: &str = ".drafts";
 /// The front matter's file and the program's file in a skill folder.
 pub const SKILL_MD: &str = "SKILL.md";
+/// The program's file in a skill folder.
 pub const SKILL_JS: &str = "skill.js";
 
 /// A skill name is a folder name and a route name: a simple name (see

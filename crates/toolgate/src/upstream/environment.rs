@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 /// Passed to every stdio upstream when the gateway has them.
-pub const BASE: &[&str] = &[
+pub(crate) const BASE: &[&str] = &[
     "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "TMPDIR", "TZ",
 ];
 
@@ -20,7 +20,7 @@ fn is_base(name: &str) -> bool {
 /// The child's whole environment, from the gateway's (`from`), the upstream's
 /// `inherit_env` names and its `env`. Values that look like exported shell functions
 /// (`() {...`) are left out, as the SDKs do.
-pub fn child_env(
+pub(crate) fn child_env(
     from: impl IntoIterator<Item = (String, String)>,
     inherit: &[String],
     env: &BTreeMap<String, String>,

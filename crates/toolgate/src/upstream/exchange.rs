@@ -20,7 +20,7 @@ const DESCRIPTION_CHARS: usize = 300;
 /// Why a caller's call could not get a token for a user-delegated upstream. Each message
 /// names the caller and what to do; none repeats a token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExchangeError {
+pub(crate) enum ExchangeError {
     /// The caller authenticated without an access token (an API key, stdio, the local
     /// identity): there is nothing to exchange, and the gateway's own identity is not used.
     #[error("it acts for each caller with a token exchanged from the caller's own access token (RFC 8693), and {caller} presented no access token: call it with an access token from the gateway's authorization server ([auth.oauth]), not an API key")]

@@ -10,13 +10,13 @@ mod child;
 mod client;
 mod connect;
 mod delegated;
-pub mod environment;
-pub mod exchange;
+pub(crate) mod environment;
+pub(crate) mod exchange;
 mod flood;
 mod lines;
 mod listing;
-pub mod mrtr;
-pub mod oauth;
+pub(crate) mod mrtr;
+pub(crate) mod oauth;
 mod orphans;
 mod oversize;
 pub(crate) use lines::top_level_id;
@@ -26,11 +26,11 @@ mod stdio;
 mod supervisor;
 mod tasks;
 
-pub use requests::{Notice, RequestOptions};
+pub(crate) use requests::{Notice, RequestOptions};
 pub(crate) use supervisor::supervise;
-pub use toolgate_core::call::{
-    CallError, CallOptions, CallOutcome, ClientRelay, Progress, RelayKind,
-};
+// The call types have one path, `toolgate_core::call`; this module uses them, it does not
+// re-export them.
+use toolgate_core::call::{CallError, CallOptions, CallOutcome};
 
 use crate::config::UpstreamConfig;
 use client::{token_key, ProgressRoutes};
@@ -51,9 +51,17 @@ pub enum UpstreamStatus {
     /// Not tried yet, or connecting for the first time.
     Starting,
     /// Connected; `latency` is how long connect + initialize + tools/list took.
-    Ready { latency: Duration },
+    Ready {
+        /// How long connecting, initializing and listing the tools took.
+        latency: Duration,
+    },
     /// The last attempt failed or the connection dropped; retrying after a backoff.
-    Retrying { error: String, attempt: u32 },
+    Retrying {
+        /// Why the last attempt failed or the connection dropped.
+        error: String,
+        /// Failed attempts in a row (from 1; reset once a connection outlives its backoff).
+        attempt: u32,
+    },
     /// `enabled = false` in configuration.
     Disabled,
     /// The gateway is shutting down.
@@ -61,6 +69,7 @@ pub enum UpstreamStatus {
 }
 
 impl UpstreamStatus {
+    /// The status in one word (`starting`, `ready`, `down`, `disabled`, `stopped`).
     pub fn label(&self) -> &'static str {
         match self {
             Self::Starting => "starting",
@@ -72,7 +81,7 @@ impl UpstreamStatus {
     }
 
     /// True once the first attempt has ended either way (for the startup wait).
-    pub fn settled(&self) -> bool {
+    pub(crate) fn settled(&self) -> bool {
         !matches!(self, Self::Starting)
     }
 }
@@ -121,7 +130,7 @@ struct State {
 }
 
 impl Upstream {
-    pub fn new(config: UpstreamConfig) -> Arc<Self> {
+    pub(crate) fn new(config: UpstreamConfig) -> Arc<Self> {
         let status = if config.enabled {
             UpstreamStatus::Starting
         } else {
@@ -165,12 +174,12 @@ impl Upstream {
 
     /// True for a user-delegated upstream (`grant = "token_exchange"`): its calls act for
     /// the caller, over the caller's own session.
-    pub fn acts_for_callers(&self) -> bool {
+    pub(crate) fn acts_for_callers(&self) -> bool {
         self.delegated.is_some()
     }
 
     /// The state store where `toolgate auth login` keeps this upstream's tokens.
-    pub fn use_store(&self, store: Arc<dyn toolgate_core::store::Store>) {
+    pub(crate) fn use_store(&self, store: Arc<dyn toolgate_core::store::Store>) {
         if let Some(t) = &self.token {
             t.use_store(store);
         }
@@ -204,7 +213,7 @@ impl Upstream {
     }
 
     /// A receiver that sees a new value whenever status or tools change.
-    pub fn watch(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub(crate) fn watch(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changed.subscribe()
     }
 

@@ -22,7 +22,7 @@ use toolgate_core::call::{ClientRelay, RelayKind};
 use toolgate_core::principal::Principal;
 
 /// Rounds of `input_required` the gateway drives itself for an older client.
-pub const MAX_ROUNDS: usize = 8;
+pub(crate) const MAX_ROUNDS: usize = 8;
 
 /// How long a handed-out `requestState` stays good.
 const PENDING_TTL: Duration = Duration::from_secs(600);
@@ -31,20 +31,20 @@ const PENDING_TTL: Duration = Duration::from_secs(600);
 const MAX_PENDING: usize = 10_000;
 
 /// The prefix of the gateway's own MRTR handles (approval's are `ap-`).
-pub const HANDLE_PREFIX: &str = "in-";
+pub(crate) const HANDLE_PREFIX: &str = "in-";
 
-pub use toolgate_core::call::{MrtrRequest, Resumed};
+pub(crate) use toolgate_core::call::{MrtrRequest, Resumed};
 
 /// `requestState` handles handed to 2026-07-28 clients, by handle.
 #[derive(Default)]
-pub struct PendingInputs {
+pub(crate) struct PendingInputs {
     pending: Mutex<HashMap<String, (Principal, Resumed, Instant)>>,
 }
 
 impl PendingInputs {
     /// Remembers the upstream call `resumed` for `owner`; returns the handle (128 random
     /// bits), which is the only thing the client sees.
-    pub fn remember(&self, owner: &Principal, resumed: Resumed) -> String {
+    pub(crate) fn remember(&self, owner: &Principal, resumed: Resumed) -> String {
         let handle = format!("{HANDLE_PREFIX}{:032x}", rand::random::<u128>());
         let mut pending = self.pending.lock().expect("pending inputs");
         pending.retain(|_, (_, _, at)| at.elapsed() < PENDING_TTL);
@@ -63,23 +63,37 @@ impl PendingInputs {
 
     /// Takes the call `handle` names, if `owner` was given it and it is fresh: good for one
     /// retry. A foreign try leaves it for its owner.
-    pub fn take(&self, owner: &Principal, handle: &str) -> Result<Resumed, String> {
+    pub(crate) fn take(&self, owner: &Principal, handle: &str) -> Result<Resumed, StateRefused> {
         let mut pending = self.pending.lock().expect("pending inputs");
         match pending.get(handle) {
-            Some((o, _, _)) if o != owner => {
-                Err("the requestState was issued to another caller".into())
-            }
+            Some((o, _, _)) if o != owner => Err(StateRefused::Foreign),
             Some((_, _, at)) if at.elapsed() >= PENDING_TTL => {
                 pending.remove(handle);
-                Err("the requestState has expired: call again without it".into())
+                Err(StateRefused::Expired)
             }
             Some(_) => Ok(pending.remove(handle).expect("present").1),
-            None => Err(
-                "the requestState is unknown, altered or already used: call again without it"
-                    .into(),
-            ),
+            None => Err(StateRefused::Unknown),
         }
     }
+}
+
+/// Why a `requestState` handle was not honoured; the message is what the client reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum StateRefused {
+    /// Another principal's handle (the front audits the try; the handle stays its owner's).
+    #[error("the requestState was issued to another caller")]
+    Foreign,
+    /// An input handle past its time.
+    #[error("the requestState has expired: call again without it")]
+    Expired,
+    /// No input handle by that name: never issued, altered or used.
+    #[error("the requestState is unknown, altered or already used: call again without it")]
+    Unknown,
+    /// No parked call by that name (expired parked calls are dropped, so this covers those).
+    #[error(
+        "the requestState is unknown, altered, expired or already used: call again without it"
+    )]
+    UnknownParked,
 }
 
 /// Calls held open for a 2026-07-28 client while their (older) upstream waits for the
@@ -87,20 +101,20 @@ impl PendingInputs {
 /// own value in each (the running call and where its next question arrives); this store
 /// only owns, expires and hands them back once.
 #[derive(Default)]
-pub struct ParkedCalls {
+pub(crate) struct ParkedCalls {
     parked: Mutex<HashMap<String, (Principal, Parked, Instant)>>,
 }
 
 /// What the front parks (a running call and its channels).
-pub type Parked = Box<dyn std::any::Any + Send>;
+pub(crate) type Parked = Box<dyn std::any::Any + Send>;
 
 /// The prefix of a parked call's handle.
-pub const PARKED_PREFIX: &str = "pk-";
+pub(crate) const PARKED_PREFIX: &str = "pk-";
 
 impl ParkedCalls {
     /// Parks `call` for `owner`; returns its handle. Expired ones are dropped here (their
     /// upstream request then fails, which ends the call).
-    pub fn park(&self, owner: &Principal, call: Parked) -> String {
+    pub(crate) fn park(&self, owner: &Principal, call: Parked) -> String {
         let handle = format!("{PARKED_PREFIX}{:032x}", rand::random::<u128>());
         let mut parked = self.parked.lock().expect("parked calls");
         parked.retain(|_, (_, _, at)| at.elapsed() < PENDING_TTL);
@@ -119,23 +133,18 @@ impl ParkedCalls {
 
     /// Takes the call `handle` names if `owner` parked it; a foreign try leaves it parked
     /// for its owner.
-    pub fn take(&self, owner: &Principal, handle: &str) -> Result<Parked, String> {
+    pub(crate) fn take(&self, owner: &Principal, handle: &str) -> Result<Parked, StateRefused> {
         let mut parked = self.parked.lock().expect("parked calls");
         match parked.get(handle) {
-            Some((o, _, _)) if o != owner => {
-                Err("the requestState was issued to another caller".into())
-            }
+            Some((o, _, _)) if o != owner => Err(StateRefused::Foreign),
             Some(_) => Ok(parked.remove(handle).expect("present").1),
-            None => Err(
-                "the requestState is unknown, altered, expired or already used: call again without it"
-                    .into(),
-            ),
+            None => Err(StateRefused::UnknownParked),
         }
     }
 }
 
 /// The key a relayed request of `kind` gets in `inputRequests`.
-pub fn input_key(kind: RelayKind) -> &'static str {
+pub(crate) fn input_key(kind: RelayKind) -> &'static str {
     match kind {
         RelayKind::Sampling => "sampling",
         RelayKind::Elicitation => "elicitation",
@@ -144,7 +153,7 @@ pub fn input_key(kind: RelayKind) -> &'static str {
 }
 
 /// The capability an input request's method needs.
-pub fn kind_of(method: &str) -> Option<RelayKind> {
+pub(crate) fn kind_of(method: &str) -> Option<RelayKind> {
     match method {
         "sampling/createMessage" => Some(RelayKind::Sampling),
         "elicitation/create" => Some(RelayKind::Elicitation),
@@ -156,7 +165,7 @@ pub fn kind_of(method: &str) -> Option<RelayKind> {
 /// Asks an older client each of `requests` (`{"key": {"method", "params"}}`) on its call
 /// (in turn, or all at once when the relay takes them so) and returns the answers by key;
 /// an error names what could not be asked.
-pub async fn fulfil(
+pub(crate) async fn fulfil(
     relay: &Arc<dyn ClientRelay>,
     requests: &serde_json::Map<String, Value>,
 ) -> Result<BTreeMap<String, Value>, String> {
@@ -193,7 +202,7 @@ pub async fn fulfil(
 }
 
 /// The kinds an upstream's -32021 (missing required client capability) names.
-pub fn missing_kinds(data: Option<&Value>) -> Vec<RelayKind> {
+pub(crate) fn missing_kinds(data: Option<&Value>) -> Vec<RelayKind> {
     let Some(required) = data
         .and_then(|d| d.get("requiredCapabilities"))
         .and_then(Value::as_object)
@@ -233,11 +242,16 @@ mod tests {
         let h = pending.remember(&alice, resumed());
         assert!(h.starts_with(HANDLE_PREFIX) && h.len() == 35);
         assert_eq!(pending.take(&alice, &h), Ok(resumed()));
-        assert!(pending.take(&alice, &h).unwrap_err().contains("unknown"));
+        assert!(pending
+            .take(&alice, &h)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown"));
         let h = pending.remember(&alice, resumed());
         assert!(pending
             .take(&bob, &h)
             .unwrap_err()
+            .to_string()
             .contains("another caller"));
         assert_eq!(pending.take(&alice, &h), Ok(resumed()), "still its owner's");
         let h = pending.remember(&alice, resumed());

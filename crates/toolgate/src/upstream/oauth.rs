@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use toolgate_core::call::{AccessToken, Exchange};
 use toolgate_core::principal::Principal;
-use toolgate_core::store::{Kind, Lookup, Record, Store};
+use toolgate_core::store::{Kind, Lookup, Record, Store, StoreFault};
 
 /// A token is asked for again this long before the server would refuse it.
 const EARLY: Duration = Duration::from_secs(30);
@@ -49,13 +49,20 @@ struct Cached {
 /// What `toolgate auth login` keeps for an upstream (sealed by the store).
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Login {
+    /// The authorization server's issuer.
     pub issuer: String,
+    /// Its token endpoint (for refreshes).
     pub token_endpoint: String,
+    /// The client the gateway logged in as.
     pub client_id: String,
+    /// Its secret, if the server registered one.
     #[serde(default)]
     pub client_secret: Option<String>,
+    /// The resource (the upstream's URL) the tokens are for.
     pub resource: String,
+    /// The current access token.
     pub access_token: String,
+    /// The refresh token, if the server gave one.
     #[serde(default)]
     pub refresh_token: Option<String>,
     /// When the access token expires, milliseconds since the Unix epoch.
@@ -186,7 +193,8 @@ impl TokenSource {
         match &self.config.endpoint {
             Some(TokenEndpoint::Url(u)) => Ok(u.clone()),
             Some(TokenEndpoint::Issuer(issuer)) => discover(&self.http, issuer)
-                .await?
+                .await
+                .map_err(|e| e.to_string())?
                 .token_endpoint
                 .ok_or_else(|| format!("the metadata of {issuer} names no token_endpoint")),
             None => Err("no issuer or token_url".into()),
@@ -218,12 +226,14 @@ impl TokenSource {
         let store = self.store.get().ok_or_else(|| {
             "the gateway keeps its state in memory, where no login is kept: use an embedded or redis [store]".to_string()
         })?;
-        let mut login = load(store.as_ref(), &self.upstream)?.ok_or_else(|| {
-            format!(
-                "nobody has logged in to it yet: run `toolgate auth login {}`",
-                self.upstream
-            )
-        })?;
+        let mut login = load(store.as_ref(), &self.upstream)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| {
+                format!(
+                    "nobody has logged in to it yet: run `toolgate auth login {}`",
+                    self.upstream
+                )
+            })?;
         let now = toolgate_core::store::now_ms();
         if login.expires_ms > now + EARLY.as_millis() as u64 {
             let left = Duration::from_millis(login.expires_ms - now);
@@ -265,7 +275,7 @@ impl TokenSource {
             login.refresh_token = Some(r.to_string());
         }
         login.expires_ms = toolgate_core::store::now_ms() + lifetime.as_millis() as u64;
-        save(store.as_ref(), &self.upstream, &login)?;
+        save(store.as_ref(), &self.upstream, &login).map_err(|e| e.to_string())?;
         tracing::info!(upstream = %self.upstream, "refreshed the login's access token (kept in the state store)");
         Ok(Cached {
             token,
@@ -329,19 +339,30 @@ fn access_token(body: &serde_json::Value, url: &str) -> Result<(String, Duration
     ))
 }
 
+/// Why a login could not be read from, or written to, the state store.
+#[derive(Debug, thiserror::Error)]
+pub enum LoginStoreError {
+    /// The state store failed (its message says how, and whether to retry).
+    #[error("{0}")]
+    Store(StoreFault),
+    /// The stored login is not one this version reads.
+    #[error("the stored login cannot be read ({0}): log in again")]
+    Unreadable(serde_json::Error),
+}
+
 /// The login kept for `upstream`, if any.
-pub fn load(store: &dyn Store, upstream: &str) -> Result<Option<Login>, String> {
+pub fn load(store: &dyn Store, upstream: &str) -> Result<Option<Login>, LoginStoreError> {
     let now = toolgate_core::store::now_ms();
     match store.lookup(Kind::Credential, upstream, OWNER, now) {
         Ok(Lookup::Found(r)) => serde_json::from_slice(&r.value)
             .map(Some)
-            .map_err(|e| format!("the stored login cannot be read ({e}): log in again")),
+            .map_err(LoginStoreError::Unreadable),
         Ok(_) => Ok(None),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(LoginStoreError::Store(e)),
     }
 }
 
-fn save(store: &dyn Store, upstream: &str, login: &Login) -> Result<(), String> {
+fn save(store: &dyn Store, upstream: &str, login: &Login) -> Result<(), LoginStoreError> {
     let record = Record {
         owner: OWNER.into(),
         expires_ms: toolgate_core::store::expiry_after(LOGIN_TTL),
@@ -349,14 +370,14 @@ fn save(store: &dyn Store, upstream: &str, login: &Login) -> Result<(), String> 
     };
     store
         .put(Kind::Credential, upstream, &record)
-        .map_err(|e| e.to_string())
+        .map_err(LoginStoreError::Store)
 }
 
 /// Removes the login kept for `upstream` (`toolgate auth logout`).
-pub fn forget(store: &dyn Store, upstream: &str) -> Result<(), String> {
+pub fn forget(store: &dyn Store, upstream: &str) -> Result<(), LoginStoreError> {
     store
         .remove(Kind::Credential, upstream, toolgate_core::store::now_ms())
-        .map_err(|e| e.to_string())
+        .map_err(LoginStoreError::Store)
 }
 
 /// `toolgate auth login`: the authorization code flow with PKCE against the authorization
@@ -383,7 +404,7 @@ pub async fn login(
         }
         None => authorization_server_of(&http, url).await?,
     };
-    let meta: ServerMetadata = discover(&http, &issuer).await?;
+    let meta: ServerMetadata = discover(&http, &issuer).await.map_err(|e| e.to_string())?;
     let authorize = (meta.authorization_endpoint.clone())
         .ok_or_else(|| format!("the metadata of {issuer} names no authorization_endpoint"))?;
     let token_endpoint = (meta.token_endpoint.clone())
@@ -452,7 +473,7 @@ pub async fn login(
         refresh_token: body["refresh_token"].as_str().map(str::to_string),
         expires_ms: toolgate_core::store::now_ms() + lifetime.as_millis() as u64,
     };
-    save(store, upstream, &login)?;
+    save(store, upstream, &login).map_err(|e| e.to_string())?;
     Ok(login)
 }
 

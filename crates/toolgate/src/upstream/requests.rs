@@ -20,7 +20,7 @@
 //! B. When that last call named no principal (a call with no client behind it), or none
 //! was made yet, the log reaches no client.
 
-use super::{CallError, Upstream};
+use super::Upstream;
 use rmcp::model::{ClientRequest, RequestId, ServerResult};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{json, Value};
@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
+use toolgate_core::call::CallError;
 use toolgate_core::call::{ClientRelay, RelayKind};
 use toolgate_core::principal::Principal;
 

@@ -9,7 +9,7 @@
 //! upstream's task (`tasks/cancel`). A `failed` task is the upstream's error, its code
 //! kept.
 
-use super::{map_err, mrtr, outcome_from, CallError, CallOptions, CallOutcome, Upstream};
+use super::{map_err, mrtr, outcome_from, Upstream};
 use rmcp::model::{
     CancelTaskParams, CancelTaskRequest, ClientRequest, GetTaskParams, GetTaskRequest,
     RequestMetaObject, ServerResult, Task, TaskPayload, UpdateTaskParams, UpdateTaskRequest,
@@ -18,6 +18,7 @@ use rmcp::service::{PeerRequestOptions, RoleClient};
 use rmcp::Peer;
 use serde_json::Value;
 use std::time::Duration;
+use toolgate_core::call::{CallError, CallOptions, CallOutcome};
 
 /// The poll interval used when the task suggests none, and the bounds on what it suggests.
 const POLL_DEFAULT: Duration = Duration::from_millis(500);

@@ -8,7 +8,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub struct InProcess {
-    pub gw: Arc<toolgate::gateway::Gateway>,
+    pub gw: Arc<toolgate::Gateway>,
     /// The gateway's HTTP front.
     pub front: SocketAddr,
     /// The fixture's HTTP server: the gateway's upstream `fx`.
@@ -33,12 +33,11 @@ pub async fn start(catalog: &str, knobs: &str, stop: &CancellationToken) -> InPr
     let toml = format!(
         "[gateway]\nmode = \"direct\"\nstartup_wait_ms = 30000\n[upstreams.fx]\nurl = \"http://{upstream}/mcp\"\n"
     );
-    let config =
-        toolgate::config::Config::from_toml_str(&toml, Path::new("toolgate.toml")).unwrap();
-    let gw = toolgate::gateway::Gateway::start(config);
+    let config = toolgate::Config::from_toml_str(&toml, Path::new("toolgate.toml")).unwrap();
+    let gw = toolgate::Gateway::start(config);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let front = listener.local_addr().unwrap();
-    tokio::spawn(toolgate::front::serve_http(
+    tokio::spawn(toolgate::serve_http(
         listener,
         gw.clone(),
         stop.child_token(),

@@ -7,11 +7,10 @@
 //! `./servers/...` (the tool tree) goes through the same `fs` calls; see `code::tree`.
 
 pub mod paths;
-pub mod store;
+pub(crate) mod store;
 
 use crate::code::flows::{Carried, RunFlows};
 use crate::config::code::WorkspaceConfig;
-use crate::policy::Caller;
 use paths::{Checked, Tree};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -19,13 +18,6 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use store::{DirStore, FileMeta, MemoryStore, WorkspaceStore};
 use toolgate_sandbox::protocol::CallFailure;
-
-/// Whose workspace a caller's programs use: its principal (the configured API key it
-/// presented, else the gateway's local identity, which every session without a key shares,
-/// as they share the operator's machine).
-pub fn principal(caller: &Caller) -> String {
-    caller.principal().as_str().to_string()
-}
 
 /// Every principal's files, within the configured quotas.
 pub struct Workspace {
@@ -62,6 +54,7 @@ impl Workspace {
         Self::with_store(store, limits)
     }
 
+    /// A workspace over `store` (tests and the CLI give their own), with the limits of `limits`.
     pub fn with_store(store: Arc<dyn WorkspaceStore>, limits: &WorkspaceConfig) -> Self {
         Self {
             store,

@@ -21,7 +21,9 @@ pub enum Tree {
 /// A checked path: its tree and the components below the tree's root (none: the root).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
+    /// The tree the path is in (`/workspace` or `/servers`).
     pub tree: Tree,
+    /// The components below the tree's root, in order.
     pub parts: Vec<String>,
 }
 

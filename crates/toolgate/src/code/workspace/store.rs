@@ -46,7 +46,7 @@ type OwnerFiles = BTreeMap<String, (Vec<u8>, SystemTime)>;
 
 /// Files in the gateway's memory: lost on restart, seen by this process only.
 #[derive(Default)]
-pub struct MemoryStore {
+pub(crate) struct MemoryStore {
     files: Mutex<HashMap<String, OwnerFiles>>,
     /// (owner, path) -> what the file carries.
     tags: Mutex<HashMap<(String, String), Vec<u8>>>,
@@ -131,12 +131,12 @@ impl WorkspaceStore for MemoryStore {
 /// a symbolic link: every folder on a path is checked to be a real folder, and files are
 /// opened with `O_NOFOLLOW`, so a link placed in a principal's folder cannot lead a read,
 /// a write or a removal out of the workspace ([`LinkRefused`]).
-pub struct DirStore {
+pub(crate) struct DirStore {
     dir: PathBuf,
 }
 
 impl DirStore {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
     }
 
@@ -201,7 +201,7 @@ const TAGS: &str = ".flows";
 /// A workspace path that goes through a symbolic link (or a file where a folder should
 /// be): refused, since links inside the workspace are not followed.
 #[derive(Debug)]
-pub struct LinkRefused(pub String);
+pub(crate) struct LinkRefused(pub String);
 
 impl LinkRefused {
     fn io(shown: &str) -> io::Error {

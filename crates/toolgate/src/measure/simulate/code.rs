@@ -14,14 +14,14 @@ use toolgate_sandbox::protocol::ToolEntry;
 /// session lists it (`measure::report::code_surface`: every meta-tool including
 /// execute_code and describe_tools, propose_skill with `skills`), and its instructions
 /// as a system message.
-pub fn code_surface_tokens(enc: Encoding, prefix: &str, skills: bool) -> usize {
+pub(crate) fn code_surface_tokens(enc: Encoding, prefix: &str, skills: bool) -> usize {
     let (tools, _, instructions) = crate::measure::report::code_surface(enc, prefix, skills);
     tools + enc.count_json(&json!({"role": "system", "content": instructions}))
 }
 
 /// The oracle's execute_code program: each call awaited in order, the results returned.
 /// Deterministic, so runs repeat exactly.
-pub fn oracle_program(calls: &[(&ToolEntry, Value)]) -> String {
+pub(crate) fn oracle_program(calls: &[(&ToolEntry, Value)]) -> String {
     let mut code = String::new();
     for (i, (e, args)) in calls.iter().enumerate() {
         code.push_str(&format!(

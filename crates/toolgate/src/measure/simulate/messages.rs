@@ -54,23 +54,23 @@ impl Loop {
 }
 
 /// `{"role":"user","content":…}`.
-pub fn user_message(text: &str) -> Value {
+pub(crate) fn user_message(text: &str) -> Value {
     json!({"role": "user", "content": text})
 }
 
 /// An assistant message with one tool call, arguments as a JSON string (OpenAI form).
-pub fn assistant_call(id: &str, name: &str, arguments: &Value) -> Value {
+pub(crate) fn assistant_call(id: &str, name: &str, arguments: &Value) -> Value {
     json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
         "function": {"name": name, "arguments": arguments.to_string()}}]})
 }
 
 /// A `tool` message answering `id`.
-pub fn tool_message(id: &str, content: &str) -> Value {
+pub(crate) fn tool_message(id: &str, content: &str) -> Value {
     json!({"role": "tool", "tool_call_id": id, "content": content})
 }
 
 /// A meta-tool answer as the model's context receives it.
-pub fn result_content(r: &MetaResult, form: ResultForm) -> String {
+pub(crate) fn result_content(r: &MetaResult, form: ResultForm) -> String {
     match form {
         ResultForm::Text => r
             .content

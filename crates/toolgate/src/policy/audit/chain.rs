@@ -7,13 +7,13 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The `prev` of a log's first record.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// What comes before the MAC in a sealed line: the record's text runs up to it.
 const MAC_KEY: &str = ",\"mac\":\"";
 
 /// HMAC-SHA256 of `data` under `secret`, as hex.
-pub fn mac(secret: &[u8], data: &[u8]) -> String {
+pub(crate) fn mac(secret: &[u8], data: &[u8]) -> String {
     let mut m = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes a key of any length");
     m.update(data);
     hex::encode(m.finalize().into_bytes())
@@ -21,7 +21,7 @@ pub fn mac(secret: &[u8], data: &[u8]) -> String {
 
 /// Seals a record's JSON object text (which already holds `seq` and `prev`): the line to
 /// write, without its newline, and the MAC the next record names as `prev`.
-pub fn seal(secret: &[u8], record: &str) -> (String, String) {
+pub(crate) fn seal(secret: &[u8], record: &str) -> (String, String) {
     debug_assert!(record.ends_with('}'));
     let tag = mac(secret, record.as_bytes());
     let line = format!("{}{MAC_KEY}{tag}\"}}", &record[..record.len() - 1]);
@@ -43,11 +43,11 @@ pub type At = (usize, usize);
 /// The `type` of the record a log's file begins with when the gateway reopened the log
 /// (SIGHUP) and found a new, empty file: it names the file the chain continues (the log's
 /// path before it was moved away) and the last `seq` written there.
-pub const ROTATION: &str = "rotation";
+pub(crate) const ROTATION: &str = "rotation";
 
 /// The key a record carries when the write before it failed part-way (`true`): the lines
 /// between it and the record before are what that write left, and only those are torn.
-pub const AFTER_TORN: &str = "afterTorn";
+pub(crate) const AFTER_TORN: &str = "afterTorn";
 
 /// What [`verify`] found.
 #[derive(Debug, Default)]
@@ -70,6 +70,7 @@ pub struct Verified {
 }
 
 impl Verified {
+    /// Whether no link is broken.
     pub fn intact(&self) -> bool {
         self.broken.is_empty()
     }
@@ -85,7 +86,7 @@ fn looks_sealed(line: &str) -> bool {
 /// Checks the lines of an audit log's files, oldest first: each record's MAC under
 /// `secret`, that it names the record before it as `prev`, and that `seq` counts up by one.
 /// The chain must begin at its genesis (`seq` 1, `prev` all zeros), or at a rotation
-/// record (see [`ROTATION`]) whose earlier file is given before it, or, with
+/// record (type `"rotation"`) whose earlier file is given before it, or, with
 /// `from_rotation`, is knowingly left out. A file may also begin a new chain at its
 /// genesis (a gateway started on a new file). A line that is not a sealed record is torn
 /// only where a failed write left it (see [`Verified::torn`]); anywhere else it is an error.

@@ -76,7 +76,7 @@ pub(super) fn chain_end(file: &mut File) -> (u64, String, bool) {
 }
 
 /// The current UTC time as RFC 3339 with milliseconds.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();

@@ -15,14 +15,15 @@
 pub mod chain;
 mod file;
 mod run;
+pub(crate) use file::now_rfc3339;
+pub use file::secret_path;
 use file::{chain_end, open_append, secret_file};
-pub use file::{now_rfc3339, secret_path};
-pub use run::RunRecord;
+pub(crate) use run::RunRecord;
 
 /// Why a record could not be written: what it records must then not happen. The message
 /// is the file system's (the caller says it is the audit log's).
 #[derive(Debug, thiserror::Error)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     /// The file could not be opened (its message with the reasons under it).
     #[error("{0}")]
     Open(String),
@@ -45,9 +46,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// At most this many refusals of unauthenticated requests are written one by one per window.
-pub const AUTH_RECORDS_PER_WINDOW: u64 = 20;
+pub(crate) const AUTH_RECORDS_PER_WINDOW: u64 = 20;
 /// The window for [`AUTH_RECORDS_PER_WINDOW`].
-pub const AUTH_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const AUTH_WINDOW: Duration = Duration::from_secs(10);
 
 /// Bumped by [`reopen_all`]; each log compares it with the generation it opened.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
@@ -76,7 +77,7 @@ pub fn flush_all() {
 }
 
 /// An open audit log.
-pub struct AuditLog {
+pub(crate) struct AuditLog {
     path: PathBuf,
     /// Log the call's arguments themselves (they may hold secrets or personal data).
     arguments: bool,
@@ -151,7 +152,7 @@ impl Verdict {
 
 /// One call, as the audit log records it.
 #[derive(Debug, Clone)]
-pub struct CallRecord<'a> {
+pub(crate) struct CallRecord<'a> {
     pub session: &'a str,
     pub key: &'a str,
     /// For an access token (`[auth.oauth]`): its principal, `sub:<iss>#<sub>`.
@@ -190,7 +191,7 @@ pub struct CallRecord<'a> {
 
 /// A handle refused because another principal made it, as the audit log records it.
 #[derive(Debug, Clone)]
-pub struct ForeignRecord<'a> {
+pub(crate) struct ForeignRecord<'a> {
     pub session: &'a str,
     pub key: &'a str,
     pub principal: &'a str,
@@ -203,7 +204,7 @@ pub struct ForeignRecord<'a> {
 
 /// One request for a server's resources or prompts, as the audit log records it.
 #[derive(Debug, Clone)]
-pub struct AccessRecord<'a> {
+pub(crate) struct AccessRecord<'a> {
     pub session: &'a str,
     pub key: &'a str,
     pub profile: Option<&'a str>,
@@ -217,7 +218,7 @@ pub struct AccessRecord<'a> {
 /// A route decision of the guided surface, as the audit log records it (the task only as
 /// its keyed hash).
 #[derive(Debug, Clone)]
-pub struct RouteRecord<'a> {
+pub(crate) struct RouteRecord<'a> {
     pub session: &'a str,
     pub key: &'a str,
     pub profile: Option<&'a str>,
@@ -234,7 +235,7 @@ impl AuditLog {
     /// Opens (creating if needed) the log at `path` for appending, and continues its chain.
     /// `secret` keys the hashes and the chain; without one, a random secret is kept beside
     /// the log in `<path>.secret` (mode 0600), made on first use.
-    pub fn open(path: &Path, arguments: bool, secret: Option<&str>) -> Result<Arc<Self>> {
+    pub(crate) fn open(path: &Path, arguments: bool, secret: Option<&str>) -> Result<Arc<Self>> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the audit log folder {}", dir.display()))?;
@@ -266,7 +267,7 @@ impl AuditLog {
     }
 
     /// Writes the summary of the auth refusals counted so far, and starts a new window.
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         let mut w = self.writer.lock().expect("audit log");
         let old = std::mem::replace(&mut w.auth, AuthWindow::new());
         if let Some(summary) = auth_summary(&old) {
@@ -274,15 +275,10 @@ impl AuditLog {
         }
     }
 
-    /// The log's file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Records a call. `sync` forces it to disk before returning (refused and destructive
     /// calls, whose record must exist before the client hears the answer). An error says why
     /// the record could not be written: what it records must then not happen.
-    pub fn call(&self, r: &CallRecord<'_>, sync: bool) -> Result<(), WriteError> {
+    pub(crate) fn call(&self, r: &CallRecord<'_>, sync: bool) -> Result<(), WriteError> {
         let mut line = json!({
             "time": now_rfc3339(),
             "type": "call",
@@ -339,7 +335,7 @@ impl AuditLog {
     }
 
     /// Records a route decision: the task's keyed hash and what was chosen or asked.
-    pub fn route(&self, r: &RouteRecord<'_>) {
+    pub(crate) fn route(&self, r: &RouteRecord<'_>) {
         let line = json!({
             "time": now_rfc3339(),
             "type": "route",
@@ -359,7 +355,11 @@ impl AuditLog {
 
     /// Records a request for resources or prompts: allowed, or refused with `refusal`
     /// (synced, as every refusal is). An error: the record could not be written.
-    pub fn access(&self, r: &AccessRecord<'_>, refusal: Option<&str>) -> Result<(), WriteError> {
+    pub(crate) fn access(
+        &self,
+        r: &AccessRecord<'_>,
+        refusal: Option<&str>,
+    ) -> Result<(), WriteError> {
         let mut line = json!({
             "time": now_rfc3339(),
             "type": "access",
@@ -380,7 +380,7 @@ impl AuditLog {
     /// Records a handle (cursor, operationId, selectionId, PII token, runId) presented by a
     /// principal other than the one that made it, and refused. Synced: it is a refusal. The
     /// handle is written redacted (its first characters): the log must not hand it out.
-    pub fn foreign(&self, r: &ForeignRecord<'_>) {
+    pub(crate) fn foreign(&self, r: &ForeignRecord<'_>) {
         let line = json!({
             "time": now_rfc3339(),
             "type": "foreign",
@@ -398,7 +398,7 @@ impl AuditLog {
     /// Records a request turned away for its key (401). Not synced, and bounded: past
     /// [`AUTH_RECORDS_PER_WINDOW`] a window, refusals are only counted, per path, and
     /// written as one summary when the window ends (or the log closes).
-    pub fn rejected_key(&self, key: Option<&str>, reason: &str, path: &str) {
+    pub(crate) fn rejected_key(&self, key: Option<&str>, reason: &str, path: &str) {
         {
             let mut w = self.writer.lock().expect("audit log");
             if w.auth.written >= AUTH_RECORDS_PER_WINDOW && w.auth.started.elapsed() < AUTH_WINDOW {
@@ -512,7 +512,8 @@ impl AuditLog {
     }
 
     /// Why the last write failed, until a write succeeds again.
-    pub fn failure(&self) -> Option<String> {
+    #[cfg(test)]
+    pub(crate) fn failure(&self) -> Option<String> {
         self.writer.lock().expect("audit log").failure.clone()
     }
 

@@ -7,7 +7,7 @@ use serde_json::json;
 
 /// One program run, as the audit log records it.
 #[derive(Debug, Clone)]
-pub struct RunRecord<'a> {
+pub(crate) struct RunRecord<'a> {
     pub session: &'a str,
     pub key: &'a str,
     pub profile: Option<&'a str>,
@@ -25,13 +25,19 @@ pub struct RunRecord<'a> {
 impl AuditLog {
     /// Records that a run starts (synced: a program does not run unrecorded). An error
     /// says why the record could not be written.
-    pub fn run_start(&self, r: &RunRecord<'_>) -> Result<(), super::WriteError> {
+    pub(crate) fn run_start(&self, r: &RunRecord<'_>) -> Result<(), super::WriteError> {
         self.write(line(r, "start"), true)
     }
 
     /// Records how a run ended: its `status` (`ok`, `error`, `timeout`, ...), the number
     /// of tool calls it made, and the id the model was given (`runId`, for propose_skill).
-    pub fn run_end(&self, r: &RunRecord<'_>, status: &str, calls: usize, run_id: Option<&str>) {
+    pub(crate) fn run_end(
+        &self,
+        r: &RunRecord<'_>,
+        status: &str,
+        calls: usize,
+        run_id: Option<&str>,
+    ) {
         let mut l = line(r, "end");
         let o = l.as_object_mut().expect("object");
         o.insert("status".into(), json!(status));

@@ -29,11 +29,11 @@
 //! profile = "everything"
 //! ```
 
+use crate::config_error::{invalid, Result};
 use crate::policy::glob::PatternList;
 use crate::policy::keys::Grant;
 use crate::policy::Profile;
 use crate::policy::Tier;
-use anyhow::{bail, Result};
 use jsonwebtoken::Algorithm;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -45,13 +45,13 @@ use std::time::Duration;
 /// `[auth]`: how callers authenticate besides `[policy.keys]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawAuth {
+pub(crate) struct RawAuth {
     pub oauth: Option<RawOAuth>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawOAuth {
+pub(crate) struct RawOAuth {
     pub issuer: Option<String>,
     pub resource: Option<String>,
     pub audience: Option<String>,
@@ -72,7 +72,7 @@ pub struct RawOAuth {
 /// What a token is allowed: the same keys as a `[policy.keys.NAME]` entry, without a hash.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawGrant {
+pub(crate) struct RawGrant {
     pub scopes: Option<Vec<String>>,
     pub tier: Option<Tier>,
     pub profile: Option<String>,
@@ -82,7 +82,7 @@ pub struct RawGrant {
 /// One `[[auth.oauth.map]]` rule: a claim and the values that select it, and the grant.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRule {
+pub(crate) struct RawRule {
     pub name: Option<String>,
     pub claim: Option<String>,
     #[serde(default)]
@@ -244,7 +244,7 @@ pub struct Rule {
 
 /// Every asymmetric algorithm `jsonwebtoken` verifies: what `algorithms` allows by default.
 /// HMAC (`HS*`) would need a secret shared with the issuer, and `none` is never accepted.
-pub const ASYMMETRIC: [Algorithm; 9] = [
+pub(crate) const ASYMMETRIC: [Algorithm; 9] = [
     Algorithm::RS256,
     Algorithm::RS384,
     Algorithm::RS512,
@@ -259,7 +259,7 @@ pub const ASYMMETRIC: [Algorithm; 9] = [
 impl RawOAuth {
     /// Validates against the gateway's listen address (the default resource) and the
     /// configured profiles.
-    pub fn validate(
+    pub(crate) fn validate(
         self,
         file: &Path,
         listen: SocketAddr,
@@ -268,7 +268,7 @@ impl RawOAuth {
         let f = file.display();
         let sub = |v: &str, key: &str| toolgate_core::env::substitute(v, file, key);
         let Some(issuer) = self.issuer else {
-            bail!("{f}: auth.oauth needs `issuer`: the URL of the authorization server whose tokens to accept (its `iss`)");
+            invalid!("{f}: auth.oauth needs `issuer`: the URL of the authorization server whose tokens to accept (its `iss`)");
         };
         let issuer = sub(&issuer, "auth.oauth.issuer")?;
         check_url(&issuer, "auth.oauth.issuer", file)?;
@@ -279,7 +279,7 @@ impl RawOAuth {
                 check_url(&r, "auth.oauth.resource", file)?;
                 r
             }
-            None if listen.ip().is_unspecified() => bail!(
+            None if listen.ip().is_unspecified() => invalid!(
                 "{f}: auth.oauth.resource is needed when the gateway listens on all interfaces ({listen}): write the URL clients use, e.g. \"https://mcp.example.com/mcp\""
             ),
             None => format!("http://{listen}/mcp"),
@@ -308,23 +308,23 @@ impl RawOAuth {
                     client_secret: sub(&secret, "auth.oauth.client_secret")?,
                 })
             }
-            _ => bail!(
+            _ => invalid!(
                 "{f}: auth.oauth: introspection_url, client_id and client_secret go together (the gateway introspects opaque tokens as that client): set all three or none"
             ),
         };
         let algorithms = match self.algorithms {
             None => ASYMMETRIC.to_vec(),
             Some(names) if names.is_empty() => {
-                bail!("{f}: auth.oauth.algorithms is empty, so no token could be accepted: list e.g. [\"RS256\"], or leave it out for every asymmetric one")
+                invalid!("{f}: auth.oauth.algorithms is empty, so no token could be accepted: list e.g. [\"RS256\"], or leave it out for every asymmetric one")
             }
             Some(names) => {
                 let mut algs = Vec::new();
                 for n in names {
                     let alg: Algorithm = n.parse().ok().filter(|a| ASYMMETRIC.contains(a)).ok_or_else(|| {
-                        anyhow::anyhow!(
+                        crate::config_error::ConfigError::Invalid(format!(
                             "{f}: auth.oauth.algorithms: {n:?} is not accepted: use {} (symmetric HS* and \"none\" never are)",
                             ASYMMETRIC.map(|a| format!("{a:?}")).join(", ")
-                        )
+                        ))
                     })?;
                     algs.push(alg);
                 }
@@ -336,7 +336,7 @@ impl RawOAuth {
                 return Ok(());
             }
             let names: Vec<&str> = profiles.keys().map(String::as_str).collect();
-            bail!(
+            invalid!(
                 "{f}: {key}.profile: no profile {p:?}{}",
                 if names.is_empty() {
                     format!(" is defined: add [policy.profiles.{p}]")
@@ -348,7 +348,7 @@ impl RawOAuth {
         let mapping = |name: String, g: RawGrant, key: &str| -> Result<Mapping> {
             let scopes = g.scopes.unwrap_or_else(|| vec!["*".to_string()]);
             if scopes.is_empty() {
-                bail!("{f}: {key}.scopes is empty, so its tokens could call nothing: list globs such as \"github/*\", or leave it out for every tool");
+                invalid!("{f}: {key}.scopes is empty, so its tokens could call nothing: list globs such as \"github/*\", or leave it out for every tool");
             }
             if let Some(p) = &g.profile {
                 known(p, key)?;
@@ -370,17 +370,17 @@ impl RawOAuth {
         for (i, r) in self.map.into_iter().enumerate() {
             let key = format!("auth.oauth.map[{i}]");
             let Some(claim) = r.claim else {
-                bail!("{f}: {key} needs `claim`: the claim to look at, e.g. \"groups\", \"roles\" or \"scope\"");
+                invalid!("{f}: {key} needs `claim`: the claim to look at, e.g. \"groups\", \"roles\" or \"scope\"");
             };
             if r.values.is_empty() {
-                bail!("{f}: {key} needs `values`: the values of {claim:?} that select this rule, e.g. [\"admins\"]");
+                invalid!("{f}: {key} needs `values`: the values of {claim:?} that select this rule, e.g. [\"admins\"]");
             }
             let name = r.name.unwrap_or_else(|| format!("map{i}"));
             if !toolgate_core::ids::is_simple_name(&name) || name == "default" {
-                bail!("{f}: {key}.name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.' (and not \"default\")");
+                invalid!("{f}: {key}.name {name:?} is not allowed: use 1 to 48 letters, digits, '_', '-' or '.' (and not \"default\")");
             }
             if rules.iter().any(|o| o.mapping.name == name) {
-                bail!("{f}: {key}.name {name:?} is used twice: give each rule its own");
+                invalid!("{f}: {key}.name {name:?} is used twice: give each rule its own");
             }
             let grant = RawGrant {
                 scopes: r.scopes,
@@ -417,16 +417,16 @@ impl RawOAuth {
 fn check_url(url: &str, key: &str, file: &Path) -> Result<()> {
     let f = file.display();
     let Ok(parsed) = url.parse::<http::Uri>() else {
-        bail!("{f}: {key} = {url:?} is not a URL: write e.g. \"https://idp.example.com\"");
+        invalid!("{f}: {key} = {url:?} is not a URL: write e.g. \"https://idp.example.com\"");
     };
     let host = parsed.host().unwrap_or("");
     match parsed.scheme_str() {
         Some("https") if !host.is_empty() => Ok(()),
         Some("http") if matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1") => Ok(()),
         Some("http") => {
-            bail!("{f}: {key} = {url:?}: plain http is accepted only on loopback; use https")
+            invalid!("{f}: {key} = {url:?}: plain http is accepted only on loopback; use https")
         }
-        _ => bail!(
+        _ => invalid!(
             "{f}: {key} = {url:?} is not an http(s) URL: write e.g. \"https://idp.example.com\""
         ),
     }

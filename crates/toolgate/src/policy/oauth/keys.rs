@@ -9,6 +9,90 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+/// Why the issuer's metadata or signing keys could not be fetched. The message names the
+/// URL and says what to set; [`FetchError::retryable`] says whether asking again can help.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// No answer: the address, the connection or TLS failed (`reason` is reqwest's chain).
+    #[error("{url}: {reason}")]
+    Unreachable {
+        /// The URL asked.
+        url: String,
+        /// What the connection said, causes included.
+        reason: String,
+    },
+    /// An answer other than 2xx.
+    #[error("{url} answered {status}")]
+    Status {
+        /// The URL asked.
+        url: String,
+        /// The status it answered.
+        status: reqwest::StatusCode,
+    },
+    /// A document over the 1 MiB the gateway reads.
+    #[error("{url}: the document is over 1 MiB")]
+    TooLarge {
+        /// The URL asked.
+        url: String,
+    },
+    /// Not the JSON expected (metadata or a JWKS).
+    #[error("{url}: not the expected JSON ({source})")]
+    NotJson {
+        /// The URL asked.
+        url: String,
+        /// What the JSON reader said.
+        source: serde_json::Error,
+    },
+    /// The metadata names another issuer than the one configured.
+    #[error("{url} names the issuer {named:?}, not {issuer:?}: set auth.oauth.issuer to exactly the issuer's identifier")]
+    WrongIssuer {
+        /// The metadata's URL.
+        url: String,
+        /// The issuer the metadata names.
+        named: String,
+        /// The issuer configured.
+        issuer: String,
+    },
+    /// Neither well-known URL gave metadata.
+    #[error("no authorization server metadata for {issuer}: {}", join(.tried))]
+    NoMetadata {
+        /// The issuer configured.
+        issuer: String,
+        /// What each well-known URL answered.
+        tried: Vec<FetchError>,
+    },
+    /// The metadata names no `jwks_uri`.
+    #[error("the metadata of {issuer} names no jwks_uri: set auth.oauth.jwks_url")]
+    NoJwksUri {
+        /// The issuer configured.
+        issuer: String,
+    },
+    /// The JWKS has no key the gateway can verify with.
+    #[error("{url} lists no signing key this gateway can use")]
+    NoSigningKey {
+        /// The JWKS's URL.
+        url: String,
+    },
+}
+
+impl FetchError {
+    /// Whether asking again later can help (the server unreachable or failing), as opposed
+    /// to a configuration or a document that has to change.
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::Unreachable { .. } => true,
+            Self::Status { status, .. } => status.is_server_error(),
+            Self::NoMetadata { tried, .. } => tried.iter().any(Self::retryable),
+            _ => false,
+        }
+    }
+}
+
+fn join(errors: &[FetchError]) -> String {
+    let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    texts.join("; ")
+}
+
 /// One usable key from the JWKS.
 struct Key {
     kid: Option<String>,
@@ -52,7 +136,7 @@ struct Keys {
 const EMPTY_FLOOR: Duration = Duration::ZERO;
 
 /// The cached keys of one issuer.
-pub struct KeyCache {
+pub(crate) struct KeyCache {
     issuer: String,
     configured_jwks: Option<String>,
     floor: Duration,
@@ -63,7 +147,7 @@ pub struct KeyCache {
 }
 
 impl KeyCache {
-    pub fn new(config: &OAuthConfig, http: reqwest::Client) -> Self {
+    pub(crate) fn new(config: &OAuthConfig, http: reqwest::Client) -> Self {
         Self {
             issuer: config.issuer.clone(),
             configured_jwks: config.jwks_url.clone(),
@@ -75,7 +159,7 @@ impl KeyCache {
     }
 
     /// The key that verifies a token with this `kid` and `alg`.
-    pub async fn key_for(
+    pub(crate) async fn key_for(
         &self,
         kid: Option<&str>,
         alg: Algorithm,
@@ -127,7 +211,7 @@ impl KeyCache {
 
     /// Fetches the keys again, unless they were fetched less than the floor ago (`force`
     /// ignores the floor: the first fetch). Returns how many keys are usable.
-    pub async fn refresh(&self, force: bool) -> Result<usize, String> {
+    pub(crate) async fn refresh(&self, force: bool) -> Result<usize, FetchError> {
         let before = self.read().fetched;
         let _one = self.refreshing.lock().await;
         {
@@ -156,23 +240,20 @@ impl KeyCache {
                 Ok(keys.keys.len())
             }
             Err(e) => {
-                keys.error = Some(e.clone());
+                keys.error = Some(e.to_string());
                 Err(e)
             }
         }
     }
 
-    async fn fetch(&self) -> Result<(String, Vec<Arc<Key>>), String> {
+    async fn fetch(&self) -> Result<(String, Vec<Arc<Key>>), FetchError> {
         let known = (self.configured_jwks.clone()).or_else(|| self.read().jwks_url.clone());
         let url = match known {
             Some(u) => u,
             None => Some(discover(&self.http, &self.issuer).await?.jwks_uri)
                 .filter(|u| !u.is_empty())
-                .ok_or_else(|| {
-                    format!(
-                        "the metadata of {} names no jwks_uri: set auth.oauth.jwks_url",
-                        self.issuer
-                    )
+                .ok_or_else(|| FetchError::NoJwksUri {
+                    issuer: self.issuer.clone(),
                 })?,
         };
         let set: JwkSet = get_json(&self.http, &url).await?;
@@ -198,7 +279,7 @@ impl KeyCache {
             })
             .collect();
         if keys.is_empty() {
-            return Err(format!("{url} lists no signing key this gateway can use"));
+            return Err(FetchError::NoSigningKey { url });
         }
         Ok((url, keys))
     }
@@ -222,12 +303,10 @@ fn signing_alg(k: KeyAlgorithm) -> Option<Algorithm> {
 
 /// What the gateway reads of an authorization server's metadata.
 #[derive(Debug, serde::Deserialize)]
-pub struct ServerMetadata {
+pub(crate) struct ServerMetadata {
     pub issuer: String,
     #[serde(default)]
     pub jwks_uri: String,
-    #[serde(default)]
-    pub introspection_endpoint: Option<String>,
     #[serde(default)]
     pub token_endpoint: Option<String>,
     #[serde(default)]
@@ -238,7 +317,10 @@ pub struct ServerMetadata {
 
 /// The issuer's metadata: RFC 8414's well-known URL (path-inserted), then OpenID Connect
 /// Discovery's (path-appended). The document's `issuer` must be the one configured.
-pub async fn discover(http: &reqwest::Client, issuer: &str) -> Result<ServerMetadata, String> {
+pub(crate) async fn discover(
+    http: &reqwest::Client,
+    issuer: &str,
+) -> Result<ServerMetadata, FetchError> {
     let trimmed = issuer.trim_end_matches('/');
     let (origin, path) = match trimmed.find("://").map(|i| i + 3) {
         Some(start) => match trimmed[start..].find('/') {
@@ -256,45 +338,55 @@ pub async fn discover(http: &reqwest::Client, issuer: &str) -> Result<ServerMeta
         match get_json::<ServerMetadata>(http, &url).await {
             Ok(m) if m.issuer == issuer => return Ok(m),
             Ok(m) => {
-                return Err(format!(
-                    "{url} names the issuer {:?}, not {issuer:?}: set auth.oauth.issuer to exactly the issuer's identifier",
-                    m.issuer
-                ))
+                return Err(FetchError::WrongIssuer {
+                    url,
+                    named: m.issuer,
+                    issuer: issuer.to_string(),
+                })
             }
             Err(e) => errors.push(e),
         }
     }
-    Err(format!(
-        "no authorization server metadata for {issuer}: {}",
-        errors.join("; ")
-    ))
+    Err(FetchError::NoMetadata {
+        issuer: issuer.to_string(),
+        tried: errors,
+    })
 }
 
 async fn get_json<T: serde::de::DeserializeOwned>(
     http: &reqwest::Client,
     url: &str,
-) -> Result<T, String> {
+) -> Result<T, FetchError> {
+    let unreachable = |e: reqwest::Error| FetchError::Unreachable {
+        url: url.to_string(),
+        reason: reqwest_reason(&e),
+    };
     let response = http
         .get(url)
         .header("accept", "application/json")
         .send()
         .await
-        .map_err(|e| format!("{url}: {}", reqwest_reason(&e)))?;
+        .map_err(unreachable)?;
     if !response.status().is_success() {
-        return Err(format!("{url} answered {}", response.status()));
+        return Err(FetchError::Status {
+            url: url.to_string(),
+            status: response.status(),
+        });
     }
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|e| format!("{url}: {}", reqwest_reason(&e)))?;
+    let bytes = response.bytes().await.map_err(unreachable)?;
     if bytes.len() > 1024 * 1024 {
-        return Err(format!("{url}: the document is over 1 MiB"));
+        return Err(FetchError::TooLarge {
+            url: url.to_string(),
+        });
     }
-    serde_json::from_slice(&bytes).map_err(|e| format!("{url}: not the expected JSON ({e})"))
+    serde_json::from_slice(&bytes).map_err(|source| FetchError::NotJson {
+        url: url.to_string(),
+        source,
+    })
 }
 
 /// A reqwest error's cause, without the URL it already names.
-pub fn reqwest_reason(e: &reqwest::Error) -> String {
+pub(crate) fn reqwest_reason(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

@@ -6,16 +6,16 @@ use serde_json::{json, Value};
 
 /// The path of the metadata document: `/.well-known/oauth-protected-resource`, plus the
 /// resource's own path (RFC 9728 §3.1), e.g. `.../oauth-protected-resource/mcp`.
-pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+pub(crate) const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 /// The metadata document's URL for the configured resource.
-pub fn document_url(config: &OAuthConfig) -> String {
+pub(crate) fn document_url(config: &OAuthConfig) -> String {
     let (origin, path) = split_origin(&config.resource);
     format!("{origin}{WELL_KNOWN}{path}")
 }
 
 /// The document served at [`WELL_KNOWN`] (and under it, for any path).
-pub fn document(config: &OAuthConfig) -> Value {
+pub(crate) fn document(config: &OAuthConfig) -> Value {
     let mut doc = json!({
         "resource": config.resource,
         "authorization_servers": [config.issuer],
@@ -30,7 +30,7 @@ pub fn document(config: &OAuthConfig) -> Value {
 
 /// The `WWW-Authenticate` value of a 401 or 403: the metadata hint, and for a token that
 /// was refused, why (RFC 6750 §3: no error code when none was presented).
-pub fn challenge(config: &OAuthConfig, rejection: Option<&TokenRejection>) -> String {
+pub(crate) fn challenge(config: &OAuthConfig, rejection: Option<&TokenRejection>) -> String {
     let mut text = format!("Bearer resource_metadata=\"{}\"", document_url(config));
     if !config.required_scopes.is_empty() {
         text.push_str(&format!(

@@ -12,11 +12,11 @@
 //!   unknown `kid` at most every `jwks_refresh_min_secs`.
 //! - [`metadata`]: Protected Resource Metadata (RFC 9728) and the `WWW-Authenticate` answers.
 
-pub mod config;
-pub mod keys;
-pub mod metadata;
+pub(crate) mod config;
+pub(crate) mod keys;
+pub(crate) mod metadata;
 
-pub use config::OAuthConfig;
+pub(crate) use config::OAuthConfig;
 
 use super::keys::Grant;
 use jsonwebtoken::Validation;
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use toolgate_core::principal::Principal;
 
 /// A token longer than this is refused unread (a JWT with a few claims is under 2 KiB).
-pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// How long an introspection answer is reused (never past the token's own expiry).
 const INTROSPECTION_TTL: Duration = Duration::from_secs(30);
 /// How many introspection answers, and how many checked JWTs, are kept.
@@ -50,7 +50,7 @@ impl Subject {
 
 /// Why a token was not accepted. The messages say what to do and never repeat the token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TokenRejection {
+pub(crate) enum TokenRejection {
     #[error("the access token is not a token this gateway can read ({0}): get one from the authorization server")]
     Malformed(String),
     #[error("the access token is longer than {MAX_TOKEN_BYTES} bytes")]
@@ -85,7 +85,7 @@ pub enum TokenRejection {
 
 impl TokenRejection {
     /// The RFC 6750 error code for `WWW-Authenticate`.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             TokenRejection::InsufficientScope(_) => "insufficient_scope",
             TokenRejection::Unavailable(_) => "temporarily_unavailable",
@@ -95,7 +95,7 @@ impl TokenRejection {
 
     /// The HTTP status: 403 for a missing scope, 503 when the issuer could not be asked, 401
     /// (the client gets or refreshes a token) otherwise.
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             TokenRejection::InsufficientScope(_) => 403,
             TokenRejection::Unavailable(_) => 503,
@@ -106,7 +106,7 @@ impl TokenRejection {
 
 /// A token that passed: who it is for, until when, and its claims.
 #[derive(Debug, Clone)]
-pub struct Verified {
+pub(crate) struct Verified {
     pub subject: Subject,
     pub expires: SystemTime,
     pub scopes: Vec<String>,
@@ -121,7 +121,7 @@ type Checked = (Arc<Grant>, SystemTime);
 
 /// Checks access tokens for one `[auth.oauth]`. Cheap to share (`Arc`).
 pub struct Verifier {
-    pub config: OAuthConfig,
+    pub(crate) config: OAuthConfig,
     keys: keys::KeyCache,
     http: reqwest::Client,
     introspected: Mutex<HashMap<[u8; 32], Introspected>>,
@@ -140,6 +140,7 @@ impl std::fmt::Debug for Verifier {
 }
 
 impl Verifier {
+    /// A verifier for `config`; the issuer's keys are fetched on the first token (or by [`Verifier::warm`]).
     pub fn new(config: OAuthConfig) -> Arc<Self> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
@@ -157,13 +158,13 @@ impl Verifier {
 
     /// Fetches the issuer's metadata and keys now (at start): a failure is reported, and
     /// tried again on the first token.
-    pub async fn warm(&self) -> Result<usize, String> {
+    pub async fn warm(&self) -> Result<usize, keys::FetchError> {
         self.keys.refresh(true).await
     }
 
     /// Checks `token` and maps it to a grant. A JWT checked before is not checked again
     /// until it expires (its signature, issuer, audience and scopes cannot have changed).
-    pub async fn authenticate(&self, token: &str) -> Result<Arc<Grant>, TokenRejection> {
+    pub(crate) async fn authenticate(&self, token: &str) -> Result<Arc<Grant>, TokenRejection> {
         use sha2::{Digest, Sha256};
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = SystemTime::now();
@@ -195,7 +196,7 @@ impl Verifier {
     /// The grant of a verified token: the first `[[auth.oauth.map]]` rule that matches its
     /// claims, else `[auth.oauth.default]`. The grant keeps `token`, for an upstream that
     /// exchanges it (RFC 8693) for one of its own.
-    pub fn grant(&self, v: &Verified, token: &str) -> Arc<Grant> {
+    pub(crate) fn grant(&self, v: &Verified, token: &str) -> Arc<Grant> {
         let mapping = (self.config.rules.iter())
             .find(|r| {
                 claim_values(&v.claims, &r.claim)
@@ -207,7 +208,7 @@ impl Verifier {
     }
 
     /// Checks a token: signature, issuer, audience, time, the required scopes.
-    pub async fn verify(&self, token: &str) -> Result<Verified, TokenRejection> {
+    pub(crate) async fn verify(&self, token: &str) -> Result<Verified, TokenRejection> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(TokenRejection::TooLarge);
         }
@@ -409,7 +410,7 @@ fn header_alg(token: &str) -> Result<String, TokenRejection> {
 
 /// A claim's values as strings: a string (space-separated for `scope`), a list of strings,
 /// or a number or boolean as written.
-pub fn claim_values(claims: &Map<String, Value>, claim: &str) -> Vec<String> {
+pub(crate) fn claim_values(claims: &Map<String, Value>, claim: &str) -> Vec<String> {
     match claims.get(claim) {
         Some(Value::String(s)) if claim == "scope" => {
             s.split_whitespace().map(str::to_string).collect()
