@@ -39,7 +39,8 @@ def config(peers: Peers, work: Workspace, extra: str = "") -> Path:
     # The time server beside it: a server without apps, whose tools stay unknown by name
     # on the guided surface.
     upstreams = {"clock": app_server(peers), "time": stdio_upstreams(peers, work)["time"]}
-    path = write_config(work.path("toolgate.toml"), upstreams)
+    # The first listing waits for both (a loaded machine starts the time server in over 1 s).
+    path = write_config(work.path("toolgate.toml"), upstreams, {"startup_wait_ms": 30000})
     with path.open("a") as f:
         f.write(extra)
     return path
