@@ -164,6 +164,27 @@ fn run() -> anyhow::Result<()> {
             percentile(&best, 0.99),
             reindex_ms
         );
+        if learned {
+            // The examples' votes alone (`Learned::evidence`), what learning adds per call.
+            let mut alone = Vec::with_capacity(tasks.len() * 3);
+            for _ in 0..3 {
+                for t in &tasks {
+                    let start = Instant::now();
+                    std::hint::black_box(set.evidence(t, "a", ""));
+                    alone.push(start.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+            alone.sort_by(f64::total_cmp);
+            println!(
+                "{:>8} {:>9} {:>8} {:>10} {:>9.1} {:>9.1}   (the learned examples' votes alone)",
+                "",
+                "",
+                set.len(),
+                "",
+                percentile(&alone, 0.50),
+                percentile(&alone, 0.99),
+            );
+        }
     }
     Ok(())
 }

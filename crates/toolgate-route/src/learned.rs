@@ -160,19 +160,32 @@ impl Evidence {
 }
 
 /// The learned examples, with an inverted index of their terms.
+///
+/// Terms, principals and profiles are numbered as they are first seen, so a route call
+/// looks each of the task's terms up once and then works on integers: the postings add
+/// each term's IDF into one slot per example, and one pass over the slots keeps the
+/// examples that count for the caller (an integer comparison) and are similar enough.
 #[derive(Debug, Clone, Default)]
 pub struct Learned {
     /// The settings the set was made with.
     pub settings: LearningSettings,
     examples: Vec<LearnedExample>,
-    terms: Vec<HashSet<String>>,
+    /// Each example's distinct terms (numbers into `postings`), ascending.
+    terms: Vec<Box<[u32]>>,
     /// Each example's task as [`normal`] gives it (repeats and corrections).
     keys: Vec<String>,
     /// Each example's terms' summed IDF (refreshed whenever the set doubles).
     weights: Vec<f32>,
     /// The set's size when `weights` were last all computed.
     weighed_at: usize,
-    postings: HashMap<String, Vec<u32>>,
+    /// Term -> its number.
+    vocabulary: HashMap<String, u32>,
+    /// Per term number, the examples that have it, ascending.
+    postings: Vec<Vec<u32>>,
+    /// Principal and profile names -> their numbers, and each example's two numbers.
+    scopes: HashMap<String, u32>,
+    principals: Vec<u32>,
+    profiles: Vec<u32>,
 }
 
 impl Learned {
@@ -262,14 +275,37 @@ impl Learned {
 
     /// Indexes one example after the others (its weight is the caller's to add).
     fn index(&mut self, analyzer: &Analyzer, ex: LearnedExample) {
-        let terms: HashSet<String> = analyzer.analyze(&ex.task).into_iter().collect();
         let i = self.examples.len() as u32;
-        for t in &terms {
-            self.postings.entry(t.clone()).or_default().push(i);
+        let mut terms: Vec<u32> = analyzer
+            .analyze(&ex.task)
+            .into_iter()
+            .map(|t| {
+                let next = self.postings.len() as u32;
+                let id = *self.vocabulary.entry(t).or_insert(next);
+                if id == next {
+                    self.postings.push(Vec::new());
+                }
+                id
+            })
+            .collect();
+        terms.sort_unstable();
+        terms.dedup();
+        for &t in &terms {
+            self.postings[t as usize].push(i);
         }
-        self.terms.push(terms);
+        self.terms.push(terms.into());
+        let principal = self.scope(&ex.principal);
+        let profile = self.scope(&ex.profile);
+        self.principals.push(principal);
+        self.profiles.push(profile);
         self.keys.push(normal(&ex.task));
         self.examples.push(ex);
+    }
+
+    /// The number of a principal's or a profile's name, given it on first sight.
+    fn scope(&mut self, name: &str) -> u32 {
+        let next = self.scopes.len() as u32;
+        *self.scopes.entry(name.to_string()).or_insert(next)
     }
 
     /// Takes a whole set (loading from the store, importing).
@@ -301,7 +337,11 @@ impl Learned {
         self.examples.clear();
         self.terms.clear();
         self.keys.clear();
+        self.vocabulary.clear();
         self.postings.clear();
+        self.scopes.clear();
+        self.principals.clear();
+        self.profiles.clear();
         let analyzer = Analyzer::new();
         for ex in examples {
             self.index(&analyzer, ex);
@@ -320,7 +360,7 @@ impl Learned {
     fn weight(&self, i: usize) -> f32 {
         self.terms[i]
             .iter()
-            .map(|t| self.idf(self.postings.get(t).map_or(0, Vec::len)))
+            .map(|&t| self.idf(self.postings[t as usize].len()))
             .sum()
     }
 
@@ -332,43 +372,55 @@ impl Learned {
 
     /// The votes of the nearest examples that count for `principal` of `profile`.
     pub fn evidence(&self, task: &str, principal: &str, profile: &str) -> Evidence {
-        if self.settings.mode == LearningMode::Off || self.examples.is_empty() {
+        // Whose examples count: one principal's, one profile's (by number: a name never
+        // seen has none), or everyone's.
+        let only: Option<(&[u32], u32)> = match self.settings.mode {
+            LearningMode::Off => return Evidence::default(),
+            LearningMode::Principal => match self.scopes.get(principal) {
+                Some(&p) => Some((&self.principals, p)),
+                None => return Evidence::default(),
+            },
+            LearningMode::Profile => match self.scopes.get(profile) {
+                Some(&p) => Some((&self.profiles, p)),
+                None => return Evidence::default(),
+            },
+            LearningMode::Shared => None,
+        };
+        if self.examples.is_empty() {
             return Evidence::default();
         }
-        let analyzer = Analyzer::new();
-        let query: HashSet<String> = analyzer
-            .analyze(truncate(task, super::examples::MAX_EXAMPLE_BYTES))
-            .into_iter()
-            .collect();
+        let mut query = Analyzer::new().analyze(truncate(task, super::examples::MAX_EXAMPLE_BYTES));
+        query.sort_unstable();
+        query.dedup();
         if query.is_empty() {
             return Evidence::default();
         }
         // A dense accumulator (one slot per example) and the list of slots touched: cheaper
-        // than a map at tens of thousands of postings.
+        // than a map at tens of thousands of postings. Terms in text order, so the sums
+        // are the same on every call.
         let mut shared = vec![0.0f32; self.examples.len()];
         let mut touched: Vec<u32> = Vec::new();
         let mut query_weight = 0.0;
         for t in &query {
-            let postings = self.postings.get(t).map_or(&[][..], Vec::as_slice);
+            let postings = self
+                .vocabulary
+                .get(t)
+                .map_or(&[][..], |&id| self.postings[id as usize].as_slice());
             let idf = self.idf(postings.len());
             query_weight += idf;
             for &i in postings {
                 let slot = &mut shared[i as usize];
                 if *slot == 0.0 {
+                    if only.is_some_and(|(of, who)| of[i as usize] != who) {
+                        continue;
+                    }
                     touched.push(i);
                 }
                 *slot += idf;
             }
         }
-        let counts = |e: &LearnedExample| match self.settings.mode {
-            LearningMode::Off => false,
-            LearningMode::Principal => e.principal == principal,
-            LearningMode::Profile => e.profile == profile,
-            LearningMode::Shared => true,
-        };
         let mut near: Vec<(f32, u32)> = touched
             .into_iter()
-            .filter(|i| counts(&self.examples[*i as usize]))
             .map(|i| {
                 let size = query_weight * self.weights[i as usize];
                 (shared[i as usize] / size.sqrt().max(f32::MIN_POSITIVE), i)
@@ -534,6 +586,30 @@ mod tests {
             .evidence("remember that Bob prefers tea", "c", "q")
             .votes
             .is_empty());
+    }
+
+    #[test]
+    fn votes_count_only_whose_examples_the_mode_says_and_sum_the_same_each_call() {
+        let mut l = Learned::new(LearningSettings {
+            mode: LearningMode::Principal,
+            ..LearningSettings::default()
+        });
+        for (task, who) in [
+            ("remember that Alice prefers tea", "a"),
+            ("remember that Carol likes green tea", "a"),
+            ("note that Bob prefers coffee", "b"),
+        ] {
+            l.record(ex(task, "memory/create_entities", who, "p"));
+        }
+        let task = "remember that Dan prefers tea";
+        let e = l.evidence(task, "a", "p");
+        assert_eq!(e.votes[0].examples, 2, "a's own two examples");
+        assert_eq!(l.evidence(task, "b", "p").votes[0].examples, 1);
+        assert_eq!(l.evidence(task, "nobody", "p"), Evidence::default());
+        // The same task gets the same votes, to the last bit, on every call.
+        for _ in 0..8 {
+            assert_eq!(l.evidence(task, "a", "p"), e);
+        }
     }
 
     #[test]
