@@ -441,8 +441,13 @@ impl RouteIndex {
                 continue;
             }
             for (doc, row) in shard.prefixes.chunks_exact(prefix).enumerate() {
+                let fixed: Option<&[i16; PREFIX]> = row.try_into().ok();
                 for r in &mut tasks {
-                    let rough = shard.scales[doc] * dot_int(&r.prefix, row) as f32;
+                    let dot = match (fixed, r.prefix.as_slice().try_into().ok()) {
+                        (Some(row), Some(task)) => dot_prefix(task, row),
+                        _ => dot_int(&r.prefix, row),
+                    };
+                    let rough = shard.scales[doc] * dot as f32;
                     r.shortlist.offer((rough, slot as u32, doc as u32));
                 }
             }
@@ -549,6 +554,21 @@ fn dot_int<T: Copy + Into<i32>>(a: &[T], b: &[T]) -> i32 {
     a.iter().zip(b).map(|(&x, &y)| x.into() * y.into()).sum()
 }
 
+/// [`dot_int`] of two 16-bit vectors of [`PREFIX`] values (the first pass of
+/// [`RouteIndex::closest_each`]), in eight lanes: over a fixed length the compiler makes each
+/// step one SSE2 `pmaddwd` over eight values, where the plain sum over slices takes two
+/// (and unpacking) per eight: the pass costs a third less. Integer sums in any order are
+/// equal, so the result is [`dot_int`]'s.
+fn dot_prefix(a: &[i16; PREFIX], b: &[i16; PREFIX]) -> i32 {
+    let mut lanes = [0i32; 8];
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        for (lane, (&x, &y)) in lanes.iter_mut().zip(x.iter().zip(y)) {
+            *lane += i32::from(x) * i32::from(y);
+        }
+    }
+    lanes.iter().sum()
+}
+
 /// BM25F's length normalisation of field `f` for a document of `lens`.
 fn length_norm(
     p: &Bm25fParams,
@@ -566,4 +586,28 @@ const MAX_NAME_KEY: usize = 512;
 /// BM25's idf, kept positive for terms in more than half the documents.
 fn idf(n: f32, df: f32) -> f32 {
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_pass_dot_product_is_the_plain_sum() {
+        // 8-bit values widened, as the first pass holds them, extremes included.
+        let mut state = 0x2545_f491_u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state % 256) as i16 - 128
+        };
+        for _ in 0..200 {
+            let a: [i16; PREFIX] = std::array::from_fn(|_| next());
+            let b: [i16; PREFIX] = std::array::from_fn(|_| next());
+            assert_eq!(dot_prefix(&a, &b), dot_int(&a, &b));
+        }
+        let low = [-128i16; PREFIX];
+        assert_eq!(dot_prefix(&low, &low), 128 * 128 * PREFIX as i32);
+    }
 }
