@@ -3,8 +3,9 @@ for them (mcp 1.30's `session.experimental`: call_tool_as_task, poll_task, get_t
 cancel_task), over Streamable HTTP, with toolgate's conformance fixture as the upstream: the
 SDK reads the `tasks` capability and each tool's `taskSupport`, a task is polled to its end
 and its result read, an upstream's question during a task reaches the client (marked with
-the task) while it waits for the result, a cancelled task says so, and after a restart of the
-gateway the ended task's result is read again from the embedded store.
+the task) while it waits for the result, a cancelled task says so, tasks/list lists the three,
+and after a restart of the gateway the ended task's result is read again and the tasks listed
+again from the embedded store.
 
 The client is its own program (`mcp1/tasks_client.py`) in its own venv (`.peers/py-mcp1`,
 made by `.ci/run`): mcp 2.x, which the rest of this suite uses, has no client for this form.
@@ -55,6 +56,7 @@ async def test_the_python_sdks_2025_task_client_end_to_end(toolgate_bin: Path, p
         assert await anyio.to_thread.run_sync(gw.stop) == 0
     assert seen["protocolVersion"] == "2025-11-25", seen
     assert seen["tasksCapability"]["requests"]["tools"]["call"] == {}, seen
+    assert seen["tasksCapability"]["list"] == {}, seen
     assert seen["taskSupport"] == ["optional"], seen
 
     done = seen["done"]
@@ -67,6 +69,9 @@ async def test_the_python_sdks_2025_task_client_end_to_end(toolgate_bin: Path, p
     assert asked["related"] == [{"taskId": asked["id"]}], asked
 
     assert seen["cancelled"] == {"answer": "cancelled", "then": "cancelled"}, seen
+    ids = [done["id"], asked["id"]]
+    assert seen["listed"][:2] == [[ids[0], "completed"], [ids[1], "completed"]], seen
+    assert [s for _, s in seen["listed"][2:]] == ["cancelled"], seen
 
     # The same configuration, so the same embedded store: the ended task is still there.
     gw = await anyio.to_thread.run_sync(start, toolgate_bin, config, work)
@@ -74,6 +79,7 @@ async def test_the_python_sdks_2025_task_client_end_to_end(toolgate_bin: Path, p
         again = await anyio.to_thread.run_sync(client, peers, work, f"{gw.url}/direct", "result", done["id"])
     finally:
         assert await anyio.to_thread.run_sync(gw.stop) == 0
-    assert again == {"status": "completed", "text": done["text"]}, again
+    # Listed after the restart too, from the embedded store.
+    assert again == {"status": "completed", "text": done["text"], "listed": [t for t, _ in seen["listed"]]}, again
     left = work.wait_no_processes()
     assert not left, f"processes left behind: {left}"

@@ -4,7 +4,7 @@
 //! declares the `tasks` capability and `tools/list` each tool's `execution.taskSupport`; a
 //! task-augmented call answers `{task}` at once; `tasks/result` waits for the call's own
 //! result (on the guided surface, the meta-tool's answer); a cancelled task cancels its
-//! upstream call; and two replicas on one Redis serve
+//! upstream call; `tasks/list` lists the caller's tasks; and two replicas on one Redis serve
 //! each other's tasks. (The Python SDK's own client for this form is driven by
 //! tests/peers/test_tasks_2025.py.)
 
@@ -116,10 +116,7 @@ async fn a_2025_session_gets_tasks_it_follows_to_their_results() {
     let tasks = &init["result"]["capabilities"]["tasks"];
     assert_eq!(tasks["requests"]["tools"]["call"], json!({}), "{init}");
     assert_eq!(tasks["cancel"], json!({}), "{init}");
-    assert!(
-        tasks.get("list").is_none(),
-        "tasks/list is not offered: {init}"
-    );
+    assert_eq!(tasks["list"], json!({}), "{init}");
     let listed = s.request("tools/list", json!({})).await;
     let tools = listed["result"]["tools"].as_array().unwrap();
     assert!(!tools.is_empty(), "{listed}");
@@ -128,9 +125,10 @@ async fn a_2025_session_gets_tasks_it_follows_to_their_results() {
     }
 
     // A task-augmented call is a task at once, however quick; tasks/result waits for it.
-    let id = s
+    let kept = s
         .task("cf_slow_compute", json!({"seconds": 0.8, "label": "kept"}))
         .await;
+    let id = kept.clone();
     let got = s.request("tasks/get", json!({"taskId": id})).await;
     assert_eq!(got["result"]["taskId"], id.as_str(), "{got}");
     assert_eq!(got["result"]["status"], "working", "{got}");
@@ -149,12 +147,14 @@ async fn a_2025_session_gets_tasks_it_follows_to_their_results() {
     assert_eq!(text(&again["result"]), text(result), "{again}");
 
     // A tool's own error completes the task; its result says so.
-    let id = s.task("cf_test_error_handling", json!({})).await;
+    let erred = s.task("cf_test_error_handling", json!({})).await;
+    let id = erred.clone();
     let done = s.request("tasks/result", json!({"taskId": id})).await;
     assert_eq!(done["result"]["isError"], true, "{done}");
 
     // Cancelling a running task cancels its upstream call; a second cancel is refused.
-    let id = s.task("cf_test_cancellable", json!({})).await;
+    let cancelled_id = s.task("cf_test_cancellable", json!({})).await;
+    let id = cancelled_id.clone();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let cancelled = s.request("tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
@@ -190,18 +190,38 @@ async fn a_2025_session_gets_tasks_it_follows_to_their_results() {
     }
     assert_eq!(count, "1", "the fixture saw its call cancelled");
 
-    // Unknown ids, tasks/list, and a plain call on the same session.
-    let unknown = s.request("tasks/get", json!({"taskId": "op-0.1"})).await;
-    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // tasks/list: the caller's tasks, oldest first, with the ids their calls answered.
+    let running = s
+        .task("cf_slow_compute", json!({"seconds": 30, "label": "listed"}))
+        .await;
     let list = s.request("tasks/list", json!({})).await;
-    assert_eq!(list["error"]["code"], -32601, "{list}");
-    assert!(
-        list["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("taskId"),
+    let listed: Vec<(&str, &str)> = (list["result"]["tasks"].as_array())
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .map(|t| (t["taskId"].as_str().unwrap(), t["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (kept.as_str(), "completed"),
+            (erred.as_str(), "completed"),
+            (cancelled_id.as_str(), "cancelled"),
+            (running.as_str(), "working"),
+        ],
         "{list}"
     );
+    assert!(list["result"]["nextCursor"].is_null(), "{list}");
+    // Listing delivered nothing: the first result is still there.
+    let again = s.request("tasks/result", json!({"taskId": kept})).await;
+    assert!(text(&again["result"]).contains("kept done"), "{again}");
+    let bad = s.request("tasks/list", json!({"cursor": "page-2"})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let cancelled = s.request("tasks/cancel", json!({"taskId": running})).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+
+    // Unknown ids, and a plain call on the same session.
+    let unknown = s.request("tasks/get", json!({"taskId": "op-0.1"})).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     let plain = s
         .request(
             "tools/call",
@@ -316,6 +336,9 @@ async fn two_replicas_on_one_redis_serve_each_others_2025_tasks() {
     // The other replica says it runs, waits for its end, and delivers its result.
     let got = on_b.request("tasks/get", json!({"taskId": id})).await;
     assert_eq!(got["result"]["status"], "working", "{got}");
+    let list = on_b.request("tasks/list", json!({})).await;
+    assert_eq!(list["result"]["tasks"][0]["taskId"], id.as_str(), "{list}");
+    assert_eq!(list["result"]["tasks"][0]["status"], "working", "{list}");
     let done = on_b.request("tasks/result", json!({"taskId": id})).await;
     assert!(
         text(&done["result"]).contains("slow_compute shared done"),
@@ -323,4 +346,8 @@ async fn two_replicas_on_one_redis_serve_each_others_2025_tasks() {
     );
     let got = on_b.request("tasks/get", json!({"taskId": id})).await;
     assert_eq!(got["result"]["status"], "completed", "{got}");
+    let list = on_a.request("tasks/list", json!({})).await;
+    let tasks = list["result"]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 1, "{list}");
+    assert_eq!(tasks[0]["status"], "completed", "{list}");
 }

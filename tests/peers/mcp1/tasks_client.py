@@ -3,7 +3,7 @@ task API (`session.experimental`, mcp 1.30: the last release with one). Run by
 tests/peers/test_tasks_2025.py with the venv `.ci/run` makes for it (`.peers/py-mcp1`).
 
     tasks_client.py URL run          # prints one JSON object: what it saw
-    tasks_client.py URL result ID    # the task's status and result text, after a restart
+    tasks_client.py URL result ID    # the task's status, result text and the listed ids, after a restart
 
 Every check a client would make is made here (the SDK validates each answer's shape); the
 test asserts on what it prints.
@@ -62,6 +62,10 @@ async def run(url: str) -> dict:
             cancelled = await session.experimental.cancel_task(made.task.taskId)
             after = await session.experimental.get_task(made.task.taskId)
             out["cancelled"] = {"answer": cancelled.status, "then": after.status}
+
+            # tasks/list: this caller's three tasks, oldest first.
+            listed = await session.experimental.list_tasks()
+            out["listed"] = [(t.taskId, t.status) for t in listed.tasks]
     return out
 
 
@@ -71,7 +75,8 @@ async def result(url: str, task_id: str) -> dict:
             await session.initialize()
             status = await session.experimental.get_task(task_id)
             got = await session.experimental.get_task_result(task_id, types.CallToolResult)
-            return {"status": status.status, "text": text(got)}
+            listed = await session.experimental.list_tasks()
+            return {"status": status.status, "text": text(got), "listed": [t.taskId for t in listed.tasks]}
 
 
 def main() -> None:

@@ -32,11 +32,31 @@ pub(crate) enum StoredOperation<T> {
     },
     Done {
         result: T,
+        /// When it started (records written before this field was: 0).
+        #[serde(default)]
+        started_ms: u64,
     },
     Failed {
         message: String,
+        #[serde(default)]
+        started_ms: u64,
     },
-    Cancelled,
+    Cancelled {
+        #[serde(default)]
+        started_ms: u64,
+    },
+}
+
+impl<T> StoredOperation<T> {
+    /// When the operation started (0 for a record written before the field was).
+    pub(crate) fn started_ms(&self) -> u64 {
+        match self {
+            Self::Running { started_ms, .. }
+            | Self::Done { started_ms, .. }
+            | Self::Failed { started_ms, .. }
+            | Self::Cancelled { started_ms } => *started_ms,
+        }
+    }
 }
 
 /// The store, and this process's boot id (so a record left running by an earlier
@@ -199,6 +219,11 @@ impl Durable {
                     format!("a stored operation is damaged: {e}"),
                 )
             })
+    }
+
+    /// The ids of `kind` that `owner` holds in the store, live now.
+    pub(super) fn owned(&self, kind: Kind, owner: &str) -> Result<Vec<String>, StoreError> {
+        self.store.owned(kind, owner, st::now_ms()).map_err(fault)
     }
 
     /// Moves an expiry; a failure only shortens a TTL, so it is logged, not returned.

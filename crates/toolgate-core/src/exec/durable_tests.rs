@@ -89,3 +89,63 @@ fn after_a_restart_an_ending_is_delivered_and_a_running_call_is_lost() {
         ));
     });
 }
+
+#[test]
+fn a_listing_shows_the_owners_operations_from_before_a_restart_without_delivering_them() {
+    use super::OperationState;
+    let dir = tempfile::tempdir().unwrap();
+    let (me, other) = (Principal::local(), Principal::key("other"));
+    let (done, failed, running, started) = {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let s = open(dir.path());
+            let done = s
+                .start(&me, |_, _| async { Ok::<_, String>("result".to_string()) })
+                .unwrap();
+            let started = s.started_ms(&me, &done).unwrap();
+            assert_eq!(s.started_ms(&other, &done), None);
+            s.wait(&me, &done, Duration::from_secs(30)).await.unwrap();
+            let failed = s
+                .start(&me, |_, _| async { Err::<String, _>("it broke") })
+                .unwrap();
+            s.wait(&me, &failed, Duration::from_secs(30)).await.unwrap();
+            let running = s
+                .start(&me, |_, _| async {
+                    std::future::pending::<Result<String, String>>().await
+                })
+                .unwrap();
+            s.start(&other, |_, _| async { Ok::<_, String>("theirs".into()) })
+                .unwrap();
+            // Listed here (this process holds them) before the restart, too.
+            let here = s.list(&me).unwrap();
+            assert_eq!(here.len(), 3, "{here:?}");
+            assert_eq!(here[0].id, done);
+            assert_eq!(here[0].started_ms, started);
+            (done, failed, running, started)
+        })
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let s = open(dir.path());
+        let listed = s.list(&me).unwrap();
+        let states: Vec<(&str, &OperationState)> =
+            listed.iter().map(|l| (l.id.as_str(), &l.state)).collect();
+        assert_eq!(states.len(), 3, "{listed:?}");
+        assert_eq!(states[0], (done.as_str(), &OperationState::Done));
+        assert_eq!(listed[0].started_ms, started);
+        assert_eq!(
+            states[1],
+            (failed.as_str(), &OperationState::Failed("it broke".into()))
+        );
+        assert_eq!(states[2].0, running);
+        assert!(matches!(states[2].1, OperationState::Lost(m) if m.contains("call execute again")));
+        // Listing delivered nothing: the result is still there, twice.
+        for _ in 0..2 {
+            assert_eq!(
+                s.status(&me, &done).unwrap(),
+                OperationStatus::Done("result".into())
+            );
+        }
+        assert_eq!(s.list(&other).unwrap().len(), 1);
+    });
+}

@@ -41,7 +41,7 @@ mod shape_tests;
 #[cfg(test)]
 mod store_tests;
 
-pub use operations::OperationStatus;
+pub use operations::{ListedOperation, OperationState, OperationStatus};
 pub use pages::split_pages;
 pub use report::{Problem, ValidationReport};
 pub use shape::{fits_uncounted, off_async_worker, shape, text_block, Shaped, DEFAULT_BUDGET};

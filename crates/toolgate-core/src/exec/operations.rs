@@ -45,6 +45,44 @@ impl<T> OperationStatus<T> {
     }
 }
 
+/// Where one of a caller's operations stands, as a listing shows it (without its result).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperationState {
+    /// Still running (here, or on a replica that is alive).
+    Running,
+    /// Finished with a result.
+    Done,
+    /// Finished with an error: the message.
+    Failed(String),
+    /// Stopped by `cancel`.
+    Cancelled,
+    /// Its process is gone while it ran: why, in words.
+    Lost(String),
+}
+
+/// One of a caller's operations in a listing (`tasks/list`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedOperation {
+    /// Its id (`op-…`).
+    pub id: String,
+    /// When it started, milliseconds since the Unix epoch (the same on every replica).
+    pub started_ms: u64,
+    /// Where it stands.
+    pub state: OperationState,
+}
+
+impl<T> OperationStatus<T> {
+    /// The status without its result, for a listing.
+    pub fn state(&self) -> OperationState {
+        match self {
+            Self::Running { .. } => OperationState::Running,
+            Self::Done(_) => OperationState::Done,
+            Self::Failed(message) => OperationState::Failed(message.clone()),
+            Self::Cancelled => OperationState::Cancelled,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Operations<T> {
     live: HashMap<String, Operation<T>>,
@@ -64,6 +102,8 @@ impl<T> Default for Operations<T> {
 struct Operation<T> {
     owner: Arc<str>,
     started: Instant,
+    /// `started` on the wall clock (the durable record and a task's id carry it).
+    started_ms: u64,
     /// Given to the call; fired by `cancel`.
     cancel: CancellationToken,
     status: OperationStatus<T>,
@@ -80,7 +120,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
         owner: &str,
         call: F,
         on_end: Option<OnEnd<T>>,
-        now: Instant,
+        (now, started_ms): (Instant, u64),
         limits: &StoreLimits,
     ) -> Result<String, StoreError>
     where
@@ -99,6 +139,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
                 Operation {
                     owner: owner.into(),
                     started: now,
+                    started_ms,
                     cancel: cancel.clone(),
                     status: OperationStatus::Running {
                         progress: None,
@@ -189,6 +230,26 @@ impl<T: Clone + Send + 'static> Operations<T> {
             op.expires = Some(now + limits.grace);
         }
         self.status(owner, id, now, limits)
+    }
+
+    /// The live, unexpired operations of `owner`, without changing any (a listing is not a
+    /// delivery: it starts no grace).
+    pub(super) fn listed(&self, owner: &str, now: Instant) -> Vec<ListedOperation> {
+        self.live
+            .iter()
+            .filter(|(_, op)| &*op.owner == owner && op.expires.is_none_or(|e| now < e))
+            .map(|(key, op)| ListedOperation {
+                id: op_id(key),
+                started_ms: op.started_ms,
+                state: op.status.state(),
+            })
+            .collect()
+    }
+
+    /// When a live operation of `owner` started (wall clock), if this process holds it.
+    pub(super) fn started_ms(&self, owner: &str, id: &str) -> Option<u64> {
+        let op = self.live.get(parse(id)?)?;
+        (&*op.owner == owner).then_some(op.started_ms)
     }
 
     /// A receiver that turns true when the operation ends (`None` if `id` is not live).

@@ -23,7 +23,7 @@
 use super::cursors::{self, Cursors};
 use super::durable::{Durable, StoredOperation};
 pub use super::limits::{IdKind, StoreError, StoreLimits, StoreStats};
-use super::operations::{OnEnd, OperationStatus, Operations};
+use super::operations::{ListedOperation, OnEnd, OperationState, OperationStatus, Operations};
 pub(crate) use super::tombstones::{random_id, Tombstones};
 use crate::call::{CallOutcome, Progress};
 use crate::principal::Principal;
@@ -249,13 +249,15 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         E: fmt::Display,
     {
         let now = self.purge_if_due();
+        // One wall-clock start for the table, the record and a task's id.
+        let started_ms = crate::store::now_ms();
         let Some(durable) = &self.durable else {
             return Operations::start(
                 &self.operations,
                 owner.as_str(),
                 call,
                 None,
-                now,
+                (now, started_ms),
                 &self.limits,
             );
         };
@@ -270,9 +272,15 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
                 }
                 let key = key.lock().unwrap_or_else(PoisonError::into_inner).clone();
                 let stored = match status {
-                    OperationStatus::Done(v) => StoredOperation::Done { result: v.clone() },
-                    OperationStatus::Failed(m) => StoredOperation::Failed { message: m.clone() },
-                    OperationStatus::Cancelled => StoredOperation::Cancelled,
+                    OperationStatus::Done(v) => StoredOperation::Done {
+                        result: v.clone(),
+                        started_ms,
+                    },
+                    OperationStatus::Failed(m) => StoredOperation::Failed {
+                        message: m.clone(),
+                        started_ms,
+                    },
+                    OperationStatus::Cancelled => StoredOperation::Cancelled { started_ms },
                     OperationStatus::Running { .. } => return,
                 };
                 if let Err(e) = durable.put_operation(owner.as_str(), &key, &stored, ttl) {
@@ -287,13 +295,13 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
             owner.as_str(),
             call,
             Some(on_end),
-            now,
+            (now, started_ms),
             &self.limits,
         )?;
         let op_key = id.strip_prefix("op-").unwrap_or(&id).to_string();
         let running: StoredOperation<T> = StoredOperation::Running {
             boot: durable.boot().to_string(),
-            started_ms: crate::store::now_ms(),
+            started_ms,
         };
         let ttl = self.limits.operation_ttl;
         let mut written = written;
@@ -359,12 +367,72 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
                 }
                 return Err(StoreError::Lost { id: id.to_string() });
             }
-            StoredOperation::Done { result } => OperationStatus::Done(result),
-            StoredOperation::Failed { message } => OperationStatus::Failed(message),
-            StoredOperation::Cancelled => OperationStatus::Cancelled,
+            StoredOperation::Done { result, .. } => OperationStatus::Done(result),
+            StoredOperation::Failed { message, .. } => OperationStatus::Failed(message),
+            StoredOperation::Cancelled { .. } => OperationStatus::Cancelled,
         };
         durable.touch(crate::store::Kind::Operation, key, self.limits.grace);
         Ok(status)
+    }
+
+    /// The operations of `owner` that are still kept, running or ended, oldest first: this
+    /// process's, and with a durable store every replica's and those from before a
+    /// restart. Nothing is delivered by listing (no grace starts).
+    pub fn list(&self, owner: &Principal) -> Result<Vec<ListedOperation>, StoreError> {
+        let now = self.purge_if_due();
+        let mut listed = self
+            .operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .listed(owner.as_str(), now);
+        if let Some(durable) = &self.durable {
+            let here: std::collections::HashSet<String> =
+                listed.iter().map(|op| op.id.clone()).collect();
+            for key in durable.owned(crate::store::Kind::Operation, owner.as_str())? {
+                let id = format!("op-{key}");
+                if here.contains(&id) {
+                    continue;
+                }
+                let ttl = self.limits.operation_ttl;
+                // Gone or unreadable since it was listed: left out (its lookup says why).
+                let Ok(Some(stored)) = durable.operation::<T>(owner.as_str(), &key, &id, ttl)
+                else {
+                    continue;
+                };
+                let started_ms = stored.started_ms();
+                let state = match stored {
+                    StoredOperation::Running { boot, .. } => {
+                        let alive =
+                            durable.shared() && boot != durable.boot() && durable.alive(&boot)?;
+                        match alive {
+                            true => OperationState::Running,
+                            false => OperationState::Lost(
+                                StoreError::Lost { id: id.clone() }.to_string(),
+                            ),
+                        }
+                    }
+                    StoredOperation::Done { .. } => OperationState::Done,
+                    StoredOperation::Failed { message, .. } => OperationState::Failed(message),
+                    StoredOperation::Cancelled { .. } => OperationState::Cancelled,
+                };
+                listed.push(ListedOperation {
+                    id,
+                    started_ms,
+                    state,
+                });
+            }
+        }
+        listed.sort_by(|a, b| (a.started_ms, &a.id).cmp(&(b.started_ms, &b.id)));
+        Ok(listed)
+    }
+
+    /// When an operation this process runs (or holds) started, on the wall clock: the
+    /// time a task's id carries, the same one [`list`](Self::list) reports.
+    pub fn started_ms(&self, owner: &Principal, id: &str) -> Option<u64> {
+        self.operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .started_ms(owner.as_str(), id)
     }
 
     /// Like [`status`](Self::status), but first waits up to `max` for the operation to

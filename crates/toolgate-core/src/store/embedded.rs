@@ -402,6 +402,26 @@ impl Store for EmbeddedStore {
         })
     }
 
+    /// A pass over the kind's facts (every kind can be listed here; the table is bounded
+    /// by the operation limits and the sweep).
+    fn owned(&self, kind: Kind, owner: &str, now_ms: u64) -> Result<Vec<String>, StoreFault> {
+        self.run(|db| {
+            let tx = db.begin_read()?;
+            let meta = tx.open_table(metas(kind))?;
+            let mut ids = Vec::new();
+            for entry in meta.iter()? {
+                let (id, bytes) = entry?;
+                // An undecodable record is skipped here: its own lookup names it.
+                let live = Meta::decode(bytes.value())
+                    .is_some_and(|m| m.live && now_ms < m.expires_ms && m.owner == owner);
+                if live {
+                    ids.push(id.value().to_string());
+                }
+            }
+            Ok(ids)
+        })
+    }
+
     fn sweep(&self, now_ms: u64, tombstone_for: Duration) -> Result<usize, StoreFault> {
         let keep_ms = tombstone_for.as_millis() as u64;
         if !self.anything_to_sweep(now_ms, keep_ms)? {

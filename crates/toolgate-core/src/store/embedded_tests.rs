@@ -285,3 +285,25 @@ fn a_moved_aside_store_is_started_anew_by_the_running_process() {
     s.put(Kind::State, "x", &record("alice", u64::MAX, b"v"))
         .unwrap();
 }
+
+#[test]
+fn an_owner_lists_only_its_own_live_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    s.put(Kind::Operation, "a1", &record("alice", 1_000, b"x"))
+        .unwrap();
+    s.put(Kind::Operation, "a2", &record("alice", 3_000, b"x"))
+        .unwrap();
+    s.put(Kind::Operation, "a3", &record("alice", 3_000, b"x"))
+        .unwrap();
+    s.put(Kind::Operation, "b1", &record("bob", 3_000, b"x"))
+        .unwrap();
+    s.put(Kind::Pages, "a4", &record("alice", 3_000, b"x"))
+        .unwrap();
+    s.remove(Kind::Operation, "a3", 500).unwrap();
+    let mut ids = s.owned(Kind::Operation, "alice", 1_500).unwrap();
+    ids.sort();
+    // a1 expired, a3 removed, b1 bob's, a4 another kind.
+    assert_eq!(ids, ["a2"]);
+    assert!(s.owned(Kind::Operation, "carol", 0).unwrap().is_empty());
+}

@@ -83,6 +83,15 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// Whether the ids of this kind can be listed by owner ([`Store::owned`]): operations
+    /// (a caller's tasks). The rest are only ever found by id, so a store that needs an
+    /// index to list (Redis) keeps none for them.
+    pub fn listed(self) -> bool {
+        matches!(self, Kind::Operation)
+    }
+}
+
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -204,6 +213,12 @@ pub trait Store: Send + Sync {
 
     /// Forgets `id` now, leaving a tombstone so a late use is told "expired".
     fn remove(&self, kind: Kind, id: &str, now_ms: u64) -> Result<(), StoreFault>;
+
+    /// The ids of `kind` that `owner` holds, live at `now_ms` (not removed, not expired),
+    /// in no particular order: how `tasks/list` finds a caller's operations on any replica.
+    /// Only kinds whose [`Kind::listed`] is true are kept findable this way; others
+    /// answer empty on a store that needs an index for it (Redis).
+    fn owned(&self, kind: Kind, owner: &str, now_ms: u64) -> Result<Vec<String>, StoreFault>;
 
     /// Drops the values that expired and the tombstones older than `tombstone_for`;
     /// returns how many values went.

@@ -4,6 +4,9 @@
 //! Each id has two keys: `toolgate:<kind>:v:<id>`, the sealed value, and
 //! `toolgate:<kind>:m:<id>`, its facts (live or tombstone, expiry, owner), which outlive
 //! the value by [`TOMBSTONE`] so a late use is told "expired" rather than "unknown".
+//! A kind that can be listed by owner ([`Kind::listed`]: operations) also has, per owner,
+//! `toolgate:<kind>:o:<owner>`, a sorted set of the owner's ids scored by their expiry, so
+//! [`Store::owned`] reads one key rather than scanning the server.
 //! One connection per process, serialised by a mutex; a broken one is dropped and the
 //! next call dials again (once per call), so a restarted server is picked up by itself.
 //! While the server is down every call that needs it fails with a message saying so.
@@ -167,9 +170,10 @@ impl Store for RedisStore {
             });
         }
         let (v, m) = (Self::key(kind, "v", id), Self::key(kind, "m", id));
+        let index = Self::key(kind, "o", &record.owner);
         self.run_sized(sealed.len(), |con| {
-            redis::pipe()
-                .atomic()
+            let mut p = redis::pipe();
+            p.atomic()
                 .cmd("SET")
                 .arg(&v)
                 .arg(sealed.as_slice())
@@ -181,8 +185,21 @@ impl Store for RedisStore {
                 .arg(meta.as_slice())
                 .arg("PX")
                 .arg(tomb)
-                .ignore()
-                .query::<()>(con)
+                .ignore();
+            if kind.listed() {
+                // Every value of a kind has the same lifetime, so the latest put's is the
+                // longest: the index lives as long as its last entry.
+                p.cmd("ZADD")
+                    .arg(&index)
+                    .arg(record.expires_ms)
+                    .arg(id)
+                    .ignore()
+                    .cmd("PEXPIRE")
+                    .arg(&index)
+                    .arg(tomb)
+                    .ignore();
+            }
+            p.query::<()>(con)
         })
     }
 
@@ -220,9 +237,10 @@ impl Store for RedisStore {
         let ttl = ttl_ms(expires_ms);
         let tomb = ttl + TOMBSTONE.as_millis() as u64;
         let bytes = meta.encode();
+        let index = Self::key(kind, "o", &meta.owner);
         self.run(|con| {
-            redis::pipe()
-                .atomic()
+            let mut p = redis::pipe();
+            p.atomic()
                 .cmd("PEXPIRE")
                 .arg(&v)
                 .arg(ttl)
@@ -232,15 +250,28 @@ impl Store for RedisStore {
                 .arg(bytes.as_slice())
                 .arg("PX")
                 .arg(tomb)
-                .ignore()
-                .query::<()>(con)
+                .ignore();
+            if kind.listed() {
+                p.cmd("ZADD")
+                    .arg(&index)
+                    .arg("XX")
+                    .arg(expires_ms)
+                    .arg(id)
+                    .ignore();
+            }
+            p.query::<()>(con)
         })
     }
 
     fn remove(&self, kind: Kind, id: &str, now_ms: u64) -> Result<(), StoreFault> {
         let (v, m) = (Self::key(kind, "v", id), Self::key(kind, "m", id));
         let meta: Option<Vec<u8>> = self.run(|con| redis::cmd("GET").arg(&m).query(con))?;
-        let tomb = meta.as_deref().and_then(Meta::decode).map(|mut t| {
+        let meta = meta.as_deref().and_then(Meta::decode);
+        let index = meta
+            .as_ref()
+            .filter(|_| kind.listed())
+            .map(|m| Self::key(kind, "o", &m.owner));
+        let tomb = meta.map(|mut t| {
             t.live = false;
             t.expires_ms = now_ms;
             t.encode()
@@ -248,6 +279,9 @@ impl Store for RedisStore {
         self.run(|con| {
             let mut p = redis::pipe();
             p.atomic().cmd("DEL").arg(&v).ignore();
+            if let Some(index) = &index {
+                p.cmd("ZREM").arg(index).arg(id).ignore();
+            }
             if let Some(t) = &tomb {
                 p.cmd("SET")
                     .arg(&m)
@@ -258,6 +292,30 @@ impl Store for RedisStore {
             }
             p.query::<()>(con)
         })
+    }
+
+    /// The owner's index, read from `now_ms` on; its expired entries are dropped as it is
+    /// read.
+    fn owned(&self, kind: Kind, owner: &str, now_ms: u64) -> Result<Vec<String>, StoreFault> {
+        if !kind.listed() {
+            return Ok(Vec::new());
+        }
+        let index = Self::key(kind, "o", owner);
+        let (ids,): (Vec<String>,) = self.run(|con| {
+            redis::pipe()
+                .atomic()
+                .cmd("ZREMRANGEBYSCORE")
+                .arg(&index)
+                .arg("-inf")
+                .arg(now_ms)
+                .ignore()
+                .cmd("ZRANGEBYSCORE")
+                .arg(&index)
+                .arg(format!("({now_ms}"))
+                .arg("+inf")
+                .query(con)
+        })?;
+        Ok(ids)
     }
 
     /// The server expires every key itself.

@@ -20,7 +20,8 @@
 //! While the client waits in `tasks/result`, the upstream's questions (elicitation,
 //! sampling, roots) go to it as requests marked with the task (`_meta` related-task), and
 //! their answers go back to the upstream; meanwhile `tasks/get` says `input_required`.
-//! `tasks/list` is not offered (the capability says so): a task is found by its id.
+//! `tasks/list` lists the caller's tasks: every operation its principal has kept in the
+//! state store (so on any replica, and after a restart), guided `execute`'s included.
 
 use super::tasks;
 use super::Session;
@@ -30,7 +31,7 @@ use rmcp::service::{OriginatingRequestId, RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
 use std::time::Duration;
-use toolgate_core::exec::{OperationStatus, StoreError};
+use toolgate_core::exec::{OperationState, OperationStatus, StoreError};
 
 /// Where the frame layer renames the methods of the 2025-11-25 form.
 pub(super) const PREFIX: &str = "toolgate/2025-11-25/";
@@ -44,10 +45,14 @@ const RELATED: &str = "io.modelcontextprotocol/related-task";
 /// How long `tasks/result` waits between looks at the upstream's questions.
 const LOOK: Duration = Duration::from_millis(200);
 
-/// The server's `tasks` capability (2025-11-25): cancel, and task-augmented `tools/call`.
+/// The server's `tasks` capability (2025-11-25): list, cancel, and task-augmented
+/// `tools/call`.
 fn capability() -> Value {
-    json!({"cancel": {}, "requests": {"tools": {"call": {}}}})
+    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
 }
+
+/// How many tasks one `tasks/list` page holds.
+const PAGE: usize = 50;
 
 /// `text` with its method renamed when it is a request of the 2025-11-25 task form; `None`
 /// for every other message (left as it is). Called only for a session that agreed on
@@ -195,12 +200,7 @@ pub(super) async fn handle(
         "tasks/get" => get(session, &caller, task_of(&params)?),
         "tasks/result" => result(session, &caller, task_of(&params)?, &context).await,
         "tasks/cancel" => cancel(session, &caller, task_of(&params)?),
-        // Not declared in the capability: a task is found by its id.
-        "tasks/list" => Err(McpError::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "tasks/list is not offered by this gateway (its tasks capability has no `list`): follow a task by the taskId its tools/call answered",
-            None,
-        )),
+        "tasks/list" => list(session, &caller, &params),
         other => Err(McpError::new(
             ErrorCode::METHOD_NOT_FOUND,
             format!("{PREFIX}{other}"),
@@ -218,12 +218,12 @@ fn call(
 ) -> Result<Value, McpError> {
     let request: CallToolRequestParams = serde_json::from_value(params)
         .map_err(|e| McpError::invalid_params(format!("tools/call: {e}"), None))?;
-    let created = tasks::now();
     let (op, _relay) = match tasks::start(session, caller, request, context, None) {
         Ok(started) => started,
         // Too many running: no task was made.
         Err(e) => return Err(McpError::internal_error(e.to_string(), None)),
     };
+    let created = tasks::created(session, caller, &op);
     let id = tasks::task_id(&op, created);
     Ok(json!({"task": task(session, &id, TaskStatus::Working, created, None)}))
 }
@@ -245,6 +245,59 @@ fn get(session: &Session, caller: &Caller, id: &str) -> Result<Value, McpError> 
         Err(e) => return Err(tasks::unknown(id, &e)),
     };
     Ok(task(session, id, status, created, message))
+}
+
+/// `tasks/list`: the caller's tasks, oldest first, a page at a time; the cursor is the last
+/// task of the page before. Listing delivers nothing: every result stays to be read.
+fn list(session: &Session, caller: &Caller, params: &Value) -> Result<Value, McpError> {
+    let after = match params.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(cursor)) => {
+            let (op, ms) = tasks::parse(cursor).map_err(|_| {
+                McpError::invalid_params(
+                    format!("cursor {cursor:?} is not one this gateway gave: call tasks/list without a cursor to start again"),
+                    None,
+                )
+            })?;
+            Some((ms, op.to_string()))
+        }
+        Some(_) => {
+            return Err(McpError::invalid_params(
+                "cursor: a string is required",
+                None,
+            ))
+        }
+    };
+    let listed = session
+        .engine
+        .store
+        .list(&caller.principal())
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    let from = after.map_or(0, |after| {
+        listed.partition_point(|l| (l.started_ms, &l.id) <= (after.0, &after.1))
+    });
+    let page = &listed[from..listed.len().min(from + PAGE)];
+    let mut tasks_out = Vec::with_capacity(page.len());
+    for op in page {
+        let (status, message) = match &op.state {
+            OperationState::Running if tasks::asking(&op.id) => (TaskStatus::InputRequired, None),
+            OperationState::Running => (TaskStatus::Working, None),
+            OperationState::Done => (TaskStatus::Completed, None),
+            OperationState::Failed(m) | OperationState::Lost(m) => {
+                (TaskStatus::Failed, Some(m.clone()))
+            }
+            OperationState::Cancelled => (TaskStatus::Cancelled, None),
+        };
+        let id = tasks::task_id(&op.id, op.started_ms);
+        tasks_out.push(task(session, &id, status, op.started_ms, message));
+    }
+    let mut answer = json!({"tasks": tasks_out});
+    if from + PAGE < listed.len() {
+        if let Some(last) = page.last() {
+            answer["nextCursor"] = json!(tasks::task_id(&last.id, last.started_ms));
+        }
+    }
+    Ok(answer)
 }
 
 /// `tasks/result`: waits for the task's end and answers what the call would have answered

@@ -62,7 +62,6 @@ pub(super) async fn call(
     request: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, McpError> {
-    let created = now();
     let mrtr = super::request::modern(context)
         .then(|| super::inputs::request_for(session.gw(), caller, &request, context))
         .transpose()?;
@@ -72,6 +71,7 @@ pub(super) async fn call(
         // execute says it.
         Err(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
     };
+    let created = created(session, caller, &op);
     let owner = caller.principal();
     let store = &session.engine.store;
     let waited = tokio::select! {
@@ -498,6 +498,14 @@ impl ClientRelay for TaskRelay {
     fn task_made(&self) {
         self.made.notify_one();
     }
+}
+
+/// When task `op` was made: its operation's start, as the store keeps it (so `tasks/list`
+/// gives the same id); now, if the operation already went.
+pub(super) fn created(session: &Session, caller: &Caller, op: &str) -> u64 {
+    (session.engine.store)
+        .started_ms(&caller.principal(), op)
+        .unwrap_or_else(now)
 }
 
 /// A task id: the operation's id and its creation time in milliseconds, so any replica can
