@@ -366,3 +366,37 @@ async fn route_examples_teach_route_new_wording() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_task_of_several_steps_is_offered_each_steps_tool() {
+    // One candidate for the whole task (limit 1); its second step's tool comes under
+    // "steps", with its own selectionId that execute takes.
+    let dir = TestDir::new();
+    let (client, _) = connect_stdio(&guided_config(&dir, "route_steps = true"), &[]).await;
+    let task = "echo the message hello back, then add two integers together";
+    let r = call(&client, "route", json!({"task": task, "limit": 1})).await;
+    let s = structured(&r);
+    assert_eq!(s["decision"], "clarify", "{s}");
+    assert_eq!(s["candidates"].as_array().unwrap().len(), 1, "{s}");
+    let first = s["candidates"][0]["name"].as_str().unwrap();
+    let steps = s["steps"].as_array().unwrap_or_else(|| panic!("{s}"));
+    let named: Vec<&str> = steps.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(!named.contains(&first), "a candidate is not repeated: {s}");
+    let add = (steps.iter())
+        .find(|t| t["name"] == "add_numbers")
+        .unwrap_or_else(|| panic!("the adding step's tool: {s}"));
+    assert_eq!(add["step"], "add two integers together", "{s}");
+    assert!(text(&r).contains("For its steps:"), "{}", text(&r));
+    let sel = add["selectionId"].as_str().unwrap();
+    let r = call(
+        &client,
+        "execute",
+        json!({"selectionId": sel, "arguments": {"a": 2, "b": 3}}),
+    )
+    .await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    // A task of one step lists no steps.
+    let s = structured(&call(&client, "route", json!({"task": "status", "limit": 1})).await);
+    assert!(s.get("steps").is_none(), "{s}");
+    client.cancel().await.unwrap();
+}

@@ -19,6 +19,7 @@
 //! - `examples`: example tasks per tool, indexed as one more field ([`RouteExamples`]).
 //! - `learned`: examples learned from the models' own choices, voted per task ([`Learned`],
 //!   [`route_with`]).
+//! - `steps`: a task of several steps, each ranked on its own ([`step_tools`]).
 //! - `synonyms`: general synonyms a task's words gain before ranking.
 //! - `static_vectors`: token vectors distilled from MiniLM, built in: a text's meaning as
 //!   a mean of its tokens' vectors, for the decision's `semantic_first`.
@@ -49,6 +50,7 @@ mod index;
 mod learned;
 pub mod shape;
 mod static_vectors;
+mod steps;
 mod synonyms;
 mod text;
 
@@ -63,6 +65,7 @@ pub use learned::{
     normal as normal_task, route_with, Evidence, Learned, LearnedExample, LearningMode,
     LearningSettings,
 };
+pub use steps::{step_tools, steps as task_steps, StepTool, MAX_STEPS};
 pub use {
     dense::EmbedIndex,
     embedder::{EmbedError, Embedder, MODEL_ENV},

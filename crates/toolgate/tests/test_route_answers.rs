@@ -53,6 +53,7 @@ fn answers_run_at_once_list_what_is_shown_and_keep_summaries_whole() {
         shows: Some(&hide_delete),
         summaries: Some(&slim),
         learned: None,
+        steps: false,
     };
 
     // The same tool on two servers: a question naming them, each candidate runnable.

@@ -100,6 +100,7 @@ fn tiny_case_by_hand() {
         shows: None,
         summaries: None,
         learned: None,
+        steps: false,
     };
     let mut step = 0;
     let mut route = |task: &str| {

@@ -90,6 +90,10 @@ pub(crate) struct RouteArgs {
     /// candidate.
     #[arg(long, requires = "replay")]
     poison: Option<f64>,
+    /// Also measure the share of each task's expected tools route's answer offers, without
+    /// and with the best tool of each step of a task of several steps.
+    #[arg(long, conflicts_with = "replay")]
+    steps: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -154,6 +158,8 @@ fn route(args: RouteArgs) -> Result<()> {
     }
     let outcomes = evaluate(index.as_ref(), &queries, &opts);
     let summary = summarize(&outcomes, threshold);
+    let steps = (args.steps)
+        .then(|| super::eval_steps::measure(index.as_ref(), &queries, &outcomes, threshold));
     let rows = if args.sweep {
         sweep(&outcomes, &sweep_thresholds())
     } else {
@@ -201,10 +207,25 @@ fn route(args: RouteArgs) -> Result<()> {
         if args.sweep {
             line["sweep"] = serde_json::to_value(&rows)?;
         }
+        if let Some(steps) = &steps {
+            line["steps"] = serde_json::to_value(steps)?;
+        }
         writeln!(out, "{line}")?;
         return Ok(());
     }
     print_table(&mut out, &summary)?;
+    if let Some(s) = &steps {
+        writeln!(
+            out,
+            "{:<20} {:>10.3}  ({:.1} tools offered)",
+            "answer coverage", s.answer_coverage, s.offered
+        )?;
+        writeln!(
+            out,
+            "{:<20} {:>10.3}  ({:.1} tools offered; {} of {} tasks with steps)",
+            "  with steps", s.answer_coverage_steps, s.offered_steps, s.with_steps, s.queries
+        )?;
+    }
     writeln!(out, "{:<20} {:>10.1}", "index build (ms)", build_ms)?;
     writeln!(out, "{:<20} {:>10}", "example tasks", examples.len())?;
     if args.sweep {

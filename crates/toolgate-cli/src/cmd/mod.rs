@@ -9,6 +9,7 @@ pub(crate) mod conformance_client;
 pub(crate) mod eval;
 pub(crate) mod eval_loo;
 pub(crate) mod eval_replay;
+pub(crate) mod eval_steps;
 pub(crate) mod init;
 pub(crate) mod init_sources;
 pub(crate) mod key;

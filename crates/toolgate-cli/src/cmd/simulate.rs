@@ -57,6 +57,7 @@ pub(crate) fn run(
             _ => ResultForm::Mcp,
         },
         skills: config.is_some_and(|c| c.code.skills_dir.is_some()),
+        steps: config.is_some_and(|c| c.guided.route_steps),
     };
     let report = simulate(
         catalog,

@@ -150,6 +150,9 @@ pub struct GuidedConfig {
     /// A sentence-embedding model folder: route fuses BM25F with it (`guided.route_model`,
     /// builds with the `embed` feature).
     pub route_model: Option<PathBuf>,
+    /// A question about a task of several steps also lists each step's best tool
+    /// (`guided.route_steps`; off by default: measured, it costs more tokens than it saves).
+    pub route_steps: bool,
     /// What route learns from the models' choices (`[guided.learning]`).
     pub learning: toolgate_route::LearningSettings,
 }
@@ -167,6 +170,7 @@ impl Default for GuidedConfig {
             expand_selected: false,
             route_examples: Arc::default(),
             route_model: None,
+            route_steps: false,
             learning: toolgate_route::LearningSettings::default(),
         }
     }

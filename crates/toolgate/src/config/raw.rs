@@ -179,6 +179,8 @@ pub(crate) struct RawGuided {
     pub expand_selected: bool,
     pub route_examples: Option<PathBuf>,
     pub route_model: Option<PathBuf>,
+    /// List each step's best tool in a question about a task of several steps.
+    pub route_steps: Option<bool>,
     /// Tokens a session may be sent (results and definitions) before answers shrink.
     pub session_budget_tokens: Option<usize>,
     /// `[guided.learning]`: what route learns from the models' choices.
@@ -296,6 +298,7 @@ impl RawGuided {
                 None => d.route_examples,
             },
             route_model,
+            route_steps: self.route_steps.unwrap_or(d.route_steps),
             learning: self.learning.unwrap_or_default().validate(file)?,
         })
     }

@@ -18,8 +18,8 @@ use toolgate_core::principal::Principal;
 use toolgate_route::route_with;
 use toolgate_route::shape::{ProfileView, SlimOptions};
 use toolgate_route::{
-    route, Evidence, LearningSettings, Retriever, RouteDecision, RouteOptions, DEFAULT_LIMIT,
-    MAX_BROWSE,
+    route, step_tools, Evidence, LearningSettings, Retriever, RouteDecision, RouteOptions,
+    StepTool, DEFAULT_LIMIT, MAX_BROWSE,
 };
 
 /// What route reads besides its arguments, all from one catalog snapshot.
@@ -46,6 +46,9 @@ pub struct RouteContext<'a> {
     /// What was learned from the models' choices for this caller (`[guided.learning]`);
     /// `None`: route as configured alone.
     pub learned: Option<LearnedRoute<'a>>,
+    /// A question about a task of several steps also lists each step's best tool
+    /// (`guided.route_steps`).
+    pub steps: bool,
 }
 
 /// The learned evidence for one route call and what it may do.
@@ -128,6 +131,7 @@ pub(crate) fn run(
             settings: engine.learning().settings(),
             destructive: &destructive,
         }),
+        steps: engine.guided_config().route_steps,
     };
     let (answer, selected) = respond(&cx, args, &mut |id| engine.remember(owner, id));
     // Each candidate of a question may teach: executed and succeeded, its task is learned.
@@ -138,6 +142,13 @@ pub(crate) fn run(
                 for c in s["candidates"].as_array().into_iter().flatten() {
                     if let Some(sel) = c["selectionId"].as_str() {
                         engine.learning().offered(sel, task, owner.as_str());
+                    }
+                }
+                // A step's tool teaches its step, not the whole task.
+                for c in s["steps"].as_array().into_iter().flatten() {
+                    if let (Some(sel), Some(step)) = (c["selectionId"].as_str(), c["step"].as_str())
+                    {
+                        engine.learning().offered(sel, step, owner.as_str());
                     }
                 }
             }
@@ -355,10 +366,21 @@ fn answer(
             candidates,
             confidence,
             ..
-        } => (
-            clarify(cx, remember, &question, &candidates, confidence),
-            None,
-        ),
+        } => {
+            // A task of several steps: the best tool of each step too, when not offered.
+            let offered: Vec<ToolId> = candidates.iter().map(|t| t.id.clone()).collect();
+            let steps = match cx.steps {
+                true => step_tools(cx.retriever, task, server, &offered),
+                false => Vec::new(),
+            };
+            let asked = Question {
+                question: &question,
+                candidates: &candidates,
+                steps: &steps,
+                confidence,
+            };
+            (clarify(cx, remember, asked), None)
+        }
     }
 }
 
@@ -460,15 +482,60 @@ fn nothing_fits(
     )
 }
 
+/// What a question offers: the candidates for the whole task, and for a task of several
+/// steps the best tool of each step not among them.
+struct Question<'a> {
+    question: &'a str,
+    candidates: &'a [Arc<ToolRecord>],
+    steps: &'a [StepTool],
+    confidence: f32,
+}
+
+/// One offered tool as a question lists it: its selectionId, compact signature (the
+/// signature names the arguments; the selectionId is all execute needs) and nextCall.
+fn offer(
+    cx: &RouteContext,
+    remember: &mut dyn FnMut(&ToolId) -> String,
+    tool: &ToolRecord,
+    summary_chars: usize,
+) -> (Value, String) {
+    let execute = format!("{}{EXECUTE}", cx.meta_prefix);
+    let selection = remember(&tool.id);
+    let summary = cx.summary(tool, summary_chars);
+    let signature = render(&tool.id.name, tool.input_schema(), Detail::Signature)["signature"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let args = json!({"selectionId": selection, "arguments": placeholders(tool.input_schema())});
+    let line = format!(
+        "{}/{signature}: {summary} [selectionId {selection}]",
+        tool.id.server
+    );
+    let offered = json!({
+        "server": tool.id.server,
+        "name": tool.id.name,
+        "summary": summary,
+        "selectionId": selection,
+        "signature": signature,
+        "nextCall": {"tool": execute, "arguments": args},
+    });
+    (offered, line)
+}
+
 /// A question whose every candidate carries its own selectionId, compact signature and
-/// nextCall, so the model answers it by calling execute: no second route.
+/// nextCall, so the model answers it by calling execute: no second route. A task of
+/// several steps also gets, per step, the best tool for it alone.
 fn clarify(
     cx: &RouteContext,
     remember: &mut dyn FnMut(&ToolId) -> String,
-    question: &str,
-    candidates: &[Arc<ToolRecord>],
-    confidence: f32,
+    asked: Question,
 ) -> MetaResult {
+    let Question {
+        question,
+        candidates,
+        steps,
+        confidence,
+    } = asked;
     let execute = format!("{}{EXECUTE}", cx.meta_prefix);
     let question = if !candidates.is_empty() || question.starts_with("No tool of that name") {
         question.to_string()
@@ -481,27 +548,22 @@ fn clarify(
     let list: Vec<Value> = candidates
         .iter()
         .map(|t| {
-            let selection = remember(&t.id);
-            let summary = cx.summary(t, 80);
-            let signature = render(&t.id.name, t.input_schema(), Detail::Signature)["signature"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            let args =
-                json!({"selectionId": selection, "arguments": placeholders(t.input_schema())});
-            // The signature names the arguments; the selectionId is all execute needs.
-            text.push_str(&format!(
-                "\n- {}/{signature}: {summary} [selectionId {selection}]",
-                t.id.server
-            ));
-            json!({
-                "server": t.id.server,
-                "name": t.id.name,
-                "summary": summary,
-                "selectionId": selection,
-                "signature": signature,
-                "nextCall": {"tool": execute, "arguments": args},
-            })
+            let (offered, line) = offer(cx, remember, t, 80);
+            text.push_str(&format!("\n- {line}"));
+            offered
+        })
+        .collect();
+    let steps: Vec<Value> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let (mut offered, line) = offer(cx, remember, &s.tool, 60);
+            if i == 0 {
+                text.push_str("\nFor its steps:");
+            }
+            text.push_str(&format!("\n- {:?}: {line}", s.step));
+            offered["step"] = json!(s.step);
+            offered
         })
         .collect();
     if !candidates.is_empty() {
@@ -509,13 +571,14 @@ fn clarify(
             "\nAnswer by calling {execute} {{\"selectionId\": <the chosen one's>, \"arguments\": {{...}}}}."
         ));
     }
-    MetaResult::text(
-        text,
-        Some(json!({
-            "decision": "clarify",
-            "question": question,
-            "candidates": list,
-            "confidence": (confidence * 1000.0).round() / 1000.0,
-        })),
-    )
+    let mut structured = json!({
+        "decision": "clarify",
+        "question": question,
+        "candidates": list,
+        "confidence": (confidence * 1000.0).round() / 1000.0,
+    });
+    if !steps.is_empty() {
+        structured["steps"] = json!(steps);
+    }
+    MetaResult::text(text, Some(structured))
 }

@@ -62,6 +62,8 @@ pub struct SimOptions {
     /// Whether the code loop's sessions have skills (`code.skills_dir`): they list
     /// propose_skill and a longer instruction.
     pub skills: bool,
+    /// Whether route's questions list each step's best tool (`guided.route_steps`).
+    pub steps: bool,
 }
 
 impl Default for SimOptions {
@@ -74,6 +76,7 @@ impl Default for SimOptions {
             threshold: toolgate_route::DEFAULT_THRESHOLD,
             result_form: ResultForm::Mcp,
             skills: false,
+            steps: false,
         }
     }
 }
@@ -369,6 +372,7 @@ impl<'a> TaskSim<'a> {
             shows: None,
             summaries: None,
             learned: None,
+            steps: self.opts.steps,
         };
         let mut missing = Vec::new();
         let tools: Vec<&Arc<ToolRecord>> = q
