@@ -86,7 +86,8 @@ pub mod audit {
 pub mod oauth {
     pub use crate::policy::oauth::keys::FetchError;
     pub use crate::policy::oauth::Verifier;
-    pub use crate::upstream::oauth::{forget, load, login, Login, LoginStoreError};
+    pub use crate::upstream::login::{login, LoginError};
+    pub use crate::upstream::oauth::{forget, load, EndpointError, Login, LoginStoreError};
 }
 
 /// Skills on disk, as `toolgate skill` lists, approves and rejects them.

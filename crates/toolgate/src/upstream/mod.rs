@@ -9,12 +9,14 @@
 mod child;
 mod client;
 mod connect;
+mod connect_error;
 mod delegated;
 pub(crate) mod environment;
 pub(crate) mod exchange;
 mod flood;
 mod lines;
 mod listing;
+pub(crate) mod login;
 pub(crate) mod mrtr;
 pub(crate) mod oauth;
 mod orphans;
@@ -306,7 +308,7 @@ impl Upstream {
                 .await
                 .map_err(|e| CallError::Other {
                     server: name.clone(),
-                    message: e,
+                    message: e.to_string(),
                 })?;
             params.input_responses = Some(answers);
             params.request_state = asked.request_state;

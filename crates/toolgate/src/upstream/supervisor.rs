@@ -1,7 +1,7 @@
 //! The supervisor loop of one upstream: connect, serve, notice the end, back off, repeat.
 
 use super::connect::connect;
-use super::listing::list_tools;
+use super::listing::{list_tools, ListError};
 use super::{backoff, client::UpstreamEvent, Upstream, UpstreamStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,7 +45,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                 "no answer to initialize and tools/list within {:.1} s (connect_timeout_secs)",
                 limit.as_secs_f64()
             ),
-            Ok(Err(e)) => e,
+            Ok(Err(e)) => e.to_string(),
             Ok(Ok(conn)) => {
                 let latency = started.elapsed();
                 tracing::info!(upstream = up.name(), tools = conn.tools.len(), ms = latency.as_millis() as u64, server = %conn.server_info, protocol = %conn.protocol, "connected");
@@ -175,14 +175,14 @@ async fn refresh(
         Vec<serde_json::Map<String, serde_json::Value>>,
         Option<Duration>,
     ),
-    String,
+    ListError,
 > {
     let limit = up.config.call_timeout;
     tokio::select! {
-        _ = shutdown.cancelled() => Err("the gateway is shutting down".into()),
+        _ = shutdown.cancelled() => Err(ListError::ShuttingDown),
         r = tokio::time::timeout(limit, list_tools(up.name(), peer, &up.raw_tools)) => match r {
             Ok(r) => r,
-            Err(_) => Err(format!("no answer to tools/list within {:.1} s (call_timeout_secs)", limit.as_secs_f64())),
+            Err(_) => Err(ListError::TimedOut { secs: limit.as_secs_f64() }),
         },
     }
 }
