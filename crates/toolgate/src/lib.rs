@@ -58,8 +58,8 @@ mod upstream;
 pub use config::store::StoreBackend;
 pub use config::upstream::{OAuthGrant, RawUpstream};
 pub use config::{
-    default_workers, is_simple_name, Config, ConfigError, Mode, Transport, UpstreamConfig,
-    DEFAULT_CONFIG_FILE, DEFAULT_MAX_MESSAGE_BYTES,
+    default_workers, is_simple_name, Config, ConfigError, Mode, Transport, UnknownMode,
+    UpstreamConfig, DEFAULT_CONFIG_FILE, DEFAULT_MAX_MESSAGE_BYTES,
 };
 pub use config::{mcp_json, telemetry};
 
