@@ -80,14 +80,12 @@ impl ServerHandler for Session {
         // The session belongs to whoever opens it.
         let caller = self.bound_caller(&context)?;
         if self.mode == Mode::Auto {
-            self.gw()
-                .wait_settled(self.gw().config.gateway.startup_wait)
-                .await;
+            self.gw().wait_settled(self.gw().startup_wait()).await;
             self.resolve_auto(&context, Some(&request));
         }
         let mut result = self.negotiate_initialize(&request)?;
         if self.state.counted.set(()).is_ok() {
-            self.gw().observe.metrics.session_opened("legacy");
+            self.gw().metrics().session_opened("legacy");
         }
         if self.surface() == Surface::Guided {
             result.instructions = Some(self.instructions(self.engine.code_for(&caller)));
@@ -100,9 +98,7 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.gw()
-            .wait_settled(self.gw().config.gateway.startup_wait)
-            .await;
+        self.gw().wait_settled(self.gw().startup_wait()).await;
         self.resolve_unset_surface(&context);
         let caller = self.bound_caller(&context)?;
         let tools = match self.surface() {

@@ -225,7 +225,7 @@ impl Session {
                 Some(_) => caller.policy.listing_tokens(&caller, &self.gw().catalog()),
                 None => self.engine.direct_tokens(),
             };
-            let small = tokens < self.gw().config.gateway.auto_threshold_tokens;
+            let small = tokens < self.gw().settings().auto_threshold_tokens;
             let _ = self.state.surface.set(if small {
                 Surface::Direct
             } else {
@@ -239,8 +239,7 @@ impl Session {
 /// profile come from the configuration (`policy.stdio_key`, `policy.stdio_profile`).
 pub async fn serve_stdio(gw: Arc<Gateway>, mode: Mode) -> anyhow::Result<()> {
     let engine = Engine::new(gw);
-    let profile =
-        (engine.policy.config.stdio_profile.as_deref()).and_then(|p| engine.policy.profile(p));
+    let profile = (engine.policy.stdio_profile()).and_then(|p| engine.policy.profile(p));
     let mut session = Session::new(engine, mode).with_profile(profile);
     session.stdio = true;
     let service = session
@@ -259,9 +258,7 @@ impl Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         // A client may call a name it remembers before listing: let the catalog settle.
-        self.gw()
-            .wait_settled(self.gw().config.gateway.startup_wait)
-            .await;
+        self.gw().wait_settled(self.gw().startup_wait()).await;
         self.resolve_unset_surface(&context);
         let mut caller = self.bound_caller(&context)?;
         // A retry answering what a parked call's upstream asked: that same call goes on.

@@ -44,7 +44,7 @@ impl Session {
         if !modern(context) {
             return (None, None);
         }
-        let ttl = self.gw().config.gateway.list_ttl_ms;
+        let ttl = self.gw().settings().list_ttl_ms;
         (Some(ttl), Some(rmcp::model::CacheScope::Private))
     }
 
@@ -63,7 +63,7 @@ impl Session {
         let one_call = match self.surface() {
             Surface::Direct => direct::skill_named(&self.engine, caller, &request.name).is_none(),
             Surface::Guided => {
-                let prefix = self.gw().config.gateway.meta_prefix.as_str();
+                let prefix = self.gw().meta_prefix();
                 let bare = request.name.strip_prefix(prefix).unwrap_or(&request.name);
                 let args = request.arguments.clone().unwrap_or_default();
                 bare == crate::guided::surface::EXECUTE
