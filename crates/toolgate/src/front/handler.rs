@@ -1,8 +1,8 @@
 //! `Session` as rmcp's `ServerHandler`: each MCP request a session takes, handed to the
-//! module that answers it (`direct`, `guided`, `resources`, `prompts`, `listen`, `relay`),
+//! module that answers it (`direct`, `meta_tools`, `resources`, `prompts`, `listen`, `relay`),
 //! and the capabilities every session offers.
 
-use super::{account, direct, guided, listen, prompts, relay, request, resources};
+use super::{account, direct, listen, meta_tools, prompts, relay, request, resources};
 use super::{Session, Surface, PANICKED};
 use crate::config::Mode;
 #[expect(
@@ -114,7 +114,7 @@ impl ServerHandler for Session {
                 tools.extend(direct::skill_tools(&self.engine, &caller));
                 tools
             }
-            Surface::Guided => guided::list(self, &caller),
+            Surface::Guided => meta_tools::list(self, &caller),
         };
         let direct_cost = self.engine.direct_tokens();
         account::listed(
@@ -135,7 +135,7 @@ impl ServerHandler for Session {
     /// pinned or expanded one; an `auto` session not yet settled checks as direct would.
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
         let shown = match self.state.surface.get() {
-            Some(Surface::Guided) => guided::pinned_or_expanded(self, name),
+            Some(Surface::Guided) => meta_tools::pinned_or_expanded(self, name),
             Some(Surface::Direct) | None => true,
         };
         shown

@@ -19,7 +19,10 @@ mod direct;
 mod fast;
 mod frames;
 mod gather;
-mod guided;
+mod meta_tools;
+// `tasks.rs` still names it by its old path (another change to that file is under way);
+// drop this once it says `meta_tools`.
+use meta_tools as guided;
 mod handler;
 mod http;
 mod inputs;
@@ -82,7 +85,7 @@ struct SessionState {
     closed: CancellationToken,
     _guard: DropGuard,
     /// Tools this session lists beside the meta-tools.
-    guided: guided::GuidedState,
+    guided: meta_tools::GuidedState,
     /// The principal that opened the session (its first request): no other may use it.
     owner: OnceLock<toolgate_core::principal::Principal>,
     /// To release the session's resource subscriptions when it ends.
@@ -119,7 +122,7 @@ impl Session {
                 surface,
                 _guard: closed.clone().drop_guard(),
                 closed,
-                guided: guided::GuidedState::default(),
+                guided: meta_tools::GuidedState::default(),
                 owner: OnceLock::new(),
                 engine: engine.clone(),
                 subs: Default::default(),

@@ -101,10 +101,12 @@ impl Session {
     ) -> rmcp::model::CallToolResult {
         match self.surface() {
             Surface::Direct => match direct::skill_named(&self.engine, caller, name) {
-                Some(skill) => super::guided::run_skill(self, &skill, args, context, caller).await,
+                Some(skill) => {
+                    super::meta_tools::run_skill(self, &skill, args, context, caller).await
+                }
                 None => direct::call(&self.engine, name, args, context, caller).await,
             },
-            Surface::Guided => super::guided::call(self, name, args, context, caller).await,
+            Surface::Guided => super::meta_tools::call(self, name, args, context, caller).await,
         }
     }
 
