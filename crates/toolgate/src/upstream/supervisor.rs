@@ -2,7 +2,7 @@
 
 use super::connect::connect;
 use super::listing::{list_tools, ListError};
-use super::{backoff, client::UpstreamEvent, Upstream, UpstreamStatus};
+use super::{client::UpstreamEvent, Upstream, UpstreamStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -185,6 +185,12 @@ async fn refresh(
             Err(_) => Err(ListError::TimedOut { secs: limit.as_secs_f64() }),
         },
     }
+}
+
+/// Backoff before reconnect attempt `attempt` (1-based): 0.5 s doubling to 30 s.
+fn backoff(attempt: u32) -> Duration {
+    let ms = 500u64.saturating_mul(1u64 << attempt.saturating_sub(1).min(6));
+    Duration::from_millis(ms.min(30_000))
 }
 
 /// Whether a connection that stayed up `uptime` after `attempt` failures in a row was
