@@ -214,7 +214,8 @@ impl RelayKind {
 pub trait ClientRelay: Send + Sync {
     /// True when the client declared the capability `kind` needs.
     fn supports(&self, kind: RelayKind) -> bool;
-    /// Sends `method` with `params` to the client and returns its result.
+    /// Sends `method` with `params` to the client and returns its result. `Err` is the
+    /// client's error text, relayed to the upstream as it came: a string is the value.
     fn request(
         &self,
         method: &'static str,

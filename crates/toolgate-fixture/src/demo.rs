@@ -19,6 +19,7 @@ mod more;
 mod time;
 
 /// What a demo tool answers: its result, or a message for the model (`isError`).
+/// (`Err` is the tool's error text, the value the fixture answers with.)
 pub type Answer = Result<Value, String>;
 
 /// One demo server's world.

@@ -63,8 +63,8 @@ const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 impl Engine {
     pub(crate) fn new(gw: Arc<Gateway>) -> Arc<Self> {
         let limits = StoreLimits {
-            cursor_ttl: gw.config.guided.result_ttl,
-            operation_ttl: gw.config.guided.result_ttl,
+            cursor_ttl: gw.guided().result_ttl,
+            operation_ttl: gw.guided().result_ttl,
             ..StoreLimits::default()
         };
         let empty = Arc::new(Catalog::default());
@@ -85,15 +85,15 @@ impl Engine {
             selections: Mutex::new(HashMap::new()),
             view: Mutex::new(Arc::new(ProfileView::build(
                 empty,
-                gw.config.direct.profile,
+                gw.direct().profile,
                 &SurfaceOptions::default(),
             ))),
             policy: crate::policy::Policy::new(&gw.config.policy),
             pii: Arc::new(crate::code::pii::Vault::new(gw.durable.clone())),
             code_state: crate::code::state::StateStore::new(gw.durable.clone()),
-            workspace: crate::code::workspace::Workspace::new(&gw.config.code.workspace),
+            workspace: crate::code::workspace::Workspace::new(&gw.code().workspace),
             learning: crate::learning::Learning::new(
-                gw.config.guided.learning.clone(),
+                gw.guided().learning.clone(),
                 gw.durable.clone(),
             ),
             gw,
@@ -116,7 +116,7 @@ impl Engine {
             return;
         };
         let engine = Arc::downgrade(self);
-        let wait = self.gw.config.gateway.startup_wait;
+        let wait = self.gw.startup_wait();
         let gw = self.gw.clone();
         runtime.spawn(async move {
             gw.wait_settled(wait).await;
@@ -171,27 +171,27 @@ impl Engine {
 
     /// Code mode's settings (`[code]`).
     pub(crate) fn code_config(&self) -> &crate::config::code::CodeConfig {
-        &self.gw.config.code
+        self.gw.code()
     }
 
     /// Guided mode's settings (`[guided]`).
     pub(crate) fn guided_config(&self) -> &crate::config::GuidedConfig {
-        &self.gw.config.guided
+        self.gw.guided()
     }
 
     /// Direct mode's settings (`[direct]`).
     pub(crate) fn direct_config(&self) -> &crate::config::DirectConfig {
-        &self.gw.config.direct
+        self.gw.direct()
     }
 
     /// The prefix of the meta-tools' names (`gateway.meta_prefix`; empty: none).
     pub(crate) fn meta_prefix(&self) -> &str {
-        &self.gw.config.gateway.meta_prefix
+        self.gw.meta_prefix()
     }
 
     /// The gateway's Prometheus metrics.
     pub(crate) fn metrics(&self) -> &toolgate_core::observe::Metrics {
-        &self.gw.observe.metrics
+        self.gw.metrics()
     }
 
     /// Whether `caller` gets code mode (`code.enabled`, narrowed by `code.profiles` and
@@ -243,8 +243,8 @@ impl Engine {
     pub(crate) fn view(&self, catalog: &Arc<Catalog>) -> Arc<ProfileView> {
         let mut guard = self.view.lock().expect("view");
         if !Arc::ptr_eq(&guard.catalog, catalog) {
-            let d = &self.gw.config.direct;
-            let opts = d.surface_options(&self.gw.config.gateway.meta_prefix);
+            let d = self.gw.direct();
+            let opts = d.surface_options(self.gw.meta_prefix());
             *guard = Arc::new(ProfileView::build(catalog.clone(), d.profile, &opts));
         }
         guard.clone()
@@ -332,7 +332,7 @@ impl Engine {
 
     /// The output budget for a tool: its configured budget, else the default.
     pub(crate) fn budget_for(&self, tool: &ToolRecord) -> usize {
-        let g = &self.gw.config.guided;
+        let g = self.gw.guided();
         g.tool_budgets
             .get(&tool.id.to_string())
             .copied()

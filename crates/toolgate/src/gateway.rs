@@ -115,7 +115,7 @@ impl Gateway {
                                 matches!(u.status(), UpstreamStatus::Ready { .. })
                             });
                             if ready && !was_ready && ever_ready {
-                                gw.observe.metrics.upstream_reconnected(&name);
+                                gw.metrics().upstream_reconnected(&name);
                             }
                             (was_ready, ever_ready) = (ready, ever_ready || ready);
                             gw.rebuild()
@@ -147,6 +147,47 @@ impl Gateway {
     /// The upstream configured as `name`.
     pub fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
         self.upstreams.get(name)
+    }
+
+    /// The front's settings (`[gateway]`).
+    pub(crate) fn settings(&self) -> &crate::config::GatewayConfig {
+        &self.config.gateway
+    }
+
+    /// The prefix of the meta-tools' names (`gateway.meta_prefix`; empty: none).
+    pub(crate) fn meta_prefix(&self) -> &str {
+        &self.config.gateway.meta_prefix
+    }
+
+    /// How long a first listing waits for the upstreams to settle (`gateway.startup_wait_ms`).
+    pub(crate) fn startup_wait(&self) -> Duration {
+        self.config.gateway.startup_wait
+    }
+
+    /// Guided mode's settings (`[guided]`).
+    pub(crate) fn guided(&self) -> &crate::config::GuidedConfig {
+        &self.config.guided
+    }
+
+    /// Direct mode's settings (`[direct]`).
+    pub(crate) fn direct(&self) -> &crate::config::DirectConfig {
+        &self.config.direct
+    }
+
+    /// Code mode's settings (`[code]`).
+    pub(crate) fn code(&self) -> &crate::config::code::CodeConfig {
+        &self.config.code
+    }
+
+    /// The gateway's Prometheus metrics.
+    pub(crate) fn metrics(&self) -> &toolgate_core::observe::Metrics {
+        &self.observe.metrics
+    }
+
+    /// Counts the answers' tokens still waiting to be counted (readers of the counts call
+    /// it first).
+    pub(crate) fn settle_tally(&self) {
+        self.observe.tally.settle();
     }
 
     /// Waits until every enabled upstream has connected or failed once, or until `limit`
@@ -291,7 +332,7 @@ impl Gateway {
                 let id = ToolId::new(up.name(), name.clone());
                 // An upstream's `rename` first, then `[direct.slim.tools]` names.
                 let name_override = up.config.rename.get(&name).cloned().or_else(|| {
-                    let slim = &self.config.direct.slim;
+                    let slim = &self.direct().slim;
                     slim.name_override(&id).map(str::to_string)
                 });
                 inputs.push(ToolInput {
@@ -350,7 +391,7 @@ impl Gateway {
                 }
             }
         }
-        for (key, o) in &self.config.direct.slim.tools {
+        for (key, o) in &self.direct().slim.tools {
             let (Some(wanted), Some(t)) = (&o.name, catalog.resolve(key)) else {
                 continue;
             };

@@ -58,8 +58,8 @@ mod upstream;
 pub use config::store::StoreBackend;
 pub use config::upstream::{OAuthGrant, RawUpstream};
 pub use config::{
-    default_workers, is_simple_name, Config, ConfigError, Mode, Transport, UpstreamConfig,
-    DEFAULT_CONFIG_FILE, DEFAULT_MAX_MESSAGE_BYTES,
+    default_workers, is_simple_name, Config, ConfigError, Mode, Transport, UnknownMode,
+    UpstreamConfig, DEFAULT_CONFIG_FILE, DEFAULT_MAX_MESSAGE_BYTES,
 };
 pub use config::{mcp_json, telemetry};
 
@@ -86,7 +86,8 @@ pub mod audit {
 pub mod oauth {
     pub use crate::policy::oauth::keys::FetchError;
     pub use crate::policy::oauth::Verifier;
-    pub use crate::upstream::oauth::{forget, load, login, Login, LoginStoreError};
+    pub use crate::upstream::login::{login, LoginError};
+    pub use crate::upstream::oauth::{forget, load, EndpointError, Login, LoginStoreError};
 }
 
 /// Skills on disk, as `toolgate skill` lists, approves and rejects them.

@@ -76,6 +76,7 @@ pub fn load_queries_file(path: &Path) -> Result<Vec<LabelledQuery>> {
 /// A file or folder under the datasets folder, or a sentence saying it is missing and how
 /// to provide it. Tests skip with that sentence (a failure with `CI` set); it can only be
 /// missing when `TOOLGATE_DATASETS` points elsewhere or the checkout lacks `datasets/`.
+/// The sentence is the value (a test prints it as its reason to skip).
 pub fn dataset(relative: &str) -> Result<std::path::PathBuf, String> {
     let path = datasets_dir().join(relative);
     if path.exists() {

@@ -29,7 +29,7 @@ mod limits;
 mod operations;
 mod pages;
 mod report;
-mod shape;
+mod shaping;
 mod store;
 mod tombstones;
 mod validate;
@@ -37,13 +37,13 @@ mod validate;
 #[cfg(test)]
 mod durable_tests;
 #[cfg(test)]
-mod shape_tests;
+mod shaping_tests;
 #[cfg(test)]
 mod store_tests;
 
 pub use operations::{ListedOperation, OperationState, OperationStatus};
 pub use pages::split_pages;
 pub use report::{Problem, ValidationReport};
-pub use shape::{fits_uncounted, off_async_worker, shape, text_block, Shaped, DEFAULT_BUDGET};
+pub use shaping::{fits_uncounted, off_async_worker, shape, text_block, Shaped, DEFAULT_BUDGET};
 pub use store::{IdKind, SessionStore, StoreError, StoreLimits, StoreStats};
 pub use validate::{compile_schema, Checked, SchemaError, Validators};

@@ -20,7 +20,8 @@ pub(super) struct Timers {
 
 impl Timers {
     /// Arms a timer `ms` from now (NaN and negative mean 0; an interval waits at least
-    /// 1 ms between runs) and returns its id.
+    /// 1 ms between runs) and returns its id. `Err` is the sentence the program's
+    /// `setTimeout` throws: a string is the value.
     pub(super) fn arm(&mut self, ms: f64, repeat: bool) -> Result<u64, String> {
         if self.armed.len() >= MAX_TIMERS {
             return Err(format!(

@@ -58,16 +58,21 @@ impl Mode {
 }
 
 impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<Self, UnknownMode> {
         match s {
             "guided" => Ok(Mode::Guided),
             "direct" => Ok(Mode::Direct),
             "auto" => Ok(Mode::Auto),
-            _ => Err(format!("unknown mode {s:?}: use guided, direct or auto")),
+            _ => Err(UnknownMode(s.to_string())),
         }
     }
 }
+
+/// A mode name that is not `guided`, `direct` or `auto` (the text given).
+#[derive(Debug, thiserror::Error)]
+#[error("unknown mode {0:?}: use guided, direct or auto")]
+pub struct UnknownMode(pub String);
 
 /// A validated configuration.
 #[derive(Debug, Clone)]

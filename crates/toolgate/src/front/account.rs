@@ -112,7 +112,7 @@ fn add(gw: &Gateway, account: &Account, what: Sent) -> usize {
         what,
     );
     if new && account.era == "stateless" {
-        gw.observe.metrics.session_opened("stateless");
+        gw.metrics().session_opened("stateless");
     }
     sent
 }
@@ -120,7 +120,7 @@ fn add(gw: &Gateway, account: &Account, what: Sent) -> usize {
 /// Counts a tools/list answer: what was sent, and what direct mode would have sent.
 pub(super) fn listed(gw: &Gateway, account: &Account, tools: &[Tool], direct: usize) {
     let sent = serde_json::to_string(tools).map_or(0, |t| count(&t));
-    let metrics = &gw.observe.metrics;
+    let metrics = gw.metrics();
     metrics.tokens(account.surface, "definitions", sent);
     metrics.direct_equivalent(account.surface, direct);
     add(gw, account, Sent::Definitions { sent, direct });
@@ -128,15 +128,15 @@ pub(super) fn listed(gw: &Gateway, account: &Account, tools: &[Tool], direct: us
 
 /// How near the budget `account` is, when it is near enough for answers to shrink.
 fn pressure(gw: &Gateway, account: &Account) -> Option<Pressure> {
-    let budget = gw.config.guided.session_budget_tokens?;
-    gw.observe.tally.settle();
+    let budget = gw.guided().session_budget_tokens?;
+    gw.settle_tally();
     let spent = gw.observe.ledger.spent(&account.key);
     if (spent as f64) < budget as f64 * NEAR {
         return None;
     }
     let left = budget.saturating_sub(spent);
     // A quarter of what is left, never below execute's smallest page.
-    let page = (left / 4).clamp(100, gw.config.guided.budget_tokens);
+    let page = (left / 4).clamp(100, gw.guided().budget_tokens);
     Some(Pressure {
         spent,
         budget,
@@ -184,7 +184,7 @@ pub(super) fn answered(gw: &Arc<Gateway>, turn: Turn, result: &mut CallToolResul
             );
         }
         result.content.push(rmcp::model::ContentBlock::text(note));
-        gw.observe.metrics.budget_shrunk();
+        gw.metrics().budget_shrunk();
         add(gw, &account, Sent::Shrunk);
     }
     // Counted after the answer has gone (`observe::Tally`).
@@ -225,7 +225,7 @@ fn count(text: &str) -> usize {
 /// Notes a route answer for `/metrics` and the dashboard, from its structured part.
 fn routed(gw: &Gateway, args: &Map<String, Value>, structured: Option<&Value>) {
     let Some(s) = structured else {
-        gw.observe.metrics.route("error", None);
+        gw.metrics().route("error", None);
         return;
     };
     let confidence = s["confidence"].as_f64();
@@ -236,7 +236,7 @@ fn routed(gw: &Gateway, args: &Map<String, Value>, structured: Option<&Value>) {
         Some("list") => "list",
         _ => "error",
     };
-    gw.observe.metrics.route(decision, confidence);
+    gw.metrics().route(decision, confidence);
     let tool = (s["server"].as_str())
         .zip(s["name"].as_str())
         .map(|(a, b)| format!("{a}/{b}"));

@@ -48,13 +48,13 @@ async fn guard(State(admin): State<Admin>, request: Request, next: Next) -> Resp
     // DNS rebinding: a page on another site that resolves its name to 127.0.0.1 reaches a
     // loopback peer check, but not this one (the MCP endpoints get the same from rmcp).
     let host = (request.headers().get(header::HOST)).and_then(|v| v.to_str().ok());
-    if !host.is_some_and(|h| host_allowed(h, &gw.config.gateway)) {
+    if !host.is_some_and(|h| host_allowed(h, gw.settings())) {
         let why = "/metrics and /ui answer only Host names this gateway knows (localhost, its address, gateway.allowed_hosts)";
         return (StatusCode::FORBIDDEN, why).into_response();
     }
     // On a dual-stack listener (`[::]:PORT`) a local IPv4 client is `::ffff:127.0.0.1`.
     let local = peer.is_some_and(|ip| ip.to_canonical().is_loopback());
-    if !local && !gw.config.gateway.admin_allow_remote {
+    if !local && !gw.settings().admin_allow_remote {
         let why = "/metrics and /ui answer loopback peers only; set gateway.admin_allow_remote = true to serve them to other hosts (with an admin key)";
         return (StatusCode::FORBIDDEN, why).into_response();
     }
@@ -147,7 +147,7 @@ fn snapshot(engine: &Engine) -> Snapshot {
 async fn metrics(State(admin): State<Admin>, headers: axum::http::HeaderMap) -> Response {
     let state = snapshot(&admin.engine);
     // Every answer already sent is counted before the counts are read.
-    admin.engine.gw.observe.tally.settle();
+    admin.engine.gw.settle_tally();
     let m = admin.engine.metrics();
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let (kind, text) = match accept.is_some_and(|a| a.contains("application/openmetrics-text")) {

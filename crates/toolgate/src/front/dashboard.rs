@@ -58,9 +58,8 @@ fn catalog_report(engine: &Engine) -> Arc<Value> {
             return v.clone();
         }
     }
-    let config = &engine.gw.config;
-    let opts = config.direct.surface_options(&config.gateway.meta_prefix);
-    let skills = config.code.skills_dir.is_some();
+    let opts = (engine.direct_config()).surface_options(engine.meta_prefix());
+    let skills = engine.code_config().skills_dir.is_some();
     let report = TokenReport::build_with(&catalog, Encoding::O200k, &opts, skills);
     let value = Arc::new(serde_json::to_value(report).unwrap_or(Value::Null));
     *last = Some((catalog, value.clone()));
@@ -74,7 +73,7 @@ pub(crate) fn data(engine: &Engine) -> Value {
         .upstreams()
         .map(|u| {
             let status = u.status();
-            let calls = gw.observe.metrics.upstream_calls(u.name());
+            let calls = gw.metrics().upstream_calls(u.name());
             let (connect_ms, error) = match &status {
                 UpstreamStatus::Ready { latency } => (Some(latency.as_millis() as u64), None),
                 UpstreamStatus::Retrying { error, .. } => (None, Some(error.clone())),
@@ -95,7 +94,7 @@ pub(crate) fn data(engine: &Engine) -> Value {
     json!({
         "version": env!("CARGO_PKG_VERSION"),
         "catalog": *catalog_report(engine),
-        "budgetTokens": gw.config.guided.session_budget_tokens,
+        "budgetTokens": gw.guided().session_budget_tokens,
         "sessions": gw.observe.ledger.recent(100),
         "routes": gw.observe.routes.all(),
         "upstreams": upstreams,
@@ -112,7 +111,7 @@ fn learned(engine: &Engine) -> Value {
 
 /// The newest audit records, parsed (empty without an audit log).
 fn audit_tail(engine: &Engine) -> Vec<Value> {
-    let Some(path) = &engine.policy.config.audit_path else {
+    let Some(path) = engine.policy.audit_path() else {
         return Vec::new();
     };
     let Ok(mut file) = std::fs::File::open(path) else {

@@ -107,7 +107,7 @@ pub(super) async fn call(
 
 /// [`call`], with the upstream's failure to answer (a protocol error, a timeout, a lost
 /// connection) kept apart as `Err(message)`: a task reports it as `failed`, not as a tool's
-/// error result.
+/// error result. The message is the task's status text: a string is the value.
 pub(super) async fn call_checked(
     engine: &Engine,
     name: &str,

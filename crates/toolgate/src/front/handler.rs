@@ -1,8 +1,8 @@
 //! `Session` as rmcp's `ServerHandler`: each MCP request a session takes, handed to the
-//! module that answers it (`direct`, `guided`, `resources`, `prompts`, `listen`, `relay`),
+//! module that answers it (`direct`, `meta_tools`, `resources`, `prompts`, `listen`, `relay`),
 //! and the capabilities every session offers.
 
-use super::{account, direct, guided, listen, prompts, relay, request, resources};
+use super::{account, direct, listen, meta_tools, prompts, relay, request, resources};
 use super::{Session, Surface, PANICKED};
 use crate::config::Mode;
 #[expect(
@@ -80,14 +80,12 @@ impl ServerHandler for Session {
         // The session belongs to whoever opens it.
         let caller = self.bound_caller(&context)?;
         if self.mode == Mode::Auto {
-            self.gw()
-                .wait_settled(self.gw().config.gateway.startup_wait)
-                .await;
+            self.gw().wait_settled(self.gw().startup_wait()).await;
             self.resolve_auto(&context, Some(&request));
         }
         let mut result = self.negotiate_initialize(&request)?;
         if self.state.counted.set(()).is_ok() {
-            self.gw().observe.metrics.session_opened("legacy");
+            self.gw().metrics().session_opened("legacy");
         }
         if self.surface() == Surface::Guided {
             result.instructions = Some(self.instructions(self.engine.code_for(&caller)));
@@ -100,9 +98,7 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.gw()
-            .wait_settled(self.gw().config.gateway.startup_wait)
-            .await;
+        self.gw().wait_settled(self.gw().startup_wait()).await;
         self.resolve_unset_surface(&context);
         let caller = self.bound_caller(&context)?;
         let tools = match self.surface() {
@@ -118,7 +114,7 @@ impl ServerHandler for Session {
                 tools.extend(direct::skill_tools(&self.engine, &caller));
                 tools
             }
-            Surface::Guided => guided::list(self, &caller),
+            Surface::Guided => meta_tools::list(self, &caller),
         };
         let direct_cost = self.engine.direct_tokens();
         account::listed(
@@ -139,7 +135,7 @@ impl ServerHandler for Session {
     /// pinned or expanded one; an `auto` session not yet settled checks as direct would.
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
         let shown = match self.state.surface.get() {
-            Some(Surface::Guided) => guided::pinned_or_expanded(self, name),
+            Some(Surface::Guided) => meta_tools::pinned_or_expanded(self, name),
             Some(Surface::Direct) | None => true,
         };
         shown

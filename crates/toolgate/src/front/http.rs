@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 /// The axum router with every MCP endpoint, and the fast lane that answers their plain
 /// 2026-07-28 `tools/call`s before the router (`front::fast`).
 pub(super) fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> (axum::Router, FastLane) {
-    let g = &gw.config.gateway;
+    let g = gw.settings();
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     hosts.extend(g.allowed_hosts.iter().cloned());
     let ip = g.listen.ip();

@@ -148,6 +148,8 @@ struct ParkedCall {
     /// Where the call's next upstream request arrives.
     questions: mpsc::Receiver<Asked>,
     /// The question asked: its key, the input request, and where its answer goes.
+    // `Err` is the client's own error text, relayed to the upstream as it came: a string is
+    // the value.
     asking: (String, Value, oneshot::Sender<Result<Value, String>>),
     relay: Arc<SessionRelay>,
     /// Cancels the call: the request serving it no longer carries its own token, which

@@ -19,7 +19,7 @@ mod direct;
 mod fast;
 mod frames;
 mod gather;
-mod guided;
+mod meta_tools;
 mod handler;
 mod http;
 mod inputs;
@@ -82,7 +82,7 @@ struct SessionState {
     closed: CancellationToken,
     _guard: DropGuard,
     /// Tools this session lists beside the meta-tools.
-    guided: guided::GuidedState,
+    guided: meta_tools::GuidedState,
     /// The principal that opened the session (its first request): no other may use it.
     owner: OnceLock<toolgate_core::principal::Principal>,
     /// To release the session's resource subscriptions when it ends.
@@ -119,7 +119,7 @@ impl Session {
                 surface,
                 _guard: closed.clone().drop_guard(),
                 closed,
-                guided: guided::GuidedState::default(),
+                guided: meta_tools::GuidedState::default(),
                 owner: OnceLock::new(),
                 engine: engine.clone(),
                 subs: Default::default(),
@@ -225,7 +225,7 @@ impl Session {
                 Some(_) => caller.policy.listing_tokens(&caller, &self.gw().catalog()),
                 None => self.engine.direct_tokens(),
             };
-            let small = tokens < self.gw().config.gateway.auto_threshold_tokens;
+            let small = tokens < self.gw().settings().auto_threshold_tokens;
             let _ = self.state.surface.set(if small {
                 Surface::Direct
             } else {
@@ -239,8 +239,7 @@ impl Session {
 /// profile come from the configuration (`policy.stdio_key`, `policy.stdio_profile`).
 pub async fn serve_stdio(gw: Arc<Gateway>, mode: Mode) -> anyhow::Result<()> {
     let engine = Engine::new(gw);
-    let profile =
-        (engine.policy.config.stdio_profile.as_deref()).and_then(|p| engine.policy.profile(p));
+    let profile = (engine.policy.stdio_profile()).and_then(|p| engine.policy.profile(p));
     let mut session = Session::new(engine, mode).with_profile(profile);
     session.stdio = true;
     let service = session
@@ -259,9 +258,7 @@ impl Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         // A client may call a name it remembers before listing: let the catalog settle.
-        self.gw()
-            .wait_settled(self.gw().config.gateway.startup_wait)
-            .await;
+        self.gw().wait_settled(self.gw().startup_wait()).await;
         self.resolve_unset_surface(&context);
         let mut caller = self.bound_caller(&context)?;
         // A retry answering what a parked call's upstream asked: that same call goes on.

@@ -56,6 +56,8 @@ pub(super) struct Asked {
     pub kind: RelayKind,
     /// `{"method", "params"}`, as an input request.
     pub request: Value,
+    // `Err` is the client's own error text, relayed to the upstream as it came: a string is
+    // the value.
     pub reply: tokio::sync::oneshot::Sender<Result<Value, String>>,
 }
 

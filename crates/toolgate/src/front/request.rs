@@ -44,7 +44,7 @@ impl Session {
         if !modern(context) {
             return (None, None);
         }
-        let ttl = self.gw().config.gateway.list_ttl_ms;
+        let ttl = self.gw().settings().list_ttl_ms;
         (Some(ttl), Some(rmcp::model::CacheScope::Private))
     }
 
@@ -63,7 +63,7 @@ impl Session {
         let one_call = match self.surface() {
             Surface::Direct => direct::skill_named(&self.engine, caller, &request.name).is_none(),
             Surface::Guided => {
-                let prefix = self.gw().config.gateway.meta_prefix.as_str();
+                let prefix = self.gw().meta_prefix();
                 let bare = request.name.strip_prefix(prefix).unwrap_or(&request.name);
                 let args = request.arguments.clone().unwrap_or_default();
                 bare == crate::guided::surface::EXECUTE
@@ -101,10 +101,12 @@ impl Session {
     ) -> rmcp::model::CallToolResult {
         match self.surface() {
             Surface::Direct => match direct::skill_named(&self.engine, caller, name) {
-                Some(skill) => super::guided::run_skill(self, &skill, args, context, caller).await,
+                Some(skill) => {
+                    super::meta_tools::run_skill(self, &skill, args, context, caller).await
+                }
                 None => direct::call(&self.engine, name, args, context, caller).await,
             },
-            Surface::Guided => super::guided::call(self, name, args, context, caller).await,
+            Surface::Guided => super::meta_tools::call(self, name, args, context, caller).await,
         }
     }
 

@@ -44,7 +44,7 @@ pub(super) async fn with_capability<'a>(
     gw: &'a Gateway,
     capability: &str,
 ) -> Vec<&'a Arc<Upstream>> {
-    gw.wait_settled(gw.config.gateway.startup_wait).await;
+    gw.wait_settled(gw.startup_wait()).await;
     gw.upstreams()
         .filter(|u| u.has_capability(capability))
         .collect()

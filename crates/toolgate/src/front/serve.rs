@@ -32,7 +32,7 @@ pub async fn serve_http(
     gw: Arc<Gateway>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let limits = gw.config.gateway.limits.clone();
+    let limits = gw.settings().limits.clone();
     // Sessions end after the drain, not at the signal: their calls' answers go out first.
     let sessions_stop = CancellationToken::new();
     let (app, fast) = super::http::router(gw.clone(), sessions_stop.clone());

@@ -198,7 +198,7 @@ pub(super) fn get(session: &Session, caller: &Caller, id: &str) -> Result<GetTas
             let done = Ok(OperationStatus::Done(outcome));
             let shaped =
                 crate::guided::resume::answer_status(engine, &owner, op, done, &None, budget);
-            let result = match serde_json::to_value(super::guided::to_result(shaped, true)) {
+            let result = match serde_json::to_value(super::meta_tools::to_result(shaped, true)) {
                 Ok(Value::Object(result)) => result,
                 _ => JsonObject::new(),
             };

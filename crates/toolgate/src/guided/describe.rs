@@ -43,6 +43,8 @@ fn visible(catalog: &Catalog, caller: &Caller) -> ToolSet {
     tools_where(catalog, |t| crate::gate::describable(caller, t))
 }
 
+// The error is the sentence the model is answered with (`MetaResult::error`): a string
+// is the value, not a lost type.
 fn answer(
     engine: &Engine,
     args: &Map<String, Value>,
@@ -128,6 +130,8 @@ fn answer(
     Ok(listing(&shown, total, detail))
 }
 
+// The error is the sentence the model is answered with (`MetaResult::error`): a string
+// is the value, not a lost type.
 fn tool_names(tools: &[String]) -> Result<Vec<&str>, String> {
     if tools.is_empty() || tools.len() > MAX_TOOLS {
         return Err(format!(

@@ -148,6 +148,8 @@ struct Request {
     max_tokens: Option<usize>,
 }
 
+// The error is the sentence the model is answered with (`MetaResult::error`): a string
+// is the value, not a lost type.
 fn parse(
     engine: &Engine,
     owner: &Principal,

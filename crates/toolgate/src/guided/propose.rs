@@ -24,6 +24,8 @@ pub(crate) fn run(
     }
 }
 
+// The error is the sentence the model is answered with (`MetaResult::error`): a string
+// is the value, not a lost type.
 fn propose(
     engine: &Engine,
     owner: &Principal,

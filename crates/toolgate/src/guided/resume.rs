@@ -57,7 +57,7 @@ pub(crate) async fn run(
 }
 
 /// One page: its text, then where it stands (the text joins the structured part at the
-/// front, `front/guided.rs::to_result`, for clients that show only that).
+/// front, `front/meta_tools.rs::to_result`, for clients that show only that).
 fn page_answer(page: String, next: Option<String>, number: usize, of: usize) -> MetaResult {
     let mut content = vec![toolgate_core::exec::text_block(page)];
     let structured = match &next {

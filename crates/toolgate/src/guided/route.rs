@@ -212,6 +212,8 @@ struct Checked {
     cursor: usize,
 }
 
+// The error is the sentence the model is answered with (`MetaResult::error`): a string
+// is the value, not a lost type.
 fn parse(args: &Map<String, Value>) -> Result<Checked, String> {
     let given: RouteArgs = args::parse(args)?;
     let task = given.task.filter(|t| !t.trim().is_empty());

@@ -246,6 +246,16 @@ impl Policy {
         }
     }
 
+    /// The audit log's file (`policy.audit_path`), if there is one.
+    pub(crate) fn audit_path(&self) -> Option<&std::path::Path> {
+        self.config.audit_path.as_deref()
+    }
+
+    /// The profile of stdio sessions (`policy.stdio_profile`), if one is named.
+    pub(crate) fn stdio_profile(&self) -> Option<&str> {
+        self.config.stdio_profile.as_deref()
+    }
+
     /// The profile configured as `name`.
     pub(crate) fn profile(&self, name: &str) -> Option<Arc<Profile>> {
         self.config.profiles.get(name).cloned()

@@ -389,6 +389,8 @@ fn files(
 
 type Parsed = (String, Value, Duration, u32);
 
+// The error is the sentence the model is answered with (`MetaResult::error`): a string
+// is the value, not a lost type.
 fn parse(engine: &Engine, args: &Map<String, Value>) -> Result<Parsed, String> {
     let cfg = engine.code_config();
     let given: ExecuteCodeArgs = toolgate_core::meta::args::parse(args)?;

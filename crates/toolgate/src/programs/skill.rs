@@ -43,18 +43,33 @@ pub(crate) fn offered(engine: &Engine, caller: &Caller, catalog: &Catalog) -> Ve
         .collect()
 }
 
+/// Why a caller cannot run the skill it named.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SkillRefused {
+    /// Code mode is off for the caller's key or profile.
+    #[error("skills are programs, and code mode is not enabled for this key or profile: ask the operator (code.profiles / code.keys), or use route and execute")]
+    CodeOff,
+    /// No such skill, or one the caller's profile does not show.
+    #[error("no skill named {name:?} is available: call route with the task to find one")]
+    Unknown { name: String },
+    /// A server the skill needs is down (a retry later can help).
+    #[error("skill {name:?} needs {} which {} not connected now; try again later", .down.join(", "), if .down.len() == 1 { "is" } else { "are" })]
+    ServersDown { name: String, down: Vec<String> },
+}
+
 /// The skill `name`, if this caller is offered it; else what to do.
-pub(crate) fn find(engine: &Engine, caller: &Caller, name: &str) -> Result<Arc<Skill>, String> {
+pub(crate) fn find(
+    engine: &Engine,
+    caller: &Caller,
+    name: &str,
+) -> Result<Arc<Skill>, SkillRefused> {
     let set = engine.skills().current();
     if !engine.code_for(caller) {
-        return Err(
-            "skills are programs, and code mode is not enabled for this key or profile: \
-             ask the operator (code.profiles / code.keys), or use route and execute"
-                .to_string(),
-        );
+        return Err(SkillRefused::CodeOff);
     }
-    let unknown =
-        || format!("no skill named {name:?} is available: call route with the task to find one");
+    let unknown = || SkillRefused::Unknown {
+        name: name.to_string(),
+    };
     let skill = set.get(name).ok_or_else(unknown)?;
     let catalog = engine.gw.catalog();
     let connected = catalog.servers();
@@ -66,11 +81,10 @@ pub(crate) fn find(engine: &Engine, caller: &Caller, name: &str) -> Result<Arc<S
         .filter(|s| !connected.contains(s))
         .collect();
     if !down.is_empty() {
-        return Err(format!(
-            "skill {name:?} needs {} which {} not connected now; try again later",
-            down.join(", "),
-            if down.len() == 1 { "is" } else { "are" }
-        ));
+        return Err(SkillRefused::ServersDown {
+            name: name.to_string(),
+            down: down.iter().map(|s| s.to_string()).collect(),
+        });
     }
     // A server the caller's profile hides is not named.
     if skill.servers.iter().any(|s| !shown.contains(&s.as_str())) {
@@ -189,7 +203,7 @@ pub(crate) fn nested<'a>(
                 format!("skills may run other skills only {MAX_DEPTH} levels deep"),
             ));
         }
-        let skill = find(engine, caller, &name).map_err(|e| fail("denied", e))?;
+        let skill = find(engine, caller, &name).map_err(|e| fail("denied", e.to_string()))?;
         let id = skill.record.id.to_string();
         check_input(engine, &skill.record, &call.arguments)
             .map_err(|r| fail("invalid_arguments", r.to_text(&id)))?;

@@ -23,6 +23,14 @@ use toolgate_core::call::{Progress, RelayKind};
 /// Progress tokens of calls in flight -> where their progress goes.
 pub(crate) type ProgressRoutes = Arc<Mutex<ProgressTable>>;
 
+/// Removes a progress route when the call ends, however it ends.
+pub(super) struct RouteGuard<'a>(pub &'a ProgressRoutes, pub String);
+impl Drop for RouteGuard<'_> {
+    fn drop(&mut self) {
+        self.0.lock().expect("progress").remove(&self.1);
+    }
+}
+
 /// rmcp picks a request's progress token as it sends it, so a fast upstream's first
 /// notification can arrive before the caller has registered the token. Such early
 /// notifications wait here (briefly, bounded) until the route appears.

@@ -3,6 +3,7 @@
 
 use super::child::{self, ChildProcess};
 use super::client::{UpstreamClient, UpstreamEvent};
+pub(crate) use super::connect_error::ConnectError;
 use super::listing::list_tools;
 use super::sse::{OpenError as SseOpenError, SseTransport};
 use super::stdio::StdioTransport;
@@ -47,7 +48,7 @@ pub(crate) struct Connection {
 pub(crate) async fn connect(
     up: &Arc<Upstream>,
     events: mpsc::Sender<UpstreamEvent>,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectError> {
     let flood = Arc::new(super::flood::Floodgate::new(
         up.name().into(),
         up.relay.clone(),
@@ -69,13 +70,13 @@ pub(crate) async fn connect(
     };
     let (service, mut child) = match open(up, handler(), first).await {
         Ok(c) => c,
-        Err(Failed::Other(e)) => return Err(e),
-        Err(Failed::Refused(e)) if then.is_none() => return Err(e),
-        Err(Failed::Refused(refused)) => {
+        Err(Failed::Other(e)) => return Err(ConnectError::Failed(e)),
+        Err(Failed::Refused(e)) if then.is_none() => return Err(ConnectError::Refused(e)),
+        Err(Failed::Refused(first)) => {
             match open(up, handler(), then.expect("checked above")).await {
                 Ok(c) => c,
-                Err(Failed::Refused(e) | Failed::Other(e)) => {
-                    return Err(format!("{refused}; then {e}"))
+                Err(Failed::Refused(then) | Failed::Other(then)) => {
+                    return Err(ConnectError::RefusedBoth { first, then })
                 }
             }
         }
@@ -105,7 +106,7 @@ pub(crate) async fn connect(
             if let Some(c) = child.as_mut() {
                 c.terminate(std::time::Duration::from_millis(200)).await;
             }
-            return Err(e);
+            return Err(e.into());
         }
     };
     Ok(Connection {
@@ -324,7 +325,7 @@ async fn open_streamable(
     config.max_sse_event_size = up.config.max_message_bytes;
     config.max_json_response_size = up.config.max_message_bytes;
     let client = super::oversize::MeasuredClient {
-        inner: http_client().map_err(StreamableFailed::Other)?,
+        inner: http_client().map_err(|e| StreamableFailed::Other(e.to_string()))?,
         oversized: up.oversized.clone(),
         refused: up.refused.clone(),
         token: up.token.clone(),
@@ -350,9 +351,9 @@ pub(crate) async fn open_delegated(
     token: Arc<super::oauth::TokenSource>,
     progress: super::client::ProgressRoutes,
     relay: Arc<super::requests::Relay>,
-) -> Result<RunningService<RoleClient, UpstreamClient>, String> {
+) -> Result<RunningService<RoleClient, UpstreamClient>, ConnectError> {
     let Transport::Http { url, headers, .. } = &up.config.transport else {
-        return Err("only an HTTP upstream acts for each caller".into());
+        return Err(ConnectError::NotHttp);
     };
     let lifecycle = match up.protocol().as_deref() {
         Some("2026-07-28") => ClientLifecycleMode::Discover {
@@ -373,11 +374,8 @@ pub(crate) async fn open_delegated(
     };
     let mut custom = HashMap::new();
     for (k, v) in headers {
-        let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| e.to_string())?;
-        custom.insert(
-            name,
-            http::HeaderValue::from_str(v).map_err(|e| e.to_string())?,
-        );
+        let name = http::HeaderName::from_bytes(k.as_bytes())?;
+        custom.insert(name, http::HeaderValue::from_str(v)?);
     }
     let mut config =
         StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
@@ -407,14 +405,14 @@ pub(crate) async fn open_delegated(
         .map_err(|e| {
             let no_token = token_failure.lock().unwrap_or_else(|p| p.into_inner()).take();
             let challenge = challenge.lock().unwrap_or_else(|p| p.into_inner()).take();
-            match (no_token, challenge) {
+            ConnectError::Failed(match (no_token, challenge) {
                 (Some(why), _) => why,
                 (None, Some(c)) => format!(
                     "{url} refused the exchanged token at {step} (401, WWW-Authenticate: {c}): check upstreams.{}.oauth's resource, audience and scopes",
                     up.name()
                 ),
                 (None, None) => format!("{step} at {url} failed: {}", plain_error(&e)),
-            }
+            })
         })
 }
 
@@ -425,7 +423,7 @@ async fn open_sse(
     url: &str,
     headers: &http::HeaderMap,
 ) -> Result<SseTransport, SseOpenError> {
-    let client = http_client().map_err(SseOpenError::Other)?;
+    let client = http_client().map_err(|e| SseOpenError::Other(e.to_string()))?;
     let target = super::sse::Target {
         name: up.name(),
         url,
@@ -479,7 +477,7 @@ fn step_name(lifecycle: &ClientLifecycleMode) -> &'static str {
 /// The rest is rmcp's own default client: no idle connections kept (a reused connection
 /// can stall ~40 ms on a server's delayed ACK), and only same-origin 307/308 redirects,
 /// which keep the POST body, and never replay the session id or headers to another host.
-fn http_client() -> Result<reqwest::Client, String> {
+fn http_client() -> Result<reqwest::Client, ConnectError> {
     let redirects = reqwest::redirect::Policy::custom(|attempt| {
         let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
         let same_origin = attempt
@@ -499,7 +497,7 @@ fn http_client() -> Result<reqwest::Client, String> {
         .pool_max_idle_per_host(0)
         .redirect(redirects)
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        .map_err(ConnectError::HttpClient)
 }
 
 /// An error as a person reads it: rmcp's transport errors display the transport's Rust

@@ -172,7 +172,7 @@ impl Session {
 
     /// The session's line, connecting (or connecting again, when its connection ended) with
     /// the protocol the upstream's shared connection agreed.
-    pub(crate) async fn line(&self, up: &Upstream) -> Result<Line, String> {
+    pub(crate) async fn line(&self, up: &Upstream) -> Result<Line, super::connect::ConnectError> {
         let mut open = self.open.lock().await;
         if let Some(o) = &*open {
             if !o.service.peer().is_transport_closed() {

@@ -17,7 +17,7 @@ pub(crate) async fn list_tools(
     upstream: &str,
     peer: &Peer<RoleClient>,
     raw: &super::RawTools,
-) -> Result<(Vec<Map<String, Value>>, Option<std::time::Duration>), String> {
+) -> Result<(Vec<Map<String, Value>>, Option<std::time::Duration>), ListError> {
     raw.lock().expect("raw tools").clear();
     let mut listed = Vec::new();
     let mut cursor: Option<String> = None;
@@ -28,16 +28,13 @@ pub(crate) async fn list_tools(
         let page = match peer.send_request(request).await {
             Ok(ServerResult::CustomResult(CustomResult(v))) => v,
             Ok(ServerResult::ListToolsResult(r)) => {
-                serde_json::to_value(&r).map_err(|e| format!("tools/list failed: {e}"))?
+                serde_json::to_value(&r).map_err(ListError::Unreadable)?
             }
             Ok(other) => serde_json::to_value(&other).unwrap_or_default(),
-            Err(e) => return Err(format!("tools/list failed: {e}")),
+            Err(e) => return Err(ListError::Failed(e)),
         };
         let Some(tools) = page.get("tools").and_then(Value::as_array) else {
-            return Err(format!(
-                "tools/list failed: the answer has no `tools` list: {}",
-                clip(&page.to_string())
-            ));
+            return Err(ListError::NoTools(clip(&page.to_string()).to_string()));
         };
         ttl = ttl.or(page
             .get("ttlMs")
@@ -55,7 +52,33 @@ pub(crate) async fn list_tools(
             _ => return Ok((usable_tools(upstream, listed), ttl)),
         }
     }
-    Err("tools/list returned more than 1000 pages; giving up".into())
+    Err(ListError::TooManyPages)
+}
+
+/// Why an upstream's tools could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ListError {
+    /// The request failed (no answer, an error answer, the connection lost).
+    #[error("tools/list failed: {0}")]
+    Failed(#[source] rmcp::ServiceError),
+    /// The answer could not be read as JSON.
+    #[error("tools/list failed: {0}")]
+    Unreadable(#[source] serde_json::Error),
+    /// The answer has no `tools` list (its text, clipped).
+    #[error("tools/list failed: the answer has no `tools` list: {0}")]
+    NoTools(String),
+    /// The server kept paging past the gateway's bound.
+    #[error("tools/list returned more than 1000 pages; giving up")]
+    TooManyPages,
+    /// A refresh gave no answer within the upstream's call timeout.
+    #[error("no answer to tools/list within {secs:.1} s (call_timeout_secs)")]
+    TimedOut {
+        /// The timeout, in seconds.
+        secs: f64,
+    },
+    /// A refresh was given up at shutdown.
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
 }
 
 /// The tools an upstream listed that can be served: each must be a valid MCP `Tool` with

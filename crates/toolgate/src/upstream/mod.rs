@@ -9,12 +9,14 @@
 mod child;
 mod client;
 mod connect;
+mod connect_error;
 mod delegated;
 pub(crate) mod environment;
 pub(crate) mod exchange;
 mod flood;
 mod lines;
 mod listing;
+pub(crate) mod login;
 pub(crate) mod mrtr;
 pub(crate) mod oauth;
 mod orphans;
@@ -33,7 +35,7 @@ pub(crate) use supervisor::supervise;
 use toolgate_core::call::{CallError, CallOptions, CallOutcome};
 
 use crate::config::UpstreamConfig;
-use client::{token_key, ProgressRoutes};
+use client::{token_key, ProgressRoutes, RouteGuard};
 pub use orphans::{adopt_orphans, kill_orphans};
 use rmcp::model::{CallToolRequestParams, ClientRequest};
 use rmcp::service::{PeerRequestOptions, RoleClient, ServiceError};
@@ -306,7 +308,7 @@ impl Upstream {
                 .await
                 .map_err(|e| CallError::Other {
                     server: name.clone(),
-                    message: e,
+                    message: e.to_string(),
                 })?;
             params.input_responses = Some(answers);
             params.request_state = asked.request_state;
@@ -485,14 +487,6 @@ impl Upstream {
     }
 }
 
-/// Removes a progress route when the call ends, however it ends.
-struct RouteGuard<'a>(&'a ProgressRoutes, String);
-impl Drop for RouteGuard<'_> {
-    fn drop(&mut self) {
-        self.0.lock().expect("progress").remove(&self.1);
-    }
-}
-
 pub(crate) fn map_err(
     e: ServiceError,
     config: &UpstreamConfig,
@@ -564,12 +558,6 @@ fn kind_of(r: &rmcp::model::ServerResult) -> String {
                 .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
         })
         .unwrap_or_default()
-}
-
-/// Backoff before reconnect attempt `attempt` (1-based): 0.5 s doubling to 30 s.
-pub(crate) fn backoff(attempt: u32) -> Duration {
-    let ms = 500u64.saturating_mul(1u64 << attempt.saturating_sub(1).min(6));
-    Duration::from_millis(ms.min(30_000))
 }
 
 /// A request sent and not yet answered, as [`Upstream::round`] awaits it: cancelled by the

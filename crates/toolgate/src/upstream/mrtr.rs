@@ -162,26 +162,40 @@ pub(crate) fn kind_of(method: &str) -> Option<RelayKind> {
     }
 }
 
+/// Why an upstream's input requests could not all be answered by the client.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unfulfilled {
+    /// A method the gateway does not relay to clients.
+    #[error("it asked for {method:?}, which the gateway cannot relay")]
+    NotRelayable { method: String },
+    /// The client did not declare the capability the request needs.
+    #[error("it asked for {method}, and the client did not declare that capability")]
+    Undeclared { method: String },
+    /// The client answered with an error (its text, as the client sent it).
+    #[error("{0}")]
+    Client(String),
+}
+
 /// Asks an older client each of `requests` (`{"key": {"method", "params"}}`) on its call
 /// (in turn, or all at once when the relay takes them so) and returns the answers by key;
 /// an error names what could not be asked.
 pub(crate) async fn fulfil(
     relay: &Arc<dyn ClientRelay>,
     requests: &serde_json::Map<String, Value>,
-) -> Result<BTreeMap<String, Value>, String> {
+) -> Result<BTreeMap<String, Value>, Unfulfilled> {
     let mut asks = Vec::new();
     for (key, request) in requests {
         let method = request.get("method").and_then(Value::as_str).unwrap_or("");
         let Some(kind) = kind_of(method) else {
-            return Err(format!(
-                "it asked for {method:?}, which the gateway cannot relay"
-            ));
+            return Err(Unfulfilled::NotRelayable {
+                method: method.to_string(),
+            });
         };
         if !relay.supports(kind) {
             relay.refused(kind);
-            return Err(format!(
-                "it asked for {method}, and the client did not declare that capability"
-            ));
+            return Err(Unfulfilled::Undeclared {
+                method: method.to_string(),
+            });
         }
         let params = request.get("params").cloned().unwrap_or(Value::Null);
         asks.push((key.clone(), kind.method(), params));
@@ -190,12 +204,13 @@ pub(crate) async fn fulfil(
     if relay.asks_at_once() {
         let all = asks.into_iter().map(|(key, method, params)| {
             let answer = relay.request(method, params);
-            async move { Ok::<_, String>((key, answer.await?)) }
+            async move { Ok::<_, Unfulfilled>((key, answer.await.map_err(Unfulfilled::Client)?)) }
         });
         answers.extend(futures::future::try_join_all(all).await?);
     } else {
         for (key, method, params) in asks {
-            answers.insert(key, relay.request(method, params).await?);
+            let answer = relay.request(method, params).await;
+            answers.insert(key, answer.map_err(Unfulfilled::Client)?);
         }
     }
     Ok(answers)

@@ -10,10 +10,13 @@
 //! (`grant = "token_exchange"`) each caller's session has a source of its own
 //! (`TokenSource::delegated`) that exchanges the caller's token for one of the server
 //! (`exchange.rs`, RFC 8693) and keeps it the same way; the shared connection, which lists
-//! the tools, is the gateway's client (client credentials).
+//! the tools, is the gateway's client (client credentials). The login itself is
+//! `login.rs`. Why there is no token is a [`TokenError`]; why a token endpoint gave none,
+//! an [`EndpointError`].
 
+use super::exchange::ExchangeError;
 use crate::config::upstream::{OAuthGrant, TokenEndpoint, UpstreamOAuth};
-use crate::policy::oauth::keys::{discover, reqwest_reason, ServerMetadata};
+use crate::policy::oauth::keys::{discover, reqwest_reason, FetchError};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -69,7 +72,115 @@ pub struct Login {
     pub expires_ms: u64,
 }
 
-fn client() -> reqwest::Client {
+/// Why a token endpoint gave no access token.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// No answer: the connection failed (`reason` is reqwest's chain).
+    #[error("{url}: {reason}")]
+    Unreachable {
+        /// The endpoint.
+        url: String,
+        /// What the connection said, causes included.
+        reason: String,
+    },
+    /// An answer that is not JSON.
+    #[error("{url} answered {status} with no JSON ({source})")]
+    NotJson {
+        /// The endpoint.
+        url: String,
+        /// The answer's status.
+        status: reqwest::StatusCode,
+        /// What reading it as JSON said.
+        source: reqwest::Error,
+    },
+    /// The server refused the request (RFC 6749 §5.2: `error` and `error_description`,
+    /// never a secret).
+    #[error("{url} refused client {client_id:?}: {status} {error} {description}")]
+    Refused {
+        /// The endpoint.
+        url: String,
+        /// The client the gateway asked as.
+        client_id: String,
+        /// The answer's status.
+        status: reqwest::StatusCode,
+        /// Its `error`, `?` when it named none.
+        error: String,
+        /// Its `error_description`.
+        description: String,
+    },
+    /// A success without an `access_token`.
+    #[error("{url} answered without an access_token")]
+    NoAccessToken {
+        /// The endpoint.
+        url: String,
+    },
+}
+
+impl EndpointError {
+    /// Whether asking again later can help: the server unreachable or failing, as opposed
+    /// to a refusal or an answer that will not change.
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::Unreachable { .. } => true,
+            Self::NotJson { status, .. } | Self::Refused { status, .. } => {
+                status.is_server_error() || *status == reqwest::StatusCode::TOO_MANY_REQUESTS
+            }
+            Self::NoAccessToken { .. } => false,
+        }
+    }
+}
+
+/// Why an upstream's `TokenSource` has no access token to give.
+#[derive(Debug, thiserror::Error)]
+#[error("upstreams.{upstream}.oauth: no access token: {reason}")]
+pub(crate) struct TokenError {
+    upstream: String,
+    #[source]
+    reason: TokenFailure,
+}
+
+/// What kept a token from the gateway (`TokenError`'s reason).
+#[derive(Debug, thiserror::Error)]
+enum TokenFailure {
+    /// Neither `issuer` nor `token_url` is configured.
+    #[error("no issuer or token_url")]
+    NoEndpoint,
+    /// The issuer's metadata could not be read.
+    #[error("{0}")]
+    Metadata(#[source] FetchError),
+    /// The issuer's metadata names no token endpoint.
+    #[error("the metadata of {issuer} names no token_endpoint")]
+    NoTokenEndpoint { issuer: String },
+    /// The token endpoint gave none.
+    #[error("{0}")]
+    Endpoint(#[from] EndpointError),
+    /// A login is asked for, but the state store is in memory.
+    #[error("the gateway keeps its state in memory, where no login is kept: use an embedded or redis [store]")]
+    InMemory,
+    /// Nobody ran `toolgate auth login` for this upstream.
+    #[error("nobody has logged in to it yet: run `toolgate auth login {upstream}`")]
+    NotLoggedIn { upstream: String },
+    /// The login's token expired and cannot be refreshed.
+    #[error("the login's access token expired and it has no refresh token: run `toolgate auth login {upstream}` again")]
+    LoginExpired { upstream: String },
+    /// Refreshing the login's token failed.
+    #[error("refreshing the login failed ({source}): run `toolgate auth login {upstream}` again")]
+    RefreshFailed {
+        upstream: String,
+        source: EndpointError,
+    },
+    /// The stored login could not be read or written.
+    #[error("{0}")]
+    Stored(#[from] LoginStoreError),
+    /// A caller's session has no token of the caller to exchange yet.
+    #[error("no access token of the caller to exchange")]
+    NoCallerToken,
+    /// The exchange of the caller's token failed.
+    #[error("{0}")]
+    Exchange(#[source] ExchangeError),
+}
+
+pub(super) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(15))
         .redirect(reqwest::redirect::Policy::none())
@@ -134,7 +245,7 @@ impl TokenSource {
             .map_err(|reason| ExchangeError::Failed {
                 caller: who.label(),
                 endpoint: "the token endpoint".into(),
-                reason,
+                reason: reason.to_string(),
             })?;
         let request = Request {
             endpoint: &endpoint,
@@ -157,7 +268,7 @@ impl TokenSource {
     }
 
     /// The current access token, fetched when there is none or it is about to expire.
-    pub(crate) async fn bearer(&self) -> Result<String, String> {
+    pub(crate) async fn bearer(&self) -> Result<String, TokenError> {
         let mut cached = self.cached.lock().await;
         if let Some(c) = &*cached {
             if Instant::now() < c.renew_at {
@@ -170,12 +281,20 @@ impl TokenSource {
             }
             (OAuthGrant::AuthorizationCode, _) => self.login_token().await,
             (OAuthGrant::TokenExchange, Some((who, subject))) => {
-                let token = (subject.lock().unwrap_or_else(|e| e.into_inner()).clone())
-                    .ok_or_else(|| "no access token of the caller to exchange".to_string())?;
-                self.exchanged(who, &token).await.map_err(|e| e.to_string())
+                let token = subject.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                match token {
+                    Some(token) => self
+                        .exchanged(who, &token)
+                        .await
+                        .map_err(TokenFailure::Exchange),
+                    None => Err(TokenFailure::NoCallerToken),
+                }
             }
         }
-        .map_err(|e| format!("upstreams.{}.oauth: no access token: {e}", self.upstream))?;
+        .map_err(|reason| TokenError {
+            upstream: self.upstream.clone(),
+            reason,
+        })?;
         let token = fresh.token.clone();
         *cached = Some(fresh);
         Ok(token)
@@ -189,19 +308,21 @@ impl TokenSource {
     }
 
     /// The token endpoint: `token_url`, or the one the issuer's metadata names.
-    async fn token_url(&self) -> Result<String, String> {
+    async fn token_url(&self) -> Result<String, TokenFailure> {
         match &self.config.endpoint {
             Some(TokenEndpoint::Url(u)) => Ok(u.clone()),
             Some(TokenEndpoint::Issuer(issuer)) => discover(&self.http, issuer)
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(TokenFailure::Metadata)?
                 .token_endpoint
-                .ok_or_else(|| format!("the metadata of {issuer} names no token_endpoint")),
-            None => Err("no issuer or token_url".into()),
+                .ok_or_else(|| TokenFailure::NoTokenEndpoint {
+                    issuer: issuer.clone(),
+                }),
+            None => Err(TokenFailure::NoEndpoint),
         }
     }
 
-    async fn client_credentials(&self) -> Result<Cached, String> {
+    async fn client_credentials(&self) -> Result<Cached, TokenFailure> {
         let url = self.token_url().await?;
         let scope = self.config.scopes.join(" ");
         let mut form = vec![
@@ -222,17 +343,11 @@ impl TokenSource {
     }
 
     /// The stored login's access token, refreshed (and stored again) when it is due.
-    async fn login_token(&self) -> Result<Cached, String> {
-        let store = self.store.get().ok_or_else(|| {
-            "the gateway keeps its state in memory, where no login is kept: use an embedded or redis [store]".to_string()
-        })?;
-        let mut login = load(store.as_ref(), &self.upstream)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| {
-                format!(
-                    "nobody has logged in to it yet: run `toolgate auth login {}`",
-                    self.upstream
-                )
+    async fn login_token(&self) -> Result<Cached, TokenFailure> {
+        let store = self.store.get().ok_or(TokenFailure::InMemory)?;
+        let mut login =
+            load(store.as_ref(), &self.upstream)?.ok_or_else(|| TokenFailure::NotLoggedIn {
+                upstream: self.upstream.clone(),
             })?;
         let now = toolgate_core::store::now_ms();
         if login.expires_ms > now + EARLY.as_millis() as u64 {
@@ -243,10 +358,9 @@ impl TokenSource {
             });
         }
         let Some(refresh) = login.refresh_token.clone() else {
-            return Err(format!(
-                "the login's access token expired and it has no refresh token: run `toolgate auth login {}` again",
-                self.upstream
-            ));
+            return Err(TokenFailure::LoginExpired {
+                upstream: self.upstream.clone(),
+            });
         };
         let form = [
             ("grant_type", "refresh_token"),
@@ -262,11 +376,9 @@ impl TokenSource {
             login.client_secret.as_deref(),
         )
         .await
-        .map_err(|e| {
-            format!(
-                "refreshing the login failed ({e}): run `toolgate auth login {}` again",
-                self.upstream
-            )
+        .map_err(|source| TokenFailure::RefreshFailed {
+            upstream: self.upstream.clone(),
+            source,
         })?;
         let (token, lifetime) = access_token(&body, &login.token_endpoint)?;
         login.access_token = token.clone();
@@ -275,7 +387,7 @@ impl TokenSource {
             login.refresh_token = Some(r.to_string());
         }
         login.expires_ms = toolgate_core::store::now_ms() + lifetime.as_millis() as u64;
-        save(store.as_ref(), &self.upstream, &login).map_err(|e| e.to_string())?;
+        save(store.as_ref(), &self.upstream, &login)?;
         tracing::info!(upstream = %self.upstream, "refreshed the login's access token (kept in the state store)");
         Ok(Cached {
             token,
@@ -290,13 +402,13 @@ fn renew_at(lifetime: Duration) -> Instant {
 
 /// POSTs a token request (HTTP Basic when there is a secret, else the client id in the
 /// form) and returns the JSON answer, or the server's `error` and `error_description`.
-async fn token_request(
+pub(super) async fn token_request(
     http: &reqwest::Client,
     url: &str,
     form: &[(&str, &str)],
     client_id: &str,
     secret: Option<&str>,
-) -> Result<serde_json::Value, String> {
+) -> Result<serde_json::Value, EndpointError> {
     let mut request = http.post(url);
     let mut fields: Vec<(&str, &str)> = form.to_vec();
     match secret {
@@ -310,28 +422,43 @@ async fn token_request(
         .form(&fields)
         .send()
         .await
-        .map_err(|e| format!("{url}: {}", reqwest_reason(&e)))?;
+        .map_err(|e| EndpointError::Unreachable {
+            url: url.to_string(),
+            reason: reqwest_reason(&e),
+        })?;
     let status = response.status();
-    let body: serde_json::Value = response
-        .json()
-        .await
-        .map_err(|e| format!("{url} answered {status} with no JSON ({e})"))?;
+    let body: serde_json::Value =
+        response
+            .json()
+            .await
+            .map_err(|source| EndpointError::NotJson {
+                url: url.to_string(),
+                status,
+                source,
+            })?;
     if !status.is_success() {
         // RFC 6749 §5.2: `error` and `error_description` say why (never a secret).
-        let error = body["error"].as_str().unwrap_or("?");
-        let why = body["error_description"].as_str().unwrap_or("");
-        return Err(format!(
-            "{url} refused client {client_id:?}: {status} {error} {why}"
-        ));
+        return Err(EndpointError::Refused {
+            url: url.to_string(),
+            client_id: client_id.to_string(),
+            status,
+            error: body["error"].as_str().unwrap_or("?").to_string(),
+            description: body["error_description"].as_str().unwrap_or("").to_string(),
+        });
     }
     Ok(body)
 }
 
-fn access_token(body: &serde_json::Value, url: &str) -> Result<(String, Duration), String> {
+pub(super) fn access_token(
+    body: &serde_json::Value,
+    url: &str,
+) -> Result<(String, Duration), EndpointError> {
     let token = body["access_token"]
         .as_str()
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| format!("{url} answered without an access_token"))?
+        .ok_or_else(|| EndpointError::NoAccessToken {
+            url: url.to_string(),
+        })?
         .to_string();
     Ok((
         token,
@@ -362,7 +489,11 @@ pub fn load(store: &dyn Store, upstream: &str) -> Result<Option<Login>, LoginSto
     }
 }
 
-fn save(store: &dyn Store, upstream: &str, login: &Login) -> Result<(), LoginStoreError> {
+pub(super) fn save(
+    store: &dyn Store,
+    upstream: &str,
+    login: &Login,
+) -> Result<(), LoginStoreError> {
     let record = Record {
         owner: OWNER.into(),
         expires_ms: toolgate_core::store::expiry_after(LOGIN_TTL),
@@ -378,234 +509,4 @@ pub fn forget(store: &dyn Store, upstream: &str) -> Result<(), LoginStoreError> 
     store
         .remove(Kind::Credential, upstream, toolgate_core::store::now_ms())
         .map_err(LoginStoreError::Store)
-}
-
-/// `toolgate auth login`: the authorization code flow with PKCE against the authorization
-/// server of the upstream at `url`, through the operator's browser and a redirect to a
-/// loopback port of this process. `show` is given the URL to open. The tokens are kept in
-/// `store` under the upstream's name.
-pub async fn login(
-    upstream: &str,
-    url: &str,
-    config: &UpstreamOAuth,
-    store: &dyn Store,
-    show: impl Fn(&str),
-    wait: Duration,
-) -> Result<Login, String> {
-    use base64::Engine as _;
-    use sha2::{Digest, Sha256};
-    let http = client();
-    let issuer = match &config.endpoint {
-        Some(TokenEndpoint::Issuer(i)) => i.clone(),
-        Some(TokenEndpoint::Url(_)) => {
-            return Err(format!(
-                "upstreams.{upstream}.oauth: a login needs `issuer` (its authorization endpoint is discovered), not `token_url`"
-            ))
-        }
-        None => authorization_server_of(&http, url).await?,
-    };
-    let meta: ServerMetadata = discover(&http, &issuer).await.map_err(|e| e.to_string())?;
-    let authorize = (meta.authorization_endpoint.clone())
-        .ok_or_else(|| format!("the metadata of {issuer} names no authorization_endpoint"))?;
-    let token_endpoint = (meta.token_endpoint.clone())
-        .ok_or_else(|| format!("the metadata of {issuer} names no token_endpoint"))?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| format!("cannot listen on a loopback port for the redirect: {e}"))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let redirect = format!("http://127.0.0.1:{port}/callback");
-    let (client_id, client_secret) = match &config.client_id {
-        Some(id) => (id.clone(), config.client_secret.clone()),
-        None => register(&http, &meta, &issuer, &redirect).await?,
-    };
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let verifier = b64.encode(rand::random::<[u8; 32]>());
-    let challenge = b64.encode(Sha256::digest(verifier.as_bytes()));
-    let state = toolgate_core::ids::random_hex(16);
-    let scope = config.scopes.join(" ");
-    let mut link = reqwest::Url::parse(&authorize).map_err(|e| format!("{authorize}: {e}"))?;
-    {
-        let mut q = link.query_pairs_mut();
-        q.append_pair("response_type", "code")
-            .append_pair("client_id", &client_id)
-            .append_pair("redirect_uri", &redirect)
-            .append_pair("code_challenge", &challenge)
-            .append_pair("code_challenge_method", "S256")
-            .append_pair("state", &state)
-            .append_pair("resource", &config.resource);
-        if !scope.is_empty() {
-            q.append_pair("scope", &scope);
-        }
-    }
-    show(link.as_str());
-    let code = tokio::time::timeout(wait, callback(&listener, &state))
-        .await
-        .map_err(|_| {
-            format!(
-                "no answer from the browser within {} s: run the command again",
-                wait.as_secs()
-            )
-        })??;
-    let form = [
-        ("grant_type", "authorization_code"),
-        ("code", code.as_str()),
-        ("redirect_uri", redirect.as_str()),
-        ("code_verifier", verifier.as_str()),
-        ("client_id", client_id.as_str()),
-        ("resource", config.resource.as_str()),
-    ];
-    let body = token_request(
-        &http,
-        &token_endpoint,
-        &form,
-        &client_id,
-        client_secret.as_deref(),
-    )
-    .await?;
-    let (access, lifetime) = access_token(&body, &token_endpoint)?;
-    let login = Login {
-        issuer,
-        token_endpoint,
-        client_id,
-        client_secret,
-        resource: config.resource.clone(),
-        access_token: access,
-        refresh_token: body["refresh_token"].as_str().map(str::to_string),
-        expires_ms: toolgate_core::store::now_ms() + lifetime.as_millis() as u64,
-    };
-    save(store, upstream, &login).map_err(|e| e.to_string())?;
-    Ok(login)
-}
-
-/// The authorization server an upstream names in its Protected Resource Metadata (RFC
-/// 9728): at the well-known URL under its path, else where its 401 points.
-async fn authorization_server_of(http: &reqwest::Client, url: &str) -> Result<String, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("{url}: {e}"))?;
-    let origin = parsed.origin().ascii_serialization();
-    let path = parsed.path().trim_end_matches('/');
-    let mut candidates = vec![format!(
-        "{origin}{}{path}",
-        crate::policy::oauth::metadata::WELL_KNOWN
-    )];
-    let probe = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
-        .send()
-        .await;
-    if let Ok(r) = probe {
-        let hint = (r.headers().get("www-authenticate"))
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split("resource_metadata=\"").nth(1))
-            .and_then(|rest| rest.split('"').next())
-            .map(str::to_string);
-        if let Some(h) = hint {
-            candidates.insert(0, h);
-        }
-    }
-    for c in &candidates {
-        let Ok(r) = http.get(c).send().await else {
-            continue;
-        };
-        let Ok(doc) = r.json::<serde_json::Value>().await else {
-            continue;
-        };
-        if let Some(s) = doc["authorization_servers"][0].as_str() {
-            return Ok(s.to_string());
-        }
-    }
-    Err(format!(
-        "{url} names no authorization server (no Protected Resource Metadata at {}): set `issuer` in its [upstreams.NAME.oauth]",
-        candidates.join(" or ")
-    ))
-}
-
-/// Dynamic client registration (RFC 7591): a public client with this redirect.
-async fn register(
-    http: &reqwest::Client,
-    meta: &ServerMetadata,
-    issuer: &str,
-    redirect: &str,
-) -> Result<(String, Option<String>), String> {
-    let Some(endpoint) = &meta.registration_endpoint else {
-        return Err(format!(
-            "{issuer} offers no dynamic client registration: register a client there (redirect URIs on http://127.0.0.1) and set its client_id in [upstreams.NAME.oauth]"
-        ));
-    };
-    let response = http
-        .post(endpoint)
-        .json(&serde_json::json!({
-            "client_name": "toolgate",
-            "redirect_uris": [redirect],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-            "application_type": "native",
-        }))
-        .send()
-        .await
-        .map_err(|e| format!("{endpoint}: {}", reqwest_reason(&e)))?;
-    let status = response.status();
-    let body: serde_json::Value = response
-        .json()
-        .await
-        .map_err(|e| format!("{endpoint} answered {status} with no JSON ({e})"))?;
-    let Some(id) = body["client_id"].as_str() else {
-        return Err(format!(
-            "{endpoint} refused the registration: {status} {} {}",
-            body["error"].as_str().unwrap_or("?"),
-            body["error_description"].as_str().unwrap_or("")
-        ));
-    };
-    Ok((
-        id.to_string(),
-        body["client_secret"].as_str().map(str::to_string),
-    ))
-}
-
-/// Waits for the browser's redirect to `/callback` and answers it; returns the code.
-async fn callback(listener: &tokio::net::TcpListener, state: &str) -> Result<String, String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    loop {
-        let (mut conn, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        let mut buf = vec![0u8; 8192];
-        let n = conn.read(&mut buf).await.unwrap_or(0);
-        let head = String::from_utf8_lossy(&buf[..n]);
-        let target = head.split_whitespace().nth(1).unwrap_or("/");
-        if !target.starts_with("/callback") {
-            let _ = conn
-                .write_all(
-                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                )
-                .await;
-            continue;
-        }
-        let url =
-            reqwest::Url::parse(&format!("http://127.0.0.1{target}")).map_err(|e| e.to_string())?;
-        let q: std::collections::HashMap<String, String> = url.query_pairs().into_owned().collect();
-        let (answer, result) = match (q.get("code"), q.get("state"), q.get("error")) {
-            (_, _, Some(e)) => (
-                "The authorization server refused the login; see the terminal.",
-                Err(format!(
-                    "the authorization server answered {e}: {}",
-                    q.get("error_description").map_or("", String::as_str)
-                )),
-            ),
-            (Some(code), Some(s), None) if s == state => (
-                "toolgate is logged in; you can close this window.",
-                Ok(code.clone()),
-            ),
-            _ => (
-                "This answer does not belong to the login in progress.",
-                Err("the redirect carried no code, or another login's state".to_string()),
-            ),
-        };
-        let reply = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-            answer.len()
-        );
-        let _ = conn.write_all(reply.as_bytes()).await;
-        return result;
-    }
 }

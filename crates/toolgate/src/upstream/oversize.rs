@@ -71,6 +71,7 @@ impl MeasuredClient {
             Some(t) => match t.bearer().await {
                 Ok(token) => Ok(Some(token)),
                 Err(e) => {
+                    let e = e.to_string();
                     *self.token_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
                     Err(StreamableHttpError::UnexpectedServerResponse(e.into()))
                 }

@@ -151,7 +151,9 @@ impl Relay {
     }
 
     /// Relays an upstream's request to the call it arrived for (`origin`, the upstream
-    /// request id), else to the newest caller that can answer it.
+    /// request id), else to the newest caller that can answer it. `Err` is the text the
+    /// upstream is answered with (the client's own, or why no client could be asked): a
+    /// string is the value, as in `ClientRelay::request`.
     pub(crate) async fn ask(
         &self,
         upstream: &str,

@@ -67,7 +67,11 @@ impl SseTransport {
             .headers(to.headers.clone())
             .header(http::header::ACCEPT, "text/event-stream");
         if let Some(t) = &to.token {
-            get = get.bearer_auth(t.bearer().await.map_err(OpenError::Other)?);
+            get = get.bearer_auth(
+                t.bearer()
+                    .await
+                    .map_err(|e| OpenError::Other(e.to_string()))?,
+            );
         }
         let response = get
             .send()
@@ -109,7 +113,8 @@ impl SseTransport {
             match events.next().await {
                 Some(Ok(e)) if e.event.as_deref() == Some("endpoint") => {
                     let data = e.data.unwrap_or_default();
-                    break resolve(&url, data.trim()).map_err(OpenError::Other)?;
+                    break resolve(&url, data.trim())
+                        .map_err(|e| OpenError::Other(e.to_string()))?;
                 }
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => {
@@ -146,16 +151,34 @@ impl Drop for SseTransport {
 
 /// The `endpoint` event's URI, resolved against the stream's URL. It must stay on the
 /// same origin: a server cannot send the gateway's messages (and headers) elsewhere.
-fn resolve(stream: &reqwest::Url, given: &str) -> Result<reqwest::Url, String> {
-    let url = stream
-        .join(given)
-        .map_err(|e| format!("the `endpoint` event of {stream} is not a URI ({given:?}): {e}"))?;
+fn resolve(stream: &reqwest::Url, given: &str) -> Result<reqwest::Url, BadEndpoint> {
+    let url = stream.join(given).map_err(|e| BadEndpoint::NotAUri {
+        stream: stream.to_string(),
+        given: given.to_string(),
+        reason: e.to_string(),
+    })?;
     if url.origin() != stream.origin() {
-        return Err(format!(
-            "the `endpoint` event of {stream} names another origin ({url}): refused, messages stay on the server's own origin"
-        ));
+        return Err(BadEndpoint::OtherOrigin {
+            stream: stream.to_string(),
+            url: url.to_string(),
+        });
     }
     Ok(url)
+}
+
+/// Why the `endpoint` event's URI is not where the gateway posts.
+#[derive(Debug, thiserror::Error)]
+enum BadEndpoint {
+    /// It does not parse as a URI reference.
+    #[error("the `endpoint` event of {stream} is not a URI ({given:?}): {reason}")]
+    NotAUri {
+        stream: String,
+        given: String,
+        reason: String,
+    },
+    /// It names another origin than the stream's.
+    #[error("the `endpoint` event of {stream} names another origin ({url}): refused, messages stay on the server's own origin")]
+    OtherOrigin { stream: String, url: String },
 }
 
 /// The server's events as messages, until the stream ends or `receive` is gone.
@@ -268,7 +291,7 @@ impl rmcp::transport::Transport<RoleClient> for SseTransport {
                 .header(http::header::CONTENT_TYPE, "application/json")
                 .body(body);
             if let Some(t) = &token {
-                post = post.bearer_auth(t.bearer().await.map_err(SendError)?);
+                post = post.bearer_auth(t.bearer().await.map_err(|e| SendError(e.to_string()))?);
             }
             let response = post
                 .send()
@@ -318,9 +341,11 @@ mod tests {
             resolve(&stream, "messages?s=1").unwrap().as_str(),
             "http://127.0.0.1:3001/messages?s=1"
         );
-        let e = resolve(&stream, "http://evil.example/steal").unwrap_err();
+        let e = resolve(&stream, "http://evil.example/steal")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("another origin"), "{e}");
-        let e = resolve(&stream, "http://127.0.0.1:3002/message").unwrap_err();
+        let e = (resolve(&stream, "http://127.0.0.1:3002/message").unwrap_err()).to_string();
         assert!(e.contains("another origin"), "{e}");
     }
 

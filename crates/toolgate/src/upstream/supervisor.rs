@@ -1,8 +1,8 @@
 //! The supervisor loop of one upstream: connect, serve, notice the end, back off, repeat.
 
 use super::connect::connect;
-use super::listing::list_tools;
-use super::{backoff, client::UpstreamEvent, Upstream, UpstreamStatus};
+use super::listing::{list_tools, ListError};
+use super::{client::UpstreamEvent, Upstream, UpstreamStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -45,7 +45,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, shutdown: CancellationToken) {
                 "no answer to initialize and tools/list within {:.1} s (connect_timeout_secs)",
                 limit.as_secs_f64()
             ),
-            Ok(Err(e)) => e,
+            Ok(Err(e)) => e.to_string(),
             Ok(Ok(conn)) => {
                 let latency = started.elapsed();
                 tracing::info!(upstream = up.name(), tools = conn.tools.len(), ms = latency.as_millis() as u64, server = %conn.server_info, protocol = %conn.protocol, "connected");
@@ -175,16 +175,22 @@ async fn refresh(
         Vec<serde_json::Map<String, serde_json::Value>>,
         Option<Duration>,
     ),
-    String,
+    ListError,
 > {
     let limit = up.config.call_timeout;
     tokio::select! {
-        _ = shutdown.cancelled() => Err("the gateway is shutting down".into()),
+        _ = shutdown.cancelled() => Err(ListError::ShuttingDown),
         r = tokio::time::timeout(limit, list_tools(up.name(), peer, &up.raw_tools)) => match r {
             Ok(r) => r,
-            Err(_) => Err(format!("no answer to tools/list within {:.1} s (call_timeout_secs)", limit.as_secs_f64())),
+            Err(_) => Err(ListError::TimedOut { secs: limit.as_secs_f64() }),
         },
     }
+}
+
+/// Backoff before reconnect attempt `attempt` (1-based): 0.5 s doubling to 30 s.
+fn backoff(attempt: u32) -> Duration {
+    let ms = 500u64.saturating_mul(1u64 << attempt.saturating_sub(1).min(6));
+    Duration::from_millis(ms.min(30_000))
 }
 
 /// Whether a connection that stayed up `uptime` after `attempt` failures in a row was

@@ -97,8 +97,9 @@ pub(super) async fn follow(
                 };
                 let answers = match answers {
                     Ok(a) => a,
-                    Err(message) => {
+                    Err(e) => {
                         let _ = cancelled().await;
+                        let message = e.to_string();
                         return Err(CallError::Other { server, message });
                     }
                 };

@@ -23,24 +23,31 @@ pub(super) struct GuidedState {
     pub expanded: Mutex<BTreeSet<String>>,
 }
 
+impl Session {
+    /// The tools this session lists directly, having expanded them (`expand_selected`).
+    fn expanded(&self) -> BTreeSet<String> {
+        self.state.guided.expanded.lock().expect("expanded").clone()
+    }
+
+    /// Lists `exposed` directly from now on; true when it was not listed yet.
+    fn expand(&self, exposed: &str) -> bool {
+        let mut expanded = self.state.guided.expanded.lock().expect("expanded");
+        expanded.insert(exposed.to_string())
+    }
+}
+
 pub(super) fn list(session: &Session, caller: &Caller) -> Vec<Tool> {
     let gw = &session.engine.gw;
     let code = session.engine.code_for(caller);
     let skills = code && session.engine.skills().configured();
-    let mut tools: Vec<Tool> = session_tools(&gw.config.gateway.meta_prefix, code, skills)
+    let mut tools: Vec<Tool> = session_tools(gw.meta_prefix(), code, skills)
         .iter()
         .map(tool_from)
         .collect();
     let catalog = gw.catalog();
     let view = session.engine.view(&catalog);
-    let expanded = session
-        .state
-        .guided
-        .expanded
-        .lock()
-        .expect("expanded")
-        .clone();
-    for name in gw.config.guided.pinned.iter().chain(expanded.iter()) {
+    let expanded = session.expanded();
+    for name in gw.guided().pinned.iter().chain(expanded.iter()) {
         if let Some(t) = catalog.resolve(name) {
             // Pinned tools follow the profile like everything listed, shown as the direct
             // profile shows them (slim, local or raw).
@@ -79,14 +86,7 @@ pub(super) async fn call(
             trace::record_meta(&span, result.is_error, result.structured.as_ref());
             audit_route(caller, &args, &result);
             if let (Some(tool), true) = (selected, engine.guided_config().expand_selected) {
-                let added = session
-                    .state
-                    .guided
-                    .expanded
-                    .lock()
-                    .expect("expanded")
-                    .insert(tool.exposed.clone());
-                if added {
+                if session.expand(&tool.exposed) {
                     let _ = context.peer.notify_tool_list_changed().await;
                 }
             }
@@ -133,9 +133,9 @@ pub(super) async fn call(
 pub(super) fn pinned_or_expanded(session: &Session, name: &str) -> bool {
     let gw = &session.engine.gw;
     let catalog = gw.catalog();
-    let expanded = session.state.guided.expanded.lock().expect("expanded");
+    let expanded = session.expanded();
     let exposed = |n: &String| catalog.resolve(n).is_some_and(|t| t.exposed == name);
-    gw.config.guided.pinned.iter().any(exposed) || expanded.iter().any(exposed)
+    gw.guided().pinned.iter().any(exposed) || expanded.iter().any(exposed)
 }
 
 /// Whether `name` is a tool of a server that offers MCP Apps (a tool with `_meta.ui`): an

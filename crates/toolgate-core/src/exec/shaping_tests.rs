@@ -1,6 +1,6 @@
 //! Tests of `shape`: fields, budgets and the handling of every kind of block.
 
-use super::shape::*;
+use super::shaping::*;
 use crate::call::CallOutcome;
 use serde_json::{json, Value};
 
