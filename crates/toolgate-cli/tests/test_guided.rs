@@ -382,16 +382,29 @@ async fn a_task_of_several_steps_is_offered_each_steps_tool() {
     let steps = s["steps"].as_array().unwrap_or_else(|| panic!("{s}"));
     let named: Vec<&str> = steps.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(!named.contains(&first), "a candidate is not repeated: {s}");
-    let add = (steps.iter())
-        .find(|t| t["name"] == "add_numbers")
-        .unwrap_or_else(|| panic!("the adding step's tool: {s}"));
-    assert_eq!(add["step"], "add two integers together", "{s}");
+    // Both steps' tools are offered: one as the candidate, the other under its step.
+    let (other, step, arguments) = match first {
+        "add_numbers" => (
+            "echo",
+            "echo the message hello back",
+            json!({"message": "hello"}),
+        ),
+        _ => (
+            "add_numbers",
+            "add two integers together",
+            json!({"a": 2, "b": 3}),
+        ),
+    };
+    let offered = (steps.iter())
+        .find(|t| t["name"] == other)
+        .unwrap_or_else(|| panic!("the other step's tool: {s}"));
+    assert_eq!(offered["step"], step, "{s}");
     assert!(text(&r).contains("For its steps:"), "{}", text(&r));
-    let sel = add["selectionId"].as_str().unwrap();
+    let sel = offered["selectionId"].as_str().unwrap();
     let r = call(
         &client,
         "execute",
-        json!({"selectionId": sel, "arguments": {"a": 2, "b": 3}}),
+        json!({"selectionId": sel, "arguments": arguments}),
     )
     .await;
     assert_ne!(r.is_error, Some(true), "{}", text(&r));

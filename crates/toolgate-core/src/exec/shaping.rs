@@ -212,7 +212,7 @@ fn json_len(value: &Value) -> usize {
 /// The tokens the model would read for `outcome`, on whichever kind of client shows more:
 /// one that shows the content blocks, or one that shows only `structuredContent` when
 /// there is one (Claude Code, Codex), where the front adds the text blocks that do not
-/// merely mirror it (`front/guided.rs::to_result`).
+/// merely mirror it (`front/meta_tools.rs::to_result`).
 fn tokens(outcome: &CallOutcome, count: &dyn Fn(&str) -> usize) -> usize {
     let blocks: usize = outcome.content.iter().map(|b| block_tokens(b, count)).sum();
     let Some(structured) = &outcome.structured_content else {
