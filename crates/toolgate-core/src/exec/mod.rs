@@ -6,7 +6,7 @@
 //!   `report` says what was wrong in words a model can act on ([`ValidationReport`]).
 //! - `shape`: keeping the requested `fields` and cutting a result into `pages` within
 //!   a token budget ([`shape()`](fn@shape), [`split_pages`]).
-//! - `store`: session-scoped cursors over those pages and background operations
+//! - `sessions`: the [`SessionStore`]: cursors over those pages and background operations
 //!   (`cursors`, `operations`), with expiry and bounds ([`SessionStore`]).
 //!
 //! How the meta-tools use them (one [`Validators`] and one [`SessionStore`] per gateway):
@@ -29,21 +29,21 @@ mod limits;
 mod operations;
 mod pages;
 mod report;
+mod sessions;
 mod shaping;
-mod store;
 mod tombstones;
 mod validate;
 
 #[cfg(test)]
 mod durable_tests;
 #[cfg(test)]
-mod shaping_tests;
+mod sessions_tests;
 #[cfg(test)]
-mod store_tests;
+mod shaping_tests;
 
 pub use operations::{ListedOperation, OperationState, OperationStatus};
 pub use pages::split_pages;
 pub use report::{Problem, ValidationReport};
+pub use sessions::{IdKind, SessionStore, StoreError, StoreLimits, StoreStats};
 pub use shaping::{fits_uncounted, off_async_worker, shape, text_block, Shaped, DEFAULT_BUDGET};
-pub use store::{IdKind, SessionStore, StoreError, StoreLimits, StoreStats};
 pub use validate::{compile_schema, Checked, SchemaError, Validators};

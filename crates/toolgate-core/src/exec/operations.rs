@@ -6,7 +6,7 @@
 //! `notifications/cancelled`, its audit record ends), then drops it, in case it does not
 //! listen.
 
-use super::store::{random_id, IdKind, StoreError, StoreLimits, Tombstones};
+use super::sessions::{random_id, IdKind, StoreError, StoreLimits, Tombstones};
 use crate::call::Progress;
 use std::collections::HashMap;
 use std::fmt;

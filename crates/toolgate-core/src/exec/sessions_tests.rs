@@ -1,7 +1,7 @@
 //! Tests of the handle store (owned by principals), with paused tokio time (no test sleeps in real time).
 
 use super::operations::OperationStatus;
-use super::store::*;
+use super::sessions::*;
 use crate::call::Progress;
 use crate::principal::Principal;
 use std::sync::{Arc, Mutex};
