@@ -151,10 +151,10 @@ impl Analyzer {
         if single_letter || is_stop_word(&lower) {
             return None;
         }
-        // Stemming is most of analysing text, and route analyses the same words on every
-        // call (the task for each part of the decision, the top tools' descriptions, the
-        // learned examples' votes): each thread keeps the stems it made. The stem of a word
-        // is always the same, so this changes no term.
+        // Stemming is a large part of analysing text, and route analyses the same words on
+        // every call (the task for each part of the decision, the top tools' descriptions,
+        // the learned examples' votes): each thread keeps the stems it made. The stem of a
+        // word is always the same, so this changes no term.
         STEMS.with(|stems| {
             let mut stems = stems.borrow_mut();
             if let Some(stem) = stems.get(&lower) {
@@ -162,7 +162,7 @@ impl Analyzer {
             }
             let stem = self.stemmer.stem(&lower).into_owned();
             if stems.len() >= MAX_STEMS {
-                // A crude bound: a vocabulary past it starts again, it never grows.
+                // A simple bound: past it the cache starts again rather than growing.
                 stems.clear();
             }
             stems.insert(lower, stem.clone());
