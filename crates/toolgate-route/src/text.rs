@@ -7,6 +7,8 @@
 //! term, so typing a tool's name verbatim scores higher than typing its words.
 
 use rust_stemmers::{Algorithm, Stemmer};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// English words too common to tell tools apart (a classic short list plus the request
 /// fillers models and users put around a task: "can you please help me ...").
@@ -101,6 +103,14 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// Most stems a thread keeps (a few MB at most); a catalog's and its tasks' words are fewer.
+const MAX_STEMS: usize = 1 << 15;
+
+thread_local! {
+    /// Lowercased word -> its stem, made by [`Analyzer::word`] on this thread.
+    static STEMS: RefCell<HashMap<String, String>> = RefCell::new(HashMap::new());
+}
+
 /// Turns text into index terms. Cheap to build; holds the stemmer.
 pub(crate) struct Analyzer {
     /// Snowball English: "issues", "issued" and "issue" all become "issu".
@@ -141,7 +151,23 @@ impl Analyzer {
         if single_letter || is_stop_word(&lower) {
             return None;
         }
-        Some(self.stemmer.stem(&lower).into_owned())
+        // Stemming is a large part of analysing text, and route analyses the same words on
+        // every call (the task for each part of the decision, the top tools' descriptions,
+        // the learned examples' votes): each thread keeps the stems it made. The stem of a
+        // word is always the same, so this changes no term.
+        STEMS.with(|stems| {
+            let mut stems = stems.borrow_mut();
+            if let Some(stem) = stems.get(&lower) {
+                return Some(stem.clone());
+            }
+            let stem = self.stemmer.stem(&lower).into_owned();
+            if stems.len() >= MAX_STEMS {
+                // A simple bound: past it the cache starts again rather than growing.
+                stems.clear();
+            }
+            stems.insert(lower, stem.clone());
+            Some(stem)
+        })
     }
 
     /// Appends the terms of `text` to `out`. Words are stemmed; a compound identifier adds
