@@ -13,7 +13,6 @@
 //! three public sets, and `toolgate eval route --leave-one-out` checks them the honest way
 //! (fit on all catalogs but one, measure on that one). `docs/routing.md` has the tables.
 
-use super::decide::confidence;
 use super::synonyms;
 use super::text::Analyzer;
 use std::collections::HashSet;
@@ -80,7 +79,7 @@ pub(crate) fn features(
     // The softmax of the former decision, with "no tool" as one more competitor.
     let mut with_null: Vec<f32> = scores.to_vec();
     if let Some(c) = ceiling {
-        with_null.push((super::decide::NULL_WEIGHT * (c - s1)).max(0.0));
+        with_null.push((NULL_WEIGHT * (c - s1)).max(0.0));
         with_null.sort_by(|a, b| b.total_cmp(a));
     }
     let p = confidence(&with_null).clamp(1e-4, 1.0 - 1e-4);
@@ -278,6 +277,28 @@ fn solve<const D: usize>(mut a: [[f64; D]; D], mut b: [f64; D]) -> Option<[f64; 
         x[r] = (b[r] - s) / a[r][r];
     }
     Some(x)
+}
+
+/// Softmax temperature on top-normalised scores: a runner-up at 90% of the top score
+/// weighs e^-1 against it (one feature of the calibrated model, and the whole confidence
+/// of retrievers that are not calibrated, such as the hybrid).
+pub(crate) const TEMPERATURE: f32 = 0.1;
+/// How strongly the unexplained part of a task counts against selecting (see `route`).
+pub(crate) const NULL_WEIGHT: f32 = 0.1;
+
+/// The softmax confidence that the first of `scores` (sorted, best first) is meant:
+/// `p1 = 1 / sum_j exp((s_j / s_1 - 1) / T)`. Dividing by `s_1` makes it independent of
+/// task length; it falls both when the runner-up is close and when many tools crowd
+/// below the top.
+pub(crate) fn confidence(scores: &[f32]) -> f32 {
+    let Some(&top) = scores.first().filter(|s| **s > 0.0) else {
+        return 0.0;
+    };
+    let total: f32 = scores
+        .iter()
+        .map(|s| ((s / top - 1.0) / TEMPERATURE).exp())
+        .sum();
+    1.0 / total
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! assessment into a decision. `toolgate eval route` keeps assessments to refit and
 //! re-score the decision without ranking again.
 
-use super::calibrate::{features, Calibration, Features};
+use super::calibrate::{confidence, features, Calibration, Features, NULL_WEIGHT};
 use super::text::{truncate, Analyzer, MAX_TASK_BYTES};
 use super::Retriever;
 use std::collections::HashSet;
@@ -34,12 +34,6 @@ pub const DEFAULT_LIMIT: usize = 5;
 pub const MAX_BROWSE: usize = 20;
 /// How many ranked tools the decision looks at and returns.
 pub(crate) const DEFAULT_DEPTH: usize = 10;
-/// Softmax temperature on top-normalised scores: a runner-up at 90% of the top score
-/// weighs e^-1 against it (one feature of the calibrated model, and the whole confidence
-/// of retrievers that are not calibrated, such as the hybrid).
-pub(crate) const TEMPERATURE: f32 = 0.1;
-/// How strongly the unexplained part of a task counts against selecting (see `route`).
-pub(crate) const NULL_WEIGHT: f32 = 0.1;
 /// "Nothing fits" ([`Assessment::nothing_fits`]): chosen on the public sets' eval
 /// features so that it fires on few tasks that have a tool (`docs/routing.md`).
 pub(crate) const NOTHING_FITS_CONFIDENCE: f32 = 0.1;
@@ -134,21 +128,6 @@ impl RouteDecision {
             Self::Clarify { .. } => None,
         }
     }
-}
-
-/// The softmax confidence that the first of `scores` (sorted, best first) is meant:
-/// `p1 = 1 / sum_j exp((s_j / s_1 - 1) / T)`. Dividing by `s_1` makes it independent of
-/// task length; it falls both when the runner-up is close and when many tools crowd
-/// below the top.
-pub(crate) fn confidence(scores: &[f32]) -> f32 {
-    let Some(&top) = scores.first().filter(|s| **s > 0.0) else {
-        return 0.0;
-    };
-    let total: f32 = scores
-        .iter()
-        .map(|s| ((s / top - 1.0) / TEMPERATURE).exp())
-        .sum();
-    1.0 / total
 }
 
 /// What a task is, before the threshold decides.

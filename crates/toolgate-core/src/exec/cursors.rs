@@ -3,7 +3,8 @@
 //! A cursor is `pg-<id>-<n>`: the stored result's random id and a page number. Cursors
 //! never change meaning, so a retried `continue` with the same cursor gets the same page.
 
-use super::sessions::{random_id, IdKind, StoreError, StoreLimits, Tombstones};
+use super::limits::{IdKind, StoreError, StoreLimits};
+use super::tombstones::{random_id, Tombstones};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::time::Instant;

@@ -6,7 +6,7 @@
 //! here, or how it ended). An operation the store says is running under another boot of
 //! the gateway was lost with that process: it is reported so, never as still running.
 
-use super::sessions::{IdKind, StoreError};
+use super::limits::{IdKind, StoreError};
 use crate::store::{self as st, Kind, Lookup, Record, Store, StoreFault};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -70,7 +70,7 @@ impl Durable {
     pub(super) fn new(store: Arc<dyn Store>) -> Self {
         Self {
             store,
-            boot: super::sessions::random_id(),
+            boot: super::tombstones::random_id(),
         }
     }
 

@@ -41,9 +41,10 @@ mod sessions_tests;
 #[cfg(test)]
 mod shaping_tests;
 
+pub use limits::{IdKind, StoreError, StoreLimits, StoreStats};
 pub use operations::{ListedOperation, OperationState, OperationStatus};
 pub use pages::split_pages;
 pub use report::{Problem, ValidationReport};
-pub use sessions::{IdKind, SessionStore, StoreError, StoreLimits, StoreStats};
+pub use sessions::SessionStore;
 pub use shaping::{fits_uncounted, off_async_worker, shape, text_block, Shaped, DEFAULT_BUDGET};
 pub use validate::{compile_schema, Checked, SchemaError, Validators};

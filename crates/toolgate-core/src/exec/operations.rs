@@ -6,7 +6,8 @@
 //! `notifications/cancelled`, its audit record ends), then drops it, in case it does not
 //! listen.
 
-use super::sessions::{random_id, IdKind, StoreError, StoreLimits, Tombstones};
+use super::limits::{IdKind, StoreError, StoreLimits};
+use super::tombstones::{random_id, Tombstones};
 use crate::call::Progress;
 use std::collections::HashMap;
 use std::fmt;

@@ -22,9 +22,8 @@
 
 use super::cursors::{self, Cursors};
 use super::durable::{Durable, StoredOperation};
-pub use super::limits::{IdKind, StoreError, StoreLimits, StoreStats};
+use super::limits::{IdKind, StoreError, StoreLimits, StoreStats};
 use super::operations::{ListedOperation, OnEnd, OperationState, OperationStatus, Operations};
-pub(crate) use super::tombstones::{random_id, Tombstones};
 use crate::call::{CallOutcome, Progress};
 use crate::principal::Principal;
 use serde::de::DeserializeOwned;

@@ -1,5 +1,6 @@
 //! Tests of the handle store (owned by principals), with paused tokio time (no test sleeps in real time).
 
+use super::limits::{IdKind, StoreError, StoreLimits, StoreStats};
 use super::operations::OperationStatus;
 use super::sessions::*;
 use crate::call::Progress;

@@ -19,16 +19,14 @@
     reason = "a StoreFault carries the path and what to do for the operator; faults are rare, so their size costs nothing"
 )]
 
-use super::file::{guarded, open_db};
+use super::file::{guarded, metas, open_db, values};
 use super::seal::Sealer;
 use super::{Kind, Lookup, Meta, OpenError, Record, Store, StoreFault};
-use redb::{Database, Durability, ReadableTable, TableDefinition};
+use redb::{Database, Durability, ReadableTable};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-
-type Table = TableDefinition<'static, &'static str, &'static [u8]>;
 
 /// The first wait before reopening a store that failed, doubled on each failure up to
 /// [`BACKOFF_MAX`]: calls in between get the last fault at once, without touching the disk.
@@ -36,34 +34,6 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 /// The longest wait between two reopening attempts: how late, at most, a healed store is
 /// noticed.
 pub(super) const BACKOFF_MAX: Duration = Duration::from_secs(2);
-
-pub(super) fn values(kind: Kind) -> Table {
-    TableDefinition::new(match kind {
-        Kind::Pages => "pages",
-        Kind::Operation => "operation",
-        Kind::Selection => "selection",
-        Kind::Replica => "replica",
-        Kind::State => "state",
-        Kind::Run => "run",
-        Kind::Pii => "pii",
-        Kind::Learned => "learned",
-        Kind::Credential => "credential",
-    })
-}
-
-pub(super) fn metas(kind: Kind) -> Table {
-    TableDefinition::new(match kind {
-        Kind::Pages => "pages.meta",
-        Kind::Operation => "operation.meta",
-        Kind::Selection => "selection.meta",
-        Kind::Replica => "replica.meta",
-        Kind::State => "state.meta",
-        Kind::Run => "run.meta",
-        Kind::Pii => "pii.meta",
-        Kind::Learned => "learned.meta",
-        Kind::Credential => "credential.meta",
-    })
-}
 
 /// The embedded store: one redb file, for one process.
 pub struct EmbeddedStore {

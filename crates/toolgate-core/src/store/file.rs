@@ -8,10 +8,9 @@
     reason = "a StoreFault carries the path and what to do for the operator; faults are rare, so their size costs nothing"
 )]
 
-use super::embedded::{metas, values};
 use super::seal::Sealer;
 use super::{Kind, Meta, ResetError, StoreFault};
-use redb::{Database, ReadableTable, ReadableTableMetadata};
+use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
@@ -288,4 +287,36 @@ pub fn move_aside(path: &Path, key_file: Option<&Path>) -> Result<PathBuf, Reset
         });
     }
     Ok(aside)
+}
+
+pub(super) type Table = TableDefinition<'static, &'static str, &'static [u8]>;
+
+/// The table of `kind`'s sealed values.
+pub(super) fn values(kind: Kind) -> Table {
+    TableDefinition::new(match kind {
+        Kind::Pages => "pages",
+        Kind::Operation => "operation",
+        Kind::Selection => "selection",
+        Kind::Replica => "replica",
+        Kind::State => "state",
+        Kind::Run => "run",
+        Kind::Pii => "pii",
+        Kind::Learned => "learned",
+        Kind::Credential => "credential",
+    })
+}
+
+/// The table of `kind`'s facts (owner, expiry, live or tombstone).
+pub(super) fn metas(kind: Kind) -> Table {
+    TableDefinition::new(match kind {
+        Kind::Pages => "pages.meta",
+        Kind::Operation => "operation.meta",
+        Kind::Selection => "selection.meta",
+        Kind::Replica => "replica.meta",
+        Kind::State => "state.meta",
+        Kind::Run => "run.meta",
+        Kind::Pii => "pii.meta",
+        Kind::Learned => "learned.meta",
+        Kind::Credential => "credential.meta",
+    })
 }

@@ -473,3 +473,15 @@ pub(crate) fn human_serde(message: &str) -> String {
     out.replace("expected f64", number)
         .replace("expected f32", number)
 }
+
+/// A number of seconds from `v` (else `default`): above 0, at most a day.
+pub(super) fn secs(v: Option<f64>, default: f64, file: &Path, key: &str) -> Result<Duration> {
+    let v = v.unwrap_or(default);
+    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+        invalid!(
+            "{}: {key} = {v}: use a number of seconds above 0 and at most 86400",
+            file.display()
+        );
+    }
+    Ok(Duration::from_secs_f64(v))
+}

@@ -24,7 +24,7 @@
 //! description_max = 300
 //! ```
 
-use super::{invalid, ConfigError, Result};
+use super::{invalid, secs, ConfigError, Result};
 use super::{Config, DirectConfig, GatewayConfig, GuidedConfig, Mode};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -323,18 +323,6 @@ pub(crate) struct RawGateway {
     /// `[gateway.limits]`: timeouts, connection and session caps, the shutdown bound.
     #[serde(default)]
     pub limits: super::limits::RawLimits,
-}
-
-/// A number of seconds from `v` (else `default`): above 0, at most a day.
-pub(super) fn secs(v: Option<f64>, default: f64, file: &Path, key: &str) -> Result<Duration> {
-    let v = v.unwrap_or(default);
-    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
-        invalid!(
-            "{}: {key} = {v}: use a number of seconds above 0 and at most 86400",
-            file.display()
-        );
-    }
-    Ok(Duration::from_secs_f64(v))
 }
 
 impl RawConfig {

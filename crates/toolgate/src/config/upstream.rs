@@ -1,7 +1,7 @@
 //! `[upstreams.NAME]` as written, and its validation into an [`UpstreamConfig`]: a command
 //! or a URL, timeouts, the largest message, the protocol era, prefix and renames.
 
-use super::raw::secs;
+use super::secs;
 use super::{check_upstream_name, HttpStyle, Transport, UpstreamConfig};
 use super::{invalid, Result};
 use serde::Deserialize;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Milliseconds since the connection opened of the moments its timeouts are counted from.
@@ -200,10 +201,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
 }
 
 /// An answer's body that holds its request's `InRequest` (and, for a POST, its count in
-/// `serve::Posts`) until it is written in full.
+/// `Posts`) until it is written in full.
 pub(super) struct Answer<B> {
     pub inner: B,
-    pub request: Option<(InRequest, Option<super::serve::Post>)>,
+    pub request: Option<(InRequest, Option<Post>)>,
 }
 
 impl<B: Body + Unpin> Body for Answer<B> {
@@ -278,4 +279,74 @@ where
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
+}
+
+/// POST requests whose answer is not yet written, across connections: shutdown waits for
+/// them (the drained calls' answers) before it ends the sessions.
+#[derive(Default)]
+pub(super) struct Posts {
+    n: AtomicUsize,
+    none: Notify,
+}
+
+/// One POST being answered.
+pub(super) struct Post(Arc<Posts>);
+
+impl Posts {
+    pub(super) fn enter(self: &Arc<Self>) -> Post {
+        self.n.fetch_add(1, Ordering::AcqRel);
+        Post(self.clone())
+    }
+    pub(super) fn count(&self) -> usize {
+        self.n.load(Ordering::Acquire)
+    }
+    pub(super) async fn until_none(&self) {
+        loop {
+            let woken = self.none.notified();
+            if self.count() == 0 {
+                return;
+            }
+            woken.await;
+        }
+    }
+}
+
+impl Drop for Post {
+    fn drop(&mut self) {
+        if self.0.n.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.none.notify_waiters();
+        }
+    }
+}
+
+/// A request's body, up to `max_body` bytes: past it 413, and 408 when it comes too slowly
+/// (`gateway.limits.body_timeout_secs`), each saying which setting it is.
+pub(super) async fn read_body(
+    body: axum::body::Body,
+    max_body: usize,
+) -> Result<axum::body::Bytes, axum::response::Response> {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    axum::body::to_bytes(body, max_body)
+        .await
+        .map_err(|e| match timed_out(&e) {
+            Some(why) => (StatusCode::REQUEST_TIMEOUT, why).into_response(),
+            None => {
+                let why =
+                    format!("the request body is larger than gateway.max_body_bytes = {max_body}");
+                (StatusCode::PAYLOAD_TOO_LARGE, why).into_response()
+            }
+        })
+}
+
+/// The message of a body that failed because `gateway.limits.body_timeout_secs` passed.
+fn timed_out(e: &axum::Error) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(t) = err.downcast_ref::<BodyTimedOut>() {
+            return Some(t.to_string());
+        }
+        source = err.source();
+    }
+    None
 }

@@ -144,7 +144,7 @@ impl FastLane {
             Err(_) => return Err(req),
         };
         let (mut parts, body) = req.into_parts();
-        let bytes = match super::http::read_body(body, self.max_body).await {
+        let bytes = match super::conn::read_body(body, self.max_body).await {
             Ok(bytes) => bytes,
             Err(answer) => return Ok(answer),
         };

@@ -201,7 +201,7 @@ async fn answer_broken_requests(
         return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
-    let bytes = match read_body(body, max_body).await {
+    let bytes = match super::conn::read_body(body, max_body).await {
         Ok(bytes) => bytes,
         Err(answer) => return answer,
     };
@@ -295,38 +295,6 @@ async fn amended(method: &str, response: axum::response::Response) -> axum::resp
         None => axum::body::Body::from(bytes),
     };
     axum::response::Response::from_parts(parts, body)
-}
-
-/// A request's body, up to `max_body` bytes: past it 413, and 408 when it comes too slowly
-/// (`gateway.limits.body_timeout_secs`), each saying which setting it is.
-pub(super) async fn read_body(
-    body: axum::body::Body,
-    max_body: usize,
-) -> Result<axum::body::Bytes, axum::response::Response> {
-    use axum::http::StatusCode;
-    use axum::response::IntoResponse;
-    axum::body::to_bytes(body, max_body)
-        .await
-        .map_err(|e| match timed_out(&e) {
-            Some(why) => (StatusCode::REQUEST_TIMEOUT, why).into_response(),
-            None => {
-                let why =
-                    format!("the request body is larger than gateway.max_body_bytes = {max_body}");
-                (StatusCode::PAYLOAD_TOO_LARGE, why).into_response()
-            }
-        })
-}
-
-/// The message of a body that failed because `gateway.limits.body_timeout_secs` passed.
-fn timed_out(e: &axum::Error) -> Option<String> {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = source {
-        if let Some(t) = err.downcast_ref::<super::conn::BodyTimedOut>() {
-            return Some(t.to_string());
-        }
-        source = err.source();
-    }
-    None
 }
 
 /// `/mcp/p/<name>` for a profile that is not configured: 404 naming the ones that are.

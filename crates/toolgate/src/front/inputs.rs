@@ -14,7 +14,10 @@ use crate::gateway::Gateway;
 use crate::policy::approval::STATE_PREFIX as APPROVAL_STATE;
 use crate::policy::Caller;
 use crate::upstream::mrtr::{input_key, MrtrRequest, Resumed, StateRefused};
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputRequiredResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+    InputRequiredResult,
+};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
@@ -26,6 +29,7 @@ use std::task::{Context, Poll};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use toolgate_core::call::RelayKind;
 
 /// What this request carries for its upstream call. A `requestState` that is not one of
 /// the gateway's live handles for this caller is refused (-32602) before anything runs;
@@ -272,12 +276,44 @@ pub(super) fn finish(
         // A call the gateway's own timeout ended did not fail for want of the capability,
         // even if a timer-driven ask was refused while it ran.
         let failed = result.is_error == Some(true) && !relay.ended_by_timeout();
-        if let Some(missing) = failed
-            .then(|| super::request::undeclared(&relay, context))
-            .flatten()
-        {
+        if let Some(missing) = failed.then(|| undeclared(&relay, context)).flatten() {
             return Err(missing);
         }
     }
     Ok(result.into())
+}
+
+/// The error for a call that failed after its upstream asked for a capability (sampling,
+/// elicitation, roots) the 2026-07-28 client did not declare in its `_meta`: -32021, naming
+/// it. A client that declared it, or a call that succeeded anyway, gets the call's own
+/// result (the upstream was told it cannot be asked).
+#[expect(
+    deprecated,
+    reason = "sampling and roots: deprecated by SEP-2577, still what servers ask"
+)]
+fn undeclared(relay: &SessionRelay, context: &RequestContext<RoleServer>) -> Option<McpError> {
+    let Some(kind) = relay.refused_kind() else {
+        // The upstream refused the call itself for what the client did not declare (an
+        // extension, such as tasks for a tool that needs one): the same error, its data kept.
+        let data = relay.missing_data()?;
+        let message = "the tool's server needs a capability the client did not declare: declare the one in this error's data.requiredCapabilities and call again";
+        let code = rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY;
+        return Some(McpError::new(code, message, data));
+    };
+    let declared = context.client_capabilities().unwrap_or_default();
+    let (has, needed) = match kind {
+        RelayKind::Sampling => (
+            declared.sampling.is_some(),
+            ClientCapabilities::builder().enable_sampling().build(),
+        ),
+        RelayKind::Elicitation => (
+            declared.elicitation.is_some(),
+            ClientCapabilities::builder().enable_elicitation().build(),
+        ),
+        RelayKind::Roots => (
+            declared.roots.is_some(),
+            ClientCapabilities::builder().enable_roots().build(),
+        ),
+    };
+    (!has).then(|| McpError::missing_required_client_capability(needed))
 }

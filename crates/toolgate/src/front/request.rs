@@ -5,11 +5,10 @@
 
 use super::{approve, direct, Session, Surface};
 use crate::policy::Caller;
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ProtocolVersion};
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use std::sync::Arc;
-use toolgate_core::call::RelayKind;
 
 impl Session {
     /// The caller, if it is the principal that opened this session. A request presenting
@@ -130,44 +129,6 @@ impl Session {
             park,
         )))
     }
-}
-
-/// The error for a call that failed after its upstream asked for a capability (sampling,
-/// elicitation, roots) the 2026-07-28 client did not declare in its `_meta`: -32021, naming
-/// it. A client that declared it, or a call that succeeded anyway, gets the call's own
-/// result (the upstream was told it cannot be asked).
-#[expect(
-    deprecated,
-    reason = "sampling and roots: deprecated by SEP-2577, still what servers ask"
-)]
-pub(super) fn undeclared(
-    relay: &super::relay::SessionRelay,
-    context: &RequestContext<RoleServer>,
-) -> Option<McpError> {
-    let Some(kind) = relay.refused_kind() else {
-        // The upstream refused the call itself for what the client did not declare (an
-        // extension, such as tasks for a tool that needs one): the same error, its data kept.
-        let data = relay.missing_data()?;
-        let message = "the tool's server needs a capability the client did not declare: declare the one in this error's data.requiredCapabilities and call again";
-        let code = rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY;
-        return Some(McpError::new(code, message, data));
-    };
-    let declared = context.client_capabilities().unwrap_or_default();
-    let (has, needed) = match kind {
-        RelayKind::Sampling => (
-            declared.sampling.is_some(),
-            ClientCapabilities::builder().enable_sampling().build(),
-        ),
-        RelayKind::Elicitation => (
-            declared.elicitation.is_some(),
-            ClientCapabilities::builder().enable_elicitation().build(),
-        ),
-        RelayKind::Roots => (
-            declared.roots.is_some(),
-            ClientCapabilities::builder().enable_roots().build(),
-        ),
-    };
-    (!has).then(|| McpError::missing_required_client_capability(needed))
 }
 
 /// The request is served in 2026-07-28 (or later).

@@ -5,17 +5,16 @@
 //! flight drain (`Gateway::drain`), their answers are written, sessions end, and whatever
 //! is still open after that is closed.
 
-use super::conn::{Activity, Answer, Deadline, Timeouts, Watched};
+use super::conn::{Activity, Answer, Deadline, Posts, Timeouts, Watched};
 use crate::gateway::Gateway;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::convert::Infallible;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -215,44 +214,6 @@ impl Connection {
                 }
                 _ = self.kill.cancelled() => return,
             }
-        }
-    }
-}
-
-/// POST requests whose answer is not yet written, across connections: shutdown waits for
-/// them (the drained calls' answers) before it ends the sessions.
-#[derive(Default)]
-pub(super) struct Posts {
-    n: AtomicUsize,
-    none: Notify,
-}
-
-/// One POST being answered.
-pub(super) struct Post(Arc<Posts>);
-
-impl Posts {
-    fn enter(self: &Arc<Self>) -> Post {
-        self.n.fetch_add(1, Ordering::AcqRel);
-        Post(self.clone())
-    }
-    fn count(&self) -> usize {
-        self.n.load(Ordering::Acquire)
-    }
-    async fn until_none(&self) {
-        loop {
-            let woken = self.none.notified();
-            if self.count() == 0 {
-                return;
-            }
-            woken.await;
-        }
-    }
-}
-
-impl Drop for Post {
-    fn drop(&mut self) {
-        if self.0.n.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.none.notify_waiters();
         }
     }
 }

@@ -211,7 +211,7 @@ pub(super) async fn cap_sessions(
         let delete = request.method() == axum::http::Method::DELETE;
         if caps.touch(&id, &principal).is_err() {
             let (_, body) = request.into_parts();
-            let bytes = match super::http::read_body(body, caps.max_body).await {
+            let bytes = match super::conn::read_body(body, caps.max_body).await {
                 Ok(bytes) => bytes,
                 Err(answer) => return answer,
             };
@@ -234,7 +234,7 @@ pub(super) async fn cap_sessions(
         Some(m) => (request, m),
         None => {
             let (parts, body) = request.into_parts();
-            let bytes = match super::http::read_body(body, caps.max_body).await {
+            let bytes = match super::conn::read_body(body, caps.max_body).await {
                 Ok(bytes) => bytes,
                 Err(answer) => return answer,
             };

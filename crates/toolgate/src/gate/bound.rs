@@ -3,7 +3,7 @@
 //! is cut at a clean boundary, as execute's pages are, with a note saying how much was
 //! left out and how to get the rest (for a tool with an `outputSchema`, whose structured
 //! result cannot be cut, as a tool error). Guided `execute` pages with a cursor instead
-//! (`guided::execute::shaped_answer`); programs are bounded by `code.max_tool_result_bytes`.
+//! (`guided::resume::shaped_answer`); programs are bounded by `code.max_tool_result_bytes`.
 
 use crate::engine::Engine;
 use toolgate_core::call::CallOutcome;

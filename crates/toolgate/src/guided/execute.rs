@@ -8,12 +8,10 @@ use crate::policy::Caller;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use toolgate_core::call::{CallOptions, CallOutcome};
+use toolgate_core::call::CallOptions;
 use toolgate_core::catalog::ToolRecord;
-use toolgate_core::exec::{shape, Shaped};
 use toolgate_core::meta::args::ExecuteArgs;
 use toolgate_core::principal::Principal;
-use toolgate_route::shape::Encoding;
 
 /// Runs one execute call. `cancel` is the client's cancellation of this request. The
 /// caller's permission is checked (whatever the profile shows) before validation and call.
@@ -183,64 +181,4 @@ fn parse(
         fields,
         max_tokens,
     })
-}
-
-/// Shapes a finished call for the model: fields, budget, and a cursor for the rest.
-pub(crate) fn shaped_answer(
-    engine: &Engine,
-    owner: &Principal,
-    outcome: CallOutcome,
-    fields: &Option<Vec<String>>,
-    budget: usize,
-) -> MetaResult {
-    let fields = fields.as_deref().filter(|f| !f.is_empty());
-    // A result whose bytes fit the budget is shown whole, uncounted (the usual case).
-    if fields.is_none() && toolgate_core::exec::fits_uncounted(&outcome, budget) {
-        return MetaResult {
-            content: outcome.content,
-            structured: outcome.structured_content,
-            is_error: outcome.is_error,
-            meta: None,
-        };
-    }
-    let count = |s: &str| Encoding::O200k.count(s);
-    // Counting and cutting a large result takes real CPU time: off the async worker, so
-    // other sessions' calls are not held up behind it.
-    let Shaped {
-        page,
-        remaining,
-        total_pages,
-        original_tokens,
-        field_note,
-        ..
-    } = toolgate_core::exec::off_async_worker(|| shape(outcome, fields, budget, &count));
-    let mut content = page.content;
-    let mut structured = page.structured_content;
-    if let Some(note) = field_note {
-        content.push(toolgate_core::exec::text_block(format!(
-            "[toolgate] {note}"
-        )));
-    }
-    if !remaining.is_empty() {
-        match engine.store.put_pages(owner, remaining) {
-            Ok(cursor) => {
-                content.push(toolgate_core::exec::text_block(format!(
-                    "[toolgate] page 1 of {total_pages} ({original_tokens} tokens in all); call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
-                )));
-                // The page's text joins the structured part at the front (`to_result`).
-                structured = Some(
-                    json!({"nextCursor": cursor, "page": 1, "pages": total_pages, "tokens": original_tokens}),
-                );
-            }
-            Err(e) => content.push(toolgate_core::exec::text_block(format!(
-                "[toolgate] the result was cut to its first page: {e}"
-            ))),
-        }
-    }
-    MetaResult {
-        content,
-        structured,
-        is_error: page.is_error,
-        meta: None,
-    }
 }

@@ -1,15 +1,16 @@
 //! The `continue` meta-tool: the next page of a result, or the status, result or
-//! cancellation of a running operation.
+//! cancellation of a running operation; and how a finished call is shaped for the model
+//! (`shaped_answer`, which `execute` uses too).
 
-use super::execute::shaped_answer;
 use super::{Engine, MetaResult};
 use crate::policy::Caller;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 use toolgate_core::call::CallOutcome;
-use toolgate_core::exec::{OperationStatus, StoreError};
+use toolgate_core::exec::{shape, OperationStatus, Shaped, StoreError};
 use toolgate_core::meta::args::ContinueArgs;
 use toolgate_core::principal::Principal;
+use toolgate_route::shape::Encoding;
 
 /// How long `continue {operationId}` waits for the operation before reporting progress.
 const POLL_WAIT: Duration = Duration::from_secs(5);
@@ -131,5 +132,65 @@ pub(crate) fn answer_status(
             }
             MetaResult::text(text, Some(s))
         }
+    }
+}
+
+/// Shapes a finished call for the model: fields, budget, and a cursor for the rest.
+pub(crate) fn shaped_answer(
+    engine: &Engine,
+    owner: &Principal,
+    outcome: CallOutcome,
+    fields: &Option<Vec<String>>,
+    budget: usize,
+) -> MetaResult {
+    let fields = fields.as_deref().filter(|f| !f.is_empty());
+    // A result whose bytes fit the budget is shown whole, uncounted (the usual case).
+    if fields.is_none() && toolgate_core::exec::fits_uncounted(&outcome, budget) {
+        return MetaResult {
+            content: outcome.content,
+            structured: outcome.structured_content,
+            is_error: outcome.is_error,
+            meta: None,
+        };
+    }
+    let count = |s: &str| Encoding::O200k.count(s);
+    // Counting and cutting a large result takes real CPU time: off the async worker, so
+    // other sessions' calls are not held up behind it.
+    let Shaped {
+        page,
+        remaining,
+        total_pages,
+        original_tokens,
+        field_note,
+        ..
+    } = toolgate_core::exec::off_async_worker(|| shape(outcome, fields, budget, &count));
+    let mut content = page.content;
+    let mut structured = page.structured_content;
+    if let Some(note) = field_note {
+        content.push(toolgate_core::exec::text_block(format!(
+            "[toolgate] {note}"
+        )));
+    }
+    if !remaining.is_empty() {
+        match engine.store.put_pages(owner, remaining) {
+            Ok(cursor) => {
+                content.push(toolgate_core::exec::text_block(format!(
+                    "[toolgate] page 1 of {total_pages} ({original_tokens} tokens in all); call continue with {{\"cursor\": \"{cursor}\"}} for the next page"
+                )));
+                // The page's text joins the structured part at the front (`to_result`).
+                structured = Some(
+                    json!({"nextCursor": cursor, "page": 1, "pages": total_pages, "tokens": original_tokens}),
+                );
+            }
+            Err(e) => content.push(toolgate_core::exec::text_block(format!(
+                "[toolgate] the result was cut to its first page: {e}"
+            ))),
+        }
+    }
+    MetaResult {
+        content,
+        structured,
+        is_error: page.is_error,
+        meta: None,
     }
 }
