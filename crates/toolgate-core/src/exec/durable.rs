@@ -98,6 +98,12 @@ impl Durable {
         )
     }
 
+    /// Whether an operation the store says runs under `boot` is running on another replica
+    /// that is alive (only on a shared store); else its process is gone and it was lost.
+    pub(super) fn running_elsewhere(&self, boot: &str) -> Result<bool, StoreError> {
+        Ok(self.shared() && boot != self.boot && self.alive(boot)?)
+    }
+
     /// Whether the process `boot` has beaten within [`HEARTBEAT_TTL`].
     pub(super) fn alive(&self, boot: &str) -> Result<bool, StoreError> {
         let found = self

@@ -357,7 +357,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
             // Not in this process's memory, so not running here; on a shared store it
             // may be running on a replica that is alive, else its process is gone.
             StoredOperation::Running { boot, started_ms } => {
-                if durable.shared() && boot != durable.boot() && durable.alive(&boot)? {
+                if durable.running_elsewhere(&boot)? {
                     let elapsed = crate::store::now_ms().saturating_sub(started_ms);
                     return Ok(OperationStatus::Running {
                         progress: None,
@@ -401,9 +401,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
                 let started_ms = stored.started_ms();
                 let state = match stored {
                     StoredOperation::Running { boot, .. } => {
-                        let alive =
-                            durable.shared() && boot != durable.boot() && durable.alive(&boot)?;
-                        match alive {
+                        match durable.running_elsewhere(&boot)? {
                             true => OperationState::Running,
                             false => OperationState::Lost(
                                 StoreError::Lost { id: id.clone() }.to_string(),

@@ -291,19 +291,9 @@ pub fn move_aside(path: &Path, key_file: Option<&Path>) -> Result<PathBuf, Reset
 
 pub(super) type Table = TableDefinition<'static, &'static str, &'static [u8]>;
 
-/// The table of `kind`'s sealed values.
+/// The table of `kind`'s sealed values: named as the kind is ([`Kind::as_str`]).
 pub(super) fn values(kind: Kind) -> Table {
-    TableDefinition::new(match kind {
-        Kind::Pages => "pages",
-        Kind::Operation => "operation",
-        Kind::Selection => "selection",
-        Kind::Replica => "replica",
-        Kind::State => "state",
-        Kind::Run => "run",
-        Kind::Pii => "pii",
-        Kind::Learned => "learned",
-        Kind::Credential => "credential",
-    })
+    TableDefinition::new(kind.as_str())
 }
 
 /// The table of `kind`'s facts (owner, expiry, live or tombstone).

@@ -5,9 +5,9 @@
 //! [`LoginError`].
 
 use super::oauth::LoginStoreError;
-use super::oauth::{access_token, client, save, token_request, EndpointError, Login};
+use super::oauth::{access_token, client, json_answer, save, token_request, EndpointError, Login};
 use crate::config::upstream::{TokenEndpoint, UpstreamOAuth};
-use crate::policy::oauth::keys::{discover, reqwest_reason, FetchError, ServerMetadata};
+use crate::policy::oauth::keys::{discover, FetchError, ServerMetadata};
 use std::time::Duration;
 use toolgate_core::store::Store;
 
@@ -277,32 +277,15 @@ async fn register(
             issuer: issuer.to_string(),
         });
     };
-    let response = http
-        .post(endpoint)
-        .json(&serde_json::json!({
-            "client_name": "toolgate",
-            "redirect_uris": [redirect],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-            "application_type": "native",
-        }))
-        .send()
-        .await
-        .map_err(|e| EndpointError::Unreachable {
-            url: endpoint.clone(),
-            reason: reqwest_reason(&e),
-        })?;
-    let status = response.status();
-    let body: serde_json::Value =
-        response
-            .json()
-            .await
-            .map_err(|source| EndpointError::NotJson {
-                url: endpoint.clone(),
-                status,
-                source,
-            })?;
+    let request = http.post(endpoint).json(&serde_json::json!({
+        "client_name": "toolgate",
+        "redirect_uris": [redirect],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": "native",
+    }));
+    let (status, body) = json_answer(request, endpoint).await?;
     let Some(id) = body["client_id"].as_str() else {
         return Err(LoginError::RegistrationRefused {
             endpoint: endpoint.clone(),

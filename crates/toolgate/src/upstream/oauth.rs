@@ -418,24 +418,7 @@ pub(super) async fn token_request(
         }
         None => {}
     }
-    let response = request
-        .form(&fields)
-        .send()
-        .await
-        .map_err(|e| EndpointError::Unreachable {
-            url: url.to_string(),
-            reason: reqwest_reason(&e),
-        })?;
-    let status = response.status();
-    let body: serde_json::Value =
-        response
-            .json()
-            .await
-            .map_err(|source| EndpointError::NotJson {
-                url: url.to_string(),
-                status,
-                source,
-            })?;
+    let (status, body) = json_answer(request.form(&fields), url).await?;
     if !status.is_success() {
         // RFC 6749 §5.2: `error` and `error_description` say why (never a secret).
         return Err(EndpointError::Refused {
@@ -509,4 +492,26 @@ pub fn forget(store: &dyn Store, upstream: &str) -> Result<(), LoginStoreError> 
     store
         .remove(Kind::Credential, upstream, toolgate_core::store::now_ms())
         .map_err(LoginStoreError::Store)
+}
+
+/// Sends `request` to the endpoint at `url` and reads its answer's status and JSON body; an
+/// endpoint that cannot be reached, or answers something other than JSON, says so.
+pub(super) async fn json_answer(
+    request: reqwest::RequestBuilder,
+    url: &str,
+) -> Result<(reqwest::StatusCode, serde_json::Value), EndpointError> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| EndpointError::Unreachable {
+            url: url.to_string(),
+            reason: reqwest_reason(&e),
+        })?;
+    let status = response.status();
+    let body = (response.json().await).map_err(|source| EndpointError::NotJson {
+        url: url.to_string(),
+        status,
+        source,
+    })?;
+    Ok((status, body))
 }
