@@ -9,7 +9,8 @@
 //! upstream's task (`tasks/cancel`). A `failed` task is the upstream's error, its code
 //! kept.
 
-use super::{map_err, mrtr, outcome_from, Upstream};
+use super::outcome::{map_err, outcome_from};
+use super::{mrtr, Upstream};
 use rmcp::model::{
     CancelTaskParams, CancelTaskRequest, ClientRequest, GetTaskParams, GetTaskRequest,
     RequestMetaObject, ServerResult, Task, TaskPayload, UpdateTaskParams, UpdateTaskRequest,
