@@ -14,24 +14,6 @@ use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
-async fn modern_admin(url: &str, dir: &TestDir) -> KeyedClient<Approving> {
-    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(ADMIN);
-    let handler = Approving {
-        answer: Some(ElicitationAction::Accept),
-        audit: dir.path("audit.jsonl"),
-        asked: Arc::new(Mutex::new(Vec::new())),
-    };
-    handler
-        .serve_with_lifecycle(
-            StreamableHttpClientTransport::from_config(config),
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        )
-        .await
-        .expect("server/discover at 2026-07-28")
-}
-
 fn allowed_deletes(dir: &TestDir) -> usize {
     calls(dir, "files/delete_file")
         .iter()
@@ -83,7 +65,7 @@ async fn approve_by_mrtr(
 async fn a_modern_client_approves_a_direct_call_by_mrtr_exactly_once() {
     let dir = TestDir::new();
     let gw = HttpGateway::start(&policy_config(&dir, "direct", ""), &[]);
-    let client = modern_admin(&gw.url, &dir).await;
+    let client = modern_approver(&gw.url, &dir, ADMIN).await;
     approve_by_mrtr(
         &client,
         &dir,
@@ -98,7 +80,7 @@ async fn a_modern_client_approves_a_direct_call_by_mrtr_exactly_once() {
 async fn a_modern_client_approves_a_guided_execute_by_mrtr_exactly_once() {
     let dir = TestDir::new();
     let gw = HttpGateway::start(&policy_config(&dir, "guided", ""), &[]);
-    let client = modern_admin(&gw.url, &dir).await;
+    let client = modern_approver(&gw.url, &dir, ADMIN).await;
     let call = json!({"tool": "files/delete_file", "arguments": {"path": "/tmp/y"}});
     approve_by_mrtr(&client, &dir, "execute", call).await;
     client.cancel().await.unwrap();
@@ -151,7 +133,7 @@ fn accepted(params: &CallToolRequestParams, state: &str) -> CallToolRequestParam
 async fn an_approval_binds_the_exact_arguments_and_shows_every_one_of_them() {
     let dir = TestDir::new();
     let gw = HttpGateway::start(&policy_config(&dir, "direct", ""), &[]);
-    let client = modern_admin(&gw.url, &dir).await;
+    let client = modern_approver(&gw.url, &dir, ADMIN).await;
     // A long first argument used to push the rest past the 500 characters shown.
     let note = "n".repeat(600);
     let approved = json!({"path": "/tmp/one.txt", "note": note});
