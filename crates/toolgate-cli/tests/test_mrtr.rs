@@ -282,19 +282,7 @@ async fn over_http_an_older_upstreams_question_is_parked_for_the_call_it_came_on
     let dir = TestDir::new();
     // The conformance fixture over Streamable HTTP: its requests arrive on the stream of
     // the call they belong to, so the gateway knows exactly whose they are.
-    let mut child = std::process::Command::new(toolgate())
-        .args(["fixture", "--conformance", "--http", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let url = line.trim().strip_prefix("listening ").unwrap().to_string();
-    let _fixture = HttpFixture { child, url };
+    let _fixture = HttpFixture::spawn(&["--conformance"]);
     let upstream = format!(
         "[upstreams.fx]\nurl = {:?}\nprefix = \"\"\nprotocol = \"2025-11-25\"\n",
         _fixture.url

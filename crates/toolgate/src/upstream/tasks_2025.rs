@@ -13,7 +13,8 @@
 //! While `tasks/result` waits, the server's questions for the task (elicitations) come as
 //! requests on it and go to the call's client (`requests::Relay`, bound to that request).
 //! A call that ends before the task's result is read (cancelled by its client, timed out,
-//! abandoned) cancels the task upstream (`tasks/cancel`).
+//! abandoned) cancels the task upstream (`tasks/cancel`). A connection lost while it waits
+//! is waited out (`tasks::reconnected`) and the result asked for again.
 
 use super::outcome::{map_err, outcome_from};
 use super::{requests::CallerGuard, InFlight, Upstream};
@@ -73,17 +74,18 @@ pub(super) async fn call(
     let ttl = (timeout + TTL_MARGIN).as_millis() as u64;
     let params = json!({"name": tool, "arguments": arguments, "task": {"ttl": ttl}});
     // One raw request, with what is left of the call's time.
-    let send = |method: &'static str, params: Value| {
+    let send = |peer: &Peer<RoleClient>, method: &'static str, params: Value| {
         let left = deadline.saturating_duration_since(Instant::now());
         let mut options = PeerRequestOptions::with_timeout(left.max(Duration::from_millis(1)));
         options.meta = meta.clone();
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+        let peer = peer.clone();
         async move {
             (peer.send_request_with_option(request, options).await)
                 .map_err(|e| map_err(e, config, tool, timeout))
         }
     };
-    let created = send("tools/call", params).await?;
+    let created = send(peer, "tools/call", params).await?;
     if let Some(c) = caller {
         c.bind(&created.id);
     }
@@ -109,14 +111,38 @@ pub(super) async fn call(
     }
     // From here until its result is read, however the call ends, the task is cancelled.
     let mut task = Unfinished(Some((peer.clone(), id.clone())));
-    let waiting = send("tasks/result", json!({ "taskId": id })).await?;
-    // The task's questions arrive on this request (HTTP) or name it: its caller answers.
-    if let Some(c) = caller {
-        c.bind(&waiting.id);
-    }
-    let answer = tokio::select! {
-        r = waiting.await_response() => r,
-        _ = cancel.cancelled() => return Err(CallError::Cancelled),
+    let mut peer = peer.clone();
+    // Since when the connection has been lost, while the result is asked for again.
+    let mut lost: Option<Instant> = None;
+    let answer = loop {
+        let waiting = send(&peer, "tasks/result", json!({ "taskId": id })).await?;
+        // The task's questions arrive on this request (HTTP) or name it: its caller answers.
+        if let Some(c) = caller {
+            c.bind(&waiting.id);
+        }
+        let answer = tokio::select! {
+            r = waiting.await_response() => r,
+            _ = cancel.cancelled() => return Err(CallError::Cancelled),
+        };
+        // The connection was lost: asked again once it is back (a server that kept the task
+        // answers; one that scoped it to the lost session says it does not know it).
+        let lost_now = matches!(
+            answer,
+            Err(rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_))
+        );
+        if lost_now && !upstream.acts_for_callers() {
+            let since = *lost.get_or_insert_with(Instant::now);
+            let back = tokio::select! {
+                back = super::tasks::reconnected(upstream, since + timeout) => back,
+                _ = cancel.cancelled() => return Err(CallError::Cancelled),
+            };
+            if let Ok(back) = back {
+                peer = back;
+                task.0 = Some((peer.clone(), id.clone()));
+                continue;
+            }
+        }
+        break answer;
     };
     match answer {
         Ok(answer) => {
