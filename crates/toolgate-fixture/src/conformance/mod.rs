@@ -62,6 +62,8 @@ pub struct ConformanceServer {
 }
 
 impl ConformanceServer {
+    /// A server named `name` (its `serverInfo.name`) speaking both eras, with no
+    /// subscriptions, tasks or toggled tool yet.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
