@@ -547,3 +547,65 @@ async fn an_upstreams_task_outlives_a_lost_connection_to_it() {
     // failed with the connection).
     assert!(text.contains("slow_compute through done"), "{text}");
 }
+
+/// An upstream's own task outlives a restart of the gateway: the restarted gateway, asked
+/// after the task, takes it over and follows the upstream's task to its end (the fixture
+/// over HTTP, 2026-07-28 only, keeps running and keeps its task). The upstream ran the
+/// call once and was never told to cancel it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_own_task_outlives_a_gateway_restart() {
+    let dir = TestDir::new();
+    let fixture = HttpFixture::spawn(&["--conformance", "--modern-only"]);
+    let upstream = format!("[upstreams.cf]\nurl = {:?}\n", fixture.url);
+    let grace = "[gateway.limits]\nshutdown_grace_secs = 0.1\n".to_string();
+    let config = dir.config("mode = \"direct\"", &[upstream, grace]);
+    let mut gw = HttpGateway::start(&config, &[]);
+    let url = format!("{}/direct", gw.url);
+    let slow = json!({"seconds": 4, "label": "across"});
+    let id = task_id(&call(&url, "cf_slow_compute", slow, None).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // SIGTERM; the drain's grace (a tenth of a second) ends long before the task.
+    gw.stop();
+
+    // The same configuration, so the same embedded store, on a new port.
+    let gw = HttpGateway::start(&config, &[]);
+    let url = format!("{}/direct", gw.url);
+    let done = until_done(&url, &id, None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("slow_compute across done"), "{text}");
+    // The upstream's first task answered: the call was not made again.
+    assert_eq!(
+        done["result"]["_meta"]["fixture/task"], "fx-task-1",
+        "{done}"
+    );
+    assert_eq!(cancelled_count(&url, "0").await, "0");
+}
+
+/// The same through guided `execute`: its operation, followed after the restart as a
+/// task (`g.` id) or by `continue`, ends with the upstream's task's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guided_operation_on_an_upstreams_own_task_outlives_a_gateway_restart() {
+    let dir = TestDir::new();
+    let fixture = HttpFixture::spawn(&["--conformance", "--modern-only"]);
+    let tables = [
+        format!("[upstreams.cf]\nurl = {:?}\n", fixture.url),
+        "[gateway.limits]\nshutdown_grace_secs = 0.1\n".to_string(),
+        "[guided]\nwait_secs = 0.2\n".to_string(),
+    ];
+    let config = dir.config("mode = \"guided\"", &tables);
+    let mut gw = HttpGateway::start(&config, &[]);
+    let url = format!("{}/guided", gw.url);
+    let slow = json!({"tool": "cf_slow_compute", "arguments": {"seconds": 4, "label": "guided"}});
+    let id = task_id(&call(&url, "execute", slow, None).await);
+    assert!(id.starts_with("g."), "{id}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    gw.stop();
+
+    let gw = HttpGateway::start(&config, &[]);
+    let url = format!("{}/guided", gw.url);
+    let done = until_done(&url, &id, None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"]["content"].to_string();
+    assert!(text.contains("slow_compute guided done"), "{text}");
+}

@@ -106,6 +106,49 @@ pub struct CallOptions {
     /// Whom the call acts for, for an upstream that acts for each caller (token exchange,
     /// RFC 8693): set by the gate from the caller's grant; others ignore it.
     pub on_behalf: Option<OnBehalf>,
+    /// Told when the upstream answers the call with a task of its own, so that a later
+    /// process can follow that task if this one stops first (see `exec::Resume`).
+    pub on_task: Option<OnTask>,
+    /// Follow this task of the upstream's, made for the same call by an earlier process,
+    /// to its end, instead of calling the tool again.
+    pub resume: Option<UpstreamTask>,
+}
+
+/// A task an upstream made of a call: what a later process needs to follow it to its end.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UpstreamTask {
+    /// Which form of tasks the upstream used.
+    pub era: TaskEra,
+    /// The upstream's id of the task.
+    pub id: String,
+}
+
+/// The two forms of an upstream's tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum TaskEra {
+    /// The 2026-07-28 extension (`io.modelcontextprotocol/tasks`): followed by `tasks/get`.
+    #[serde(rename = "2026-07-28")]
+    Extension,
+    /// 2025-11-25's task-augmented `tools/call`: its result read by `tasks/result`.
+    #[serde(rename = "2025-11-25")]
+    Augmented,
+}
+
+/// Told of the task an upstream made of a call ([`CallOptions::on_task`]).
+#[derive(Clone)]
+pub struct OnTask(pub Arc<dyn Fn(&UpstreamTask) + Send + Sync>);
+
+impl OnTask {
+    /// Tells it of `task`.
+    pub fn made(&self, task: &UpstreamTask) {
+        (self.0)(task)
+    }
+}
+
+impl std::fmt::Debug for OnTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnTask")
+    }
 }
 
 /// The caller a call acts for, as a user-delegated upstream needs it: the principal and the

@@ -4,7 +4,9 @@
 //! Memory stays the fast path and keeps the bounds; the store keeps what a restart must
 //! not lose: every paged result (its pages, owner and expiry) and every operation (running
 //! here, or how it ended). An operation the store says is running under another boot of
-//! the gateway was lost with that process: it is reported so, never as still running.
+//! the gateway was lost with that process: it is reported so, never as still running,
+//! unless its record says how to follow it again (an upstream's own task), in which case
+//! this process takes it over.
 
 use super::limits::{IdKind, StoreError};
 use crate::store::{self as st, Kind, Lookup, Record, Store, StoreFault};
@@ -24,11 +26,16 @@ const REPLICA_OWNER: &str = "gateway:replica";
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "lowercase")]
 pub(crate) enum StoredOperation<T> {
-    /// Running in the gateway process whose boot id this is, since `started_ms`.
+    /// Running in the gateway process whose boot id this is, since `started_ms`. `resume`
+    /// is what a later process needs to follow the call if that one stops first (an
+    /// upstream's own task: see [`Resume`](super::Resume)); without it, the call is lost
+    /// with its process.
     Running {
         boot: String,
         #[serde(default)]
         started_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resume: Option<serde_json::Value>,
     },
     Done {
         result: T,

@@ -149,3 +149,108 @@ fn a_listing_shows_the_owners_operations_from_before_a_restart_without_deliverin
         assert_eq!(s.list(&other).unwrap().len(), 1);
     });
 }
+
+/// Follows a note by answering what it says, after `delay`; counts the takeovers.
+struct Echo(Arc<std::sync::atomic::AtomicUsize>);
+
+impl super::Resume<String> for Echo {
+    fn resume(
+        &self,
+        owner: &Principal,
+        note: serde_json::Value,
+        _cancel: CancellationToken,
+    ) -> futures::future::BoxFuture<'static, Result<String, String>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let answer = format!(
+            "{} for {}",
+            note["say"].as_str().unwrap_or("?"),
+            owner.label()
+        );
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            match note["fail"].as_bool() {
+                Some(true) => Err(answer),
+                _ => Ok(answer),
+            }
+        })
+    }
+}
+
+#[test]
+fn after_a_restart_a_call_that_kept_a_note_is_taken_over_once_and_ends_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = Principal::local();
+    let (noted, plain, quick) = {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let s = open(dir.path());
+            let noted = s
+                .start_resumable(&me, |_, _, resumable| async move {
+                    resumable.keep(serde_json::json!({"say": "followed"}));
+                    std::future::pending::<Result<String, String>>().await
+                })
+                .unwrap();
+            let plain = s
+                .start(&me, |_, _| async {
+                    std::future::pending::<Result<String, String>>().await
+                })
+                .unwrap();
+            // A call that keeps a note and then ends: its ending stands over the note.
+            let quick = s
+                .start_resumable(&me, |_, _, resumable| async move {
+                    resumable.keep(serde_json::json!({"say": "never"}));
+                    Ok::<_, String>("ended here".to_string())
+                })
+                .unwrap();
+            s.wait(&me, &quick, Duration::from_secs(30)).await.unwrap();
+            // The note is written by the call's own task: let it run.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            (noted, plain, quick)
+        })
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let s = open(dir.path());
+        let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // Without a resumer, a noted call is lost like any other.
+        assert!(matches!(
+            s.status(&me, &noted),
+            Err(StoreError::Lost { .. })
+        ));
+        s.set_resumer(Arc::new(Echo(taken.clone())));
+        // Another principal cannot make it run, nor learn that it exists.
+        assert!(matches!(
+            s.status(&Principal::key("other"), &noted),
+            Err(StoreError::Foreign { .. })
+        ));
+        assert!(s.status(&me, &noted).unwrap().is_running());
+        assert!(s.status(&me, &noted).unwrap().is_running());
+        let ended = s.wait(&me, &noted, Duration::from_secs(30)).await.unwrap();
+        let label = me.label();
+        assert_eq!(
+            ended,
+            OperationStatus::Done(format!("followed for {label}"))
+        );
+        assert_eq!(taken.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(matches!(
+            s.status(&me, &plain),
+            Err(StoreError::Lost { .. })
+        ));
+        let quick = s.wait(&me, &quick, Duration::from_secs(1)).await.unwrap();
+        assert_eq!(quick, OperationStatus::Done("ended here".into()));
+        assert_eq!(taken.load(std::sync::atomic::Ordering::SeqCst), 1);
+    });
+    // A third process finds the ending the second recorded, and takes nothing over.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let s = open(dir.path());
+        let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        s.set_resumer(Arc::new(Echo(taken.clone())));
+        let label = me.label();
+        assert_eq!(
+            s.status(&me, &noted).unwrap(),
+            OperationStatus::Done(format!("followed for {label}"))
+        );
+        assert_eq!(taken.load(std::sync::atomic::Ordering::SeqCst), 0);
+    });
+}

@@ -45,6 +45,6 @@ pub use limits::{IdKind, StoreError, StoreLimits, StoreStats};
 pub use operations::{ListedOperation, OperationState, OperationStatus};
 pub use pages::split_pages;
 pub use report::{Problem, ValidationReport};
-pub use sessions::SessionStore;
+pub use sessions::{Resumable, Resume, SessionStore};
 pub use shaping::{fits_uncounted, off_async_worker, shape, text_block, Shaped, DEFAULT_BUDGET};
 pub use validate::{compile_schema, Checked, SchemaError, Validators};

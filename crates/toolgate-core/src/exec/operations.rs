@@ -119,6 +119,7 @@ impl<T: Clone + Send + 'static> Operations<T> {
     pub(super) fn start<F, Fut, E>(
         table: &Arc<Mutex<Self>>,
         owner: &str,
+        key: Option<&str>,
         call: F,
         on_end: Option<OnEnd<T>>,
         (now, started_ms): (Instant, u64),
@@ -133,8 +134,13 @@ impl<T: Clone + Send + 'static> Operations<T> {
         let (done_tx, done_rx) = watch::channel(false);
         let id = {
             let mut ops = table.lock().unwrap_or_else(PoisonError::into_inner);
+            // An operation taken over under its own id (`key`) that already runs here
+            // (two requests asked after it at once) is not started twice.
+            if let Some(key) = key.filter(|k| ops.live.contains_key(*k)) {
+                return Ok(op_id(key));
+            }
             ops.make_room(owner, now, limits)?;
-            let id = random_id();
+            let id = key.map_or_else(random_id, str::to_string);
             ops.live.insert(
                 id.clone(),
                 Operation {
@@ -251,6 +257,12 @@ impl<T: Clone + Send + 'static> Operations<T> {
     pub(super) fn started_ms(&self, owner: &str, id: &str) -> Option<u64> {
         let op = self.live.get(parse(id)?)?;
         (&*op.owner == owner).then_some(op.started_ms)
+    }
+
+    /// How the operation under table key `key` ended, if it is live and has ended.
+    pub(super) fn ending(&self, key: &str) -> Option<OperationStatus<T>> {
+        let op = self.live.get(key)?;
+        (!op.status.is_running()).then(|| op.status.clone())
     }
 
     /// A receiver that turns true when the operation ends (`None` if `id` is not live).

@@ -18,7 +18,9 @@
 //! With a durable store (`[store] backend = "embedded"`, see `exec::durable`) every
 //! paged result and operation is also written there, and a handle this process does not
 //! hold is read back from it: after a restart, cursors continue and finished operations
-//! are delivered; one that was running is reported lost.
+//! are delivered; one that was running is reported lost, unless it left a note of how to
+//! follow it again ([`Resumable`]: an upstream's own task), in which case the process that
+//! is asked after it takes it over ([`Resume`]).
 
 use super::cursors::{self, Cursors};
 use super::durable::{Durable, StoredOperation};
@@ -26,11 +28,12 @@ use super::limits::{IdKind, StoreError, StoreLimits, StoreStats};
 use super::operations::{ListedOperation, OnEnd, OperationState, OperationStatus, Operations};
 use crate::call::{CallOutcome, Progress};
 use crate::principal::Principal;
+use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -50,6 +53,98 @@ pub struct SessionStore<T = CallOutcome> {
     next_durable_sweep: Mutex<Instant>,
     /// Fired at shutdown: endings after it are not written to the durable store.
     closing: CancellationToken,
+    /// How an operation a stopped process left running is followed again, if it can be.
+    resumer: OnceLock<Arc<dyn Resume<T>>>,
+}
+
+/// How a gateway follows again an operation a stopped process left running, given the
+/// note the call left of how to ([`Resumable::keep`]): the future it returns is the
+/// operation from now on, under the same id and owner. A note it cannot use is an `Err`
+/// saying why (kept as the operation's failure).
+pub trait Resume<T>: Send + Sync {
+    /// The call `note` describes, for `owner`, cancelled by `cancel`.
+    fn resume(
+        &self,
+        owner: &Principal,
+        note: serde_json::Value,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<T, String>>;
+}
+
+/// Given to a call started by [`SessionStore::start_resumable`]: where it keeps how a later
+/// process can follow it. Does nothing without a durable store.
+pub struct Resumable<T>(Option<Arc<ResumableInner<T>>>);
+
+impl<T> Clone for Resumable<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+struct ResumableInner<T> {
+    durable: Arc<Durable>,
+    operations: Arc<Mutex<Operations<T>>>,
+    key: Arc<Mutex<String>>,
+    owner: Principal,
+    started_ms: u64,
+    ttl: Duration,
+}
+
+impl<T: Clone + Send + Serialize + 'static> Resumable<T> {
+    /// Keeps `note` with the running operation's record: after a restart (or on another
+    /// replica once this one is gone), the operation is followed again from it. An
+    /// ending already recorded stands.
+    pub fn keep(&self, note: serde_json::Value) {
+        let Some(inner) = &self.0 else { return };
+        // Filled (and the running record written) before the lock is let go.
+        let key = inner.key.lock().unwrap_or_else(PoisonError::into_inner);
+        let running: StoredOperation<T> = StoredOperation::Running {
+            boot: inner.durable.boot().to_string(),
+            started_ms: inner.started_ms,
+            resume: Some(note),
+        };
+        let owner = inner.owner.as_str();
+        if let Err(e) = inner
+            .durable
+            .put_operation(owner, &key, &running, inner.ttl)
+        {
+            tracing::warn!("how to follow an operation after a restart was not kept (it is lost if this process stops first): {e}");
+        }
+        // The call may have ended meanwhile: its ending was (or is about to be) written,
+        // and is written again so the note does not stand over it.
+        let ended = (inner
+            .operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner))
+        .ending(&key);
+        if let Some(stored) = ended.and_then(|s| ending_record(&s, inner.started_ms)) {
+            let _ = inner.durable.put_operation(owner, &key, &stored, inner.ttl);
+        }
+    }
+}
+
+/// The record of an operation that ended with `status` (`None` while it runs).
+fn ending_record<T: Clone>(
+    status: &OperationStatus<T>,
+    started_ms: u64,
+) -> Option<StoredOperation<T>> {
+    Some(match status {
+        OperationStatus::Done(v) => StoredOperation::Done {
+            result: v.clone(),
+            started_ms,
+        },
+        OperationStatus::Failed(m) => StoredOperation::Failed {
+            message: m.clone(),
+            started_ms,
+        },
+        OperationStatus::Cancelled => StoredOperation::Cancelled { started_ms },
+        OperationStatus::Running { .. } => return None,
+    })
+}
+
+/// An operation's id from its table key.
+fn op_id_of(key: &str) -> String {
+    format!("op-{key}")
 }
 
 /// How often `wait` looks again at an operation another replica runs.
@@ -68,6 +163,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
             durable: None,
             next_durable_sweep: Mutex::new(Instant::now()),
             closing: CancellationToken::new(),
+            resumer: OnceLock::new(),
             limits,
         }
     }
@@ -247,14 +343,56 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         Fut: Future<Output = Result<T, E>> + Send + 'static,
         E: fmt::Display,
     {
+        self.launch(owner, None, |ct, progress, _| call(ct, progress))
+    }
+
+    /// [`start`](Self::start), with a [`Resumable`] the call may tell how a later process
+    /// can follow it (kept with the operation's record), so that after a restart the
+    /// operation is taken over by the [`Resume`] given to [`set_resumer`](Self::set_resumer)
+    /// rather than reported lost.
+    pub fn start_resumable<F, Fut, E>(
+        &self,
+        owner: &Principal,
+        call: F,
+    ) -> Result<String, StoreError>
+    where
+        F: FnOnce(CancellationToken, mpsc::UnboundedSender<Progress>, Resumable<T>) -> Fut,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        E: fmt::Display,
+    {
+        self.launch(owner, None, call)
+    }
+
+    /// How this process follows an operation an earlier one left running with a note of
+    /// how to (set once, by the gateway; without it such an operation is reported lost).
+    pub fn set_resumer(&self, resumer: Arc<dyn Resume<T>>) {
+        let _ = self.resumer.set(resumer);
+    }
+
+    /// Starts `call` as a new operation, or as the one `adopted` names (taken over from
+    /// a process that is gone: its key, start and note are kept).
+    fn launch<F, Fut, E>(
+        &self,
+        owner: &Principal,
+        adopted: Option<(&str, u64, serde_json::Value)>,
+        call: F,
+    ) -> Result<String, StoreError>
+    where
+        F: FnOnce(CancellationToken, mpsc::UnboundedSender<Progress>, Resumable<T>) -> Fut,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        E: fmt::Display,
+    {
         let now = self.purge_if_due();
-        // One wall-clock start for the table, the record and a task's id.
-        let started_ms = crate::store::now_ms();
+        // One wall-clock start for the table, the record and a task's id (a taken-over
+        // operation keeps its own).
+        let started_ms = adopted.as_ref().map_or_else(crate::store::now_ms, |a| a.1);
+        let fixed = adopted.as_ref().map(|a| a.0);
         let Some(durable) = &self.durable else {
             return Operations::start(
                 &self.operations,
                 owner.as_str(),
-                call,
+                fixed,
+                |ct, progress| call(ct, progress, Resumable(None)),
                 None,
                 (now, started_ms),
                 &self.limits,
@@ -262,37 +400,39 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         };
         // The ending is written once the id is known; `key` is filled right after start.
         let key: Arc<Mutex<String>> = Arc::default();
+        let ttl = self.limits.operation_ttl;
         let on_end: OnEnd<T> = {
             let (durable, key, owner) = (durable.clone(), key.clone(), owner.clone());
-            let (ttl, closing) = (self.limits.operation_ttl, self.closing.clone());
+            let closing = self.closing.clone();
             Box::new(move |status: &OperationStatus<T>| {
                 if closing.is_cancelled() {
                     return;
                 }
                 let key = key.lock().unwrap_or_else(PoisonError::into_inner).clone();
-                let stored = match status {
-                    OperationStatus::Done(v) => StoredOperation::Done {
-                        result: v.clone(),
-                        started_ms,
-                    },
-                    OperationStatus::Failed(m) => StoredOperation::Failed {
-                        message: m.clone(),
-                        started_ms,
-                    },
-                    OperationStatus::Cancelled => StoredOperation::Cancelled { started_ms },
-                    OperationStatus::Running { .. } => return,
+                let Some(stored) = ending_record(status, started_ms) else {
+                    return;
                 };
                 if let Err(e) = durable.put_operation(owner.as_str(), &key, &stored, ttl) {
                     tracing::error!("an operation's result was not kept in the state store (it is still delivered by this process): {e}");
                 }
             })
         };
-        // Held while the record is written, so a fast call cannot record its end first.
+        let resumable = Resumable(Some(Arc::new(ResumableInner {
+            durable: durable.clone(),
+            operations: self.operations.clone(),
+            key: key.clone(),
+            owner: owner.clone(),
+            started_ms,
+            ttl,
+        })));
+        // Held while the record is written, so a fast call cannot record its end first
+        // (nor its note of how to resume).
         let written = key.lock().unwrap_or_else(PoisonError::into_inner);
         let id = Operations::start(
             &self.operations,
             owner.as_str(),
-            call,
+            fixed,
+            |ct, progress| call(ct, progress, resumable),
             Some(on_end),
             (now, started_ms),
             &self.limits,
@@ -301,8 +441,8 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         let running: StoredOperation<T> = StoredOperation::Running {
             boot: durable.boot().to_string(),
             started_ms,
+            resume: adopted.map(|a| a.2),
         };
-        let ttl = self.limits.operation_ttl;
         let mut written = written;
         if let Err(e) = durable.put_operation(owner.as_str(), &op_key, &running, ttl) {
             // The record is for a restart (or another replica); the call itself needs
@@ -312,6 +452,38 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         }
         *written = op_key;
         Ok(id)
+    }
+
+    /// Takes over the operation `key` of `owner`, which a process that is gone left
+    /// running with `note` (how to follow it), if a resumer is set: it runs here from now
+    /// on. `None`: it cannot be, and stays lost.
+    fn adopt(
+        &self,
+        owner: &Principal,
+        key: &str,
+        started_ms: u64,
+        note: serde_json::Value,
+    ) -> Option<OperationStatus<T>> {
+        let resumer = self.resumer.get()?.clone();
+        let adopted = Some((key, started_ms, note.clone()));
+        let (who, id) = (owner.clone(), op_id_of(key));
+        let launched = self.launch(owner, adopted, move |ct, _progress, _| {
+            resumer.resume(&who, note, ct)
+        });
+        if let Err(e) = launched {
+            tracing::warn!(
+                "an operation left running by a gateway that stopped was not taken over: {e}"
+            );
+            return None;
+        }
+        tracing::info!(operation = %crate::principal::redacted(key), "took over an operation left running by a gateway that stopped");
+        let now = Instant::now();
+        (self
+            .operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner))
+        .status(owner.as_str(), &id, now, &self.limits)
+        .ok()
     }
 
     /// Where an operation stands. A result (done, failed or cancelled) is delivered and
@@ -356,7 +528,11 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         let status = match stored {
             // Not in this process's memory, so not running here; on a shared store it
             // may be running on a replica that is alive, else its process is gone.
-            StoredOperation::Running { boot, started_ms } => {
+            StoredOperation::Running {
+                boot,
+                started_ms,
+                resume,
+            } => {
                 if durable.running_elsewhere(&boot)? {
                     let elapsed = crate::store::now_ms().saturating_sub(started_ms);
                     return Ok(OperationStatus::Running {
@@ -364,7 +540,9 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
                         elapsed: Duration::from_millis(elapsed),
                     });
                 }
-                return Err(StoreError::Lost { id: id.to_string() });
+                // Its process is gone; an upstream's own task is followed again from here.
+                let adopted = resume.and_then(|note| self.adopt(owner, key, started_ms, note));
+                return adopted.ok_or_else(|| StoreError::Lost { id: id.to_string() });
             }
             StoredOperation::Done { result, .. } => OperationStatus::Done(result),
             StoredOperation::Failed { message, .. } => OperationStatus::Failed(message),
@@ -400,9 +578,14 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
                 };
                 let started_ms = stored.started_ms();
                 let state = match stored {
-                    StoredOperation::Running { boot, .. } => {
+                    StoredOperation::Running { boot, resume, .. } => {
+                        let taken_over = || {
+                            let note = resume?;
+                            self.adopt(owner, &key, started_ms, note)
+                        };
                         match durable.running_elsewhere(&boot)? {
                             true => OperationState::Running,
+                            false if taken_over().is_some() => OperationState::Running,
                             false => OperationState::Lost(
                                 StoreError::Lost { id: id.clone() }.to_string(),
                             ),

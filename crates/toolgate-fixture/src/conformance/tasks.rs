@@ -38,6 +38,8 @@ const KEEP: Duration = Duration::from_secs(600);
 /// How long `test_tool_with_task`'s task works before it answers: long enough that no
 /// gateway mistakes it for an immediate answer.
 const TASK_WORK: Duration = Duration::from_millis(600);
+/// The `_meta` key of a task's result that names the task (`fx-task-N`, counted from 1).
+const TASK_META: &str = "fixture/task";
 
 /// The tasks of this process.
 #[derive(Debug, Default)]
@@ -147,7 +149,14 @@ impl Tasks {
                 let (server, request, mut cx) = (server.clone(), request.clone(), cx.clone());
                 Some(Ok(self.start(move |entry| async move {
                     cx.ct = entry.cancel.clone();
-                    entry.finish(server.call(request, cx).await);
+                    // Says which task answered (in `_meta`), for the gateway's tests.
+                    let outcome = server.call(request, cx).await.map(|mut result| {
+                        let mut meta = result.meta.take().unwrap_or_default();
+                        meta.0.insert(TASK_META.into(), entry.id.clone().into());
+                        result.meta = Some(meta);
+                        result
+                    });
+                    entry.finish(outcome);
                 })))
             }
             "confirm_delete" | "multi_input" => {

@@ -12,8 +12,9 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use tokio::sync::mpsc;
-use toolgate_core::call::{CallOptions, Progress};
+use toolgate_core::call::{CallOptions, CallOutcome, Progress};
 use toolgate_core::catalog::Catalog;
+use toolgate_core::exec::Resumable;
 
 /// The tools/list of the direct surface: the catalog under the configured profile (raw,
 /// slim or local), shaped once per snapshot. Calls still go out with the original.
@@ -100,20 +101,23 @@ pub(super) async fn call(
     context: &RequestContext<RoleServer>,
     caller: &Caller,
 ) -> CallToolResult {
-    call_checked(engine, name, arguments, context, caller)
+    call_checked(engine, name, arguments, context, caller, None)
         .await
         .unwrap_or_else(tool_error)
 }
 
 /// [`call`], with the upstream's failure to answer (a protocol error, a timeout, a lost
 /// connection) kept apart as `Err(message)`: a task reports it as `failed`, not as a tool's
-/// error result. The message is the task's status text: a string is the value.
+/// error result. The message is the task's status text: a string is the value. A call
+/// run as an operation passes its `resumable`, so a task its upstream makes of it
+/// survives a restart (`gate::resume`).
 pub(super) async fn call_checked(
     engine: &Engine,
     name: &str,
     arguments: Map<String, Value>,
     context: &RequestContext<RoleServer>,
     caller: &Caller,
+    resumable: Option<Resumable<CallOutcome>>,
 ) -> Result<CallToolResult, String> {
     let gw = &engine.gw;
     let catalog = gw.catalog();
@@ -140,6 +144,7 @@ pub(super) async fn call_checked(
             .relay
             .clone()
             .or_else(|| Some(super::relay::relay_for(context, caller.principal()))),
+        on_task: resumable.and_then(|r| gate::resume::on_task(engine, caller, &admitted, r)),
         ..Default::default()
     };
     // Progress is forwarded from this same task (not a spawned one), so rmcp sends it on

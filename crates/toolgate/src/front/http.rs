@@ -38,6 +38,8 @@ pub(super) fn router(gw: Arc<Gateway>, shutdown: CancellationToken) -> (axum::Ro
     config.json_response = true;
     // One engine for every endpoint: pages and operations are shared state.
     let engine = Engine::new(gw.clone());
+    // Operations a stopped gateway left following an upstream's task are taken over here.
+    crate::gate::resume::install(&engine);
     let policy = engine.policy.clone();
     // Every endpoint's sessions count against the same caps (`gateway.limits`).
     let mut caps =

@@ -239,6 +239,7 @@ impl Session {
 /// profile come from the configuration (`policy.stdio_key`, `policy.stdio_profile`).
 pub async fn serve_stdio(gw: Arc<Gateway>, mode: Mode) -> anyhow::Result<()> {
     let engine = Engine::new(gw);
+    crate::gate::resume::install(&engine);
     let profile = (engine.policy.stdio_profile()).and_then(|p| engine.policy.profile(p));
     let mut session = Session::new(engine, mode).with_profile(profile);
     session.stdio = true;

@@ -137,22 +137,27 @@ pub(super) fn start(
     );
     let closing = inbox.clone();
     let guided = session.surface() == super::Surface::Guided;
-    let started = session.engine.store.start(&owner, move |ct, _progress| {
-        // The operation's own token: the call outlives this request, and `tasks/cancel`
-        // (or the store's limits) cancels it, the upstream included.
-        cx.ct = ct;
-        async move {
-            let result = if guided {
-                Ok(run_session
-                    .call_surface(&name, args, &cx, &run_caller)
-                    .await)
-            } else {
-                direct::call_checked(&run_session.engine, &name, args, &cx, &run_caller).await
-            };
-            closing.close();
-            Ok::<_, String>(outcome_of(result?))
-        }
-    });
+    let started = session
+        .engine
+        .store
+        .start_resumable(&owner, move |ct, _progress, resumable| {
+            // The operation's own token: the call outlives this request, and `tasks/cancel`
+            // (or the store's limits) cancels it, the upstream included.
+            cx.ct = ct;
+            async move {
+                let result = if guided {
+                    Ok(run_session
+                        .call_surface(&name, args, &cx, &run_caller)
+                        .await)
+                } else {
+                    let engine = &run_session.engine;
+                    direct::call_checked(engine, &name, args, &cx, &run_caller, Some(resumable))
+                        .await
+                };
+                closing.close();
+                Ok::<_, String>(outcome_of(result?))
+            }
+        });
     let op = started?;
     inboxes().insert(op.clone(), inbox);
     Ok((op, relay))

@@ -26,6 +26,7 @@
 mod bound;
 mod pii;
 pub(crate) mod program;
+pub(crate) mod resume;
 mod run;
 
 pub(crate) use bound::{bound, direct_budget};

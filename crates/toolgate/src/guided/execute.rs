@@ -56,21 +56,29 @@ pub(crate) async fn run(
     let code = engine.code_config();
     let pii = (code.pii).then(|| (engine.pii().clone(), code.pii_fields.clone(), owner.clone()));
     let server = tool.id.server.clone();
-    let started = engine.store.start(owner, move |ct, progress| async move {
-        let opts = CallOptions {
-            progress: Some(progress),
-            cancel: Some(ct),
-            // The upstream's sampling and elicitation go to this session's client.
-            relay,
-            ..Default::default()
-        };
-        let mut result = call.run(opts).await;
-        // PII leaves tokenized (`code.pii`), as from every surface.
-        if let (Some((vault, fields, owner)), Ok(outcome)) = (&pii, result.as_mut()) {
-            gate::outbound(vault, fields, owner, &server, outcome);
-        }
-        result
-    });
+    let (engine_ref, run_caller) = (engine, caller.clone());
+    let started = engine
+        .store
+        .start_resumable(owner, move |ct, progress, resumable| {
+            // A task the upstream makes of the call is kept, so a restart does not lose it.
+            let on_task = gate::resume::on_task(engine_ref, &run_caller, &call, resumable);
+            async move {
+                let opts = CallOptions {
+                    progress: Some(progress),
+                    cancel: Some(ct),
+                    // The upstream's sampling and elicitation go to this session's client.
+                    relay,
+                    on_task,
+                    ..Default::default()
+                };
+                let mut result = call.run(opts).await;
+                // PII leaves tokenized (`code.pii`), as from every surface.
+                if let (Some((vault, fields, owner)), Ok(outcome)) = (&pii, result.as_mut()) {
+                    gate::outbound(vault, fields, owner, &server, outcome);
+                }
+                result
+            }
+        });
     let op = match started {
         Ok(op) => op,
         Err(e) => return MetaResult::error(format!("execute: {e}")),

@@ -121,6 +121,45 @@ impl Caller {
         }
     }
 
+    /// The caller a call was made as, rebuilt after a restart from what the call's resume
+    /// note kept (see `gate::resume`): the key named `key` with its grant as configured
+    /// now, or the local identity, or the open one while no keys are configured; the profile named `profile` as configured now. No way
+    /// to ask anyone. `Err` says why it cannot be: the key or the profile is gone, or the
+    /// caller was an access token's (which is not kept).
+    pub(crate) fn resumed(
+        policy: Arc<Policy>,
+        key: &str,
+        profile: Option<&str>,
+        session: String,
+        surface: &'static str,
+    ) -> Result<Self, String> {
+        let grant = match policy.config.key(key) {
+            Some(k) => k.grant.clone(),
+            None if key == LOCAL_IDENTITY => Grant::full(LOCAL_IDENTITY),
+            // HTTP without keys: only while there are still none.
+            None if key == OPEN_IDENTITY && !policy.requires_keys() => Grant::full(OPEN_IDENTITY),
+            None => return Err(format!("its API key {key:?} is no longer configured")),
+        };
+        let profile = match profile {
+            None => None,
+            Some(name) => Some(
+                policy
+                    .profile(name)
+                    .ok_or_else(|| format!("its profile {name:?} is no longer configured"))?,
+            ),
+        };
+        Ok(Self {
+            policy,
+            session,
+            grant,
+            profile,
+            surface,
+            approver: None,
+            relay: None,
+            run: None,
+        })
+    }
+
     /// The name of the profile the caller sees, if any.
     pub(crate) fn profile_name(&self) -> Option<&str> {
         self.profile.as_deref().map(|p| p.name.as_str())

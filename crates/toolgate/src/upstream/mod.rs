@@ -34,7 +34,7 @@ pub(crate) use requests::{Notice, RequestOptions};
 pub(crate) use supervisor::supervise;
 // The call types have one path, `toolgate_core::call`; this module uses them, it does not
 // re-export them.
-use toolgate_core::call::{CallError, CallOptions, CallOutcome};
+use toolgate_core::call::{CallError, CallOptions, CallOutcome, TaskEra, UpstreamTask};
 
 use crate::config::UpstreamConfig;
 use client::{token_key, ProgressRoutes, RouteGuard};
@@ -237,6 +237,9 @@ impl Upstream {
         opts: CallOptions,
     ) -> Result<CallOutcome, CallError> {
         let name = self.name().to_string();
+        if let Some(task) = opts.resume.clone() {
+            return self.follow_again(tool, task, &opts).await;
+        }
         // A user-delegated upstream: the caller's own session (held until the call ends).
         let (line, _lease) = match &self.delegated {
             None => (None, None),
@@ -311,7 +314,15 @@ impl Upstream {
                     if let Some(relay) = &opts.relay {
                         relay.task_made();
                     }
-                    return tasks::follow(self, &peer, created.task, &opts, tool, meta).await;
+                    let (id, poll) = (created.task.task_id, created.task.poll_interval_ms);
+                    if let Some(on_task) = &opts.on_task {
+                        let era = TaskEra::Extension;
+                        on_task.made(&UpstreamTask {
+                            era,
+                            id: id.clone(),
+                        });
+                    }
+                    return tasks::follow(self, &peer, id, poll, &opts, tool, meta).await;
                 }
                 other => return outcome_from(other, &name),
             };
@@ -344,6 +355,37 @@ impl Upstream {
     }
 
     /// The shared connection's peer, or why there is none.
+    /// Follows `task`, which this upstream made of a call of `tool` for an earlier process
+    /// of the gateway (see `gate::resume`), to its end, once connected (waiting up to
+    /// `call_timeout_secs`: a restarted gateway may still be connecting).
+    async fn follow_again(
+        &self,
+        tool: &str,
+        task: UpstreamTask,
+        opts: &CallOptions,
+    ) -> Result<CallOutcome, CallError> {
+        let deadline = tokio::time::Instant::now() + self.config.call_timeout;
+        let peer = match self.shared_peer() {
+            Ok(peer) if !peer.is_transport_closed() => peer,
+            _ => tasks::reconnected(self, deadline)
+                .await
+                .or_else(|()| self.shared_peer())?,
+        };
+        match task.era {
+            TaskEra::Extension => {
+                // The gateway asks after the task now: it declares the extension itself.
+                let mut meta = rmcp::model::RequestMetaObject::new();
+                let caps = serde_json::json!({"extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}});
+                meta.insert("io.modelcontextprotocol/clientCapabilities".into(), caps);
+                tasks::follow(self, &peer, task.id, None, opts, tool, Some(meta)).await
+            }
+            TaskEra::Augmented => {
+                let caller = self.relay.register(opts.relay.clone());
+                tasks_2025::result(self, &peer, tool, task.id, opts, caller.as_ref()).await
+            }
+        }
+    }
+
     fn shared_peer(&self) -> Result<Peer<RoleClient>, CallError> {
         let st = self.state.read().expect("state");
         match (&st.peer, &st.status) {

@@ -15,7 +15,7 @@ use super::outcome::{map_err, outcome_from};
 use super::{mrtr, Upstream};
 use rmcp::model::{
     CancelTaskParams, CancelTaskRequest, ClientRequest, GetTaskParams, GetTaskRequest,
-    RequestMetaObject, ServerResult, Task, TaskPayload, UpdateTaskParams, UpdateTaskRequest,
+    RequestMetaObject, ServerResult, TaskPayload, UpdateTaskParams, UpdateTaskRequest,
 };
 use rmcp::service::{PeerRequestOptions, RoleClient};
 use rmcp::Peer;
@@ -31,19 +31,19 @@ const POLL_MAX: Duration = Duration::from_secs(5);
 /// The pause before a request that failed as a lost connection is tried again.
 const RETRY: Duration = Duration::from_millis(250);
 
-/// Follows the upstream's task `task` (made for a call of `tool`) until it ends.
+/// Follows the upstream's task `id` (made for a call of `tool`) until it ends, asking
+/// every `poll_ms` (as the task suggested; else every half second).
 pub(super) async fn follow(
     upstream: &Upstream,
     peer: &Peer<RoleClient>,
-    task: Task,
+    id: String,
+    poll_ms: Option<u64>,
     opts: &CallOptions,
     tool: &str,
     meta: Option<RequestMetaObject>,
 ) -> Result<CallOutcome, CallError> {
     let server = upstream.name().to_string();
-    let id = task.task_id;
-    let poll = task
-        .poll_interval_ms
+    let poll = poll_ms
         .map_or(POLL_DEFAULT, Duration::from_millis)
         .clamp(POLL_MIN, POLL_MAX);
     let cancel = opts.cancel.clone().unwrap_or_default();

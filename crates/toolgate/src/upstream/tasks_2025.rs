@@ -26,7 +26,7 @@ use rmcp::Peer;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 use tokio::time::Instant;
-use toolgate_core::call::{CallError, CallOptions, CallOutcome};
+use toolgate_core::call::{CallError, CallOptions, CallOutcome, TaskEra, UpstreamTask};
 
 /// The revision whose tasks this is.
 pub(super) const REVISION: &str = "2025-11-25";
@@ -67,31 +67,17 @@ pub(super) async fn call(
     caller: Option<&CallerGuard>,
 ) -> Result<CallOutcome, CallError> {
     let server = upstream.name().to_string();
-    let config = &upstream.config;
-    let timeout = opts.timeout.unwrap_or(config.call_timeout);
-    let deadline = Instant::now() + timeout;
+    let asker = Asker::new(upstream, tool, opts, meta);
     let cancel = opts.cancel.clone().unwrap_or_default();
-    let ttl = (timeout + TTL_MARGIN).as_millis() as u64;
+    let ttl = (asker.timeout + TTL_MARGIN).as_millis() as u64;
     let params = json!({"name": tool, "arguments": arguments, "task": {"ttl": ttl}});
-    // One raw request, with what is left of the call's time.
-    let send = |peer: &Peer<RoleClient>, method: &'static str, params: Value| {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let mut options = PeerRequestOptions::with_timeout(left.max(Duration::from_millis(1)));
-        options.meta = meta.clone();
-        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
-        let peer = peer.clone();
-        async move {
-            (peer.send_request_with_option(request, options).await)
-                .map_err(|e| map_err(e, config, tool, timeout))
-        }
-    };
-    let created = send(peer, "tools/call", params).await?;
+    let created = asker.send(peer, "tools/call", params).await?;
     if let Some(c) = caller {
         c.bind(&created.id);
     }
     let mut in_flight = InFlight(Some((peer, created.id.clone())));
     let created = tokio::select! {
-        r = created.await_response() => r.map_err(|e| map_err(e, config, tool, timeout))?,
+        r = created.await_response() => r.map_err(|e| asker.failed(e))?,
         _ = cancel.cancelled() => {
             in_flight.cancel("cancelled by the client").await;
             return Err(CallError::Cancelled);
@@ -109,13 +95,94 @@ pub(super) async fn call(
     if let Some(relay) = &opts.relay {
         relay.task_made();
     }
+    if let Some(on_task) = &opts.on_task {
+        on_task.made(&UpstreamTask {
+            era: TaskEra::Augmented,
+            id: id.clone(),
+        });
+    }
+    wait_result(upstream, &asker, peer, id, &cancel, caller).await
+}
+
+/// Waits for the result of the task `id` this upstream made of a call of `tool` (for an
+/// earlier process: see `gate::resume`), on `peer`.
+pub(super) async fn result(
+    upstream: &Upstream,
+    peer: &Peer<RoleClient>,
+    tool: &str,
+    id: String,
+    opts: &CallOptions,
+    caller: Option<&CallerGuard>,
+) -> Result<CallOutcome, CallError> {
+    let asker = Asker::new(upstream, tool, opts, None);
+    let cancel = opts.cancel.clone().unwrap_or_default();
+    wait_result(upstream, &asker, peer, id, &cancel, caller).await
+}
+
+/// The call's requests: raw, each with what is left of the call's time.
+struct Asker<'a> {
+    config: &'a crate::config::UpstreamConfig,
+    tool: &'a str,
+    timeout: Duration,
+    deadline: Instant,
+    meta: Option<RequestMetaObject>,
+}
+
+impl<'a> Asker<'a> {
+    fn new(
+        upstream: &'a Upstream,
+        tool: &'a str,
+        opts: &CallOptions,
+        meta: Option<RequestMetaObject>,
+    ) -> Self {
+        let config = &upstream.config;
+        let timeout = opts.timeout.unwrap_or(config.call_timeout);
+        Self {
+            config,
+            tool,
+            timeout,
+            deadline: Instant::now() + timeout,
+            meta,
+        }
+    }
+
+    async fn send(
+        &self,
+        peer: &Peer<RoleClient>,
+        method: &'static str,
+        params: Value,
+    ) -> Result<rmcp::service::RequestHandle<RoleClient>, CallError> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let mut options = PeerRequestOptions::with_timeout(left.max(Duration::from_millis(1)));
+        options.meta = self.meta.clone();
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+        (peer.send_request_with_option(request, options).await).map_err(|e| self.failed(e))
+    }
+
+    fn failed(&self, e: rmcp::ServiceError) -> CallError {
+        map_err(e, self.config, self.tool, self.timeout)
+    }
+}
+
+/// Waits for the task `id`'s result with `tasks/result` (see the module's documentation).
+async fn wait_result(
+    upstream: &Upstream,
+    asker: &Asker<'_>,
+    peer: &Peer<RoleClient>,
+    id: String,
+    cancel: &tokio_util::sync::CancellationToken,
+    caller: Option<&CallerGuard>,
+) -> Result<CallOutcome, CallError> {
+    let server = upstream.name().to_string();
     // From here until its result is read, however the call ends, the task is cancelled.
     let mut task = Unfinished(Some((peer.clone(), id.clone())));
     let mut peer = peer.clone();
     // Since when the connection has been lost, while the result is asked for again.
     let mut lost: Option<Instant> = None;
     let answer = loop {
-        let waiting = send(&peer, "tasks/result", json!({ "taskId": id })).await?;
+        let waiting = asker
+            .send(&peer, "tasks/result", json!({ "taskId": id }))
+            .await?;
         // The task's questions arrive on this request (HTTP) or name it: its caller answers.
         if let Some(c) = caller {
             c.bind(&waiting.id);
@@ -133,7 +200,7 @@ pub(super) async fn call(
         if lost_now && !upstream.acts_for_callers() {
             let since = *lost.get_or_insert_with(Instant::now);
             let back = tokio::select! {
-                back = super::tasks::reconnected(upstream, since + timeout) => back,
+                back = super::tasks::reconnected(upstream, since + asker.timeout) => back,
                 _ = cancel.cancelled() => return Err(CallError::Cancelled),
             };
             if let Ok(back) = back {
@@ -155,9 +222,9 @@ pub(super) async fn call(
         // The task's own failure ends it; a timeout or a lost answer leaves it to cancel.
         Err(e @ rmcp::ServiceError::McpError(_)) => {
             task.0 = None;
-            Err(map_err(e, config, tool, timeout))
+            Err(asker.failed(e))
         }
-        Err(e) => Err(map_err(e, config, tool, timeout)),
+        Err(e) => Err(asker.failed(e)),
     }
 }
 
