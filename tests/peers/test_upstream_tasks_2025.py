@@ -4,7 +4,10 @@ over stdio, over Streamable HTTP with streamed answers, and over Streamable HTTP
 JSON answers (whose `tools/list` loses each tool's `taskSupport` in rmcp, so the gateway
 learns it from the server's -32601). A client that knows nothing of tasks calls the tools
 plainly: the gateway calls them as tasks, waits for the result, relays the task's question
-to the client and cancels the task when the client cancels its call.
+to the client and cancels the task when the client cancels its call. After a restart of the
+gateway mid-task, the restarted gateway asks after the server's task again rather than
+calling the tool again; mcp 1.30 scopes a task to the session that made it, so it answers
+that it does not know the task, and the client's task fails saying so.
 
     .peers/py/bin/pytest tests/peers/test_upstream_tasks_2025.py
 """
@@ -17,10 +20,11 @@ import time
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from mcp import types
 
-from gateway import START_TIMEOUT, Peers, Workspace, free_port, http_gateway, missing, sdk_client, text, write_config
+from gateway import START_TIMEOUT, HttpGateway, Peers, Workspace, free_port, http_gateway, missing, sdk_client, text, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -121,3 +125,75 @@ async def test_tools_that_require_a_task_are_called_as_tasks(toolgate_bin: Path,
         if server is not None:
             server.terminate()
             server.wait(10)
+
+
+async def post_modern(url: str, method: str, params: dict) -> dict:
+    """One 2026-07-28 request of a client that declared tasks, as a plain client sends it."""
+    params = {
+        **params,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "toolgate-tests", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        },
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": method,
+        "mcp-name": params.get("name") or params.get("taskId"),
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    async with httpx2.AsyncClient(timeout=60) as http:
+        answer = await http.post(url, json=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+async def test_after_a_restart_the_gateway_asks_after_the_servers_task(toolgate_bin: Path, peers: Peers, work: Workspace):
+    log = work.path("tasks-server.log")
+    port = free_port()
+    args = [python(peers), str(SERVER), "--http", str(port)]
+    server = subprocess.Popen(args, env={**work.env(), "TASKS_SERVER_LOG": str(log)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    gateway = None
+    try:
+        await anyio.to_thread.run_sync(wait_listening, port, server)
+        upstream = {"url": f"http://127.0.0.1:{port}/mcp", "prefix": "job", "connect_timeout_secs": START_TIMEOUT, "call_timeout_secs": 30}
+        # A drain shorter than the task: the gateway stops while the server works on it.
+        settings = {"startup_wait_ms": int(START_TIMEOUT * 1000), "limits": {"shutdown_grace_secs": 0.1}}
+        config = write_config(work.path("toolgate.toml"), {"jobs": upstream}, settings)
+        gateway = HttpGateway(toolgate_bin, config, work, mode="direct")
+        url = await anyio.to_thread.run_sync(gateway.wait_endpoint)
+        call = {"name": "job_timed_report", "arguments": {"topic": "tides", "seconds": 4}}
+        created = await post_modern(url, "tools/call", call)
+        assert created["result"]["resultType"] == "task", created
+        task_id = created["result"]["taskId"]
+        with anyio.fail_after(20):
+            while not any(line.startswith("started ") for line in read_log(log)):
+                await anyio.sleep(0.05)
+        assert await anyio.to_thread.run_sync(gateway.stop) == 0
+
+        # The same configuration and store: the restarted gateway takes the task over.
+        gateway = HttpGateway(toolgate_bin, config, work, mode="direct")
+        url = await anyio.to_thread.run_sync(gateway.wait_endpoint)
+        with anyio.fail_after(40):
+            while True:
+                got = (await post_modern(url, "tasks/get", {"taskId": task_id}))["result"]
+                if got["status"] != "working":
+                    break
+                await anyio.sleep(0.2)
+        # mcp 1.30 keeps a task for the session that made it: the new session's tasks/result
+        # for it is "Task not found", and the client is told why its task failed. (A server
+        # that keeps its tasks, as the fixture does over 2026-07-28, completes it: test_tasks.rs.)
+        assert got["status"] == "failed", got
+        message = got["error"]["message"]
+        assert "the gateway restarted while the call ran" in message, message
+        assert "Task not found" in message, message
+        started = [line.split()[1] for line in read_log(log) if line.startswith("started ")]
+        # The tool was not called again.
+        assert len(started) == 1, started
+    finally:
+        if gateway is not None:
+            await anyio.to_thread.run_sync(gateway.stop)
+        server.terminate()
+        server.wait(10)

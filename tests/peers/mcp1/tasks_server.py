@@ -14,9 +14,11 @@ Tools:
   waits on tasks/result), then answers "deleted PATH" or "kept PATH".
 - `long_job()`, "required": works until cancelled; a cancel is written to the log file
   named by TASKS_SERVER_LOG ("cancelled ID").
+- `timed_report(topic, seconds)`, "required": logs "started ID", works `seconds`, then
+  answers "report on TOPIC after SECONDS s (task ID)".
 - `echo(text)`, no task support: a plain call.
 
-A plain call of one of the first three is refused with -32601, as the specification says,
+A plain call of one of the first four is refused with -32601, as the specification says,
 and logged ("refused plain NAME").
 """
 
@@ -35,7 +37,7 @@ server = Server("tasks-2025")
 support = server.experimental.enable_tasks()
 
 REQUIRED = types.ToolExecution(taskSupport="required")
-TASK_TOOLS = {"slow_report", "confirm_delete", "long_job"}
+TASK_TOOLS = {"slow_report", "confirm_delete", "long_job", "timed_report"}
 
 
 def log(line: str) -> None:
@@ -55,6 +57,7 @@ async def list_tools() -> list[types.Tool]:
         types.Tool(name="slow_report", description="Write a report on a topic (slow).", inputSchema=schema(topic="string"), execution=REQUIRED),
         types.Tool(name="confirm_delete", description="Delete a file after the user confirms.", inputSchema=schema(path="string"), execution=REQUIRED),
         types.Tool(name="long_job", description="A job that runs until cancelled.", inputSchema=schema(), execution=REQUIRED),
+        types.Tool(name="timed_report", description="Write a report on a topic in the given seconds.", inputSchema=schema(topic="string", seconds="number"), execution=REQUIRED),
         types.Tool(name="echo", description="Echo the text back.", inputSchema=schema(text="string")),
     ]
 
@@ -76,6 +79,10 @@ async def call_tool(name: str, arguments: dict):
             await task.update_status("writing")
             await anyio.sleep(0.3)
             return done(f"report on {arguments['topic']} (task {task.task_id})")
+        if name == "timed_report":
+            log(f"started {task.task_id}")
+            await anyio.sleep(float(arguments["seconds"]))
+            return done(f"report on {arguments['topic']} after {arguments['seconds']} s (task {task.task_id})")
         if name == "confirm_delete":
             answer = await task.elicit(
                 message=f"Delete {arguments['path']}?",
