@@ -404,15 +404,10 @@ async fn destructive_tools_failed_calls_and_mode_off_select_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_on_one_redis_learn_together() {
-    let Some((redis_bin, _)) = fleet::programs_or_skip() else {
+    let dir = TestDir::new();
+    let Some((_redis, store)) = fleet::redis_store(&dir) else {
         return;
     };
-    let dir = TestDir::new();
-    let redis_dir = dir.path("redis");
-    std::fs::create_dir_all(&redis_dir).unwrap();
-    let port = fleet::free_port();
-    let _redis = fleet::redis(&redis_bin, port, &redis_dir);
-    let store = format!("[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:{port}\"");
     let cfg = config(&dir, &store);
     let env = [(
         "TOOLGATE_STORE_KEY",

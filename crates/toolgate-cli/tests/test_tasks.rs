@@ -472,3 +472,78 @@ async fn an_upstream_with_tasks_of_its_own_is_followed_through_them() {
     let seen = cancelled_count(&url, "1").await;
     assert_eq!(seen, "1", "the upstream's task was cancelled");
 }
+
+/// A TCP proxy between the gateway and an upstream whose connections can be cut: `cut`
+/// drops every open one and, for a while, closes each new one at once.
+struct CuttableProxy {
+    addr: std::net::SocketAddr,
+    refusing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl CuttableProxy {
+    async fn start(target: std::net::SocketAddr) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let proxy = Self {
+            addr: listener.local_addr().unwrap(),
+            refusing: Default::default(),
+            open: Default::default(),
+        };
+        let (refusing, open) = (proxy.refusing.clone(), proxy.open.clone());
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if refusing.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue;
+                }
+                let pipe = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                open.lock().unwrap().push(pipe.abort_handle());
+            }
+        });
+        proxy
+    }
+
+    /// Drops every connection, and refuses new ones for `how_long`.
+    fn cut(&self, how_long: Duration) {
+        self.refusing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.open.lock().unwrap().drain(..).for_each(|c| c.abort());
+        let refusing = self.refusing.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(how_long).await;
+            refusing.store(false, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+}
+
+/// The connection to an upstream lost while its own task runs does not fail the call: the
+/// gateway connects again and asks after the task (the fixture over HTTP, 2026-07-28 only,
+/// keeps running and keeps its task; a proxy between them cuts every connection for two
+/// seconds).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_task_outlives_a_lost_connection_to_it() {
+    let dir = TestDir::new();
+    let fixture = HttpFixture::spawn(&["--conformance", "--modern-only"]);
+    let target: reqwest::Url = fixture.url.parse().unwrap();
+    let target_addr = target.socket_addrs(|| None).unwrap()[0];
+    let proxy = CuttableProxy::start(target_addr).await;
+    let mut through = target.clone();
+    through.set_port(Some(proxy.addr.port())).unwrap();
+    let upstream = format!("[upstreams.cf]\nurl = {:?}\n", through.to_string());
+    let gw = HttpGateway::start(&dir.config("mode = \"direct\"", &[upstream]), &[]);
+    let url = format!("{}/direct", gw.url);
+
+    let slow = json!({"seconds": 3, "label": "through"});
+    let id = task_id(&call(&url, "cf_slow_compute", slow, None).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.cut(Duration::from_secs(2));
+    let done = until_done(&url, &id, None).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    // The upstream's own task's result, read after the cut (a call in flight would have
+    // failed with the connection).
+    assert!(text.contains("slow_compute through done"), "{text}");
+}

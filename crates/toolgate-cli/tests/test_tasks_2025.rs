@@ -316,15 +316,10 @@ async fn a_2025_task_over_stdio() {
 
 #[tokio::test]
 async fn two_replicas_on_one_redis_serve_each_others_2025_tasks() {
-    let Some((redis_bin, _)) = fleet::programs_or_skip() else {
+    let dir = TestDir::new();
+    let Some((_redis, store)) = fleet::redis_store(&dir) else {
         return;
     };
-    let dir = TestDir::new();
-    let redis_dir = dir.path("redis");
-    std::fs::create_dir_all(&redis_dir).unwrap();
-    let port = fleet::free_port();
-    let _redis = fleet::redis(&redis_bin, port, &redis_dir);
-    let store = format!("[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:{port}\"\n");
     let a = gateway(&dir, &[store]);
     let env = [("TOOLGATE_STORE_KEY", KEY)];
     let (b, _) = HttpGateway::start_with_env(&dir.path("toolgate.toml"), &[], None, &env);

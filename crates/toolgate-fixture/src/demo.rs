@@ -16,6 +16,7 @@ use rmcp::model::JsonObject;
 use serde_json::{json, Value};
 
 mod more;
+mod ops;
 mod time;
 
 /// What a demo tool answers: its result, or a message for the model (`isError`).
@@ -86,7 +87,7 @@ impl DemoWorld {
             ("calendar", _) => more::calendar(s, tool, args, now),
             ("mail", _) => more::mail(s, tool, args, now),
             ("files", _) => more::files(s, tool, args, now),
-            ("metrics" | "deploy", _) => more::ops(s, server, tool, args, now),
+            ("metrics" | "deploy", _) => ops::ops(s, server, tool, args, now),
             _ => Err(format!("{server}/{tool} is not a demo tool")),
         }
     }

@@ -61,6 +61,7 @@
 //! - [`payload`]: the echo object and exact-size text.
 //! - [`faults`]: misbehaviours on demand.
 //! - [`stdio`], [`http`]: the transports; [`wire`] restores raw tools on both.
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod catalog;

@@ -16,6 +16,7 @@
 use super::synonyms;
 use super::text::Analyzer;
 use std::collections::HashSet;
+use std::sync::Arc;
 use toolgate_core::catalog::ToolRecord;
 
 /// Number of features (without the intercept).
@@ -55,7 +56,8 @@ const SOFTMAX_LOGIT_BOUND: f32 = 6.0;
 /// the top tool is also the best of the first few by its description and parameters alone
 /// ([`super::Retriever::rank_described`]). `semantic_first`: the top tool is also the
 /// closest in meaning of every tool, to the task read with its meanings or as typed, by
-/// the static vectors ([`super::Retriever::closest_each`]).
+/// the static vectors ([`super::Retriever::closest_each`]). `text_of` gives a tool's
+/// [`tool_terms`] (kept with the index, [`super::Retriever::text_terms`], or analysed).
 #[expect(
     clippy::too_many_arguments,
     reason = "the decision's inputs, each its own kind of evidence; a struct would only name them twice"
@@ -69,6 +71,7 @@ pub(crate) fn features(
     second: Option<&ToolRecord>,
     described_first: bool,
     semantic_first: bool,
+    text_of: &dyn Fn(&ToolRecord) -> Arc<HashSet<String>>,
 ) -> Features {
     let s1 = scores
         .first()
@@ -95,8 +98,8 @@ pub(crate) fn features(
         .count();
     let server_terms = analyzer.analyze(&top.id.server);
     let server_named = server_terms.iter().any(|t| task_terms.contains(t));
-    let top_text = tool_terms(analyzer, top);
-    let second_text = second.map(|t| tool_terms(analyzer, t)).unwrap_or_default();
+    let top_text = text_of(top);
+    let second_text = second.map(text_of).unwrap_or_default();
     let overlap = jaccard(&top_text, &second_text);
     // A task word counts as explained by its synonym too ("ticket" by "issue").
     let explained = |text: &HashSet<String>| {
@@ -125,7 +128,7 @@ pub(crate) fn features(
 }
 
 /// The analysed terms of a tool's name, title and description.
-fn tool_terms(analyzer: &Analyzer, tool: &ToolRecord) -> HashSet<String> {
+pub(crate) fn tool_terms(analyzer: &Analyzer, tool: &ToolRecord) -> HashSet<String> {
     let mut out = Vec::new();
     analyzer.terms(&tool.id.name, &mut out, None);
     if let Some(t) = tool.title() {

@@ -5,7 +5,7 @@
 //! assessment into a decision. `toolgate eval route` keeps assessments to refit and
 //! re-score the decision without ranking again.
 
-use super::calibrate::{confidence, features, Calibration, Features, NULL_WEIGHT};
+use super::calibrate::{confidence, features, tool_terms, Calibration, Features, NULL_WEIGHT};
 use super::text::{truncate, Analyzer, MAX_TASK_BYTES};
 use super::Retriever;
 use std::collections::HashSet;
@@ -297,6 +297,12 @@ pub(crate) fn assess<R: Retriever + ?Sized>(
                         .any(|(t, c)| t.id == top.id && *c >= best - SEMANTIC_TIE)
                 })
             });
+        // The top tools' own terms, kept with the index when it keeps them.
+        let text_of = |t: &ToolRecord| {
+            retriever
+                .text_terms(t)
+                .unwrap_or_else(|| Arc::new(tool_terms(&analyzer, t)))
+        };
         features(
             &analyzer,
             &terms,
@@ -306,6 +312,7 @@ pub(crate) fn assess<R: Retriever + ?Sized>(
             second,
             described_first,
             semantic_first,
+            &text_of,
         )
     });
     Assessment {

@@ -17,8 +17,8 @@ use super::examples::RouteExamples;
 use super::static_vectors::StaticVectors;
 use super::text::Analyzer;
 use serde::Deserialize;
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
 use toolgate_core::catalog::{Catalog, ToolRecord};
 
 mod closest;
@@ -117,6 +117,10 @@ struct Shard {
     /// which stays in a core's 1 MB L2 cache; at 16 bits it did not).
     prefixes: Arc<[i8]>,
     scales: Arc<[f32]>,
+    /// Each document's terms of its name, title and description (`calibrate::tool_terms`),
+    /// analysed the first time the decision asks ([`RouteIndex::text_terms`]); shared
+    /// between copies, new with the shard.
+    texts: Arc<[OnceLock<Arc<HashSet<String>>>]>,
 }
 
 /// The routing index for one catalog snapshot. Built off the request path; cloneable so
@@ -318,7 +322,9 @@ impl RouteIndex {
                 scales.push(scale);
             }
         }
+        let texts = tools.iter().map(|_| OnceLock::new()).collect();
         self.shards[slot as usize] = Some(Shard {
+            texts,
             tools,
             lens: lens_all,
             terms,
@@ -389,6 +395,22 @@ impl RouteIndex {
         out
     }
 
+    /// The analysed terms of `tool`'s name, title and description
+    /// (`calibrate::tool_terms`), kept from the first time they are asked for; `None` for a
+    /// record that is not this index's own (the same tool of another snapshot).
+    pub fn text_terms(&self, tool: &ToolRecord) -> Option<Arc<HashSet<String>>> {
+        let slot = *self.slots.get(&tool.id.server)?;
+        let shard = self.shards[slot as usize].as_ref()?;
+        let key = tool.id.to_string().to_lowercase();
+        let &(_, doc) =
+            self.names.get(&key)?.iter().find(|&&(s, d)| {
+                s == slot && std::ptr::eq(shard.tools[d as usize].as_ref(), tool)
+            })?;
+        let text = shard.texts[doc as usize]
+            .get_or_init(|| Arc::new(super::calibrate::tool_terms(&self.analyzer, tool)));
+        Some(text.clone())
+    }
+
     /// The most any tool could score for `query` from its own text: each known term's
     /// weight times its idf (BM25F's saturation keeps every term's share below that).
     /// The decision uses it to tell a tool that explains the task from one that merely
@@ -422,4 +444,43 @@ const MAX_NAME_KEY: usize = 512;
 /// BM25's idf, kept positive for terms in more than half the documents.
 fn idf(n: f32, df: f32) -> f32 {
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolgate_core::catalog::parse_catalog;
+
+    #[test]
+    fn kept_text_terms_are_the_fresh_analysis() {
+        let catalog = Catalog::from_entries(
+            parse_catalog(
+                r#"[{"server": "git", "tool": {"name": "git_log", "title": "Commit log",
+                      "description": "Shows the commit logs of a repository."}},
+                    {"server": "git", "tool": {"name": "git_status", "description": "Working tree status"}},
+                    {"server": "web", "tool": {"name": "git_log", "description": "Other"}}]"#,
+            )
+            .expect("test catalog"),
+        );
+        let mut index = RouteIndex::build(&catalog);
+        let analyzer = Analyzer::new();
+        for tool in catalog.tools() {
+            let fresh = crate::calibrate::tool_terms(&analyzer, tool);
+            // Asked twice: analysed once, then the same set.
+            let first = index.text_terms(tool).expect("the index's own record");
+            let again = index.text_terms(tool).expect("kept");
+            assert!(Arc::ptr_eq(&first, &again));
+            assert_eq!(*first, fresh, "{}", tool.id);
+        }
+        // A record that is not the index's own (an equal copy, or another snapshot's)
+        // has none: the decision analyses it.
+        let copy = Arc::new(catalog.tools()[0].as_ref().clone());
+        assert!(index.text_terms(&copy).is_none());
+        // A replaced server's tools are analysed again, from their new text.
+        let new: Vec<Arc<ToolRecord>> = vec![Arc::new(copy.as_ref().clone())];
+        index.replace_server("git", new.clone());
+        let renewed = index.text_terms(&new[0]).expect("the new record");
+        assert_eq!(*renewed, crate::calibrate::tool_terms(&analyzer, &new[0]));
+        assert!(index.text_terms(&catalog.tools()[0]).is_none());
+    }
 }

@@ -72,6 +72,7 @@ pub use {
     hybrid::{FusionMode, FusionParams, HybridIndex, PrecomputedQueries, HYBRID_THRESHOLD},
 };
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use toolgate_core::catalog::ToolRecord;
 
@@ -121,6 +122,13 @@ pub trait Retriever: Send + Sync {
         vec![Vec::new(); readings.len()]
     }
 
+    /// The analysed terms of `tool`'s name, title and description, when the retriever
+    /// keeps them (the calibrated decision compares the top two tools' with the task);
+    /// `None`: the decision analyses them itself. Filtering retrievers ask their inner one.
+    fn text_terms(&self, _tool: &ToolRecord) -> Option<Arc<HashSet<String>>> {
+        None
+    }
+
     /// True when the scores are BM25F's, for which the calibrated confidence was fitted;
     /// other retrievers keep the softmax confidence and their own threshold.
     fn calibrated(&self) -> bool {
@@ -152,6 +160,10 @@ impl Retriever for RouteIndex {
         k: usize,
     ) -> Vec<Vec<(Arc<ToolRecord>, f32)>> {
         RouteIndex::closest_each(self, readings, server, k)
+    }
+
+    fn text_terms(&self, tool: &ToolRecord) -> Option<Arc<HashSet<String>>> {
+        RouteIndex::text_terms(self, tool)
     }
 
     /// Calibrated without example tasks only: the model was fitted on catalogs alone, and

@@ -155,11 +155,47 @@ impl StaticVectors {
     pub fn embed_known(&self, text: &str) -> Option<Vec<f32>> {
         let mut ids = Vec::new();
         wordpiece(text, |t| self.id(t), self.unk, &mut ids);
+        self.known_mean(&ids)
+    }
+
+    /// [`Self::embed_known`] of each text, tokenising a text that is another one followed
+    /// by a space and more words (a task and the task read with its meanings,
+    /// `synonyms::with_meanings`) only past the other: whitespace ends a word and NFD
+    /// reorders nothing across a space, so its tokens are the other's and then its own,
+    /// and the vector is the same to the last bit (tested).
+    pub(crate) fn embed_known_each(&self, texts: &[&str]) -> Vec<Option<Vec<f32>>> {
+        let mut ids: Vec<Option<Vec<u32>>> = vec![None; texts.len()];
+        // The texts no other extends are tokenised whole first, then the others after them.
+        for pass in 0..2 {
+            for (i, text) in texts.iter().enumerate() {
+                let base = (0..texts.len()).find(|&j| j != i && extends(text, texts[j]));
+                if ids[i].is_some() || (pass == 0) == base.is_some() {
+                    continue;
+                }
+                let mut own = Vec::new();
+                match base.and_then(|j| ids[j].as_ref().map(|b| (j, b))) {
+                    Some((j, b)) => {
+                        own.extend_from_slice(b);
+                        let rest = &text[texts[j].len()..];
+                        wordpiece(rest, |t| self.id(t), self.unk, &mut own);
+                    }
+                    None => wordpiece(text, |t| self.id(t), self.unk, &mut own),
+                }
+                ids[i] = Some(own);
+            }
+        }
+        ids.iter()
+            .map(|ids| self.known_mean(ids.as_deref().unwrap_or_default()))
+            .collect()
+    }
+
+    /// The mean of `ids`, or `None` when too few of them are known words.
+    fn known_mean(&self, ids: &[u32]) -> Option<Vec<f32>> {
         let weak = ids
             .iter()
             .filter(|&&id| Some(id) == self.unk || self.token(id).chars().all(is_cjk))
             .count();
-        (!ids.is_empty() && weak * 2 < ids.len()).then(|| self.mean(&ids))
+        (!ids.is_empty() && weak * 2 < ids.len()).then(|| self.mean(ids))
     }
 
     /// Number of tokens in the vocabulary.
@@ -203,6 +239,15 @@ impl StaticVectors {
         }
         normalize(sum)
     }
+}
+
+/// True when `text` is `base` followed by a space and more (or `base` itself, which a
+/// cut at the byte bound can make of it): its tokens are then `base`'s and the rest's.
+fn extends(text: &str, base: &str) -> bool {
+    !base.is_empty()
+        && text
+            .strip_prefix(base)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
 }
 
 /// Scales `v` to unit length (a zero vector stays zero).
@@ -376,6 +421,19 @@ mod tests {
         assert!((norm - 1.0).abs() < 1e-4, "{norm}");
         let (d, w) = (dot(&task, &discounts), dot(&task, &weather));
         assert!(d > w + 0.1, "discounts {d}, weather {w}");
+    }
+
+    #[test]
+    fn a_reading_extending_another_embeds_as_if_alone() {
+        let v = StaticVectors::builtin();
+        let task = "Read /root/papers/a.pdf, then write a comparison report; café Ünïcode 東京?";
+        let long = format!("{task} event schedule agenda date time");
+        let texts = [long.as_str(), task, "unrelated words here", task, ""];
+        let each = v.embed_known_each(&texts);
+        for (text, got) in texts.iter().zip(&each) {
+            assert_eq!(got, &v.embed_known(text), "{text}");
+        }
+        assert!(extends(&long, task) && extends(task, task) && !extends(task, "Read /ro"));
     }
 
     #[test]

@@ -443,6 +443,23 @@ fn the_closest_tool_by_meaning() {
         assert_eq!(ids(list), ids(&alone), "{reading}");
     }
     assert!(each[1].is_empty() && !each[0].is_empty() && !each[2].is_empty());
+    // Two readings, the usual case (one pass for both), the first the second with more
+    // words (tokenised only past the second): the same lists as each alone.
+    for pair in [
+        ["open a pull request create new", "open a pull request"],
+        ["resize the pods to five copies", "查询游戏王卡牌的图片"],
+    ] {
+        let each = index.closest_each(&pair, None, 3);
+        for (reading, list) in pair.iter().zip(&each) {
+            let alone = index.closest(reading, None, 3);
+            let same = list.len() == alone.len()
+                && list
+                    .iter()
+                    .zip(&alone)
+                    .all(|(a, b)| a.0.id == b.0.id && a.1 == b.1);
+            assert!(same, "{reading}");
+        }
+    }
     // Twins have one text, so one cosine: the decision counts either as the closest.
     let twins = RouteIndex::build(&catalog(
         r#"[{"server": "a", "tool": {"name": "get_time", "description": "Current time"}},

@@ -536,12 +536,18 @@ impl HttpFixture {
     }
 
     pub fn start_with(dir: &TestDir, server: &str, extra: &[&str]) -> Self {
+        let catalog = dir.path("catalog.json");
+        let mut args = extra.to_vec();
+        args.extend(["--catalog", catalog.to_str().unwrap(), "--server", server]);
+        Self::spawn(&args)
+    }
+
+    /// `toolgate fixture ARGS --http 127.0.0.1:0`, its address read from its first line.
+    pub fn spawn(args: &[&str]) -> Self {
         let mut child = Command::new(toolgate())
             .arg("fixture")
-            .args(extra)
-            .arg("--catalog")
-            .arg(dir.path("catalog.json"))
-            .args(["--server", server, "--http", "127.0.0.1:0"])
+            .args(args)
+            .args(["--http", "127.0.0.1:0"])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();

@@ -83,6 +83,20 @@ pub(crate) fn redis(program: &Path, port: u16, dir: &Path) -> Service {
     redis_with(program, port, dir, &[])
 }
 
+/// A fresh `redis-server` for one test (its files under `dir`'s `redis`), and the `[store]`
+/// section that points a gateway at it; `None` (the test skipped) when Redis or HAProxy
+/// is not installed.
+#[allow(dead_code, reason = "each test binary uses a part of these helpers")]
+pub(crate) fn redis_store(dir: &crate::common::TestDir) -> Option<(Service, String)> {
+    let (redis_bin, _) = programs_or_skip()?;
+    let redis_dir = dir.path("redis");
+    std::fs::create_dir_all(&redis_dir).unwrap();
+    let port = free_port();
+    let service = redis(&redis_bin, port, &redis_dir);
+    let store = format!("[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:{port}\"\n");
+    Some((service, store))
+}
+
 /// `redis` with more server options (`--maxmemory 1mb`, say).
 pub(crate) fn redis_with(program: &Path, port: u16, dir: &Path, extra: &[&str]) -> Service {
     let child = Command::new(program)

@@ -31,7 +31,7 @@ use serde_json::{json, Value};
 mod mrtr;
 mod tasks;
 mod tools;
-use tools::{parse, tools};
+use tools::tools;
 
 /// A 1x1 red PNG.
 pub(super) const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -62,6 +62,8 @@ pub struct ConformanceServer {
 }
 
 impl ConformanceServer {
+    /// A server named `name` (its `serverInfo.name`) speaking both eras, with no
+    /// subscriptions, tasks or toggled tool yet.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -386,4 +388,29 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await?;
     Ok(())
+}
+
+/// A fixture value read as an MCP type (the fixture's own JSON always matches).
+pub(super) fn parse<T: serde::de::DeserializeOwned>(v: Value) -> T {
+    serde_json::from_value(v).expect("fixture JSON matches the MCP schema")
+}
+
+pub(super) fn text(s: impl Into<String>) -> rmcp::model::CallToolResult {
+    parse(json!({"content": [{"type": "text", "text": s.into()}]}))
+}
+
+/// Sends a server-to-client request and returns the client's answer as JSON.
+pub(super) async fn ask(
+    context: &RequestContext<RoleServer>,
+    method: &str,
+    params: Value,
+) -> Result<Value, String> {
+    let request: rmcp::model::ServerRequest =
+        serde_json::from_value(json!({"method": method, "params": params}))
+            .map_err(|e| e.to_string())?;
+    match context.peer.send_request(request).await {
+        Ok(rmcp::model::ClientResult::EmptyResult(_)) => Ok(json!({})),
+        Ok(r) => serde_json::to_value(r).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
 }

@@ -27,7 +27,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Map, Value};
 
-use super::tools::{ask, parse, text};
+use super::{ask, parse, text};
 
 /// The tools of this module, as listed.
 pub(super) fn tools() -> Vec<Value> {

@@ -30,7 +30,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::mrtr::{self, Step};
-use super::tools::{parse, text};
+use super::{parse, text};
 
 /// How long a task is kept once it ended (its `ttlMs`).
 const KEEP: Duration = Duration::from_secs(600);

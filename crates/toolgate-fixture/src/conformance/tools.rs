@@ -9,23 +9,14 @@
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientResult, LoggingLevel,
-    LoggingMessageNotificationParam, ProgressNotificationParam, ResourceUpdatedNotificationParam,
-    ServerRequest,
+    CallToolRequestParams, CallToolResult, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Value};
 
-use super::{ConformanceServer, PNG, WATCHED, WAV};
-
-pub(super) fn parse<T: serde::de::DeserializeOwned>(v: Value) -> T {
-    serde_json::from_value(v).expect("fixture JSON matches the MCP schema")
-}
-
-pub(super) fn text(s: impl Into<String>) -> CallToolResult {
-    parse(json!({"content": [{"type": "text", "text": s.into()}]}))
-}
+use super::{ask, parse, text, ConformanceServer, PNG, WATCHED, WAV};
 
 /// The `json-schema-2020-12` scenario's tool, whose schema must reach the client unchanged.
 pub(super) const JSON_SCHEMA_TOOL: &str = "json_schema_2020_12_tool";
@@ -168,22 +159,6 @@ fn arg(request: &CallToolRequestParams, key: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
-}
-
-/// Sends a server-to-client request and returns the client's answer as JSON.
-pub(super) async fn ask(
-    context: &RequestContext<RoleServer>,
-    method: &str,
-    params: Value,
-) -> Result<Value, String> {
-    let request: ServerRequest =
-        serde_json::from_value(json!({"method": method, "params": params}))
-            .map_err(|e| e.to_string())?;
-    match context.peer.send_request(request).await {
-        Ok(ClientResult::EmptyResult(_)) => Ok(json!({})),
-        Ok(r) => serde_json::to_value(r).map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 fn elicit_result(r: Result<Value, String>) -> CallToolResult {

@@ -44,13 +44,16 @@ impl RouteIndex {
         // Two passes: the first PREFIX dimensions (PCA's largest) pick SHORTLIST
         // candidates, the whole vectors rank them; a quarter of the work of one pass.
         let prefix = PREFIX.min(dim);
-        let mut tasks: Vec<Reading> = readings
+        let cut: Vec<&str> = readings
             .iter()
+            .map(|q| crate::text::truncate(q, crate::text::MAX_TASK_BYTES))
+            .collect();
+        let mut tasks: Vec<Reading> = v
+            .embed_known_each(&cut)
+            .into_iter()
             .enumerate()
-            .filter_map(|(at, query)| {
-                let task =
-                    v.embed_known(crate::text::truncate(query, crate::text::MAX_TASK_BYTES))?;
-                let (task, scale) = quantize(&task);
+            .filter_map(|(at, task)| {
+                let (task, scale) = quantize(&task?);
                 let prefix = task[..prefix].iter().map(|&x| i16::from(x)).collect();
                 let shortlist = Shortlist::new(k.max(SHORTLIST));
                 Some(Reading {
@@ -70,20 +73,20 @@ impl RouteIndex {
             if only.is_some_and(|o| o != slot as u32) {
                 continue;
             }
-            for (doc, row) in shard.prefixes.chunks_exact(prefix).enumerate() {
-                let fixed: Option<&[i8; PREFIX]> = row.try_into().ok();
-                for r in &mut tasks {
-                    let dot = match (fixed, r.prefix.as_slice().try_into().ok()) {
-                        (Some(row), Some(task)) => dot_prefix(task, row),
-                        _ => r
-                            .prefix
-                            .iter()
-                            .zip(row)
-                            .map(|(&x, &y)| i32::from(x) * i32::from(y))
-                            .sum(),
-                    };
-                    let rough = shard.scales[doc] * dot as f32;
-                    r.shortlist.offer((rough, slot as u32, doc as u32));
+            // The usual one or two readings read each row once (widened once for both).
+            match tasks.as_mut_slice() {
+                [one] if prefix == PREFIX => first_pass([one], slot as u32, shard),
+                [a, b] if prefix == PREFIX => first_pass([a, b], slot as u32, shard),
+                tasks => {
+                    for (doc, row) in shard.prefixes.chunks_exact(prefix).enumerate() {
+                        for r in tasks.iter_mut() {
+                            let dot: i32 = (r.prefix.iter().zip(row))
+                                .map(|(&x, &y)| i32::from(x) * i32::from(y))
+                                .sum();
+                            let rough = shard.scales[doc] * dot as f32;
+                            r.shortlist.offer((rough, slot as u32, doc as u32));
+                        }
+                    }
                 }
             }
         }
@@ -174,11 +177,55 @@ fn dot_int<T: Copy + Into<i32>>(a: &[T], b: &[T]) -> i32 {
     a.iter().zip(b).map(|(&x, &y)| x.into() * y.into()).sum()
 }
 
-/// [`dot_int`] of a task's first [`PREFIX`] values, held in 16 bits, and a tool's, in 8
-/// (the first pass of [`RouteIndex::closest_each`]), in eight lanes: over a fixed length the
-/// compiler widens each eight of the row (SSE2 has no 8-bit multiply) and multiplies them in
-/// one `pmaddwd`. Integer sums in any order are equal, so the result is [`dot_int`]'s.
-fn dot_prefix(a: &[i16; PREFIX], b: &[i8; PREFIX]) -> i32 {
+/// The first pass over one shard's rows for `N` readings of a task (each with
+/// [`PREFIX`] values): each row is read, and widened, once for all of them.
+fn first_pass<const N: usize>(mut readings: [&mut Reading; N], slot: u32, shard: &super::Shard) {
+    let mut tasks = [[0i16; PREFIX]; N];
+    for (task, r) in tasks.iter_mut().zip(&readings) {
+        task.copy_from_slice(&r.prefix);
+    }
+    for (doc, row) in shard.prefixes.chunks_exact(PREFIX).enumerate() {
+        let Ok(row) = <&[i8; PREFIX]>::try_from(row) else {
+            continue;
+        };
+        let dots = dot_prefix(&tasks, row);
+        for (r, dot) in readings.iter_mut().zip(dots) {
+            let rough = shard.scales[doc] * dot as f32;
+            r.shortlist.offer((rough, slot, doc as u32));
+        }
+    }
+}
+
+/// [`dot_int`] of each of `N` tasks' first [`PREFIX`] values, held in 16 bits, and a
+/// tool's, in 8 (the first pass of [`RouteIndex::closest_each`]), in eight lanes each. One
+/// task: over a fixed length the compiler widens each eight of the row (SSE2 has no 8-bit
+/// multiply) and multiplies them in one `pmaddwd`. Several: the row is widened once, then
+/// [`dot_wide`] for each. Integer sums in any order are equal, so each result is
+/// [`dot_int`]'s.
+fn dot_prefix<const N: usize>(tasks: &[[i16; PREFIX]; N], row: &[i8; PREFIX]) -> [i32; N] {
+    let mut out = [0i32; N];
+    if let [task] = tasks.as_slice() {
+        let mut lanes = [0i32; 8];
+        for (x, y) in task.chunks_exact(8).zip(row.chunks_exact(8)) {
+            for (lane, (&x, &y)) in lanes.iter_mut().zip(x.iter().zip(y)) {
+                *lane += i32::from(x) * i32::from(y);
+            }
+        }
+        out[0] = lanes.iter().sum();
+        return out;
+    }
+    let wide: [i16; PREFIX] = row.map(i16::from);
+    for (out, task) in out.iter_mut().zip(tasks) {
+        *out = dot_wide(task, &wide);
+    }
+    out
+}
+
+/// [`dot_int`] of two 16-bit rows of [`PREFIX`] values, eight lanes at a time (one
+/// `pmaddwd` each). Not inlined: inlined into the loop over two tasks, the compiler
+/// (rustc 1.95) multiplied value by value instead (measured: three times slower).
+#[inline(never)]
+fn dot_wide(a: &[i16; PREFIX], b: &[i16; PREFIX]) -> i32 {
     let mut lanes = [0i32; 8];
     for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
         for (lane, (&x, &y)) in lanes.iter_mut().zip(x.iter().zip(y)) {
@@ -205,10 +252,19 @@ mod tests {
         for _ in 0..200 {
             let a: [i16; PREFIX] = std::array::from_fn(|_| next());
             let b: [i8; PREFIX] = std::array::from_fn(|_| next() as i8);
+            let a2: [i16; PREFIX] = std::array::from_fn(|_| next());
             let wide = b.map(i16::from);
-            assert_eq!(dot_prefix(&a, &b), dot_int(&a, &wide));
+            assert_eq!(dot_prefix(&[a], &b), [dot_int(&a, &wide)]);
+            // Two tasks on one row: each its own plain sum.
+            assert_eq!(
+                dot_prefix(&[a, a2], &b),
+                [dot_int(&a, &wide), dot_int(&a2, &wide)]
+            );
         }
         let (low, low8) = ([-128i16; PREFIX], [-128i8; PREFIX]);
-        assert_eq!(dot_prefix(&low, &low8), 128 * 128 * PREFIX as i32);
+        assert_eq!(
+            dot_prefix(&[low, low], &low8),
+            [128 * 128 * PREFIX as i32; 2]
+        );
     }
 }

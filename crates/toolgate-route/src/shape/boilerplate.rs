@@ -5,7 +5,7 @@
 //! description recur in many tools (Azure's `tenant`, `retry-*`, `auth-method` on all 235).
 //! The first are removed from descriptions; the second are cut to their first sentence.
 
-use super::slim::SlimOptions;
+use super::options::SlimOptions;
 use super::text::sentences;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

@@ -19,6 +19,7 @@ mod boilerplate;
 mod keywords;
 mod lint;
 mod local;
+mod options;
 mod refs;
 mod slim;
 mod text;
@@ -28,7 +29,8 @@ mod walk;
 
 pub use lint::{lint_schema, Rule, SchemaFinding};
 pub use local::{rewrite_schema, LocalOptions};
-pub use slim::{slim_catalog, slim_schema, slim_tool, ShapedTool, SlimOptions, ToolOverride};
+pub use options::{SlimOptions, ToolOverride};
+pub use slim::{slim_catalog, slim_schema, slim_tool, ShapedTool};
 pub use tokens::{openai_form, openai_form_of_tool, Encoding, FormTokens};
 pub use view::ProfileView;
 

@@ -6,7 +6,8 @@
 use super::{Engine, MetaResult};
 use crate::policy::Caller;
 use crate::skills::drafts::{self, Proposal};
-use crate::skills::manifest::{check_schema, MAX_DESCRIPTION};
+use crate::skills::manifest::check_schema;
+use crate::skills::MAX_DESCRIPTION;
 use crate::skills::{is_skill_name, name_rule};
 use serde_json::{json, Map, Value};
 use toolgate_core::meta::args::ProposeArgs;

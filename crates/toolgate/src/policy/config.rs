@@ -36,7 +36,8 @@
 //! ```
 
 use super::glob::{Glob, PatternList};
-use super::keys::{parse_hash, Grant, KeyEntry, HASH_PREFIX};
+use super::grant::Grant;
+use super::keys::{parse_hash, KeyEntry, HASH_PREFIX};
 use super::profiles::Profile;
 use super::tiers::{Tier, ToolRule, HINTS};
 use crate::config_error::{invalid, Result};

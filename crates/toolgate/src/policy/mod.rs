@@ -20,6 +20,7 @@ pub(crate) mod approval;
 pub(crate) mod audit;
 pub(crate) mod config;
 pub(crate) mod glob;
+pub(crate) mod grant;
 pub(crate) mod keys;
 pub(crate) mod oauth;
 pub(crate) mod permit;
@@ -28,7 +29,8 @@ pub(crate) mod refusal;
 pub(crate) mod tiers;
 
 pub(crate) use config::PolicyConfig;
-pub(crate) use keys::{AuthRejection, Grant};
+pub(crate) use grant::Grant;
+pub(crate) use keys::AuthRejection;
 pub(crate) use permit::Permit;
 pub(crate) use profiles::Profile;
 pub(crate) use refusal::{Refusal, RefusalKind};
@@ -152,7 +154,7 @@ impl Caller {
         }
         match self.policy.config.key(&self.grant.name) {
             Some(k) if Arc::ptr_eq(&k.grant, &self.grant) => Principal::key(&self.grant.name),
-            _ if self.grant.name == keys::UNAUTHENTICATED => Principal::nobody(),
+            _ if self.grant.name == grant::UNAUTHENTICATED => Principal::nobody(),
             _ => Principal::local(),
         }
     }

@@ -3,6 +3,7 @@
 
 use super::glob::PatternList;
 use super::tiers::{Tier, ToolFacts};
+use std::collections::HashSet;
 use std::sync::Arc;
 use toolgate_core::catalog::ToolRecord;
 use toolgate_route::{Described, Retriever};
@@ -108,6 +109,10 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
     // Hidden tools count as names, so a hidden tool's exact name is never ranked.
     fn is_name(&self, name: &str, server: Option<&str>) -> bool {
         self.inner.is_name(name, server)
+    }
+
+    fn text_terms(&self, tool: &ToolRecord) -> Option<Arc<HashSet<String>>> {
+        self.inner.text_terms(tool)
     }
 
     fn calibrated(&self) -> bool {

@@ -3,7 +3,7 @@
 //! ([`DraftError`]). The messages are what the operator (`toolgate skill`, the log) and the
 //! model (`propose_skill`) read.
 
-use super::manifest::{MAX_DESCRIPTION, MAX_SERVERS};
+use super::{MAX_DESCRIPTION, MAX_SERVERS};
 use serde_json::Value;
 use std::path::PathBuf;
 use toolgate_core::exec::SchemaError;

@@ -19,7 +19,9 @@
 //! Every error names the file and what to fix.
 
 use super::error::{LoadError, Problem, SchemaRefusal};
-use super::{is_skill_name, name_rule, SKILLS_SERVER, SKILL_JS, SKILL_MD};
+use super::{
+    is_skill_name, name_rule, MAX_DESCRIPTION, MAX_SERVERS, SKILLS_SERVER, SKILL_JS, SKILL_MD,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -28,10 +30,6 @@ use toolgate_core::catalog::{ToolId, ToolRecord};
 
 /// The largest SKILL.md read.
 pub(crate) const MAX_SKILL_MD_BYTES: u64 = 64 << 10;
-/// The longest description (route ranks by it; the model reads it).
-pub(crate) const MAX_DESCRIPTION: usize = 1024;
-/// Servers one skill may name.
-pub(crate) const MAX_SERVERS: usize = 16;
 
 /// The front matter of a SKILL.md.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -29,6 +29,10 @@ pub use manifest::Skill;
 pub(crate) const SKILLS_SERVER: &str = toolgate_sandbox::protocol::SKILLS_SERVER;
 /// Where drafts wait, inside the skills folder (a dot name: never a skill).
 pub(crate) const DRAFTS_DIR: &str = ".drafts";
+/// The longest description (route ranks by it; the model reads it).
+pub(crate) const MAX_DESCRIPTION: usize = 1024;
+/// Servers one skill may name.
+pub(crate) const MAX_SERVERS: usize = 16;
 /// The front matter's file and the program's file in a skill folder.
 pub const SKILL_MD: &str = "SKILL.md";
 /// The program's file in a skill folder.

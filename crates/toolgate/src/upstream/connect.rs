@@ -331,6 +331,7 @@ async fn open_streamable(
         token: up.token.clone(),
         challenge: up.challenge.clone(),
         token_failure: up.token_failure.clone(),
+        raw_tools: Some(up.raw_tools.clone()),
     };
     let transport = StreamableHttpClientTransport::with_client(client, config);
     match handler.serve_with_lifecycle(transport, lifecycle).await {
@@ -396,6 +397,7 @@ pub(crate) async fn open_delegated(
         token: Some(token),
         challenge: Arc::clone(&challenge),
         token_failure: Arc::clone(&token_failure),
+        raw_tools: None,
     };
     let transport = StreamableHttpClientTransport::with_client(client, config);
     let step = step_name(&lifecycle);

@@ -4,6 +4,7 @@
 use rmcp::model::{ClientRequest, CustomRequest, CustomResult, ServerResult};
 use rmcp::service::RoleClient;
 use rmcp::Peer;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// Every tool, following `nextCursor` to the end (bounded, against a looping server).
@@ -122,6 +123,40 @@ fn clip(s: &str) -> &str {
         end -= 1;
     }
     &s[..end]
+}
+
+/// Keeps the tool objects of a `tools/list` result exactly as the server wrote them: rmcp's
+/// `Tool` type drops keys it does not know (`execution`, custom annotations), and the
+/// catalog promises the upstream's object whole. Only the answer to `list`, the last
+/// `tools/list` request sent, is kept: a late answer to a refresh that timed out must not
+/// fill the cache the next refresh reads (the first object of a name is the one kept).
+pub(super) fn capture_tools(
+    line: &str,
+    list: Option<&rmcp::model::RequestId>,
+    raw: &super::RawTools,
+) {
+    let Some(list) = list else {
+        return;
+    };
+    let Ok(v) = serde_json::from_str::<Value>(line) else {
+        return;
+    };
+    let Some(tools) = v.pointer("/result/tools").and_then(|t| t.as_array()) else {
+        return;
+    };
+    let id = v
+        .get("id")
+        .and_then(|id| rmcp::model::RequestId::deserialize(id).ok());
+    if id.as_ref() != Some(list) {
+        return;
+    }
+    let mut raw = raw.lock().expect("raw tools");
+    for t in tools {
+        if let (Some(name), Some(obj)) = (t.get("name").and_then(|n| n.as_str()), t.as_object()) {
+            // The first of two tools with one name is the one served (`usable_tools`).
+            raw.entry(name.to_string()).or_insert_with(|| obj.clone());
+        }
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub(crate) mod login;
 pub(crate) mod mrtr;
 pub(crate) mod oauth;
 mod orphans;
+mod outcome;
 mod oversize;
 pub(crate) use lines::top_level_id;
 mod requests;
@@ -27,6 +28,7 @@ mod sse;
 mod stdio;
 mod supervisor;
 mod tasks;
+mod tasks_2025;
 
 pub(crate) use requests::{Notice, RequestOptions};
 pub(crate) use supervisor::supervise;
@@ -37,6 +39,7 @@ use toolgate_core::call::{CallError, CallOptions, CallOutcome};
 use crate::config::UpstreamConfig;
 use client::{token_key, ProgressRoutes, RouteGuard};
 pub use orphans::{adopt_orphans, kill_orphans};
+use outcome::{map_err, outcome_from};
 use rmcp::model::{CallToolRequestParams, ClientRequest};
 use rmcp::service::{PeerRequestOptions, RoleClient, ServiceError};
 use rmcp::Peer;
@@ -270,17 +273,37 @@ impl Upstream {
             });
         }
         let caller = relay.register(opts.relay.clone());
+        let as_task = |params: CallToolRequestParams| {
+            let arguments = params.arguments.unwrap_or_default();
+            tasks_2025::call(
+                self,
+                &peer,
+                tool,
+                arguments,
+                &opts,
+                meta.clone(),
+                caller.as_ref(),
+            )
+        };
+        if tasks_2025::listed_as_required(self, tool) {
+            return as_task(params).await;
+        }
         for _ in 0..mrtr::MAX_ROUNDS {
-            let result = self
-                .round(
-                    &peer,
-                    progress,
-                    params.clone(),
-                    meta.clone(),
-                    &opts,
-                    caller.as_ref(),
-                )
-                .await?;
+            let round = self.round(
+                &peer,
+                progress,
+                params.clone(),
+                meta.clone(),
+                &opts,
+                caller.as_ref(),
+            );
+            let result = match round.await {
+                // A 2025-11-25 tool that must be called as a task, not listed as one.
+                Err(CallError::Rejected { code: -32601, .. }) if tasks_2025::speaks(self) => {
+                    return as_task(params).await;
+                }
+                r => r?,
+            };
             let asked = match result {
                 rmcp::model::ServerResult::InputRequiredResult(asked) => asked,
                 // The upstream made the call a task of its own: followed to its end.
@@ -485,79 +508,6 @@ impl Upstream {
         tracing::debug!(upstream = %self.name(), tool, ms = started.elapsed().as_millis() as u64, "call done");
         Ok(result)
     }
-}
-
-pub(crate) fn map_err(
-    e: ServiceError,
-    config: &UpstreamConfig,
-    tool: &str,
-    timeout: Duration,
-) -> CallError {
-    let server = config.name.as_str();
-    match e {
-        ServiceError::Timeout { .. } => CallError::Timeout {
-            server: server.into(),
-            tool: tool.into(),
-            secs: timeout.as_secs_f64(),
-        },
-        // An answer over `max_message_bytes` is named exactly where it is found (an HTTP
-        // answer: `oversize`, before this; stdio: `child.rs`): a closed connection is
-        // not blamed on it.
-        ServiceError::TransportClosed | ServiceError::TransportSend(_) => CallError::Closed {
-            server: server.into(),
-            also: String::new(),
-        },
-        ServiceError::McpError(e) => CallError::Rejected {
-            server: server.into(),
-            code: e.code.0,
-            message: e.message.to_string(),
-        },
-        ServiceError::Cancelled { .. } => CallError::Cancelled,
-        other => CallError::Other {
-            server: server.into(),
-            message: other.to_string(),
-        },
-    }
-}
-
-pub(crate) fn outcome_from(
-    result: rmcp::model::ServerResult,
-    server: &str,
-) -> Result<CallOutcome, CallError> {
-    use rmcp::model::ServerResult;
-    let r = match result {
-        ServerResult::CallToolResult(r) => r,
-        other => {
-            return Err(CallError::Other {
-                server: server.into(),
-                message: format!(
-                    "answered tools/call with an unexpected result: {}",
-                    kind_of(&other)
-                ),
-            })
-        }
-    };
-    let content = r
-        .content
-        .iter()
-        .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
-        .collect();
-    Ok(CallOutcome {
-        content,
-        structured_content: r.structured_content,
-        is_error: r.is_error.unwrap_or(false),
-        meta: r.meta.and_then(|m| serde_json::to_value(m).ok()),
-    })
-}
-
-fn kind_of(r: &rmcp::model::ServerResult) -> String {
-    serde_json::to_value(r)
-        .ok()
-        .and_then(|v| {
-            v.as_object()
-                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
-        })
-        .unwrap_or_default()
 }
 
 /// A request sent and not yet answered, as [`Upstream::round`] awaits it: cancelled by the

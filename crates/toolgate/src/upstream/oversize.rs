@@ -5,7 +5,8 @@
 //! It also notes when the server refuses connections (it is down): `Reconnect` then stops
 //! retrying a lost stream at once, and the call it ended says the server is down.
 //! It also sends a call's W3C `traceparent` header (the `observe::trace::Traceparent` in
-//! the request's extensions, set by `Upstream::call` with the `otel` feature).
+//! the request's extensions, set by `Upstream::call` with the `otel` feature), and keeps
+//! a streamed `tools/list` answer's tools as the server wrote them (`listing::capture_tools`).
 
 use futures::stream::{BoxStream, StreamExt};
 use http::{HeaderName, HeaderValue};
@@ -41,6 +42,9 @@ pub(crate) struct MeasuredClient {
     pub challenge: Arc<Mutex<Option<String>>>,
     /// Why the last request had no token to send (`[upstreams.NAME.oauth]`).
     pub token_failure: Arc<Mutex<Option<String>>>,
+    /// Where the answer to `tools/list` is kept as the server wrote it, when streamed
+    /// (`listing::capture_tools`: rmcp's `Tool` drops keys such as `execution`).
+    pub raw_tools: Option<super::RawTools>,
 }
 
 /// How a lost stream is retried: a few tries, none once the server refuses connections
@@ -124,6 +128,19 @@ fn traceparent(message: &ClientJsonRpcMessage) -> Option<HeaderValue> {
     HeaderValue::from_str(&tp.0).ok()
 }
 
+/// The id of a `tools/list` request (sent raw, `listing.rs`).
+fn listing_id(message: &ClientJsonRpcMessage) -> Option<rmcp::model::RequestId> {
+    match message {
+        rmcp::model::JsonRpcMessage::Request(r) => match &r.request {
+            rmcp::model::ClientRequest::CustomRequest(c) if c.method == "tools/list" => {
+                Some(r.id.clone())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn too_large(e: &SseError) -> bool {
     e.to_string().contains("exceeded the maximum size")
 }
@@ -164,6 +181,7 @@ impl StreamableHttpClient for MeasuredClient {
             rmcp::model::JsonRpcMessage::Request(r) => Some(super::requests::request_key(&r.id)),
             _ => None,
         };
+        let listing = self.raw_tools.clone().zip(listing_id(&message));
         let auth_header = self.auth(auth_header).await?;
         let mut custom_headers = custom_headers;
         if let Some(tp) = traceparent(&message) {
@@ -186,10 +204,16 @@ impl StreamableHttpClient for MeasuredClient {
             }
             Ok(StreamableHttpPostResponse::Sse(stream, sid)) => {
                 let set = self.oversized.clone();
-                let watched = stream.inspect(move |item| {
-                    if item.as_ref().is_err_and(too_large) {
-                        note(&set, key.as_ref());
+                let watched = stream.inspect(move |item| match item {
+                    Err(e) if too_large(e) => note(&set, key.as_ref()),
+                    Ok(Sse {
+                        data: Some(data), ..
+                    }) => {
+                        if let Some((raw, id)) = &listing {
+                            super::listing::capture_tools(data, Some(id), raw);
+                        }
                     }
+                    _ => {}
                 });
                 Ok(StreamableHttpPostResponse::Sse(watched.boxed(), sid))
             }

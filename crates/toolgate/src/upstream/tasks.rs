@@ -7,9 +7,12 @@
 //! (`mrtr::fulfil`: a task's client sees them in its own task, an interactive one is
 //! asked) and their answers go back by `tasks/update`; cancelling the call cancels the
 //! upstream's task (`tasks/cancel`). A `failed` task is the upstream's error, its code
-//! kept.
+//! kept. A connection lost while the task runs is waited out (`reconnected`): the task is
+//! asked after again on the new connection, so a network fault heals without failing the
+//! call, as far as the upstream kept the task.
 
-use super::{map_err, mrtr, outcome_from, Upstream};
+use super::outcome::{map_err, outcome_from};
+use super::{mrtr, Upstream};
 use rmcp::model::{
     CancelTaskParams, CancelTaskRequest, ClientRequest, GetTaskParams, GetTaskRequest,
     RequestMetaObject, ServerResult, Task, TaskPayload, UpdateTaskParams, UpdateTaskRequest,
@@ -18,12 +21,15 @@ use rmcp::service::{PeerRequestOptions, RoleClient};
 use rmcp::Peer;
 use serde_json::Value;
 use std::time::Duration;
+use tokio::time::Instant;
 use toolgate_core::call::{CallError, CallOptions, CallOutcome};
 
 /// The poll interval used when the task suggests none, and the bounds on what it suggests.
 const POLL_DEFAULT: Duration = Duration::from_millis(500);
 const POLL_MIN: Duration = Duration::from_millis(50);
 const POLL_MAX: Duration = Duration::from_secs(5);
+/// The pause before a request that failed as a lost connection is tried again.
+const RETRY: Duration = Duration::from_millis(250);
 
 /// Follows the upstream's task `task` (made for a call of `tool`) until it ends.
 pub(super) async fn follow(
@@ -41,7 +47,10 @@ pub(super) async fn follow(
         .map_or(POLL_DEFAULT, Duration::from_millis)
         .clamp(POLL_MIN, POLL_MAX);
     let cancel = opts.cancel.clone().unwrap_or_default();
-    let ask = |request: ClientRequest| {
+    let mut peer = peer.clone();
+    // Since when the connection has been lost (`None` while the task is being answered).
+    let mut lost: Option<Instant> = None;
+    let ask = |peer: Peer<RoleClient>, request: ClientRequest| {
         let mut options = PeerRequestOptions::with_timeout(upstream.config.call_timeout);
         options.meta = meta.clone();
         async move {
@@ -53,16 +62,33 @@ pub(super) async fn follow(
                 .map_err(|e| map_err(e, &upstream.config, tool, upstream.config.call_timeout))
         }
     };
-    let cancelled = || async {
+    let cancelled = |peer: Peer<RoleClient>| async {
         let request = CancelTaskRequest::new(CancelTaskParams::new(id.clone()));
-        let _ = ask(ClientRequest::CancelTaskRequest(request)).await;
+        let _ = ask(peer, ClientRequest::CancelTaskRequest(request)).await;
         CallError::Cancelled
     };
     loop {
         let request = GetTaskRequest::new(GetTaskParams::new(id.clone()));
         let got = tokio::select! {
-            got = ask(ClientRequest::GetTaskRequest(request)) => got?,
-            _ = cancel.cancelled() => return Err(cancelled().await),
+            got = ask(peer.clone(), ClientRequest::GetTaskRequest(request)) => got,
+            _ = cancel.cancelled() => return Err(cancelled(peer).await),
+        };
+        let got = match got {
+            // The connection was lost: the task lives on upstream, asked again once the
+            // gateway is connected again (an upstream that forgot it says so).
+            Err(e @ CallError::Closed { .. }) if !upstream.acts_for_callers() => {
+                let since = *lost.get_or_insert_with(Instant::now);
+                let back = tokio::select! {
+                    back = reconnected(upstream, since + upstream.config.call_timeout) => back,
+                    _ = cancel.cancelled() => return Err(CallError::Cancelled),
+                };
+                peer = back.map_err(|()| e)?;
+                continue;
+            }
+            other => {
+                lost = None;
+                other?
+            }
         };
         let ServerResult::GetTaskResult(got) = got else {
             return Err(CallError::Other {
@@ -74,12 +100,12 @@ pub(super) async fn follow(
             TaskPayload::Working => {
                 tokio::select! {
                     _ = tokio::time::sleep(poll) => {}
-                    _ = cancel.cancelled() => return Err(cancelled().await),
+                    _ = cancel.cancelled() => return Err(cancelled(peer).await),
                 }
             }
             TaskPayload::InputRequired { input_requests } => {
                 let Some(relay) = &opts.relay else {
-                    let _ = cancelled().await;
+                    let _ = cancelled(peer.clone()).await;
                     let why =
                         "its task needs input from the user, and no client stands behind this call";
                     return Err(CallError::Other {
@@ -93,18 +119,18 @@ pub(super) async fn follow(
                 };
                 let answers = tokio::select! {
                     a = mrtr::fulfil(relay, &requests) => a,
-                    _ = cancel.cancelled() => return Err(cancelled().await),
+                    _ = cancel.cancelled() => return Err(cancelled(peer).await),
                 };
                 let answers = match answers {
                     Ok(a) => a,
                     Err(e) => {
-                        let _ = cancelled().await;
+                        let _ = cancelled(peer.clone()).await;
                         let message = e.to_string();
                         return Err(CallError::Other { server, message });
                     }
                 };
                 let update = UpdateTaskRequest::new(UpdateTaskParams::new(id.clone(), answers));
-                ask(ClientRequest::UpdateTaskRequest(update)).await?;
+                ask(peer.clone(), ClientRequest::UpdateTaskRequest(update)).await?;
             }
             TaskPayload::Completed { result } => {
                 let result = serde_json::from_value(Value::Object(result)).map_err(|e| {
@@ -134,6 +160,27 @@ pub(super) async fn follow(
                     message: why,
                 });
             }
+        }
+    }
+}
+
+/// The upstream's connection after a request on it failed as lost: after a short pause,
+/// the current one once it is usable (the supervisor reconnects with backoff), or `Err`
+/// at `deadline`.
+pub(super) async fn reconnected(
+    upstream: &Upstream,
+    deadline: Instant,
+) -> Result<Peer<RoleClient>, ()> {
+    let mut changed = upstream.watch();
+    tokio::time::sleep_until(deadline.min(Instant::now() + RETRY)).await;
+    loop {
+        match upstream.shared_peer() {
+            Ok(peer) if !peer.is_transport_closed() => return Ok(peer),
+            _ => {}
+        }
+        match tokio::time::timeout_at(deadline, changed.changed()).await {
+            Ok(Ok(())) => {}
+            _ => return Err(()),
         }
     }
 }

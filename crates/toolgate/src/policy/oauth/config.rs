@@ -31,7 +31,7 @@
 
 use crate::config_error::{invalid, Result};
 use crate::policy::glob::PatternList;
-use crate::policy::keys::Grant;
+use crate::policy::grant::Grant;
 use crate::policy::Profile;
 use crate::policy::Tier;
 use jsonwebtoken::Algorithm;

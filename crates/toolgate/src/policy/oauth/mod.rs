@@ -18,7 +18,7 @@ pub(crate) mod metadata;
 
 pub(crate) use config::OAuthConfig;
 
-use super::keys::Grant;
+use super::grant::Grant;
 use jsonwebtoken::Validation;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
