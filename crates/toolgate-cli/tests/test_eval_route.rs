@@ -171,7 +171,7 @@ fn leave_one_out_reports_each_catalogs_threshold_and_takes_params() {
     );
     // --params reaches the leave-one-out ranking: with every field weighing nothing no
     // tool scores, so nothing is found.
-    let (code, zero, err) = run(&["--params", r#"{"weights":[0,0,0,0,0,0]}"#]);
+    let (code, zero, err) = run(&["--params", r#"{"weights":[0,0,0,0,0,0,0]}"#]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(p_at_1(&row(&zero, "| work | test |")), 0.0, "{zero}");
     let (code, _, err) = run(&["--params", r#"{"k2":1}"#]);

@@ -1,13 +1,16 @@
 //! A tool as a BM25F document: its fields (name, title, description, parameters, server,
-//! example tasks) and the per-field frequencies of their terms and phrase bigrams.
+//! example tasks, and the description's notes to the model) and the per-field frequencies
+//! of their terms and phrase bigrams.
 
 use super::text::{bigram, Analyzer};
 use serde_json::Value;
 use std::collections::HashMap;
 use toolgate_core::catalog::ToolRecord;
 
+mod notes;
+
 /// The fields of a tool document, in `Bm25fParams` array order.
-pub(crate) const N_FIELDS: usize = 6;
+pub(crate) const N_FIELDS: usize = 7;
 /// Field positions.
 pub(crate) const NAME: usize = 0;
 pub(crate) const TITLE: usize = 1;
@@ -15,6 +18,10 @@ pub(crate) const DESCRIPTION: usize = 2;
 pub(crate) const PARAMS: usize = 3;
 pub(crate) const SERVER: usize = 4;
 pub(crate) const EXAMPLES: usize = 5;
+/// The description's instructions to the model and its examples (`notes`): a share of
+/// the description weighted less. Their terms count in the description's length, and the
+/// field's length is the description's, so it is normalised as the description is.
+pub(crate) const NOTES: usize = 6;
 
 /// One analysed tool.
 #[derive(Debug, Default)]
@@ -34,7 +41,9 @@ pub(crate) fn analyze_tool(analyzer: &Analyzer, tool: &ToolRecord, examples: &[S
     let mut texts: [Vec<&str>; N_FIELDS] = Default::default();
     texts[NAME].push(&tool.id.name);
     texts[TITLE].extend(tool.title());
-    texts[DESCRIPTION].push(tool.description());
+    let (body, notes) = notes::split(tool.description());
+    texts[DESCRIPTION].push(&body);
+    texts[NOTES].extend(notes);
     schema_texts(tool.input_schema(), 0, &mut texts[PARAMS]);
     texts[SERVER].push(&tool.id.server);
     texts[EXAMPLES].extend(examples.iter().map(String::as_str));
@@ -52,6 +61,9 @@ pub(crate) fn analyze_tool(analyzer: &Analyzer, tool: &ToolRecord, examples: &[S
             }
         }
     }
+    // The notes are part of the description: one length, one normalisation.
+    lens[DESCRIPTION] = lens[DESCRIPTION].saturating_add(lens[NOTES]);
+    lens[NOTES] = lens[DESCRIPTION];
     ToolDoc {
         tf: tf.into_iter().collect(),
         lens,
@@ -92,5 +104,32 @@ fn schema_texts<'a>(schema: &'a Value, depth: usize, out: &mut Vec<&'a str>) {
                 schema_texts(sub, depth + 1, out);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolgate_core::catalog::{parse_catalog, Catalog};
+
+    #[test]
+    fn a_descriptions_notes_are_their_own_field_of_the_descriptions_length() {
+        let c = Catalog::from_entries(
+            parse_catalog(
+                r#"[{"server": "b", "tool": {"name": "fill_form", "description":
+                "Fill out form fields. ALWAYS prefer this tool. Example: check Remember Me."}}]"#,
+            )
+            .unwrap(),
+        );
+        let doc = analyze_tool(&Analyzer::new(), &c.tools()[0], &[]);
+        let tf = |term: &str| doc.tf.iter().find(|(t, _)| t == term).map(|(_, tf)| *tf);
+        let fill = tf("fill").unwrap();
+        let prefer = tf("prefer").unwrap();
+        let remember = tf("rememb").unwrap();
+        assert!(fill[DESCRIPTION] == 1 && fill[NOTES] == 0, "{fill:?}");
+        assert!(prefer[DESCRIPTION] == 0 && prefer[NOTES] == 1, "{prefer:?}");
+        assert!(remember[DESCRIPTION] == 0 && remember[NOTES] == 1);
+        assert_eq!(doc.lens[NOTES], doc.lens[DESCRIPTION]);
+        assert!(doc.lens[DESCRIPTION] > 6, "{:?}", doc.lens);
     }
 }

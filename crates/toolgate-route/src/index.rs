@@ -12,7 +12,7 @@
 //! vectors (the decision's `semantic_first`) in `closest.rs`; ranking (a task's weighted terms,
 //! the BM25F pass, the best `k`) in `score.rs`; the description-only scores in `described.rs`.
 
-use super::doc::{analyze_tool, N_FIELDS};
+use super::doc::{analyze_tool, NOTES, N_FIELDS};
 use super::examples::RouteExamples;
 use super::static_vectors::StaticVectors;
 use super::text::Analyzer;
@@ -32,9 +32,11 @@ use closest::{quantize, PREFIX};
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Bm25fParams {
-    /// Field weights: name, title, description, parameters, server, example tasks.
+    /// Field weights: name, title, description, parameters, server, example tasks, and
+    /// the description's notes (its instructions to the model and examples).
     pub weights: [f32; N_FIELDS],
-    /// Length normalisation per field (0 = none, 1 = full).
+    /// Length normalisation per field (0 = none, 1 = full); the notes' should be the
+    /// description's (their length is the description's).
     pub b: [f32; N_FIELDS],
     /// Term-frequency saturation, applied once to the weighted field sum (BM25F).
     pub k1: f32,
@@ -54,8 +56,8 @@ pub struct Bm25fParams {
 impl Default for Bm25fParams {
     fn default() -> Self {
         Self {
-            weights: [3.0, 2.0, 1.0, 0.4, 1.0, EXAMPLES_WEIGHT],
-            b: [0.3, 0.3, 0.5, 0.5, 0.3, EXAMPLES_B],
+            weights: [3.0, 2.0, 1.0, 0.4, 1.0, EXAMPLES_WEIGHT, NOTES_WEIGHT],
+            b: [0.3, 0.3, 0.5, 0.5, 0.3, EXAMPLES_B, 0.5],
             k1: 1.2,
             bigram_weight: 0.5,
             server_weight: 0.0,
@@ -72,6 +74,9 @@ pub(crate) const SYNONYM_WEIGHT: f32 = 0.5;
 pub(crate) const EXAMPLES_WEIGHT: f32 = 0.5;
 /// Length normalisation of the example-tasks field.
 pub(crate) const EXAMPLES_B: f32 = 0.5;
+/// Weight of a description's notes (instructions to the model, examples) against the
+/// description's 1.0; `docs/routing.md` has the sweep.
+pub(crate) const NOTES_WEIGHT: f32 = 0.3;
 
 /// One document's term frequencies per field.
 #[derive(Debug, Clone, Copy)]
@@ -279,7 +284,10 @@ impl RouteIndex {
             }
             for f in 0..N_FIELDS {
                 self.len_sum[f] += u64::from(analysed.lens[f]);
-                total_len += u64::from(analysed.lens[f]);
+                // The notes' length is the description's, counted once.
+                if f != NOTES {
+                    total_len += u64::from(analysed.lens[f]);
+                }
             }
             lens_all.push(analysed.lens);
             let keys = [

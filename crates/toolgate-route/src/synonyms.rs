@@ -49,8 +49,13 @@ const IMPLIES: &[(&str, &[&str])] = &[
     ("tomorrow", &["date", "time"]),
     ("yesterday", &["date", "time"]),
     ("tonight", &["date", "time"]),
-    // Remembering is keeping something in a memory (a knowledge graph, notes, a store).
-    ("remember", &["memory", "store", "knowledge"]),
+    // Remembering is keeping something in a memory (a knowledge graph, notes, a store):
+    // storing, saving, adding or creating an entry there. "memorize" shares its stem with
+    // "memorable" (a memorable domain name), so it implies no verbs.
+    (
+        "remember",
+        &["memory", "store", "knowledge", "save", "add", "create"],
+    ),
     ("memorize", &["memory", "store", "knowledge"]),
     // The last or latest commits are the commit log.
     ("commits", &["log"]),

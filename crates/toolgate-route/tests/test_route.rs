@@ -301,7 +301,11 @@ fn chinese_tasks_find_livemcpbench_chinese_tools() {
 
 /// Tasks a new user types at the real servers of realcat: the commit log for "the last
 /// commits" (it was fourth, behind a blame tool that says "commit" more often), and
-/// remembering reaches the memory server's tools (they were not among the first five).
+/// remembering is storing in the memory server's knowledge graph. That was behind a
+/// form-filling tool whose description tells the model to "ALWAYS prefer" it and whose
+/// example checks "Remember Me" (a description's notes now weigh less than what it says
+/// the tool does), and behind two emulation tools whose parameters say "prefers-contrast"
+/// (remembering now implies adding and creating, as the memory tools' names say).
 #[test]
 fn real_servers_everyday_tasks_find_their_servers_tools() {
     let Some(path) = support::dataset_or_skip("realcat/catalog.json") else {
@@ -316,7 +320,11 @@ fn real_servers_everyday_tasks_find_their_servers_tools() {
     assert_eq!(ranked("show the last 3 commits")[0], "git/git_log");
     let remember = ranked("remember that Alice prefers tea");
     assert!(
-        remember.iter().any(|t| t.starts_with("memory/")),
+        ["memory/add_observations", "memory/create_entities"].contains(&remember[0].as_str()),
+        "{remember:?}"
+    );
+    assert!(
+        !remember.contains(&"chrome-devtools/fill_form".to_string()),
         "{remember:?}"
     );
 }

@@ -52,7 +52,7 @@ pub(crate) struct RouteArgs {
     /// Which queries: all, tune (index mod 5 == 0) or test (the rest).
     #[arg(long, value_enum, default_value_t = SplitArg::All)]
     split: SplitArg,
-    /// BM25F parameters as JSON, e.g. '{"k1":1.2,"weights":[3,2,1,0.4,1]}' (unset keys keep defaults).
+    /// BM25F parameters as JSON, e.g. '{"k1":1.2,"weights":[3,2,1,0.4,1,0.5,0.3]}' (unset keys keep defaults).
     #[arg(long)]
     params: Option<String>,
     /// Rank with the hybrid (BM25F fused with sentence embeddings) using the model in this

@@ -1,9 +1,9 @@
 //! The first few of a ranking scored again by their descriptions and parameters alone
-//! (BM25F over those two fields; name, title and server left out), for the calibrated
-//! decision's `described_first`.
+//! (BM25F over those fields, the description's notes included; name, title and server left
+//! out), for the calibrated decision's `described_first`.
 
 use super::{idf, length_norm, RouteIndex};
-use crate::doc::{DESCRIPTION, PARAMS};
+use crate::doc::{DESCRIPTION, NOTES, PARAMS};
 
 impl RouteIndex {
     /// The score of each of `hits` (score, slot, doc) by its description and parameters
@@ -34,7 +34,7 @@ impl RouteIndex {
                         continue;
                     };
                     let lens = &shard.lens[doc as usize];
-                    let tf: f32 = [DESCRIPTION, PARAMS]
+                    let tf: f32 = [DESCRIPTION, NOTES, PARAMS]
                         .into_iter()
                         .filter(|&f| list[i].tf[f] > 0)
                         .map(|f| {
