@@ -75,7 +75,8 @@ pub(crate) const EXAMPLES_WEIGHT: f32 = 0.5;
 /// Length normalisation of the example-tasks field.
 pub(crate) const EXAMPLES_B: f32 = 0.5;
 /// Weight of a description's notes (instructions to the model, examples) against the
-/// description's 1.0; `docs/routing.md` has the sweep.
+/// description's 1.0: the lowest that loses nothing on the labelled sets (the sweep is in
+/// `docs/routing.md`, "A description's notes").
 pub(crate) const NOTES_WEIGHT: f32 = 0.3;
 
 /// One document's term frequencies per field.
@@ -92,6 +93,11 @@ struct TermEntry {
     df: u32,
     /// (slot, that server's documents containing the term, sorted by doc).
     lists: Vec<(u32, Vec<Posting>)>,
+    /// Each posting's field-weighted, length-normalised term frequency (BM25F's `tf`
+    /// before saturation), list by list: it depends only on the index, so it is worked
+    /// out the first time a task has the term and kept until a server is re-indexed
+    /// (which changes the average lengths). See `score.rs`.
+    norms: OnceLock<Arc<[Box<[f32]>]>>,
 }
 
 /// One server's tools.
@@ -229,6 +235,10 @@ impl RouteIndex {
         } else {
             self.slots.insert(server.to_string(), slot);
             self.insert_slot(slot, tools);
+        }
+        // The average lengths changed: every kept frequency is stale; O(terms).
+        for entry in self.terms.values_mut() {
+            entry.norms = OnceLock::new();
         }
         // Offsets into the accumulator follow slot order; O(servers).
         let mut offset = 0;

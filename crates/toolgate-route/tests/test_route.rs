@@ -476,3 +476,35 @@ fn the_closest_tool_by_meaning() {
     );
     assert!(without.closest("what time is it", None, 3).is_empty());
 }
+
+/// Each posting's normalised frequency is kept once worked out (`index/score.rs`); a
+/// re-indexed server changes the average lengths, and the scores after it are a fresh
+/// index's to the last bit.
+#[test]
+fn scores_after_reindexing_are_a_fresh_indexs_to_the_last_bit() {
+    let c = catalog(TOOLS);
+    let queries = [
+        "create issue",
+        "current time",
+        "status of the working tree",
+        "scale deployment replicas",
+    ];
+    let mut used = RouteIndex::build(&c);
+    for q in queries {
+        used.rank(q, None, 5);
+    }
+    let new = catalog(
+        r#"[{"server": "github", "tool": {"name": "create_issue", "description": "Create a new issue in a repository, with a title, a body, labels and assignees, and return the number of the issue it made"}}]"#,
+    );
+    used.replace_server("github", new.tools().to_vec());
+    let mut fresh = RouteIndex::build(&c);
+    fresh.replace_server("github", new.tools().to_vec());
+    for q in queries {
+        let scored = |index: &RouteIndex| {
+            (index.rank(q, None, 5).iter())
+                .map(|(t, s)| (t.id.to_string(), s.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(scored(&used), scored(&fresh), "{q}");
+    }
+}

@@ -188,7 +188,10 @@ impl RouteIndex {
             let idf = idf(n, entry.df as f32);
             // ln(S / sdf): zero for a term every server has, so one server adds nothing.
             let sidf = (servers / entry.lists.len() as f32).ln();
-            for (slot, list) in &entry.lists {
+            let norms = entry
+                .norms
+                .get_or_init(|| self.posting_norms(&entry.lists, &inv_avg));
+            for ((slot, list), norms) in entry.lists.iter().zip(norms.iter()) {
                 if only.is_some_and(|o| o != *slot) {
                     continue;
                 }
@@ -196,20 +199,11 @@ impl RouteIndex {
                     continue;
                 };
                 let base = shard.offset as usize;
-                let mut stf = 0.0;
-                for posting in list {
-                    let lens = &shard.lens[posting.doc as usize];
-                    let mut tf = 0.0;
-                    for f in 0..N_FIELDS {
-                        if posting.tf[f] > 0 {
-                            let wtf = p.weights[f] * f32::from(posting.tf[f]);
-                            tf += wtf / length_norm(p, f, lens, &inv_avg);
-                            stf += wtf;
-                        }
-                    }
+                for (posting, &tf) in list.iter().zip(norms.iter()) {
                     acc[base + posting.doc as usize] += qw * idf * tf / (p.k1 + tf);
                 }
                 if let Some(s) = server_score.get_mut(*slot as usize) {
+                    let stf = weighted_tf(p, list);
                     let norm = 0.25 + 0.75 * shard.total_len as f32 / avg_server_len.max(1.0);
                     *s += qw * sidf * stf / (stf + p.k1 * norm);
                 }
@@ -229,6 +223,54 @@ impl RouteIndex {
         }
         acc
     }
+}
+
+impl RouteIndex {
+    /// Each posting's BM25F term frequency over its fields, weighted and length-normalised
+    /// (one list per server slot, in `lists`' order): what every task with the term would
+    /// work out again for every posting, kept in its term's entry.
+    fn posting_norms(
+        &self,
+        lists: &[(u32, Vec<super::Posting>)],
+        inv_avg: &[f32; N_FIELDS],
+    ) -> Arc<[Box<[f32]>]> {
+        let p = &self.params;
+        lists
+            .iter()
+            .map(|(slot, list)| {
+                let Some(shard) = self.shards[*slot as usize].as_ref() else {
+                    return Box::default();
+                };
+                list.iter()
+                    .map(|posting| {
+                        let lens = &shard.lens[posting.doc as usize];
+                        let mut tf = 0.0;
+                        for f in 0..N_FIELDS {
+                            if posting.tf[f] > 0 {
+                                let wtf = p.weights[f] * f32::from(posting.tf[f]);
+                                tf += wtf / length_norm(p, f, lens, inv_avg);
+                            }
+                        }
+                        tf
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// A server's field-weighted term frequency over its postings `list`, not
+/// length-normalised (the server's evidence, `server_weight`).
+fn weighted_tf(p: &super::Bm25fParams, list: &[super::Posting]) -> f32 {
+    let mut stf = 0.0;
+    for posting in list {
+        for f in 0..N_FIELDS {
+            if posting.tf[f] > 0 {
+                stf += p.weights[f] * f32::from(posting.tf[f]);
+            }
+        }
+    }
+    stf
 }
 
 /// The terms of weighted query terms.
