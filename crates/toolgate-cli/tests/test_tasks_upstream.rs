@@ -1,13 +1,15 @@
 //! An upstream with tasks of its own, behind the gateway: the fixture speaking only
 //! 2026-07-28 (`--modern-only`), as a child process and over HTTP. The gateway passes the
 //! client's declaration on and follows the upstream's task; its task survives a lost
-//! connection to the upstream and a restart of the gateway.
+//! connection to the upstream, a restart of the gateway, and the end of the replica running
+//! it (another, on the same Redis, takes it over).
 
 mod common;
+mod fleet;
 mod tasks_support;
 
 use common::*;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::Duration;
 use tasks_support::{
     asking_capabilities, call, cancelled_count, task_id, task_request, until_done,
@@ -214,4 +216,47 @@ async fn a_guided_operation_on_an_upstreams_own_task_outlives_a_gateway_restart(
     assert_eq!(done["status"], "completed", "{done}");
     let text = done["result"]["content"].to_string();
     assert!(text.contains("slow_compute guided done"), "{text}");
+}
+
+/// The store's sealing key both replicas share.
+const KEY: &str = "8d2e4f6a1c3b5d7e9f0a2c4e6b8d0f1a3c5e7b9d1f3a5c7e9b0d2f4a6c8e0b1d";
+
+/// Two replicas on one Redis: the one running an upstream's task stops; the other, asked
+/// after the task, says it runs until the first one's heartbeat is gone, then takes it
+/// over and ends it with the upstream's first task's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_takes_over_an_upstreams_task_when_the_one_running_it_stops() {
+    let dir = TestDir::new();
+    let Some((_redis, store)) = fleet::redis_store(&dir) else {
+        return;
+    };
+    let fixture = HttpFixture::spawn(&["--conformance", "--modern-only"]);
+    let tables = [
+        format!("[upstreams.cf]\nurl = {:?}\n", fixture.url),
+        "[gateway.limits]\nshutdown_grace_secs = 0.1\n".to_string(),
+        store,
+    ];
+    let config = dir.config("mode = \"direct\"", &tables);
+    let env = [("TOOLGATE_STORE_KEY", KEY)];
+    let (mut a, _) = HttpGateway::start_with_env(&config, &[], None, &env);
+    let (b, _) = HttpGateway::start_with_env(&config, &[], None, &env);
+    let slow = json!({"seconds": 4, "label": "replicas"});
+    let on_a = format!("{}/direct", a.url);
+    let id = task_id(&call(&on_a, "cf_slow_compute", slow, None).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    a.stop();
+
+    let on_b = format!("{}/direct", b.url);
+    let mut got = Value::Null;
+    for _ in 0..200 {
+        got = task_request(&on_b, "tasks/get", &id, None).await["result"].clone();
+        if got["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(got["status"], "completed", "{got}");
+    let text = got["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("slow_compute replicas done"), "{text}");
+    assert_eq!(got["result"]["_meta"]["fixture/task"], "fx-task-1", "{got}");
 }
