@@ -5,6 +5,7 @@
 //! it (another, on the same Redis, takes it over).
 
 mod common;
+#[allow(dead_code, reason = "each test binary uses a part of these helpers")]
 mod fleet;
 mod tasks_support;
 
