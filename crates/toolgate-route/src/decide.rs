@@ -230,10 +230,12 @@ pub(crate) fn assess<R: Retriever + ?Sized>(
             ranked,
         };
     }
-    let (ranked, described) =
-        retriever.rank_described(task, opts.server, opts.depth.max(opts.limit));
+    let super::Described {
+        ranked,
+        by_description: described,
+        ceiling,
+    } = retriever.rank_described(task, opts.server, opts.depth.max(opts.limit));
     let scores: Vec<f32> = ranked.iter().map(|(_, s)| *s).collect();
-    let ceiling = retriever.ceiling(task);
     let Some((top, _)) = ranked.first() else {
         return Assessment {
             basis: Basis::Ranked {

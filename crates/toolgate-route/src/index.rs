@@ -426,8 +426,13 @@ impl RouteIndex {
     /// The decision uses it to tell a tool that explains the task from one that merely
     /// matches a word of it.
     pub fn ceiling(&self, query: &str) -> f32 {
+        self.ceiling_of(&self.query_terms(query, false))
+    }
+
+    /// [`Self::ceiling`] of a task's terms without synonyms.
+    fn ceiling_of(&self, terms: &[(String, f32)]) -> f32 {
         let n = self.docs.max(1) as f32;
-        self.query_terms(query, false)
+        terms
             .iter()
             .filter_map(|(t, qw)| {
                 let df = self.terms.get(t.as_str())?.df as f32;

@@ -76,9 +76,18 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use toolgate_core::catalog::ToolRecord;
 
-/// A ranking with each ranked tool's score by its description and parameters alone
-/// (empty when the retriever's scores have no fields): [`Retriever::rank_described`].
-pub type Described = (Vec<(Arc<ToolRecord>, f32)>, Vec<f32>);
+/// A ranking with what the calibrated decision reads of the same analysis of the task:
+/// [`Retriever::rank_described`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Described {
+    /// The best tools, best first with their scores.
+    pub ranked: Vec<(Arc<ToolRecord>, f32)>,
+    /// Each ranked tool's score by its description and parameters alone, in `ranked`'s
+    /// order (empty when the retriever's scores have no fields).
+    pub by_description: Vec<f32>,
+    /// [`Retriever::ceiling`] of the task.
+    pub ceiling: Option<f32>,
+}
 
 /// Ranks tools for a task. The BM25F [`RouteIndex`] is the default; a second retriever
 /// (e.g. static embeddings) can implement this and be fused with it.
@@ -103,10 +112,16 @@ pub trait Retriever: Send + Sync {
     }
 
     /// [`Self::rank`], with each ranked tool's score by its description and parameters
-    /// alone, for retrievers whose scores have fields (empty otherwise); the calibrated
-    /// decision asks whether the top tool is also the best of the first few by those.
+    /// alone, for retrievers whose scores have fields (empty otherwise), and
+    /// [`Self::ceiling`]: the calibrated decision asks whether the top tool is also the
+    /// best of the first few by those, and how much of the task it explains. A retriever
+    /// that analyses the task once for all three overrides it.
     fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
-        (self.rank(query, server, k), Vec::new())
+        Described {
+            ranked: self.rank(query, server, k),
+            by_description: Vec::new(),
+            ceiling: self.ceiling(query),
+        }
     }
 
     /// For each reading of a task, the `k` tools closest in meaning to it by the static

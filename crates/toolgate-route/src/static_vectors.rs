@@ -41,6 +41,8 @@ pub struct StaticVectors {
     starts: Vec<u32>,
     table: Vec<u32>,
     unk: Option<u32>,
+    /// The most characters a token of the vocabulary has: no longer piece is looked up.
+    longest: usize,
 }
 
 impl std::fmt::Debug for StaticVectors {
@@ -121,6 +123,11 @@ impl StaticVectors {
             table[slot] = id + 1;
         }
         let values_at = MAGIC.len() + 8 + scales_len;
+        let longest = text
+            .split_terminator('\n')
+            .map(|t| t.chars().count())
+            .max()
+            .unwrap_or(0);
         Ok(Self {
             dim,
             scales,
@@ -129,6 +136,7 @@ impl StaticVectors {
             starts,
             table,
             unk: None,
+            longest,
         })
         .map(|mut v| {
             v.unk = v.id("[UNK]");
@@ -144,7 +152,7 @@ impl StaticVectors {
     /// The text's unit vector (zero when no token of it is known).
     pub fn embed(&self, text: &str) -> Vec<f32> {
         let mut ids = Vec::new();
-        wordpiece(text, |t| self.id(t), self.unk, &mut ids);
+        wordpiece(text, |t| self.id(t), self.unk, self.longest, &mut ids);
         self.mean(&ids)
     }
 
@@ -154,7 +162,7 @@ impl StaticVectors {
     /// `[UNK]`, and neither carries much of the text's meaning there).
     pub fn embed_known(&self, text: &str) -> Option<Vec<f32>> {
         let mut ids = Vec::new();
-        wordpiece(text, |t| self.id(t), self.unk, &mut ids);
+        wordpiece(text, |t| self.id(t), self.unk, self.longest, &mut ids);
         self.known_mean(&ids)
     }
 
@@ -177,9 +185,9 @@ impl StaticVectors {
                     Some((j, b)) => {
                         own.extend_from_slice(b);
                         let rest = &text[texts[j].len()..];
-                        wordpiece(rest, |t| self.id(t), self.unk, &mut own);
+                        wordpiece(rest, |t| self.id(t), self.unk, self.longest, &mut own);
                     }
-                    None => wordpiece(text, |t| self.id(t), self.unk, &mut own),
+                    None => wordpiece(text, |t| self.id(t), self.unk, self.longest, &mut own),
                 }
                 ids[i] = Some(own);
             }
@@ -211,12 +219,23 @@ impl StaticVectors {
         token_at(&self.bytes, &self.starts, id)
     }
 
+    /// [`Self::token`]'s bytes.
+    fn token_bytes(&self, id: u32) -> &[u8] {
+        let (from, to) = (
+            self.starts[id as usize] as usize,
+            self.starts[id as usize + 1] as usize - 1,
+        );
+        &self.bytes[from..to]
+    }
+
     fn id(&self, token: &str) -> Option<u32> {
         let mask = self.table.len() - 1;
         let mut slot = fnv(token) as usize & mask;
         loop {
             let id = self.table[slot].checked_sub(1)?;
-            if self.token(id) == token {
+            // Bytes, not `token`'s str: the vocabulary was checked to be UTF-8 when
+            // loaded, and this probe runs for every piece a task's words are tried as.
+            if self.token_bytes(id) == token.as_bytes() {
                 return Some(id);
             }
             slot = (slot + 1) & mask;
@@ -283,11 +302,14 @@ fn token_at<'a>(bytes: &'a [u8], starts: &[u32], id: u32) -> &'a str {
 /// BERT's uncased tokenisation: clean, split CJK ideographs apart, lower-case and strip
 /// accents, split on whitespace and punctuation, then WordPiece (longest known prefix,
 /// `##` continuations; a word with an unknown piece is `[UNK]`).
-/// `vocab` gives a piece's token id.
+/// `vocab` gives a piece's token id; `longest` is the most characters a token has (a
+/// longer piece is not looked up: a long run of letters costs the square of the token
+/// length, not the cube of the run's).
 pub(crate) fn wordpiece(
     text: &str,
     vocab: impl Fn(&str) -> Option<u32>,
     unk: Option<u32>,
+    longest: usize,
     out: &mut Vec<u32>,
 ) {
     let mut words: Vec<String> = Vec::new();
@@ -325,7 +347,12 @@ pub(crate) fn wordpiece(
         let mut start = 0;
         let mut ok = true;
         while start < chars.len() {
-            let mut end = chars.len();
+            // Tried from the longest piece a token could be ("##" counts: a
+            // continuation's characters and its two are the token's).
+            let cont = if start > 0 { 2 } else { 0 };
+            let mut end = chars
+                .len()
+                .min(start.saturating_add(longest.saturating_sub(cont)));
             let mut found = None;
             while end > start {
                 piece.clear();
@@ -400,13 +427,41 @@ mod tests {
             "[UNK]", "un", "##aff", "##able", "run", "##ning", ",", "café", "cafe", "天", "气",
         ]);
         let mut out = Vec::new();
-        wordpiece(
-            "Unaffable, RUNNING Café 天气 xyz",
-            |t| v.get(t).copied(),
-            Some(0),
-            &mut out,
+        // The longest token has 6 characters ("##able"); no bound splits the same.
+        for longest in [6, usize::MAX] {
+            out.clear();
+            wordpiece(
+                "Unaffable, RUNNING Café 天气 xyz",
+                |t| v.get(t).copied(),
+                Some(0),
+                longest,
+                &mut out,
+            );
+            assert_eq!(out, vec![1, 2, 3, 6, 4, 5, 8, 9, 10, 0]);
+        }
+    }
+
+    /// Pieces longer than the vocabulary's longest token are not looked up: the same
+    /// tokens as trying every length, for words of every length up to the bound on words
+    /// (base64, long identifiers, runs of one letter).
+    #[test]
+    fn no_piece_longer_than_a_token_changes_nothing() {
+        let v = StaticVectors::builtin();
+        assert!(v.longest > 2 && v.longest < MAX_WORD_CHARS, "{}", v.longest);
+        let mut text = String::from(
+            "iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAABHNCSVQICAgIfAhkiAAAAAlwSFlz \
+             pneumonoultramicroscopicsilicovolcanoconiosis antidisestablishmentarianism \
+             unbelievablyunremarkableunderstandings ##able café",
         );
-        assert_eq!(out, vec![1, 2, 3, 6, 4, 5, 8, 9, 10, 0]);
+        for n in [v.longest - 1, v.longest, v.longest + 1, MAX_WORD_CHARS] {
+            text.push(' ');
+            text.push_str(&"ab".repeat(n / 2 + 1)[..n]);
+        }
+        let (mut bounded, mut all) = (Vec::new(), Vec::new());
+        wordpiece(&text, |t| v.id(t), v.unk, v.longest, &mut bounded);
+        wordpiece(&text, |t| v.id(t), v.unk, usize::MAX, &mut all);
+        assert_eq!(bounded, all);
+        assert!(bounded.iter().filter(|&&id| Some(id) != v.unk).count() > 20);
     }
 
     #[test]

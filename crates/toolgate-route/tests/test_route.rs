@@ -371,11 +371,21 @@ fn the_description_alone_can_put_another_tool_first() {
     );
     let index = RouteIndex::build(&c);
     let described = |task: &str| -> Vec<(String, f32)> {
-        let (ranked, by_description) = index.rank_described(task, None, 5);
+        let toolgate_route::Described {
+            ranked,
+            by_description,
+            ceiling,
+        } = index.rank_described(task, None, 5);
         assert_eq!(
             ranked,
             index.rank(task, None, 5),
             "{task}: the same ranking"
+        );
+        // The ceiling of the same analysis, to the last bit.
+        assert_eq!(
+            ceiling.map(f32::to_bits),
+            Some(index.ceiling(task).to_bits()),
+            "{task}"
         );
         assert_eq!(ranked.len(), by_description.len());
         let names = ranked.iter().map(|(t, _)| t.id.to_string());
@@ -398,9 +408,9 @@ fn the_description_alone_can_put_another_tool_first() {
     let d = described("archive");
     assert!(d.len() >= 2 && d.iter().all(|(_, s)| *s == 0.0), "{d:?}");
     // A server filter keeps the scores paired with its tools.
-    let (ranked, by_description) = index.rank_described("old emails folder", Some("mail"), 5);
-    assert_eq!(ranked.len(), 1);
-    assert!(by_description[0] > 0.0);
+    let d = index.rank_described("old emails folder", Some("mail"), 5);
+    assert_eq!(d.ranked.len(), 1);
+    assert!(d.by_description[0] > 0.0);
 }
 
 /// The static vectors find the tool a paraphrase means over every tool, only from the

@@ -19,59 +19,75 @@ impl RouteIndex {
     /// `bigram_weight` each, and (with `synonyms`) each synonym `synonym_weight`. The
     /// ceiling leaves synonyms out: they stand in for a word, they add nothing to explain.
     pub(super) fn query_terms(&self, query: &str, synonyms: bool) -> Vec<(String, f32)> {
+        let (weighted, words) = self.plain_terms(query);
+        if synonyms {
+            merged(self.with_synonyms(query, weighted, &words))
+        } else {
+            merged(weighted)
+        }
+    }
+
+    /// The task's words and phrase bigrams, weighted, in the task's order (repeats kept),
+    /// and its words (for the verbs' senses).
+    fn plain_terms(&self, query: &str) -> (Vec<(String, f32)>, Vec<String>) {
         let query = truncate(query, MAX_TASK_BYTES);
         let (mut terms, mut words) = (Vec::new(), Vec::new());
         self.analyzer.terms(query, &mut terms, Some(&mut words));
         let bw = self.params.bigram_weight;
         let mut weighted: Vec<(String, f32)> = terms.into_iter().map(|t| (t, 1.0)).collect();
         weighted.extend(words.windows(2).map(|w| (bigram(&w[0], &w[1]), bw)));
+        (weighted, words)
+    }
+
+    /// `weighted` ([`Self::plain_terms`]) with the synonyms of `query`, when they weigh.
+    fn with_synonyms(
+        &self,
+        query: &str,
+        mut weighted: Vec<(String, f32)>,
+        words: &[String],
+    ) -> Vec<(String, f32)> {
         let sw = self.params.synonym_weight;
-        if synonyms && sw > 0.0 {
-            // What a phrase means counts as a word of the task ("what time" -> current).
-            weighted.extend(
-                synonyms::phrases(&self.analyzer, query)
-                    .into_iter()
-                    .map(|m| (m, 1.0)),
-            );
-            // A verb in its sense here ("open" a ticket): the meaning is the word.
-            for (verb, meaning) in synonyms::senses(&self.analyzer, &words) {
-                for (_, w) in weighted.iter_mut().filter(|(t, _)| *t == verb) {
-                    *w = sw;
-                }
-                weighted.push((meaning, 1.0));
-            }
-            let own = terms_of(&weighted);
-            for syn in synonyms::expand(&own) {
-                // A synonym never weighs more than the word it stands for: a rare synonym
-                // of a common word ("find" for "search") would otherwise outrank it.
-                let source = own
-                    .iter()
-                    .filter(|t| synonyms::of(t).contains(&syn))
-                    .map(|t| self.term_idf(t))
-                    .fold(0.0, f32::max);
-                let cap = (source / self.term_idf(&syn).max(1e-6)).min(1.0);
-                weighted.push((syn, sw * cap));
-            }
+        if sw <= 0.0 {
+            return weighted;
         }
-        weighted.sort_by(|a, b| a.0.cmp(&b.0));
-        weighted.dedup_by(|later, first| {
-            let same = later.0 == first.0;
-            if same {
-                first.1 += later.1;
+        let query = truncate(query, MAX_TASK_BYTES);
+        // What a phrase means counts as a word of the task ("what time" -> current).
+        weighted.extend(
+            synonyms::phrases(&self.analyzer, query)
+                .into_iter()
+                .map(|m| (m, 1.0)),
+        );
+        // A verb in its sense here ("open" a ticket): the meaning is the word.
+        for (verb, meaning) in synonyms::senses(&self.analyzer, words) {
+            for (_, w) in weighted.iter_mut().filter(|(t, _)| *t == verb) {
+                *w = sw;
             }
-            same
-        });
+            weighted.push((meaning, 1.0));
+        }
+        let own = terms_of(&weighted);
+        for syn in synonyms::expand(&own) {
+            // A synonym never weighs more than the word it stands for: a rare synonym
+            // of a common word ("find" for "search") would otherwise outrank it.
+            let source = own
+                .iter()
+                .filter(|t| synonyms::of(t).contains(&syn))
+                .map(|t| self.term_idf(t))
+                .fold(0.0, f32::max);
+            let cap = (source / self.term_idf(&syn).max(1e-6)).min(1.0);
+            weighted.push((syn, sw * cap));
+        }
         weighted
     }
 
     /// The `k` best tools for `query` by BM25F, best first, only from `server` when given.
     pub fn rank(&self, query: &str, server: Option<&str>, k: usize) -> Vec<(Arc<ToolRecord>, f32)> {
-        self.rank_scored(query, server, k, false).0
+        self.rank_scored(query, server, k, false).ranked
     }
 
     /// [`Self::rank`], with each ranked tool's score by the words of its description and
     /// parameters alone (BM25F over those two fields; the name, title and server left out),
-    /// computed in the same pass over the postings.
+    /// computed in the same pass over the postings, and [`Self::ceiling`] from the same
+    /// analysis of the task.
     pub fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
         self.rank_scored(query, server, k, true)
     }
@@ -86,11 +102,18 @@ impl RouteIndex {
         let only = match server {
             Some(s) => match self.slot_of(s) {
                 Some(slot) => Some(slot),
-                None => return (Vec::new(), Vec::new()),
+                None => {
+                    return Described {
+                        ceiling: described.then(|| self.ceiling(query)),
+                        ..Described::default()
+                    }
+                }
             },
             None => None,
         };
-        let terms = self.query_terms(query, true);
+        let (weighted, words) = self.plain_terms(query);
+        let ceiling = described.then(|| self.ceiling_of(&merged(weighted.clone())));
+        let terms = merged(self.with_synonyms(query, weighted, &words));
         let mut acc = self.scores(&terms, only);
         let w = self.params.clause_weight;
         let parts = if w > 0.0 {
@@ -135,7 +158,7 @@ impl RouteIndex {
             }
         }
         top_k(&mut hits, k);
-        let described_scores = if described {
+        let by_description = if described {
             self.described_scores(&terms, &hits)
         } else {
             Vec::new()
@@ -147,7 +170,11 @@ impl RouteIndex {
                 Some((shard.tools[doc as usize].clone(), score))
             })
             .collect();
-        (ranked, described_scores)
+        Described {
+            ranked,
+            by_description,
+            ceiling,
+        }
     }
 
     /// Per-field 1 / average length, so the scoring loops multiply instead of divide.
@@ -271,6 +298,20 @@ fn weighted_tf(p: &super::Bm25fParams, list: &[super::Posting]) -> f32 {
         }
     }
     stf
+}
+
+/// `weighted` in term order, each term once with its weights summed (in the order they
+/// came).
+fn merged(mut weighted: Vec<(String, f32)>) -> Vec<(String, f32)> {
+    weighted.sort_by(|a, b| a.0.cmp(&b.0));
+    weighted.dedup_by(|later, first| {
+        let same = later.0 == first.0;
+        if same {
+            first.1 += later.1;
+        }
+        same
+    });
+    weighted
 }
 
 /// The terms of weighted query terms.

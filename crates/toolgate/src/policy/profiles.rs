@@ -82,15 +82,20 @@ impl<R: Retriever + ?Sized> Retriever for Visible<'_, R> {
     }
 
     fn rank_described(&self, query: &str, server: Option<&str>, k: usize) -> Described {
-        let (ranked, described) = self.inner.rank_described(query, server, k + self.hidden);
-        let paired = described.len() == ranked.len();
-        let mut kept = (Vec::new(), Vec::new());
-        for (i, r) in ranked.into_iter().enumerate() {
-            if kept.0.len() < k && (self.keep)(&r.0) {
+        let all = self.inner.rank_described(query, server, k + self.hidden);
+        let paired = all.by_description.len() == all.ranked.len();
+        // The ceiling is the whole index's: a hidden tool's words are still words a
+        // catalog tool can explain.
+        let mut kept = Described {
+            ceiling: all.ceiling,
+            ..Described::default()
+        };
+        for (i, r) in all.ranked.into_iter().enumerate() {
+            if kept.ranked.len() < k && (self.keep)(&r.0) {
                 if paired {
-                    kept.1.push(described[i]);
+                    kept.by_description.push(all.by_description[i]);
                 }
-                kept.0.push(r);
+                kept.ranked.push(r);
             }
         }
         kept
