@@ -242,8 +242,10 @@ async fn answer_broken_requests(
 }
 
 /// rmcp's answer to an `initialize` or a 2025-11-25 session's `tools/list`, with what
-/// `augmented::amend` adds: a JSON body, or an event stream of known length (a session's
-/// answer, ended). Any other answer (an error status, an open stream) as it is.
+/// `augmented::amend` adds: a JSON body, or a session's event stream, read to its end
+/// (rmcp ends it after the answer). It is read whether or not `gather` held it to its end
+/// (10 ms): an answer slower than that would otherwise reach the client without what a
+/// 2025-11-25 client reads about tasks. Any other answer (an error status) as it is.
 async fn amended(method: &str, response: axum::response::Response) -> axum::response::Response {
     use axum::http::header;
     use axum::response::IntoResponse;
@@ -251,13 +253,8 @@ async fn amended(method: &str, response: axum::response::Response) -> axum::resp
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     let json = kind.starts_with("application/json");
-    // A session's answer is a whole stream in one body, its length known.
-    let ended_stream = kind.starts_with("text/event-stream")
-        && (response.headers().contains_key(header::CONTENT_LENGTH)
-            || axum::body::HttpBody::size_hint(response.body())
-                .exact()
-                .is_some());
-    if !(json || ended_stream) || !response.status().is_success() {
+    let stream = kind.starts_with("text/event-stream");
+    if !(json || stream) || !response.status().is_success() {
         return response;
     }
     let (mut parts, body) = response.into_parts();
