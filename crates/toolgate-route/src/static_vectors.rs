@@ -221,11 +221,7 @@ impl StaticVectors {
 
     /// [`Self::token`]'s bytes.
     fn token_bytes(&self, id: u32) -> &[u8] {
-        let (from, to) = (
-            self.starts[id as usize] as usize,
-            self.starts[id as usize + 1] as usize - 1,
-        );
-        &self.bytes[from..to]
+        token_bytes_at(&self.bytes, &self.starts, id)
     }
 
     fn id(&self, token: &str) -> Option<u32> {
@@ -292,11 +288,16 @@ fn fnv(text: &str) -> u64 {
 
 /// Token `id`'s text: its line of the vocabulary (checked UTF-8 when the file was read).
 fn token_at<'a>(bytes: &'a [u8], starts: &[u32], id: u32) -> &'a str {
+    std::str::from_utf8(token_bytes_at(bytes, starts, id)).unwrap_or("")
+}
+
+/// Token `id`'s line of the vocabulary, as bytes.
+fn token_bytes_at<'a>(bytes: &'a [u8], starts: &[u32], id: u32) -> &'a [u8] {
     let (from, to) = (
         starts[id as usize] as usize,
         starts[id as usize + 1] as usize - 1,
     );
-    std::str::from_utf8(&bytes[from..to]).unwrap_or("")
+    &bytes[from..to]
 }
 
 /// BERT's uncased tokenisation: clean, split CJK ideographs apart, lower-case and strip
