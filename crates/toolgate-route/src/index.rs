@@ -15,9 +15,9 @@
 use super::doc::{analyze_tool, NOTES, N_FIELDS};
 use super::examples::RouteExamples;
 use super::static_vectors::StaticVectors;
-use super::text::Analyzer;
+use super::text::{Analyzer, Map};
 use serde::Deserialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use toolgate_core::catalog::{Catalog, ToolRecord};
 
@@ -140,11 +140,11 @@ pub struct RouteIndex {
     /// Server slots; a removed server leaves `None` (slots in lists stay valid).
     shards: Vec<Option<Shard>>,
     /// Server name -> slot.
-    slots: HashMap<String, u32>,
+    slots: Map<String, u32>,
     /// Term -> its statistics and postings.
-    terms: HashMap<String, TermEntry>,
+    terms: Map<String, TermEntry>,
     /// Lowercased exposed name, `server/name` and bare name -> (slot, doc).
-    names: HashMap<String, Vec<(u32, u32)>>,
+    names: Map<String, Vec<(u32, u32)>>,
     /// Number of documents over all shards (also the accumulator's length).
     docs: u32,
     /// Number of servers with tools.
@@ -192,9 +192,9 @@ impl RouteIndex {
             examples,
             analyzer: Analyzer::new(),
             shards: Vec::new(),
-            slots: HashMap::new(),
-            terms: HashMap::new(),
-            names: HashMap::new(),
+            slots: Map::default(),
+            terms: Map::default(),
+            names: Map::default(),
             docs: 0,
             servers: 0,
             len_sum: [0; N_FIELDS],
@@ -281,7 +281,7 @@ impl RouteIndex {
     }
 
     fn insert_slot(&mut self, slot: u32, tools: Vec<Arc<ToolRecord>>) {
-        let mut postings: HashMap<String, Vec<Posting>> = HashMap::new();
+        let mut postings: Map<String, Vec<Posting>> = Map::default();
         let mut lens_all = Vec::with_capacity(tools.len());
         let mut names = Vec::new();
         let mut total_len = 0;

@@ -13,9 +13,9 @@
 //! same principal (a correction) removes the earlier one. Permission is never touched:
 //! every call still passes the gate.
 
-use super::text::{truncate, Analyzer};
+use super::text::{truncate, Analyzer, Map};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 mod evidence;
 use evidence::Vote;
@@ -112,11 +112,11 @@ pub struct Learned {
     /// The set's size when `weights` were last all computed.
     weighed_at: usize,
     /// Term -> its number.
-    vocabulary: HashMap<String, u32>,
+    vocabulary: Map<String, u32>,
     /// Per term number, the examples that have it, ascending.
     postings: Vec<Vec<u32>>,
     /// Principal and profile names -> their numbers, and each example's two numbers.
-    scopes: HashMap<String, u32>,
+    scopes: Map<String, u32>,
     principals: Vec<u32>,
     profiles: Vec<u32>,
 }

@@ -8,8 +8,7 @@
 //! own word still ranks above one that uses a synonym. A synonym the task already has
 //! adds nothing.
 
-use super::text::Analyzer;
-use std::collections::HashMap;
+use super::text::{Analyzer, Map};
 use std::sync::OnceLock;
 
 /// Groups of words that mean the same in a task; a word may be in several groups.
@@ -107,11 +106,11 @@ pub(crate) fn senses(analyzer: &Analyzer, words: &[String]) -> Vec<(String, Stri
 }
 
 /// Stemmed word -> stemmed synonyms (built once).
-fn table() -> &'static HashMap<String, Vec<String>> {
-    static TABLE: OnceLock<HashMap<String, Vec<String>>> = OnceLock::new();
+fn table() -> &'static Map<String, Vec<String>> {
+    static TABLE: OnceLock<Map<String, Vec<String>>> = OnceLock::new();
     TABLE.get_or_init(|| {
         let analyzer = Analyzer::new();
-        let mut map: HashMap<String, Vec<String>> = HashMap::new();
+        let mut map: Map<String, Vec<String>> = Map::default();
         for group in GROUPS {
             let stems: Vec<String> = group.iter().filter_map(|w| analyzer.word(w)).collect();
             for a in &stems {

@@ -8,7 +8,6 @@
 
 use rust_stemmers::{Algorithm, Stemmer};
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 /// English words too common to tell tools apart (a classic short list plus the request
 /// fillers models and users put around a task: "can you please help me ...").
@@ -106,9 +105,15 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
 /// Most stems a thread keeps (a few MB at most); a catalog's and its tasks' words are fewer.
 const MAX_STEMS: usize = 1 << 15;
 
+/// The maps route looks words up in on every call (the index's terms, the stems, the
+/// learned examples' vocabulary): std's `HashMap` with foldhash's hasher, which is seeded
+/// at random per process as std's is, and hashes a short word in a fraction of SipHash's
+/// time.
+pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 thread_local! {
     /// Lowercased word -> its stem, made by [`Analyzer::word`] on this thread.
-    static STEMS: RefCell<HashMap<String, String>> = RefCell::new(HashMap::new());
+    static STEMS: RefCell<Map<String, String>> = RefCell::new(Map::default());
 }
 
 /// Turns text into index terms. Cheap to build; holds the stemmer.

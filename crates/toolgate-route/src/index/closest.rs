@@ -2,7 +2,8 @@
 //! over every tool's first [`PREFIX`] dimensions, 8-bit, keeps a shortlist that the whole
 //! vectors then rank.
 
-use super::{score, RouteIndex};
+use super::score::{self, Shortlist};
+use super::RouteIndex;
 use std::sync::Arc;
 use toolgate_core::catalog::ToolRecord;
 
@@ -125,42 +126,6 @@ struct Reading {
     scale: f32,
     prefix: Vec<i16>,
     shortlist: Shortlist,
-}
-
-/// The best `keep` hits of the first pass of [`RouteIndex::closest`], without a list of
-/// every tool: hits below the floor are dropped, and at twice `keep` the list is cut back
-/// to the best `keep` ([`score::top_k`]), whose lowest becomes the floor.
-struct Shortlist {
-    keep: usize,
-    hits: Vec<(f32, u32, u32)>,
-    floor: f32,
-}
-
-impl Shortlist {
-    fn new(keep: usize) -> Self {
-        Self {
-            keep,
-            hits: Vec::with_capacity(2 * keep),
-            floor: f32::NEG_INFINITY,
-        }
-    }
-
-    fn offer(&mut self, hit: (f32, u32, u32)) {
-        if hit.0 <= self.floor {
-            return;
-        }
-        self.hits.push(hit);
-        if self.hits.len() >= 2 * self.keep {
-            score::top_k(&mut self.hits, self.keep);
-            self.floor = self.hits.last().map_or(f32::NEG_INFINITY, |h| h.0);
-        }
-    }
-
-    /// The best `keep`, best first.
-    fn into_hits(mut self) -> Vec<(f32, u32, u32)> {
-        score::top_k(&mut self.hits, self.keep);
-        self.hits
-    }
 }
 
 /// A vector as 8-bit values and the scale that gives them back (`x ~ scale * q`).

@@ -143,7 +143,9 @@ impl RouteIndex {
                 *s *= top / total;
             }
         }
-        let mut hits: Vec<(f32, u32, u32)> = Vec::new();
+        // The best `k` kept while reading the scores: a list of every matching tool, then
+        // cut, was most of the cost of choosing them.
+        let mut best = Shortlist::new(k);
         for (slot, shard) in self.shards.iter().enumerate() {
             let Some(shard) = shard else { continue };
             if only.is_some_and(|o| o != slot as u32) {
@@ -153,11 +155,11 @@ impl RouteIndex {
             let scores = &acc[base..base + shard.tools.len()];
             for (doc, &s) in scores.iter().enumerate() {
                 if s > 0.0 {
-                    hits.push((s, slot as u32, doc as u32));
+                    best.offer((s, slot as u32, doc as u32));
                 }
             }
         }
-        top_k(&mut hits, k);
+        let hits = best.into_hits();
         let by_description = if described {
             self.described_scores(&terms, &hits)
         } else {
@@ -317,6 +319,48 @@ fn merged(mut weighted: Vec<(String, f32)>) -> Vec<(String, f32)> {
 /// The terms of weighted query terms.
 fn terms_of(weighted: &[(String, f32)]) -> Vec<String> {
     weighted.iter().map(|(t, _)| t.clone()).collect()
+}
+
+/// The best `keep` hits of a pass over every tool (the ranking's scores, the first pass of
+/// [`RouteIndex::closest`]) without a list of every tool. Hits are offered in (slot, doc)
+/// order; those at or below the floor are dropped (a later hit loses a tie), and at twice
+/// `keep` the list is cut back to the best `keep` ([`top_k`]), whose lowest becomes the
+/// floor.
+pub(super) struct Shortlist {
+    keep: usize,
+    hits: Vec<(f32, u32, u32)>,
+    floor: f32,
+}
+
+impl Shortlist {
+    // Both inlined into the passes over every tool, which live in other modules (measured:
+    // called, not inlined, they made route a fifth slower).
+    #[inline]
+    pub(super) fn new(keep: usize) -> Self {
+        Self {
+            keep,
+            hits: Vec::with_capacity(2 * keep),
+            floor: f32::NEG_INFINITY,
+        }
+    }
+
+    #[inline]
+    pub(super) fn offer(&mut self, hit: (f32, u32, u32)) {
+        if hit.0 <= self.floor {
+            return;
+        }
+        self.hits.push(hit);
+        if self.hits.len() >= 2 * self.keep {
+            top_k(&mut self.hits, self.keep);
+            self.floor = self.hits.last().map_or(f32::NEG_INFINITY, |h| h.0);
+        }
+    }
+
+    /// The best `keep`, best first.
+    pub(super) fn into_hits(mut self) -> Vec<(f32, u32, u32)> {
+        top_k(&mut self.hits, self.keep);
+        self.hits
+    }
 }
 
 /// Keeps the `k` best hits, best first; ties go to the earlier (slot, doc), which is
