@@ -313,3 +313,75 @@ async fn unknown_profile(
     };
     (axum::http::StatusCode::NOT_FOUND, body)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::amended;
+    use axum::body::{Body, Bytes};
+    use axum::http::{header, StatusCode};
+    use futures::StreamExt;
+    use std::time::Duration;
+
+    const ANSWER: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}"#;
+
+    /// An event stream whose events come `gap` apart: a priming event, then the answer.
+    fn slow_stream(status: StatusCode, gap: Duration) -> axum::response::Response {
+        let events = [
+            "id: 0\nretry: 3000\ndata: \n\n".to_string(),
+            format!("id: 1\ndata: {ANSWER}\n\n"),
+        ];
+        let body = futures::stream::iter(events).then(move |event| async move {
+            tokio::time::sleep(gap).await;
+            Ok::<_, std::io::Error>(Bytes::from(event))
+        });
+        axum::response::Response::builder()
+            .status(status)
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .body(Body::from_stream(body))
+            .expect("a response")
+    }
+
+    async fn text(response: axum::response::Response) -> String {
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("a body");
+        String::from_utf8(bytes.to_vec()).expect("UTF-8")
+    }
+
+    /// A session's `tools/list` answer slower than `gather` holds an answer (10 ms; a loaded
+    /// machine) still tells a 2025-11-25 client each tool's `taskSupport`: the stream is read
+    /// to its end before it is amended. Before, such an answer passed unamended.
+    #[tokio::test]
+    async fn a_slow_event_stream_answer_is_amended() {
+        let response = amended(
+            "tools/list",
+            slow_stream(StatusCode::OK, Duration::from_millis(30)),
+        )
+        .await;
+        let text = text(response).await;
+        let data: Vec<serde_json::Value> = (text.lines())
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| serde_json::from_str(d).expect("JSON"))
+            .collect();
+        assert_eq!(data.len(), 1, "one answer: {text}");
+        assert_eq!(
+            data[0]["result"]["tools"][0]["execution"]["taskSupport"], "optional",
+            "{text}"
+        );
+        // The priming event is kept as it was.
+        assert!(text.starts_with("id: 0\nretry: 3000\n"), "{text}");
+    }
+
+    /// An error answer passes as it is, not read.
+    #[tokio::test]
+    async fn an_error_answer_is_not_amended() {
+        let response = amended(
+            "tools/list",
+            slow_stream(StatusCode::BAD_REQUEST, Duration::from_millis(1)),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        assert!(!text(response).await.contains("taskSupport"));
+    }
+}
