@@ -34,7 +34,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -98,6 +98,18 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         }
         self.closing = closing;
         self
+    }
+
+    /// The cursors, locked (a panic while another thread held them leaves them usable).
+    fn cursors(&self) -> MutexGuard<'_, Cursors> {
+        self.cursors.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The operations, locked, as [`Self::cursors`].
+    fn operations(&self) -> MutexGuard<'_, Operations<T>> {
+        self.operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The durable backend's name, if there is one.
@@ -213,9 +225,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     pub fn status(&self, owner: &Principal, id: &str) -> Result<OperationStatus<T>, StoreError> {
         let now = self.purge_if_due();
         let here = self
-            .operations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .operations()
             .status(owner.as_str(), id, now, &self.limits);
         match (&self.durable, here) {
             (Some(durable), Err(StoreError::Unknown { .. })) => {
@@ -279,11 +289,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     /// restart. Nothing is delivered by listing (no grace starts).
     pub fn list(&self, owner: &Principal) -> Result<Vec<ListedOperation>, StoreError> {
         let now = self.purge_if_due();
-        let mut listed = self
-            .operations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .listed(owner.as_str(), now);
+        let mut listed = self.operations().listed(owner.as_str(), now);
         if let Some(durable) = &self.durable {
             let here: std::collections::HashSet<String> =
                 listed.iter().map(|op| op.id.clone()).collect();
@@ -331,10 +337,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     /// When an operation this process runs (or holds) started, on the wall clock: the
     /// time a task's id carries, the same one [`list`](Self::list) reports.
     pub fn started_ms(&self, owner: &Principal, id: &str) -> Option<u64> {
-        self.operations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .started_ms(owner.as_str(), id)
+        self.operations().started_ms(owner.as_str(), id)
     }
 
     /// Like [`status`](Self::status), but first waits up to `max` for the operation to
@@ -346,11 +349,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         id: &str,
         max: Duration,
     ) -> Result<OperationStatus<T>, StoreError> {
-        let done = self
-            .operations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .watch(owner.as_str(), id);
+        let done = self.operations().watch(owner.as_str(), id);
         if let Some(mut done) = done {
             // A closed channel means the task is gone; status() says why.
             let _ = tokio::time::timeout(max, done.wait_for(|d| *d)).await;
@@ -373,9 +372,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     pub fn cancel(&self, owner: &Principal, id: &str) -> Result<OperationStatus<T>, StoreError> {
         let now = self.purge_if_due();
         let here = self
-            .operations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .operations()
             .cancel(owner.as_str(), id, now, &self.limits);
         match (&self.durable, here) {
             // One that ended before a restart keeps its ending; a lost one says so; one
@@ -395,14 +392,8 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     /// Purges every expired entry now.
     pub fn sweep(&self) {
         let now = Instant::now();
-        self.cursors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .purge(now, &self.limits);
-        self.operations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .purge(now, &self.limits);
+        self.cursors().purge(now, &self.limits);
+        self.operations().purge(now, &self.limits);
         if let Some(durable) = &self.durable {
             let mut next = self
                 .next_durable_sweep
@@ -420,16 +411,8 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
 
     /// What it holds now in memory.
     pub fn stats(&self) -> StoreStats {
-        let (cursors, bytes) = self
-            .cursors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .stats();
-        let (operations, running) = self
-            .operations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .stats();
+        let (cursors, bytes) = self.cursors().stats();
+        let (operations, running) = self.operations().stats();
         StoreStats {
             cursors,
             bytes,

@@ -8,7 +8,6 @@ use super::{IdKind, StoreError};
 use crate::principal::Principal;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::sync::PoisonError;
 use std::time::Duration;
 
 impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
@@ -39,11 +38,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     pub fn put_pages(&self, owner: &Principal, pages: Vec<String>) -> Result<String, StoreError> {
         let now = self.purge_if_due();
         let Some(durable) = &self.durable else {
-            return self
-                .cursors
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .put(owner.as_str(), pages, now, &self.limits);
+            return self.cursors().put(owner.as_str(), pages, now, &self.limits);
         };
         let kept = if pages.is_empty() {
             vec![String::new()]
@@ -51,9 +46,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
             pages.clone()
         };
         let cursor = self
-            .cursors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .cursors()
             .put(owner.as_str(), pages, now, &self.limits)?;
         let (id, _) = cursors::parse(&cursor).expect("a cursor just made");
         if let Err(e) = durable.put_pages(owner.as_str(), id, &kept, self.limits.cursor_ttl) {
@@ -61,10 +54,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
             // needs until a restart, so a store fault costs only that.
             let local = matches!(&e, StoreError::Store(f) if f.whole_store()) && !durable.shared();
             if !local {
-                self.cursors
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .forget(&cursor);
+                self.cursors().forget(&cursor);
                 return Err(e);
             }
             tracing::warn!("a paged result is kept in this process only (its cursor works until a restart): {e}");
@@ -94,9 +84,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         let now = self.purge_if_due();
         let Some(durable) = &self.durable else {
             return self
-                .cursors
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
+                .cursors()
                 .next(owner.as_str(), cursor, now, &self.limits);
         };
         let Some((id, _)) = cursors::parse(cursor) else {
@@ -105,25 +93,16 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
                 id: cursor.to_string(),
             });
         };
-        if !self
-            .cursors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(id)
-        {
+        if !self.cursors().contains(id) {
             let ttl = self.limits.cursor_ttl;
             if let Some((pages, left)) = durable.pages(owner.as_str(), id, cursor, ttl)? {
-                self.cursors
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
+                self.cursors()
                     .adopt(id, owner.as_str(), pages, now, left, &self.limits)?;
                 self.forget_evicted();
             }
         }
         let read = self
-            .cursors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .cursors()
             .next(owner.as_str(), cursor, now, &self.limits)?;
         // As in memory: reading on keeps the rest alive, the last page leaves a grace.
         let keep = if read.1.is_some() {
@@ -138,11 +117,7 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
     /// Removes from the durable store what memory evicted to make room.
     fn forget_evicted(&self) {
         if let Some(durable) = &self.durable {
-            let evicted = self
-                .cursors
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take_evicted();
+            let evicted = self.cursors().take_evicted();
             for id in evicted {
                 durable.remove(crate::store::Kind::Pages, &id);
             }

@@ -156,11 +156,8 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> SessionStore<T> {
         }
         tracing::info!(operation = %crate::principal::redacted(key), "took over an operation left running by a gateway that stopped");
         let now = Instant::now();
-        (self
-            .operations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner))
-        .status(owner.as_str(), &id, now, &self.limits)
-        .ok()
+        (self.operations())
+            .status(owner.as_str(), &id, now, &self.limits)
+            .ok()
     }
 }
