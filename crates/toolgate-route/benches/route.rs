@@ -8,7 +8,7 @@
 //! `TOOLGATE_DATASETS`); exits non-zero when they are missing.
 //!
 //! Options after `--`: `--last` measures only the last row (10,000 tools with 10,000 learned
-//! examples, the p99 target), `--passes N` times every task N times (default 3; the
+//! examples, where route's p99 goal of 1 ms is measured), `--passes N` times every task N times (default 3; the
 //! best-of column is each task's best of them). On a shared VM the raw p99 of one run moves by
 //! a fifth; `-- --last --passes 10`, repeated, tells a 5% change apart.
 
